@@ -1,0 +1,267 @@
+"""AES-GCM encrypted modules of Parquet Modular Encryption. Knows nothing about Bloom filters.
+
+Spec: Parquet Encryption.md, "Encrypted module serialization" and "Additional Authenticated Data".
+
+A GCM module on disk is::
+
+    length (4 bytes, little-endian) | nonce (12) | ciphertext | tag (16)
+
+where ``length`` counts nonce + ciphertext + tag but not itself. The AAD of a module is::
+
+    file_aad | module_type (1 byte) | row_group_ordinal (int16 LE) | column_ordinal (int16 LE)
+             | page_ordinal (int16 LE, data pages and data page headers only)
+
+The footer (type 0) has no ordinals at all. ``file_aad = aad_prefix | aad_file_unique``.
+
+Every module is encrypted with a fresh 96-bit nonce from ``os.urandom``. Keys are counted: one key
+(identified by its bytes, never stored in a readable form) may encrypt at most 2^32 modules
+(NIST SP 800-38D, random-nonce limit), after which :class:`KeyUsageLimitError` is raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+from enum import IntEnum
+from typing import BinaryIO
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .errors import (
+    KeyUsageLimitError,
+    MalformedModuleError,
+    ModuleAuthenticationError,
+    TruncatedModuleError,
+)
+
+__all__ = [
+    "ModuleType",
+    "NONCE_LENGTH",
+    "TAG_LENGTH",
+    "LENGTH_PREFIX",
+    "MODULE_OVERHEAD",
+    "GCM_INVOCATION_LIMIT",
+    "module_aad",
+    "footer_aad",
+    "check_key",
+    "encrypt_module",
+    "decrypt_module",
+    "read_module",
+    "ciphertext_length",
+    "plaintext_length",
+    "gcm_sign",
+]
+
+NONCE_LENGTH = 12
+TAG_LENGTH = 16
+LENGTH_PREFIX = 4
+#: Bytes a module adds to its plaintext, counting the length prefix: 4 + 12 + 16.
+MODULE_OVERHEAD = LENGTH_PREFIX + NONCE_LENGTH + TAG_LENGTH
+#: Random-nonce AES-GCM invocation limit per key (NIST SP 800-38D section 8.3).
+GCM_INVOCATION_LIMIT = 2**32
+_MAX_ORDINAL = 32767
+_VALID_KEY_LENGTHS = (16, 24, 32)
+
+
+class ModuleType(IntEnum):
+    """Module types of Parquet Encryption.md, "Module types" table."""
+
+    FOOTER = 0
+    COLUMN_META_DATA = 1
+    DATA_PAGE = 2
+    DICTIONARY_PAGE = 3
+    DATA_PAGE_HEADER = 4
+    DICTIONARY_PAGE_HEADER = 5
+    COLUMN_INDEX = 6
+    OFFSET_INDEX = 7
+    BLOOM_FILTER_HEADER = 8
+    BLOOM_FILTER_BITSET = 9
+
+
+_HAS_PAGE_ORDINAL = {ModuleType.DATA_PAGE, ModuleType.DATA_PAGE_HEADER}
+
+
+def _ordinal(name: str, value: int | None) -> bytes:
+    if value is None:
+        raise ValueError(f"{name} is required for this module type")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= value <= _MAX_ORDINAL:
+        raise ValueError(f"{name} must be in 0..{_MAX_ORDINAL}, got {value}")
+    return struct.pack("<h", value)
+
+
+def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal: int | None = None,
+               column_ordinal: int | None = None, page_ordinal: int | None = None) -> bytes:
+    """The AAD of one module (Encryption.md, "Additional Authenticated Data").
+
+    The footer takes no ordinals; every other module takes the row-group and column ordinals;
+    only data pages and data page headers take a page ordinal.
+    """
+    mtype = ModuleType(module_type)
+    if not isinstance(file_aad, (bytes, bytearray)):
+        raise TypeError("file_aad must be bytes")
+    if mtype is ModuleType.FOOTER:
+        if row_group_ordinal is not None or column_ordinal is not None or page_ordinal is not None:
+            raise ValueError("the footer module AAD has no ordinals")
+        return bytes(file_aad) + bytes([mtype])
+    aad = bytes(file_aad) + bytes([mtype]) + _ordinal("row_group_ordinal", row_group_ordinal) \
+        + _ordinal("column_ordinal", column_ordinal)
+    if mtype in _HAS_PAGE_ORDINAL:
+        aad += _ordinal("page_ordinal", page_ordinal)
+    elif page_ordinal is not None:
+        raise ValueError(f"{mtype.name} modules have no page ordinal")
+    return aad
+
+
+def footer_aad(file_aad: bytes) -> bytes:
+    """AAD of the footer module: ``file_aad | 0x00``."""
+    return module_aad(file_aad, ModuleType.FOOTER)
+
+
+def check_key(key: object, name: str = "key") -> bytes:
+    """Validate an AES key argument; the message names the argument and length, never the bytes."""
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
+    key_bytes = bytes(key)
+    if len(key_bytes) not in _VALID_KEY_LENGTHS:
+        raise ValueError(f"{name} must be 16, 24 or 32 bytes (AES-128/192/256), got {len(key_bytes)}")
+    return key_bytes
+
+
+class _InvocationCounter:
+    """Counts GCM encryptions per key. Keys are remembered only as a salted digest."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._salt = os.urandom(16)
+        self._counts: dict[bytes, int] = {}
+
+    def take(self, key: bytes, limit: int = GCM_INVOCATION_LIMIT) -> None:
+        ident = hashlib.blake2b(key, key=self._salt, digest_size=16).digest()
+        with self._lock:
+            n = self._counts.get(ident, 0)
+            if n >= limit:
+                raise KeyUsageLimitError(
+                    f"this key has performed {n} AES-GCM encryptions, the limit is {limit}; "
+                    "rotate the data key")
+            self._counts[ident] = n + 1
+
+    def _set(self, key: bytes, count: int) -> None:
+        """Test hook: pretend ``key`` already did ``count`` encryptions."""
+        ident = hashlib.blake2b(key, key=self._salt, digest_size=16).digest()
+        with self._lock:
+            self._counts[ident] = count
+
+
+_COUNTER = _InvocationCounter()
+
+
+def ciphertext_length(plaintext_len: int) -> int:
+    """Value of the length prefix for a plaintext of ``plaintext_len`` bytes (nonce+ct+tag)."""
+    return NONCE_LENGTH + plaintext_len + TAG_LENGTH
+
+
+def plaintext_length(length_prefix: int) -> int:
+    """Plaintext bytes inside a module whose length prefix is ``length_prefix``."""
+    return length_prefix - NONCE_LENGTH - TAG_LENGTH
+
+
+def encrypt_module(plaintext: bytes, key: bytes, aad: bytes, *, _nonce: bytes | None = None) -> bytes:
+    """Encrypt ``plaintext`` into one serialised module: ``length | nonce | ciphertext | tag``.
+
+    ``_nonce`` exists for known-answer tests only; production callers never pass it.
+    """
+    key_bytes = check_key(key)
+    nonce = os.urandom(NONCE_LENGTH) if _nonce is None else bytes(_nonce)
+    if len(nonce) != NONCE_LENGTH:
+        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
+    _COUNTER.take(key_bytes)
+    sealed = AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))
+    body_len = NONCE_LENGTH + len(sealed)
+    if body_len > 0x7FFFFFFF:
+        raise ValueError("module too large for a 4-byte length prefix")
+    return struct.pack("<I", body_len) + nonce + sealed
+
+
+def _check_length(length: int, available: int | None, module_type: ModuleType | None,
+                  max_plaintext: int | None) -> None:
+    label = module_type.name if module_type is not None else "module"
+    minimum = NONCE_LENGTH + TAG_LENGTH
+    if length < minimum:
+        raise MalformedModuleError(
+            f"{label}: length prefix {length} is smaller than nonce + tag ({minimum})")
+    if max_plaintext is not None and length > minimum + max_plaintext:
+        raise MalformedModuleError(
+            f"{label}: length prefix {length} exceeds the maximum {minimum + max_plaintext} for this module")
+    if available is not None and length > available:
+        raise TruncatedModuleError(
+            f"{label}: length prefix declares {length} bytes but only {available} follow")
+
+
+def _open(body: bytes, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
+    """The one place where the library's InvalidTag becomes ModuleAuthenticationError."""
+    try:
+        return AESGCM(key).decrypt(body[:NONCE_LENGTH], body[NONCE_LENGTH:], aad)
+    except InvalidTag:
+        raise ModuleAuthenticationError(module_type if module_type is not None else "GCM") from None
+
+
+def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
+                   module_type: ModuleType | None = None,
+                   max_plaintext: int | None = None) -> tuple[bytes, int]:
+    """Decrypt the module at the start of ``buffer``; returns ``(plaintext, consumed)``.
+
+    ``consumed`` includes the 4-byte length prefix. ``module_type`` only labels errors (the AAD
+    already binds it). ``max_plaintext`` rejects a module larger than its type allows before any
+    copy is made.
+    """
+    key_bytes = check_key(key)
+    view = memoryview(buffer)
+    label = module_type.name if module_type is not None else "module"
+    if len(view) < LENGTH_PREFIX:
+        raise TruncatedModuleError(f"{label}: {len(view)} bytes, too short for the 4-byte length prefix")
+    (length,) = struct.unpack_from("<I", view, 0)
+    _check_length(length, len(view) - LENGTH_PREFIX, module_type, max_plaintext)
+    body = bytes(view[LENGTH_PREFIX:LENGTH_PREFIX + length])
+    return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
+
+
+def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: ModuleType | None = None,
+                max_plaintext: int | None = None,
+                expected_length: int | None = None) -> tuple[bytes, int]:
+    """Read exactly one module from a binary file object positioned at its length prefix.
+
+    Reads the prefix, validates it (against ``max_plaintext`` and ``expected_length``, the exact
+    length prefix required, if given) *before* reading the body, then reads only the body.
+    Returns ``(plaintext, consumed)``.
+    """
+    key_bytes = check_key(key)
+    label = module_type.name if module_type is not None else "module"
+    prefix = stream.read(LENGTH_PREFIX)
+    if len(prefix) < LENGTH_PREFIX:
+        raise TruncatedModuleError(f"{label}: end of file inside the 4-byte length prefix")
+    (length,) = struct.unpack("<I", prefix)
+    _check_length(length, None, module_type, max_plaintext)
+    if expected_length is not None and length != expected_length:
+        raise MalformedModuleError(
+            f"{label}: length prefix {length}, expected exactly {expected_length}")
+    body = stream.read(length)
+    if len(body) < length:
+        raise TruncatedModuleError(
+            f"{label}: length prefix declares {length} bytes but the file has only {len(body)}")
+    return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
+
+
+def gcm_sign(plaintext: bytes, key: bytes, aad: bytes, nonce: bytes) -> bytes:
+    """``nonce | tag`` of ``plaintext`` encrypted with the given nonce: the 28-byte signature of
+    a plaintext footer (Encryption.md, "Plaintext footer mode"). Verification recomputes it with
+    the nonce stored in the file; writing uses a fresh nonce."""
+    key_bytes = check_key(key)
+    if len(nonce) != NONCE_LENGTH:
+        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
+    sealed = AESGCM(key_bytes).encrypt(bytes(nonce), bytes(plaintext), bytes(aad))
+    return bytes(nonce) + sealed[-TAG_LENGTH:]

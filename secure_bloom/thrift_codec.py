@@ -1,0 +1,174 @@
+"""Thrift compact protocol for the Parquet structures in ``specs/parquet_subset.thrift``.
+
+The IDL is loaded with thriftpy2 at import time. Parsing goes through a bounded reader, because
+thriftpy2's compact reader trusts declared sizes: here every binary length and collection size is
+checked against the bytes that remain *before* anything is read or allocated, a collection of a
+non-empty type is the only kind allowed to have elements, and every thriftpy2 failure mode (short
+read, bad type nibble, runaway nesting) becomes one :class:`MalformedThriftError`.
+
+After a parse, required fields are checked recursively and every union must have exactly one
+member set (Thrift semantics the library itself does not enforce).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import thriftpy2
+from thriftpy2.protocol.compact import TCompactProtocol, TCompactProtocolFactory
+from thriftpy2.thrift import TException, TType
+from thriftpy2.transport import TMemoryBuffer
+
+from .errors import MalformedThriftError
+
+__all__ = ["idl", "parse", "serialize", "IDL_FILENAME"]
+
+IDL_FILENAME = "parquet_subset.thrift"
+_MAX_NESTING = 64  # Parquet structures nest at most ~8 deep; anything deeper is hostile.
+
+T = TypeVar("T")
+
+
+def _idl_path() -> Path:
+    """The IDL ships in the wheel as ``secure_bloom/_idl``; a source checkout reads ``specs/``."""
+    packaged = resources.files("secure_bloom").joinpath("_idl").joinpath(IDL_FILENAME)
+    if packaged.is_file():
+        return Path(str(packaged))
+    source = Path(__file__).resolve().parent.parent / "specs" / IDL_FILENAME
+    if source.is_file():
+        return source
+    raise FileNotFoundError(f"Thrift IDL {IDL_FILENAME} not found in the package or in specs/")
+
+
+@lru_cache(maxsize=1)
+def idl() -> ModuleType:
+    """The loaded IDL module; its classes are the Parquet structures (``idl().FileMetaData``)."""
+    path = _idl_path()
+    return thriftpy2.load(str(path), module_name="secure_bloom_parquet_thrift")
+
+
+@lru_cache(maxsize=1)
+def _union_names() -> frozenset[str]:
+    text = _idl_path().read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^\s*union\s+(\w+)", text, flags=re.MULTILINE))
+
+
+class _Short(Exception):
+    pass
+
+
+class _BoundedBuffer:
+    """A read-only transport over bytes that raises on any read past the end."""
+
+    __slots__ = ("_data", "pos")
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self._data = bytes(data)
+        self.pos = 0
+
+    def remaining(self) -> int:
+        return len(self._data) - self.pos
+
+    def read(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self._data):
+            raise _Short(f"needs {n} bytes at offset {self.pos}, {self.remaining()} left")
+        out = self._data[self.pos:end]
+        self.pos = end
+        return out
+
+
+class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
+    """Compact protocol whose sizes are validated against the bytes that remain."""
+
+    def __init__(self, trans: _BoundedBuffer) -> None:
+        super().__init__(trans, decode_response=True, strict_decode=True)
+        self._bounded = trans
+
+    def _read_size(self) -> int:
+        size = super()._read_size()
+        if size > self._bounded.remaining():
+            raise _Short(f"declared size {size} exceeds the {self._bounded.remaining()} bytes left")
+        return int(size)
+
+    def _read_collection_begin(self) -> tuple[int, int]:
+        ttype, size = super()._read_collection_begin()
+        if size > self._bounded.remaining():
+            raise _Short(f"collection of {size} elements exceeds the {self._bounded.remaining()} bytes left")
+        if size and ttype == TType.STOP:
+            raise MalformedThriftError("collection with elements of type STOP")
+        return ttype, size
+
+    def _read_map_begin(self) -> tuple[int, int, int]:
+        ktype, vtype, size = super()._read_map_begin()
+        if size > self._bounded.remaining():
+            raise _Short(f"map of {size} entries exceeds the {self._bounded.remaining()} bytes left")
+        if size and (ktype == TType.STOP or vtype == TType.STOP):
+            raise MalformedThriftError("map with entries of type STOP")
+        return ktype, vtype, size
+
+    def _read_struct_begin(self) -> None:
+        if len(self._structs) >= _MAX_NESTING:
+            raise MalformedThriftError(f"structures nested deeper than {_MAX_NESTING}")
+        super()._read_struct_begin()
+
+
+def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
+          error: type[MalformedThriftError] | None = None) -> tuple[T, int]:
+    """Parse one ``cls`` structure from the start of ``data``.
+
+    Returns ``(obj, consumed)`` where ``consumed`` counts the bytes up to and including the
+    structure's STOP byte; what follows is the caller's business. Raises ``error`` (default
+    :class:`MalformedThriftError`, or a subclass the caller names) for anything invalid.
+    """
+    name = what or cls.__name__
+    exc = error or MalformedThriftError
+    buf = _BoundedBuffer(data)
+    obj = cls()
+    try:
+        _BoundedCompactProtocol(buf).read_struct(obj)
+    except _Short as e:
+        raise exc(f"{name}: truncated Thrift ({e}; {len(buf._data)} bytes given)") from None
+    except MalformedThriftError as e:
+        raise exc(f"{name}: {e}") from None
+    except (TException, struct.error, KeyError, TypeError, ValueError, IndexError,
+            UnicodeDecodeError, RecursionError, OverflowError) as e:
+        raise exc(f"{name}: invalid Thrift compact encoding ({type(e).__name__})") from None
+    _check(obj, name, exc)
+    return obj, buf.pos
+
+
+def _check(obj: Any, where: str, exc: type[MalformedThriftError]) -> None:
+    """Required fields present, unions with exactly one member, recursively."""
+    spec = type(obj).thrift_spec
+    is_union = type(obj).__name__ in _union_names()
+    set_members = 0
+    for field in spec.values():
+        ttype, fname = field[0], field[1]
+        required = field[-1] is True
+        value = getattr(obj, fname, None)
+        if value is None:
+            if required:
+                raise exc(f"{where}: required field {fname!r} missing")
+            continue
+        set_members += 1
+        if ttype == TType.STRUCT:
+            _check(value, f"{where}.{fname}", exc)
+        elif ttype == TType.LIST and isinstance(field[2], tuple) and field[2][0] == TType.STRUCT:
+            for i, item in enumerate(value):
+                _check(item, f"{where}.{fname}[{i}]", exc)
+    if is_union and set_members != 1:
+        raise exc(f"{where}: union {type(obj).__name__} has {set_members} members set, needs exactly 1")
+
+
+def serialize(obj: Any) -> bytes:
+    """Compact-protocol bytes of ``obj`` (fields in id order, as every Parquet writer emits)."""
+    trans = TMemoryBuffer()
+    TCompactProtocolFactory().get_protocol(trans).write_struct(obj)
+    return bytes(trans.getvalue())
