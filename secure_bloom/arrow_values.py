@@ -1,0 +1,159 @@
+"""Hash pyarrow arrays straight from their buffers, the way Parquet writers store them.
+
+Spec: Parquet BloomFilter.md "Hashing of values" plus LogicalTypes.md for how Arrow types land on
+physical types (what pyarrow and Spark write):
+
+* int8/16/32, uint8/16/32, date32, time32 -> INT32 (sign- or zero-extended to 32 bits);
+* int64, uint64, timestamp[*], date64, time64, duration -> INT64 (the stored integer);
+* float32 -> FLOAT, float64 -> DOUBLE;
+* string / binary / large_* / *_view -> BYTE_ARRAY (raw bytes, no length prefix);
+* fixed_size_binary(w) -> FIXED_LEN_BYTE_ARRAY(w);
+* decimal128/256 -> INT32, INT64 (unscaled value) or big-endian two's complement FLBA of the
+  column's width / minimal BYTE_ARRAY.
+
+Dictionary arrays are decoded; nulls are dropped (never hashed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidValueError
+from .hashing import PhysicalType, hash_binary_arrays
+from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+
+__all__ = ["hash_arrow"]
+
+
+def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
+    """XXH64 of every non-null value of a pyarrow Array or ChunkedArray."""
+    if isinstance(values, pa.ChunkedArray):
+        parts = [hash_arrow(chunk, ptype, width) for chunk in values.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    if not isinstance(values, pa.Array):
+        raise InvalidValueError(f"expected a pyarrow Array, got {type(values).__name__}")
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if values.null_count:
+        values = pc.drop_null(values)
+    typ = values.type
+    if pa.types.is_decimal(typ):
+        return _hash_decimal(values, ptype, width)
+    if ptype in (PhysicalType.BYTE_ARRAY,) and _is_binary_like(typ):
+        return _hash_binary(values)
+    if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
+        if pa.types.is_fixed_size_binary(typ):
+            if typ.byte_width != width:
+                raise InvalidValueError(f"{ptype.name}({width}) column given fixed_size_binary({typ.byte_width})")
+            return xxh64_rows(_fixed_matrix(values, width))
+        if _is_binary_like(typ):
+            return _hash_fixed_from_binary(values, ptype, width)
+    if ptype is PhysicalType.INT32 and (pa.types.is_integer(typ) or pa.types.is_date32(typ)
+                                        or pa.types.is_time32(typ)):
+        ints = values.cast(pa.int64()) if pa.types.is_integer(typ) else values.cast(pa.int32())
+        arr = ints.to_numpy(zero_copy_only=False)
+        if typ.bit_width == 64 or typ == pa.uint32():
+            lo, hi = -(1 << 31), (1 << 32)
+            if arr.size and (arr.min() < lo or arr.max() >= hi):
+                raise InvalidValueError("value does not fit INT32")
+        return xxh64_u32(arr.astype(np.int64).astype(np.uint32))
+    if ptype is PhysicalType.INT64 and (pa.types.is_integer(typ) or pa.types.is_temporal(typ)):
+        if pa.types.is_uint64(typ):
+            arr = values.to_numpy(zero_copy_only=False).view(np.uint64)
+        elif pa.types.is_integer(typ):
+            arr = values.cast(pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+        else:
+            arr = values.view(pa.int64()) if typ.bit_width == 64 else values.cast(pa.int64())
+            arr = arr.to_numpy(zero_copy_only=False).view(np.uint64)
+        return xxh64_u64(arr)
+    if ptype is PhysicalType.FLOAT and pa.types.is_floating(typ):
+        return xxh64_u32(values.cast(pa.float32()).to_numpy(zero_copy_only=False).view(np.uint32))
+    if ptype is PhysicalType.DOUBLE and pa.types.is_floating(typ):
+        return xxh64_u64(values.cast(pa.float64()).to_numpy(zero_copy_only=False).view(np.uint64))
+    raise InvalidValueError(f"cannot hash Arrow type {typ} as {ptype.name}")
+
+
+def _is_binary_like(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_binary(typ) or pa.types.is_large_string(typ)
+                or pa.types.is_large_binary(typ) or pa.types.is_string_view(typ)
+                or pa.types.is_binary_view(typ))
+
+
+def _binary_buffers(values: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    typ = values.type
+    if pa.types.is_string_view(typ) or pa.types.is_binary_view(typ):
+        values = values.cast(pa.large_binary())
+        typ = values.type
+    large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
+    _, offsets_buf, data_buf = values.buffers()
+    off_dtype = np.int64 if large else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype=off_dtype, count=len(values) + 1 + values.offset)
+    offsets = offsets[values.offset:].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    return offsets, data
+
+
+def _hash_binary(values: pa.Array) -> npt.NDArray[np.uint64]:
+    offsets, data = _binary_buffers(values)
+    return hash_binary_arrays(offsets, data)
+
+
+def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
+    offsets, data = _binary_buffers(values)
+    lengths = np.diff(offsets)
+    if lengths.size and (lengths != width).any():
+        raise InvalidValueError(f"{ptype.name}({width}) values must all be {width} bytes")
+    starts = offsets[:-1]
+    assert width is not None
+    return xxh64_rows(data[starts[:, None] + np.arange(width)])
+
+
+def _fixed_matrix(values: pa.Array, width: int) -> npt.NDArray[np.uint8]:
+    data_buf = values.buffers()[1]
+    raw = np.frombuffer(data_buf, dtype=np.uint8)
+    start = values.offset * width
+    return raw[start:start + len(values) * width].reshape(len(values), width)
+
+
+def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
+    typ = values.type
+    nbytes = typ.byte_width  # 16 (decimal128) or 32 (decimal256): little-endian two's complement
+    le = _fixed_matrix(values, nbytes)
+    if ptype is PhysicalType.INT32:
+        low = np.ascontiguousarray(le[:, :4]).view("<i4").reshape(-1)
+        _check_sign_extension(le, 4)
+        return xxh64_u32(low.view(np.uint32))
+    if ptype is PhysicalType.INT64:
+        _check_sign_extension(le, 8)
+        return xxh64_u64(np.ascontiguousarray(le[:, :8]).view("<u8").reshape(-1).astype(np.uint64))
+    if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
+        assert width is not None
+        if width > nbytes:
+            sign = np.where(le[:, -1:] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+            le = np.hstack([le, np.repeat(sign, width - nbytes, axis=1)])
+        else:
+            _check_sign_extension(le, width)
+        return xxh64_rows(np.ascontiguousarray(le[:, :width][:, ::-1]))
+    if ptype is PhysicalType.BYTE_ARRAY:
+        # Minimal two's complement big-endian bytes, as Java BigInteger.toByteArray().
+        from .logical import minimal_twos_complement
+
+        raw = [minimal_twos_complement(int.from_bytes(bytes(row), "little", signed=True)) for row in le]
+        from .hashing import hash_values
+
+        return hash_values(raw, PhysicalType.BYTE_ARRAY)
+    raise InvalidValueError(f"cannot hash a decimal as {ptype.name}")
+
+
+def _check_sign_extension(le: npt.NDArray[np.uint8], keep: int) -> None:
+    """The bytes dropped when narrowing must be pure sign extension, else the value overflows."""
+    if le.shape[0] == 0 or keep >= le.shape[1]:
+        return
+    sign = np.where(le[:, keep - 1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+    if (le[:, keep:] != sign[:, None]).any():
+        raise InvalidValueError(f"decimal value does not fit {keep} bytes")

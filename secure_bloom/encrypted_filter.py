@@ -1,0 +1,123 @@
+"""Encrypted Bloom filters: the header and the bitset as two AES-GCM modules.
+
+Spec: Parquet Encryption.md, "Encrypted module serialization" and the module types table;
+BloomFilter.md "Encryption". On disk an encrypted filter is::
+
+    len | nonce | GCM(BloomFilterHeader Thrift)  | tag     AAD = file_aad | 8 | rg | col
+    len | nonce | GCM(bitset, numBytes bytes)    | tag     AAD = file_aad | 9 | rg | col
+
+Both modules are always AES-GCM (also under AES_GCM_CTR_V1) and use the column's key (the footer
+key for columns encrypted with it). The header module carries the exact Thrift bytes we write;
+on read, zero padding after the Thrift STOP (parquet-java) is accepted. The bitset module must be
+exactly ``28 + numBytes`` long, and its length prefix is checked before the bitset is read.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from .errors import MalformedBitsetError, MalformedModuleError
+from .filter import SplitBlockBloomFilter
+from .header import MAX_HEADER_BYTES, parse_header_plaintext, serialize_header
+from .modules import (
+    LENGTH_PREFIX,
+    ModuleType,
+    ciphertext_length,
+    decrypt_module,
+    encrypt_module,
+    module_aad,
+    read_module,
+)
+
+__all__ = [
+    "encrypt_bloom_filter",
+    "decrypt_bloom_filter",
+    "decrypt_bloom_filter_with_length",
+    "read_encrypted_bloom_filter",
+    "bloom_filter_aads",
+]
+
+
+def bloom_filter_aads(file_aad: bytes, row_group_ordinal: int, column_ordinal: int) -> tuple[bytes, bytes]:
+    """AADs of the header (type 8) and bitset (type 9) modules of one column chunk."""
+    return (module_aad(file_aad, ModuleType.BLOOM_FILTER_HEADER, row_group_ordinal, column_ordinal),
+            module_aad(file_aad, ModuleType.BLOOM_FILTER_BITSET, row_group_ordinal, column_ordinal))
+
+
+def encrypt_bloom_filter(bf: SplitBlockBloomFilter, key: bytes, file_aad: bytes,
+                         row_group_ordinal: int, column_ordinal: int) -> bytes:
+    """Header module followed by bitset module, each with its 4-byte length prefix.
+
+    The result is what ``bloom_filter_offset`` points at; its length is ``bloom_filter_length``.
+    """
+    if not isinstance(bf, SplitBlockBloomFilter):
+        raise TypeError(f"bf must be a SplitBlockBloomFilter, got {type(bf).__name__}")
+    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    return (encrypt_module(serialize_header(bf.num_bytes), key, header_aad)
+            + encrypt_module(bf.bitset, key, bitset_aad))
+
+
+def _filter_from_plaintexts(header_plain: bytes, bitset: bytes) -> SplitBlockBloomFilter:
+    header = parse_header_plaintext(header_plain)
+    if len(bitset) != header.num_bytes:
+        raise MalformedBitsetError(
+            f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={header.num_bytes}")
+    return SplitBlockBloomFilter.from_bitset(bitset)
+
+
+def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes, file_aad: bytes,
+                                     row_group_ordinal: int, column_ordinal: int
+                                     ) -> tuple[SplitBlockBloomFilter, int]:
+    """Decrypt an encrypted filter at the start of ``data``; returns ``(filter, bytes consumed)``."""
+    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    view = memoryview(data).cast("B")
+    header_plain, used = decrypt_module(view, key, header_aad, module_type=ModuleType.BLOOM_FILTER_HEADER,
+                                        max_plaintext=MAX_HEADER_BYTES)
+    header = parse_header_plaintext(header_plain)
+    rest = view[used:]
+    expected = ciphertext_length(header.num_bytes)
+    if len(rest) >= LENGTH_PREFIX:
+        declared = int.from_bytes(rest[:LENGTH_PREFIX], "little")
+        if declared != expected:
+            raise MalformedModuleError(
+                f"BLOOM_FILTER_BITSET: length prefix {declared}, expected {expected} for numBytes={header.num_bytes}")
+    bitset, used2 = decrypt_module(rest, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
+                                   max_plaintext=header.num_bytes)
+    return _filter_from_plaintexts(header_plain, bitset), used + used2
+
+
+def decrypt_bloom_filter(data: bytes | memoryview, key: bytes, file_aad: bytes,
+                         row_group_ordinal: int, column_ordinal: int) -> SplitBlockBloomFilter:
+    """Decrypt an encrypted filter that fills ``data`` exactly (trailing bytes are an error)."""
+    bf, used = decrypt_bloom_filter_with_length(data, key, file_aad, row_group_ordinal, column_ordinal)
+    if used != len(memoryview(data).cast("B")):
+        raise MalformedModuleError(f"{len(data) - used} trailing bytes after the encrypted Bloom filter")
+    return bf
+
+
+def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
+                                row_group_ordinal: int, column_ordinal: int, *,
+                                length: int | None = None) -> SplitBlockBloomFilter:
+    """Read an encrypted filter from a seekable binary file at ``offset``, reading no more than needed.
+
+    The header module is read first; the bitset module's length prefix must then be exactly
+    ``28 + numBytes`` before its body is read. ``length`` (``bloom_filter_length``, absent in files
+    before parquet-java 1.14) must, if given, equal the bytes the two modules take.
+    """
+    if offset < 0:
+        raise MalformedModuleError(f"negative Bloom filter offset {offset}")
+    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    if length is not None and length < 2 * (LENGTH_PREFIX + 28):
+        raise MalformedModuleError(f"bloom_filter_length {length} is too small for two encrypted modules")
+    stream.seek(offset)
+    header_plain, used = read_module(stream, key, header_aad, module_type=ModuleType.BLOOM_FILTER_HEADER,
+                                     max_plaintext=MAX_HEADER_BYTES)
+    header = parse_header_plaintext(header_plain)
+    expected = ciphertext_length(header.num_bytes)
+    if length is not None and length != used + LENGTH_PREFIX + expected:
+        raise MalformedModuleError(
+            f"bloom_filter_length {length} does not match the modules ({used} + {LENGTH_PREFIX + expected} bytes)")
+    bitset, _ = read_module(stream, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
+                            max_plaintext=header.num_bytes, expected_length=expected)
+    return _filter_from_plaintexts(header_plain, bitset)
+

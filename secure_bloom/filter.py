@@ -1,0 +1,302 @@
+"""The split-block Bloom filter (SBBF) of Parquet.
+
+Spec: Parquet BloomFilter.md, "Technical Approach" (https://parquet.apache.org/docs/file-format/bloomfilter/).
+
+A filter is ``z`` blocks of 256 bits, each block eight little-endian 32-bit words. For a 64-bit
+hash ``h``::
+
+    block = ((h >> 32) * z) >> 32            # 64-bit product, so block < z
+    key   = h & 0xFFFFFFFF
+    for i in 0..7:  word[i] of block  |=  1 << ((key * SALT[i]) mod 2^32 >> 27)
+
+A value may be present iff all eight bits are set. The bitset on disk is the words in order,
+each little-endian. Sizing follows parquet-java (:func:`optimal_num_bytes`): bits for (ndv, fpp)
+are ``-8 ndv / ln(1 - fpp^(1/8))``, then rounded as BlockSplitBloomFilter rounds them, to a power
+of two in [32 bytes, 128 MiB].
+
+Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) and numpy
+(:meth:`insert_hashes`, :meth:`check_hashes`). The numpy insert never uses plain fancy-index
+``|=`` (it drops repeated indices): it scatters into an unpacked bit array for large batches on
+filters up to 16 MiB, and uses ``np.bitwise_or.at`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import MalformedBitsetError
+from .hashing import PhysicalType, hash_value, hash_values
+from .header import (
+    BYTES_PER_BLOCK,
+    MAX_BITSET_BYTES,
+    MIN_BITSET_BYTES,
+    parse_header,
+    serialize_header,
+    validate_num_bytes,
+)
+
+__all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes"]
+
+#: BloomFilter.md "Technical Approach": the eight odd salt constants.
+SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
+_SALT = np.array(SALT, dtype=np.uint32)
+_WORD_OFFSETS = np.arange(8, dtype=np.uint32) * np.uint32(32)
+_BITS_PER_BLOCK = 256
+_CHUNK = 1 << 20            # values per numpy batch: bounds temporaries to ~64 MB
+_SCATTER_MAX_BYTES = 16 << 20
+DEFAULT_FPP = 0.01
+DEFAULT_MAX_BYTES = MAX_BITSET_BYTES
+
+
+def optimal_num_bits(ndv: int, fpp: float) -> int:
+    """parquet-java ``BlockSplitBloomFilter.optimalNumOfBits(ndv, fpp)``, quirks included.
+
+    ``m = -8 ndv / ln(1 - fpp^(1/8))``, truncated, capped at 2^30, then ``(m + 255) & ~256`` (the
+    writer's rounding, which clears only bit 8), at least 256.
+    """
+    if not 0.0 < fpp < 1.0:
+        raise ValueError(f"fpp must be in (0, 1), got {fpp}")
+    if ndv < 0:
+        raise ValueError(f"ndv must be >= 0, got {ndv}")
+    m = -8.0 * ndv / math.log(1.0 - fpp ** (1.0 / 8.0))
+    num_bits = int(m)
+    if num_bits > MAX_BITSET_BYTES * 8 or m < 0:
+        num_bits = MAX_BITSET_BYTES * 8
+    num_bits = (num_bits + _BITS_PER_BLOCK - 1) & ~_BITS_PER_BLOCK
+    return max(num_bits, MIN_BITSET_BYTES * 8)
+
+
+def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """parquet-java's bitset sizing: at least 32, next power of two, at most ``max_bytes``."""
+    if not MIN_BITSET_BYTES <= max_bytes <= MAX_BITSET_BYTES:
+        raise ValueError(f"max_bytes must be in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {max_bytes}")
+    n = max(int(num_bytes), MIN_BITSET_BYTES)
+    if n & (n - 1):
+        n = 1 << n.bit_length()
+    return min(n, max_bytes)
+
+
+def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
+    return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
+
+
+def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
+    arr = np.asarray(hashes)
+    if arr.dtype != np.uint64:
+        if arr.dtype.kind == "i":
+            arr = arr.astype(np.int64).view(np.uint64)
+        elif arr.dtype.kind == "u":
+            arr = arr.astype(np.uint64)
+        else:
+            raise TypeError(f"hashes must be an unsigned 64-bit integer array, got dtype {arr.dtype}")
+    return arr.reshape(-1)
+
+
+class SplitBlockBloomFilter:
+    """A Parquet split-block Bloom filter.
+
+    ``SplitBlockBloomFilter(num_bytes)`` makes an empty filter of ``num_bytes`` (a power of two in
+    [32, 128 MiB]); :meth:`for_ndv` sizes one as parquet-java does; :meth:`from_bytes` parses a
+    serialised header + bitset.
+    """
+
+    __slots__ = ("_words",)
+
+    def __init__(self, num_bytes: int) -> None:
+        if isinstance(num_bytes, bool) or not isinstance(num_bytes, (int, np.integer)):
+            raise TypeError(f"num_bytes must be an int, got {type(num_bytes).__name__}")
+        n = int(num_bytes)
+        if not MIN_BITSET_BYTES <= n <= MAX_BITSET_BYTES or n & (n - 1):
+            raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {n}")
+        self._words = np.zeros(n // 4, dtype="<u4")
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def for_ndv(cls, ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> SplitBlockBloomFilter:
+        """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it."""
+        return cls(optimal_num_bytes(ndv, fpp, max_bytes))
+
+    @classmethod
+    def from_bitset(cls, bitset: bytes | bytearray | memoryview) -> SplitBlockBloomFilter:
+        """A filter over a copy of ``bitset`` (whole blocks; any count a file may hold)."""
+        raw = memoryview(bitset).cast("B")
+        if len(raw) == 0 or len(raw) % BYTES_PER_BLOCK or len(raw) > MAX_BITSET_BYTES:
+            raise MalformedBitsetError(
+                f"bitset of {len(raw)} bytes is not 1..{MAX_BITSET_BYTES // BYTES_PER_BLOCK} whole 32-byte blocks")
+        obj = cls.__new__(cls)
+        obj._words = np.frombuffer(raw, dtype="<u4").copy()
+        return obj
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, *,
+                   return_consumed: bool = False) -> Any:
+        """Parse header + bitset. Strict: trailing bytes are an error unless ``return_consumed``,
+        in which case ``(filter, consumed)`` is returned and the rest is the caller's."""
+        view = memoryview(data).cast("B")
+        header, used = parse_header(view)
+        validate_num_bytes(header.num_bytes, available=len(view) - used)
+        end = used + header.num_bytes
+        if not return_consumed and end != len(view):
+            raise MalformedBitsetError(
+                f"{len(view) - end} trailing bytes after a {header.num_bytes}-byte bitset "
+                f"(header {used} bytes, buffer {len(view)} bytes)")
+        bf = cls.from_bitset(view[used:end])
+        return (bf, end) if return_consumed else bf
+
+    def to_bytes(self) -> bytes:
+        """Thrift compact BloomFilterHeader followed by the bitset (the plaintext on-disk form)."""
+        return serialize_header(self.num_bytes) + self.bitset
+
+    def copy(self) -> SplitBlockBloomFilter:
+        return SplitBlockBloomFilter.from_bitset(self._words.tobytes())
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def num_bytes(self) -> int:
+        return int(self._words.nbytes)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.num_bytes // BYTES_PER_BLOCK
+
+    @property
+    def bitset(self) -> bytes:
+        """The bitset as stored on disk (words in order, each little-endian)."""
+        return self._words.tobytes()
+
+    def bits_set(self) -> int:
+        return int(np.unpackbits(self._words.view(np.uint8)).sum())
+
+    def fpp_estimate(self, n_inserted: int) -> float:
+        """Expected false-positive rate after ``n_inserted`` distinct values.
+
+        Values per block follow Poisson(lambda = n / z); a block holding k values answers a
+        random probe "maybe" with probability (1 - (31/32)^k)^8.
+        """
+        if n_inserted < 0:
+            raise ValueError("n_inserted must be >= 0")
+        if n_inserted == 0:
+            return 0.0
+        lam = n_inserted / self.num_blocks
+        lo = max(0, int(lam - 12 * math.sqrt(lam) - 10))
+        hi = int(lam + 12 * math.sqrt(lam) + 30)
+        total = 0.0
+        log_lam = math.log(lam)
+        for k in range(lo, hi + 1):
+            pk = math.exp(k * log_lam - lam - math.lgamma(k + 1))
+            total += pk * (1.0 - (31.0 / 32.0) ** k) ** 8
+        return total
+
+    # ---------------------------------------------------------------- scalar hash level
+
+    def _block_and_key(self, h: int) -> tuple[int, int]:
+        h = int(h)
+        if not 0 <= h < (1 << 64):
+            raise ValueError(f"hash must be an unsigned 64-bit integer, got {h}")
+        return ((h >> 32) * self.num_blocks) >> 32, h & 0xFFFFFFFF
+
+    def insert_hash(self, h: int) -> None:
+        block, key = self._block_and_key(h)
+        words = self._words
+        base = block * 8
+        for i in range(8):
+            words[base + i] |= 1 << (((key * SALT[i]) & 0xFFFFFFFF) >> 27)
+
+    def check_hash(self, h: int) -> bool:
+        block, key = self._block_and_key(h)
+        words = self._words
+        base = block * 8
+        for i in range(8):
+            if not int(words[base + i]) >> (((key * SALT[i]) & 0xFFFFFFFF) >> 27) & 1:
+                return False
+        return True
+
+    # ---------------------------------------------------------------- numpy hash level
+
+    def _positions(self, h: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        block = ((h >> np.uint64(32)) * np.uint64(self.num_blocks)) >> np.uint64(32)
+        bit = (h.astype(np.uint32)[:, None] * _SALT) >> np.uint32(27)
+        return block, bit
+
+    def insert_hashes(self, hashes: Any) -> None:
+        """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
+        h = _check_hash_array(hashes)
+        if h.size == 0:
+            return
+        use_scatter = self.num_bytes <= _SCATTER_MAX_BYTES and h.size * 8 >= self.num_bytes // 4
+        if use_scatter:
+            bits = np.unpackbits(self._words.view(np.uint8), bitorder="little")
+        for start in range(0, h.size, _CHUNK):
+            block, bit = self._positions(h[start:start + _CHUNK])
+            if use_scatter:
+                base = block.astype(np.intp) * _BITS_PER_BLOCK
+                bits[(base[:, None] + (_WORD_OFFSETS + bit)).ravel()] = 1
+            else:
+                slots = (block.astype(np.intp) * 8)[:, None] + np.arange(8, dtype=np.intp)
+                np.bitwise_or.at(self._words, slots.ravel(), (np.uint32(1) << bit).ravel())
+        if use_scatter:
+            self._words = np.packbits(bits, bitorder="little").view("<u4")
+
+    def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
+        """For each hash, whether the filter may contain it (False = certainly absent)."""
+        h = _check_hash_array(hashes)
+        out = np.empty(h.size, dtype=bool)
+        blocks = self._words.reshape(-1, 8)
+        for start in range(0, h.size, _CHUNK):
+            block, bit = self._positions(h[start:start + _CHUNK])
+            masks = np.uint32(1) << bit
+            out[start:start + _CHUNK] = ((blocks[block.astype(np.intp)] & masks) == masks).all(axis=1)
+        return out
+
+    # ---------------------------------------------------------------- value level
+
+    def insert(self, values: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
+        """Hash and insert values (scalar, sequence, numpy or pyarrow; nulls skipped).
+        Returns how many values were inserted."""
+        hashes = hash_values(values, physical_type, type_length=type_length)
+        self.insert_hashes(hashes)
+        return int(hashes.size)
+
+    def might_contain(self, value: Any, physical_type: PhysicalType | str | int, *,
+                      type_length: int | None = None) -> bool:
+        """False if ``value`` is certainly absent; True if it may be present."""
+        if value is None:
+            raise ValueError("Bloom filters do not record nulls; use the column's null_count")
+        return self.check_hash(hash_value(value, physical_type, type_length=type_length))
+
+    def might_contain_many(self, values: Any, physical_type: PhysicalType | str | int, *,
+                           type_length: int | None = None) -> npt.NDArray[np.bool_]:
+        """:meth:`might_contain` for many values; nulls are skipped (one result per non-null)."""
+        return self.check_hashes(hash_values(values, physical_type, type_length=type_length))
+
+    # ---------------------------------------------------------------- set operations
+
+    def union(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:
+        """A filter of both sets: the OR of two filters of equal size."""
+        if not isinstance(other, SplitBlockBloomFilter):
+            raise TypeError(f"can only union with a SplitBlockBloomFilter, not {type(other).__name__}")
+        if other.num_bytes != self.num_bytes:
+            raise ValueError(f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes")
+        out = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
+        out._words = self._words | other._words
+        return out
+
+    def __or__(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:
+        return self.union(other)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SplitBlockBloomFilter):
+            return NotImplemented
+        return self.num_bytes == other.num_bytes and bool(np.array_equal(self._words, other._words))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"SplitBlockBloomFilter(num_bytes={self.num_bytes}, bits_set={self.bits_set()})"

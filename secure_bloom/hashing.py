@@ -1,0 +1,230 @@
+"""Parquet Bloom filter hashing: XXH64, seed 0, over the PLAIN encoding of the physical value.
+
+Spec: Parquet BloomFilter.md, "Technical Approach / Hash Function" and "Hashing of values":
+
+* INT32 / INT64: 4 / 8 bytes little-endian (unsigned logical types use the same bits);
+* FLOAT / DOUBLE: the IEEE-754 bits, little-endian (+0.0 and -0.0 differ; NaN payloads matter);
+* BYTE_ARRAY: the raw bytes, *without* the 4-byte length prefix of PLAIN pages;
+* FIXED_LEN_BYTE_ARRAY: the ``type_length`` raw bytes; INT96: the raw 12 bytes;
+* BOOLEAN: never hashed (parquet-java skips it, Arrow refuses).
+
+Two paths, equal bit for bit: :func:`hash_value` (one value, the ``xxhash`` package) and
+:func:`hash_values` (many values, :mod:`secure_bloom.xxh64_numpy`). ``hash_values`` accepts a
+scalar, a sequence, a numpy array, or a pyarrow Array / ChunkedArray; nulls (``None``, Arrow
+nulls) are skipped, never hashed, so the result may be shorter than the input.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from .errors import InvalidValueError
+from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+
+__all__ = ["PhysicalType", "plain_bytes", "hash_value", "hash_values", "hash_binary_arrays"]
+
+
+class PhysicalType(IntEnum):
+    """Parquet physical types (parquet.thrift ``Type``), with the same numbers."""
+
+    BOOLEAN = 0
+    INT32 = 1
+    INT64 = 2
+    INT96 = 3
+    FLOAT = 4
+    DOUBLE = 5
+    BYTE_ARRAY = 6
+    FIXED_LEN_BYTE_ARRAY = 7
+
+    @classmethod
+    def coerce(cls, value: PhysicalType | str | int) -> PhysicalType:
+        """Accept a member, its name (case-insensitive) or its Thrift number."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                raise ValueError(f"unknown physical type {value!r}") from None
+        return cls(int(value))
+
+
+_INT_RANGES = {PhysicalType.INT32: 32, PhysicalType.INT64: 64}
+
+
+def _resolve(physical_type: PhysicalType | str | int, type_length: int | None) -> tuple[PhysicalType, int | None]:
+    ptype = PhysicalType.coerce(physical_type)
+    if ptype is PhysicalType.BOOLEAN:
+        raise InvalidValueError("BOOLEAN columns have no Bloom filter (Parquet BloomFilter.md: "
+                                "writers never hash booleans)")
+    if ptype is PhysicalType.INT96:
+        type_length = 12
+    elif ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
+        if type_length is None or type_length <= 0:
+            raise ValueError("FIXED_LEN_BYTE_ARRAY needs its type_length (a positive width)")
+    return ptype, type_length
+
+
+def _int_bits(value: Any, bits: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InvalidValueError(f"INT{bits} value must be an integer, got {type(value).__name__}")
+    v = int(value)
+    if not -(1 << (bits - 1)) <= v < (1 << bits):
+        raise InvalidValueError(f"{v} does not fit INT{bits} (signed or unsigned)")
+    return v & ((1 << bits) - 1)
+
+
+def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> bytes:
+    """The bytes Parquet hashes for ``value``: its PLAIN encoding without a length prefix."""
+    ptype, width = _resolve(physical_type, type_length)
+    if ptype in _INT_RANGES:
+        bits = _INT_RANGES[ptype]
+        return _int_bits(value, bits).to_bytes(bits // 8, "little")
+    if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InvalidValueError(f"{ptype.name} value must be a number, got {type(value).__name__}")
+        if ptype is PhysicalType.FLOAT:
+            return np.float32(value).tobytes() if isinstance(value, np.floating) else struct.pack("<f", value)
+        return struct.pack("<d", float(value))
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+    else:
+        raise InvalidValueError(f"{ptype.name} value must be bytes or str, got {type(value).__name__}")
+    if width is not None and len(raw) != width:
+        raise InvalidValueError(f"{ptype.name} value must be exactly {width} bytes, got {len(raw)}")
+    return raw
+
+
+def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
+    """XXH64 (seed 0) of one value's plain encoding, as an unsigned 64-bit int."""
+    return int(xxhash.xxh64_intdigest(plain_bytes(value, physical_type, type_length=type_length)))
+
+
+# --------------------------------------------------------------------------------- batch path
+
+
+def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """XXH64 of variable-length values given Arrow-style ``offsets`` (n+1) into ``data``.
+
+    Values are grouped by length and each group is hashed as an ``(count, length)`` matrix.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    for group in np.split(order, bounds):
+        length = int(lengths[group[0]])
+        if length == 0:
+            mat = np.empty((group.shape[0], 0), dtype=np.uint8)
+        else:
+            mat = data[starts[group, None] + np.arange(length)]
+        out[group] = xxh64_rows(mat)
+    return out
+
+
+def _hash_fixed_ints(arr: npt.NDArray[Any], ptype: PhysicalType) -> npt.NDArray[np.uint64]:
+    if ptype is PhysicalType.INT32:
+        if arr.dtype in (np.int32, np.uint32):
+            return xxh64_u32(arr.view(np.uint32))
+        if arr.dtype.kind in "iu":
+            wide = arr.astype(np.int64)
+            if arr.dtype == np.uint64:
+                bad = arr > np.uint64(0xFFFFFFFF)
+            else:
+                bad = (wide < -(1 << 31)) | (wide >= (1 << 32))
+            if bad.any():
+                raise InvalidValueError(f"{arr[bad][0]} does not fit INT32 (signed or unsigned)")
+            return xxh64_u32(wide.astype(np.uint32))
+    else:
+        if arr.dtype in (np.int64, np.uint64):
+            return xxh64_u64(arr.view(np.uint64))
+        if arr.dtype.kind in "iu":
+            return xxh64_u64(arr.astype(np.int64).view(np.uint64))
+    raise InvalidValueError(f"{ptype.name} values must be integers, got dtype {arr.dtype}")
+
+
+def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.dtype == object or arr.dtype.kind in "US":
+        return _hash_sequence(arr.tolist(), ptype, width)
+    if ptype in _INT_RANGES:
+        return _hash_fixed_ints(arr, ptype)
+    if ptype is PhysicalType.FLOAT:
+        if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+            raise InvalidValueError(f"FLOAT values must be numbers, got dtype {arr.dtype}")
+        return xxh64_u32(arr.astype(np.float32).view(np.uint32))
+    if ptype is PhysicalType.DOUBLE:
+        if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+            raise InvalidValueError(f"DOUBLE values must be numbers, got dtype {arr.dtype}")
+        return xxh64_u64(arr.astype(np.float64).view(np.uint64))
+    if width is not None and arr.dtype == np.uint8:
+        raise InvalidValueError(f"pass {ptype.name} values as a (n, {width}) uint8 matrix or bytes")
+    raise InvalidValueError(f"cannot hash numpy dtype {arr.dtype} as {ptype.name}")
+
+
+def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
+    present = [v for v in values if v is not None]
+    if ptype in _INT_RANGES:
+        bits = _INT_RANGES[ptype]
+        words = np.array([_int_bits(v, bits) for v in present], dtype=np.uint64 if bits == 64 else np.uint32)
+        return xxh64_u64(words) if bits == 64 else xxh64_u32(words)
+    if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
+        for v in present:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise InvalidValueError(f"{ptype.name} value must be a number, got {type(v).__name__}")
+        dtype = np.float32 if ptype is PhysicalType.FLOAT else np.float64
+        return _hash_numpy(np.array(present, dtype=dtype), ptype, width)
+    raw = [plain_bytes(v, ptype, type_length=width) for v in present]
+    if width is not None:
+        mat = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(len(raw), width)
+        return xxh64_rows(mat)
+    lengths = np.fromiter((len(r) for r in raw), dtype=np.int64, count=len(raw))
+    offsets = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return hash_binary_arrays(offsets, np.frombuffer(b"".join(raw), dtype=np.uint8))
+
+
+def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
+                type_length: int | None = None) -> npt.NDArray[np.uint64]:
+    """XXH64 of many values (nulls skipped) as a ``uint64`` array; equal to :func:`hash_value`.
+
+    ``values`` may be a scalar, a sequence, a numpy array (an ``(n, w)`` uint8 matrix for
+    fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.arrow_values`).
+    """
+    ptype, width = _resolve(physical_type, type_length)
+    if _is_arrow(values):
+        from .arrow_values import hash_arrow
+
+        return hash_arrow(values, ptype, width)
+    if isinstance(values, np.ndarray):
+        if width is not None and values.ndim == 2 and values.dtype == np.uint8:
+            if values.shape[1] != width:
+                raise InvalidValueError(f"{ptype.name} rows must be {width} bytes, got {values.shape[1]}")
+            return xxh64_rows(values)
+        return _hash_numpy(values, ptype, width)
+    if isinstance(values, (str, bytes, bytearray, memoryview, int, float, np.generic)) or values is None:
+        return _hash_sequence([values], ptype, width)
+    if isinstance(values, (Sequence, Iterable)):
+        return _hash_sequence(values, ptype, width)
+    return _hash_sequence([values], ptype, width)
+
+
+def _is_arrow(values: Any) -> bool:
+    mod = type(values).__module__
+    return mod.startswith("pyarrow") and type(values).__name__ != "Table"

@@ -1,0 +1,112 @@
+"""The BloomFilterHeader: Thrift compact bytes in front of every Bloom filter bitset.
+
+Spec: Parquet BloomFilter.md "File Format" and parquet.thrift ``BloomFilterHeader``::
+
+    struct BloomFilterHeader {
+      1: required i32 numBytes;                         // bitset size, bytes
+      2: required BloomFilterAlgorithm algorithm;       // union {1: SplitBlockAlgorithm BLOCK}
+      3: required BloomFilterHash hash;                 // union {1: XxHash XXHASH}
+      4: required BloomFilterCompression compression;   // union {1: Uncompressed UNCOMPRESSED}
+    }
+
+numBytes = 1024 serialises to the 16 bytes ``15 80 10 1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00``.
+Readers accept only BLOCK / XXHASH / UNCOMPRESSED and 0 < numBytes <= 128 MiB, a multiple of 32.
+
+Decrypted headers written by parquet-java carry zero padding after the Thrift STOP (it encrypts
+its whole serialisation buffer: SPEC_NOTES section 6); :func:`parse_header_plaintext` accepts
+that padding and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import thrift_codec
+from .errors import MalformedHeaderError
+
+__all__ = [
+    "BYTES_PER_BLOCK",
+    "MIN_BITSET_BYTES",
+    "MAX_BITSET_BYTES",
+    "MAX_HEADER_BYTES",
+    "BloomFilterHeaderInfo",
+    "serialize_header",
+    "parse_header",
+    "parse_header_plaintext",
+    "validate_num_bytes",
+]
+
+#: A block is eight 32-bit words (BloomFilter.md, "Technical Approach").
+BYTES_PER_BLOCK = 32
+#: parquet-java's and Arrow's lower bound: one block.
+MIN_BITSET_BYTES = 32
+#: parquet-java's and Arrow's upper bound (BlockSplitBloomFilter.UPPER_BOUND_BYTES).
+MAX_BITSET_BYTES = 128 * 1024 * 1024
+#: A valid header is at most 16 bytes; padded parquet-java headers are 100. Larger is hostile.
+MAX_HEADER_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class BloomFilterHeaderInfo:
+    """A validated header. Algorithm, hash and compression are the only supported values."""
+
+    num_bytes: int
+    algorithm: str = "BLOCK"
+    hash: str = "XXHASH"
+    compression: str = "UNCOMPRESSED"
+
+
+def validate_num_bytes(num_bytes: int, available: int | None = None) -> int:
+    """Check a declared bitset size before anything is allocated for it."""
+    if not 0 < num_bytes <= MAX_BITSET_BYTES:
+        raise MalformedHeaderError(f"numBytes {num_bytes} outside 1..{MAX_BITSET_BYTES}")
+    if num_bytes % BYTES_PER_BLOCK:
+        raise MalformedHeaderError(f"numBytes {num_bytes} is not a multiple of {BYTES_PER_BLOCK}")
+    if available is not None and num_bytes > available:
+        raise MalformedHeaderError(f"numBytes {num_bytes} exceeds the {available} bytes available")
+    return num_bytes
+
+
+def serialize_header(num_bytes: int) -> bytes:
+    """The exact compact-protocol header every writer emits for a bitset of ``num_bytes``."""
+    validate_num_bytes(num_bytes)
+    m = thrift_codec.idl()
+    header = m.BloomFilterHeader(
+        numBytes=num_bytes,
+        algorithm=m.BloomFilterAlgorithm(BLOCK=m.SplitBlockAlgorithm()),
+        hash=m.BloomFilterHash(XXHASH=m.XxHash()),
+        compression=m.BloomFilterCompression(UNCOMPRESSED=m.Uncompressed()),
+    )
+    return thrift_codec.serialize(header)
+
+
+def parse_header(data: bytes | memoryview) -> tuple[BloomFilterHeaderInfo, int]:
+    """Parse a header at the start of ``data``; returns ``(header, bytes consumed)``.
+
+    Validates the unions and numBytes (not against the data left: the caller knows where the
+    bitset lives and checks that with :func:`validate_num_bytes`).
+    """
+    view = memoryview(data)[:MAX_HEADER_BYTES]
+    m = thrift_codec.idl()
+    raw, consumed = thrift_codec.parse(m.BloomFilterHeader, view, error=MalformedHeaderError)
+    if raw.algorithm.BLOCK is None:
+        raise MalformedHeaderError("unsupported Bloom filter algorithm (only BLOCK exists)")
+    if raw.hash.XXHASH is None:
+        raise MalformedHeaderError("unsupported Bloom filter hash (only XXHASH exists)")
+    if raw.compression.UNCOMPRESSED is None:
+        raise MalformedHeaderError("unsupported Bloom filter compression (only UNCOMPRESSED exists)")
+    validate_num_bytes(raw.numBytes)
+    return BloomFilterHeaderInfo(num_bytes=raw.numBytes), consumed
+
+
+def parse_header_plaintext(plaintext: bytes) -> BloomFilterHeaderInfo:
+    """Parse a decrypted header module: Thrift, then only zero padding (parquet-java) or nothing."""
+    if len(plaintext) > MAX_HEADER_BYTES:
+        raise MalformedHeaderError(
+            f"decrypted header module is {len(plaintext)} bytes, more than {MAX_HEADER_BYTES}")
+    header, consumed = parse_header(plaintext)
+    padding = plaintext[consumed:]
+    if padding.count(0) != len(padding):
+        raise MalformedHeaderError(
+            f"{len(padding)} bytes after the header's Thrift STOP are not zero padding")
+    return header

@@ -1,0 +1,148 @@
+"""Logical values -> the physical values Parquet stores (and therefore hashes).
+
+Spec: Parquet LogicalTypes.md. These let users probe what Spark / parquet-java wrote:
+
+* STRING: UTF-8 bytes;
+* DECIMAL(precision, scale): the unscaled integer, as INT32, INT64, or big-endian two's complement
+  in FIXED_LEN_BYTE_ARRAY of the column's width, or minimal-width BYTE_ARRAY;
+* DATE: INT32 days since 1970-01-01;
+* TIMESTAMP: INT64 millis / micros / nanos since the epoch (naive datetimes are taken as UTC);
+* legacy INT96 timestamps (Spark's default): 8 bytes LE nanoseconds of the day, then 4 bytes LE
+  Julian day number.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal, InvalidOperation
+from typing import Literal
+
+from .errors import InvalidValueError
+from .hashing import PhysicalType
+
+__all__ = [
+    "encode_string",
+    "encode_decimal",
+    "encode_date",
+    "encode_timestamp",
+    "encode_int96",
+    "minimal_twos_complement",
+    "TimeUnit",
+]
+
+TimeUnit = Literal["millis", "micros", "nanos"]
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_JULIAN_DAY_OF_EPOCH = 2440588
+_NANOS_PER_DAY = 86_400 * 10**9
+_UNIT_PER_SECOND = {"millis": 10**3, "micros": 10**6, "nanos": 10**9}
+
+
+def encode_string(value: str) -> bytes:
+    """STRING / UTF8 / ENUM / JSON: the UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise InvalidValueError(f"expected str, got {type(value).__name__}")
+    return value.encode("utf-8")
+
+
+def minimal_twos_complement(unscaled: int) -> bytes:
+    """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``)."""
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return unscaled.to_bytes(length, "big", signed=True)
+
+
+def _unscaled(value: Decimal | int | str | float, scale: int) -> int:
+    try:
+        dec = value if isinstance(value, Decimal) else Decimal(str(value))
+        if not dec.is_finite():
+            raise InvalidValueError(f"decimal value {value!r} is not finite")
+        unscaled = dec.scaleb(scale)
+        if unscaled != unscaled.to_integral_value():
+            raise InvalidValueError(f"{value} has more than {scale} fractional digits")
+        return int(unscaled)
+    except InvalidOperation:
+        raise InvalidValueError(f"{value!r} is not a decimal number") from None
+
+
+def encode_decimal(value: Decimal | int | str | float, physical_type: PhysicalType | str, *, scale: int,
+                   precision: int | None = None, type_length: int | None = None) -> int | bytes:
+    """DECIMAL(precision, scale) value -> what the column stores for ``physical_type``."""
+    ptype = PhysicalType.coerce(physical_type)
+    unscaled = _unscaled(value, scale)
+    if precision is not None and len(str(abs(unscaled))) > precision:
+        raise InvalidValueError(f"{value} exceeds DECIMAL precision {precision}")
+    if ptype is PhysicalType.INT32:
+        if not -(1 << 31) <= unscaled < (1 << 31):
+            raise InvalidValueError(f"{value} does not fit an INT32 decimal")
+        return unscaled
+    if ptype is PhysicalType.INT64:
+        if not -(1 << 63) <= unscaled < (1 << 63):
+            raise InvalidValueError(f"{value} does not fit an INT64 decimal")
+        return unscaled
+    if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
+        if type_length is None:
+            raise ValueError("FIXED_LEN_BYTE_ARRAY decimals need type_length")
+        try:
+            return unscaled.to_bytes(type_length, "big", signed=True)
+        except OverflowError:
+            raise InvalidValueError(f"{value} does not fit {type_length} bytes") from None
+    if ptype is PhysicalType.BYTE_ARRAY:
+        return minimal_twos_complement(unscaled)
+    raise InvalidValueError(f"DECIMAL cannot be stored as {ptype.name}")
+
+
+def encode_date(value: dt.date | str) -> int:
+    """DATE -> INT32 days since 1970-01-01 (ISO-8601 strings accepted)."""
+    if isinstance(value, str):
+        try:
+            value = dt.date.fromisoformat(value)
+        except ValueError:
+            raise InvalidValueError(f"{value!r} is not an ISO-8601 date") from None
+    if isinstance(value, dt.datetime):
+        value = value.date()
+    if not isinstance(value, dt.date):
+        raise InvalidValueError(f"expected a date, got {type(value).__name__}")
+    return (value - _EPOCH_DATE).days
+
+
+def _as_utc(value: dt.datetime | str) -> dt.datetime:
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            value = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidValueError(f"{value!r} is not an ISO-8601 timestamp") from None
+    if not isinstance(value, dt.datetime):
+        raise InvalidValueError(f"expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)
+
+
+def _epoch_nanos(value: dt.datetime | str, extra_nanos: int) -> int:
+    delta = _as_utc(value) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000 + extra_nanos
+
+
+def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nanos: int = 0) -> int:
+    """TIMESTAMP -> INT64 count of ``unit`` since the epoch (UTC; naive means UTC).
+
+    ``nanos`` adds sub-microsecond nanoseconds (0..999) that ``datetime`` cannot hold.
+    """
+    if unit not in _UNIT_PER_SECOND:
+        raise ValueError(f"unit must be millis, micros or nanos, got {unit!r}")
+    total = _epoch_nanos(value, nanos)
+    divisor = 10**9 // _UNIT_PER_SECOND[unit]
+    if total % divisor:
+        raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
+    return total // divisor
+
+
+def encode_int96(value: dt.datetime | str, *, nanos: int = 0) -> bytes:
+    """Legacy INT96 timestamp: 8 bytes LE nanoseconds of the day + 4 bytes LE Julian day."""
+    total = _epoch_nanos(value, nanos)
+    days, nanos_of_day = divmod(total, _NANOS_PER_DAY)
+    julian = days + _JULIAN_DAY_OF_EPOCH
+    if not 0 <= julian < (1 << 32):
+        raise InvalidValueError(f"{value} is outside the INT96 range")
+    return nanos_of_day.to_bytes(8, "little") + julian.to_bytes(4, "little")
