@@ -32,12 +32,14 @@ Rules kept across the code base:
     │   ├── KmsUnavailableError         KMS unreachable, timed out, or 5xx after retries
     │   ├── KeyUsageLimitError          a key reached the AES-GCM invocation limit (2^32)
     │   └── MissingKeyError             a file needs a key the caller did not provide
-    └── ParquetFileError
-        ├── NotParquetError (ValueError)    not a Parquet file / bad magic / bad footer length
-        ├── ColumnNotFoundError (LookupError)
-        ├── UnsupportedParquetFeatureError  a valid file using something we do not handle
-        ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
-        └── AttachError                  attach could not complete; the source is untouched
+    ├── ParquetFileError
+    │   ├── NotParquetError (ValueError)    not a Parquet file / bad magic / bad footer length
+    │   ├── ColumnNotFoundError (LookupError)
+    │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle
+    │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
+    │   └── AttachError                  attach could not complete; the source is untouched
+    └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
+        └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ __all__ = [
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
     "AttachError",
+    "JvmError",
+    "JavaNotFoundError",
 ]
 
 
@@ -189,3 +193,15 @@ class PlaintextFilterOnEncryptedColumnError(ParquetFileError):
 class AttachError(ParquetFileError):
     """attach_bloom_filters could not complete. The source file is untouched and no partial
     destination is left behind."""
+
+
+# --- the JVM side (secure_bloom.spark) --------------------------------------------------------
+
+
+class JvmError(SecureBloomError):
+    """A Java step failed: compiling the harness jar, or a harness or KMS call on the JVM exited
+    with an error. The message carries the JVM's one-line error, never key material."""
+
+
+class JavaNotFoundError(JvmError, FileNotFoundError):
+    """``java``/``javac`` (JAVA_HOME or PATH) or pyspark's jars directory cannot be found."""
