@@ -124,17 +124,19 @@ class OpenBaoServer:
             self.process.wait(timeout=_STOP_TIMEOUT_S)
 
 
-def _log_tail(path: Path, limit: int = 2000) -> str:
+def _log_tail(server: OpenBaoServer, limit: int = 2000) -> str:
+    """The end of the server log with the root token (the dev server prints it) blanked out."""
     try:
-        return path.read_text(errors="replace")[-limit:]
+        text = server.log_path.read_text(errors="replace")
     except OSError:
         return ""
+    return text.replace(server.token, "<token>")[-limit:]
 
 
 def _wait_healthy(server: OpenBaoServer, deadline: float) -> None:
     while True:
         if not server.running:
-            raise RuntimeError(f"bao exited with {server.process.returncode}: {_log_tail(server.log_path)}")
+            raise RuntimeError(f"bao exited with {server.process.returncode}: {_log_tail(server)}")
         try:
             status, _ = server.request("GET", "sys/health")
             if status == 200:
@@ -142,7 +144,7 @@ def _wait_healthy(server: OpenBaoServer, deadline: float) -> None:
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"bao not healthy after {_START_TIMEOUT_S}s: {_log_tail(server.log_path)}")
+            raise RuntimeError(f"bao not healthy after {_START_TIMEOUT_S}s: {_log_tail(server)}")
         time.sleep(0.05)
 
 

@@ -1,0 +1,102 @@
+"""Explicit keys: files whose key_metadata is a plain key id (SPEC_NOTES 7, "Explicit keys").
+
+Parquet lets a writer store any bytes as key_metadata, and the low-level writers of
+parquet-testing store a key id such as ``kf`` or ``kc1``; the reader maps the id to the key
+itself, with no KMS. Keys are given in code as a mapping, or as CLI-style specifications::
+
+    ID=base64:<Base64 key>    ID=hex:<hex key>    ID=text:<key as UTF-8 text>
+
+(``kf=text:0123456789012345`` is the parquet-testing footer key).
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Iterable, Mapping
+
+from ..errors import MalformedKeyMaterialError, MissingKeyError
+from .local_wrap import decode_base64
+
+__all__ = ["ExplicitKeys", "parse_key_spec", "describe_key_id"]
+
+_ENCODINGS = ("base64", "hex", "text")
+
+
+def describe_key_id(key_metadata: bytes) -> str:
+    """A printable, bounded rendering of a key id for messages (key ids are not secret)."""
+    text = bytes(key_metadata[:64]).decode("utf-8", errors="replace")
+    return repr(text) + ("..." if len(key_metadata) > 64 else "")
+
+
+def _check_length(key_id: str, key: bytes) -> bytes:
+    if len(key) not in (16, 24, 32):
+        raise MalformedKeyMaterialError(
+            f"key {key_id!r} is {len(key)} bytes; AES keys are 16, 24 or 32 bytes")
+    return key
+
+
+def parse_key_spec(spec: str) -> tuple[str, bytes]:
+    """Parse ``"ID=base64:..."``, ``"ID=hex:..."`` or ``"ID=text:..."`` into ``(id, key)``.
+
+    Messages name the id and the encoding, never the key text.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be str, got {type(spec).__name__}")
+    key_id, eq, rest = spec.partition("=")
+    key_id = key_id.strip()
+    if not eq or not key_id:
+        raise MalformedKeyMaterialError("key spec must look like ID=base64:...|hex:...|text:...")
+    encoding, colon, value = rest.partition(":")
+    if not colon or encoding not in _ENCODINGS:
+        raise MalformedKeyMaterialError(
+            f"key spec for {key_id!r} must give the key as base64:, hex: or text:")
+    if encoding == "base64":
+        key = decode_base64(value.strip(), f"key {key_id!r}")
+    elif encoding == "hex":
+        try:
+            key = bytes.fromhex(value.strip())
+        except ValueError:
+            raise MalformedKeyMaterialError(f"key {key_id!r} is not valid hex") from None
+    else:
+        key = value.encode("utf-8")
+    return key_id, _check_length(key_id, key)
+
+
+class ExplicitKeys:
+    """Key ids -> keys, for key_metadata that is a plain key id."""
+
+    def __init__(self, keys: Mapping[str, bytes]) -> None:
+        self._keys = {str(k): _check_length(str(k), bytes(v)) for k, v in keys.items()}
+
+    @classmethod
+    def from_specs(cls, specs: Iterable[str]) -> ExplicitKeys:
+        """From ``ID=base64:...|hex:...|text:...`` strings; an id given twice is an error."""
+        keys: dict[str, bytes] = {}
+        for spec in specs:
+            key_id, key = parse_key_spec(spec)
+            if key_id in keys:
+                raise MalformedKeyMaterialError(f"key id {key_id!r} is given twice")
+            keys[key_id] = key
+        return cls(keys)
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(self._keys)
+
+    def key_for(self, key_metadata: bytes) -> bytes:
+        """The key whose id is ``key_metadata`` (UTF-8). Raises :class:`MissingKeyError`."""
+        try:
+            key_id = bytes(key_metadata).decode("utf-8")
+        except (UnicodeDecodeError, binascii.Error):
+            key_id = None
+        if key_id is None or key_id not in self._keys:
+            raise MissingKeyError(
+                f"no key given for key id {describe_key_id(key_metadata)} "
+                f"(explicit key ids: {', '.join(sorted(self._keys)) or 'none'})")
+        return self._keys[key_id]
+
+    def __contains__(self, key_id: object) -> bool:
+        return key_id in self._keys
+
+    def __repr__(self) -> str:
+        return f"ExplicitKeys(key_ids={list(self._keys)!r})"

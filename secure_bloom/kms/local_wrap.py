@@ -1,0 +1,74 @@
+"""Local key wrapping with AES-GCM (SPEC_NOTES 7), as parquet-java's ``KeyToolkit`` does it.
+
+    wrapped = Base64( nonce (12) | AES-GCM ciphertext | tag (16) )
+
+with no length prefix (this is not a Parquet module). Used twice in key tools: the key-list KMS
+wraps under a master key with AAD = the master key id (UTF-8), and double wrapping wraps a data
+key under a KEK with AAD = the raw 16-byte KEK id.
+
+This is the one place in :mod:`secure_bloom.kms` where cryptography's ``InvalidTag`` becomes
+:class:`AuthenticationError`; its message names what the key was wrapped under (ids only).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from ..errors import AuthenticationError, MalformedKeyMaterialError
+from ..modules import NONCE_LENGTH, TAG_LENGTH, check_key
+
+__all__ = ["wrap_locally", "unwrap_locally", "decode_base64"]
+
+
+def decode_base64(text: str, what: str) -> bytes:
+    """Strict standard Base64 (padding optional, as Java's decoder allows); ``what`` labels errors.
+
+    The message never repeats the text, which may be key material.
+    """
+    if not isinstance(text, str):
+        raise MalformedKeyMaterialError(f"{what} must be a Base64 string, got {type(text).__name__}")
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        return base64.b64decode(padded.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        raise MalformedKeyMaterialError(f"{what} is not valid Base64 ({len(text)} characters)") from None
+
+
+def wrap_locally(key: bytes, wrapping_key: bytes, aad: bytes, *, _nonce: bytes | None = None) -> str:
+    """Encrypt ``key`` under ``wrapping_key``; returns Base64(nonce | ciphertext | tag).
+
+    ``_nonce`` exists for known-answer tests only.
+    """
+    check_key(key, "key")
+    kek = check_key(wrapping_key, "wrapping_key")
+    nonce = os.urandom(NONCE_LENGTH) if _nonce is None else bytes(_nonce)
+    if len(nonce) != NONCE_LENGTH:
+        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
+    sealed = AESGCM(kek).encrypt(nonce, bytes(key), bytes(aad))
+    return base64.b64encode(nonce + sealed).decode("ascii")
+
+
+def unwrap_locally(wrapped: str, wrapping_key: bytes, aad: bytes, *, wrapped_under: str) -> bytes:
+    """Decrypt a locally wrapped key. ``wrapped_under`` names the wrapping key for messages, e.g.
+    ``"master key 'kf'"``. Raises :class:`AuthenticationError` (wrong key, AAD or tampered text) or
+    :class:`MalformedKeyMaterialError` (not Base64, too short, not an AES key length)."""
+    kek = check_key(wrapping_key, "wrapping_key")
+    blob = decode_base64(wrapped, f"key wrapped under {wrapped_under}")
+    if len(blob) < NONCE_LENGTH + TAG_LENGTH + 16:
+        raise MalformedKeyMaterialError(
+            f"key wrapped under {wrapped_under} is {len(blob)} bytes, shorter than nonce + 16-byte key + tag")
+    try:
+        key = AESGCM(kek).decrypt(blob[:NONCE_LENGTH], blob[NONCE_LENGTH:], bytes(aad))
+    except InvalidTag:
+        raise AuthenticationError(
+            f"cannot unwrap a key wrapped under {wrapped_under}: authentication failed "
+            "(wrong key or tampered key material)") from None
+    if len(key) not in (16, 24, 32):
+        raise MalformedKeyMaterialError(
+            f"key wrapped under {wrapped_under} is {len(key)} bytes, not an AES key length")
+    return key

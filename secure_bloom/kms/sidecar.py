@@ -1,0 +1,166 @@
+"""External key material: the sidecar file ``_KEY_MATERIAL_FOR_<data file name>.json`` beside a
+Parquet file (SPEC_NOTES 7), read and written as parquet-java's ``HadoopFSKeyMaterialStore`` does.
+
+The file is one JSON object mapping each key reference to its key material *as a JSON string*::
+
+    {"footerKey": "{\\"masterKeyID\\":\\"kf\\", ...}", "columnKey0": "{...}", "columnKey1": "{...}"}
+
+Material in the sidecar has no ``internalStorage`` field. Writes are atomic (a temporary file in
+the same directory, fsync, then rename), so a reader sees the old or the new sidecar, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import KeyNotFoundError, MalformedKeyMaterialError
+from ._java_json import java_hashmap_json
+from .material import FOOTER_KEY_REFERENCE, KeyMaterial, column_key_reference
+
+__all__ = ["KeyMaterialStore", "sidecar_path", "SIDECAR_PREFIX", "SIDECAR_SUFFIX"]
+
+SIDECAR_PREFIX = "_KEY_MATERIAL_FOR_"
+SIDECAR_SUFFIX = ".json"
+_COLUMN_REFERENCE = re.compile(r"columnKey(\d+)\Z")
+_MAX_SIDECAR_BYTES = 64 << 20
+
+
+def sidecar_path(data_file: str | os.PathLike[str]) -> Path:
+    """``<dir>/_KEY_MATERIAL_FOR_<name>.json`` for the Parquet file ``<dir>/<name>``."""
+    path = Path(data_file)
+    return path.with_name(f"{SIDECAR_PREFIX}{path.name}{SIDECAR_SUFFIX}")
+
+
+class KeyMaterialStore:
+    """The key material of one file's external storage: reference -> :class:`KeyMaterial`.
+
+    Writers :meth:`add` material (the footer's under ``footerKey``, columns' under
+    ``columnKey0``, ``columnKey1``, ... in order) and :meth:`save`; readers :meth:`load` and
+    :meth:`get`. Holds wrapped keys only, never key bytes.
+    """
+
+    def __init__(self, materials: Mapping[str, KeyMaterial] | None = None) -> None:
+        self._materials: dict[str, KeyMaterial] = {}
+        self._next_column = 0
+        self.source: Path | None = None
+        for reference, material in (materials or {}).items():
+            self._put(reference, material)
+
+    def _put(self, reference: str, material: KeyMaterial) -> None:
+        if reference in self._materials:
+            raise ValueError(f"key reference {reference!r} is already in the store")
+        self._materials[reference] = replace(material, internal_storage=False)
+        match = _COLUMN_REFERENCE.match(reference)
+        if match:
+            self._next_column = max(self._next_column, int(match.group(1)) + 1)
+
+    def add(self, material: KeyMaterial) -> str:
+        """Store ``material``; returns its reference (``footerKey`` or the next ``columnKey<N>``)."""
+        if material.is_footer_key:
+            reference = FOOTER_KEY_REFERENCE
+        else:
+            reference = column_key_reference(self._next_column)
+        self._put(reference, material)
+        return reference
+
+    def get(self, reference: str) -> KeyMaterial:
+        try:
+            return self._materials[reference]
+        except KeyError:
+            where = f" in {self.source}" if self.source else ""
+            raise KeyNotFoundError(f"no key material under reference {reference!r}{where}") from None
+
+    @property
+    def footer_material(self) -> KeyMaterial | None:
+        return self._materials.get(FOOTER_KEY_REFERENCE)
+
+    def references(self) -> tuple[str, ...]:
+        return tuple(self._materials)
+
+    def items(self) -> Iterator[tuple[str, KeyMaterial]]:
+        return iter(list(self._materials.items()))
+
+    def __len__(self) -> int:
+        return len(self._materials)
+
+    def to_json(self) -> str:
+        """The sidecar text, byte for byte as parquet-java writes it."""
+        return java_hashmap_json([(ref, m.to_json()) for ref, m in self._materials.items()])
+
+    @classmethod
+    def from_json(cls, text: str | bytes, source: str | os.PathLike[str] | None = None) -> KeyMaterialStore:
+        what = f"key material file {source}" if source is not None else "key material file"
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise MalformedKeyMaterialError(f"{what} is not valid JSON") from None
+        if not isinstance(obj, dict) or not all(isinstance(v, str) for v in obj.values()):
+            raise MalformedKeyMaterialError(f"{what} must map key references to material JSON strings")
+        materials = {}
+        for reference, material_json in obj.items():
+            try:
+                materials[reference] = KeyMaterial.from_json(material_json)
+            except MalformedKeyMaterialError as e:
+                raise MalformedKeyMaterialError(f"{what}, reference {reference!r}: {e}") from None
+        store = cls(materials)
+        store.source = Path(source) if source is not None else None
+        return store
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> KeyMaterialStore:
+        """Read a sidecar file. A missing file raises :class:`KeyNotFoundError`."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read(_MAX_SIDECAR_BYTES + 1)
+        except FileNotFoundError:
+            raise KeyNotFoundError(f"external key material file {os.fspath(path)} does not exist") from None
+        if len(data) > _MAX_SIDECAR_BYTES:
+            raise MalformedKeyMaterialError(f"key material file {os.fspath(path)} is over {_MAX_SIDECAR_BYTES} bytes")
+        return cls.from_json(data, source=path)
+
+    @classmethod
+    def for_data_file(cls, data_file: str | os.PathLike[str]) -> KeyMaterialStore:
+        """Load the sidecar of the Parquet file ``data_file``."""
+        return cls.load(sidecar_path(data_file))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the sidecar atomically; an existing file keeps its permission bits."""
+        target = Path(path)
+        data = self.to_json().encode("utf-8")
+        tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            if target.exists():
+                os.chmod(tmp, target.stat().st_mode & 0o7777)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(target.parent)
+        self.source = target
+        return target
+
+    def __repr__(self) -> str:
+        return f"KeyMaterialStore(references={list(self._materials)!r}, source={self.source})"
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

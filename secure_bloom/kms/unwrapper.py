@@ -1,0 +1,183 @@
+"""Reading side of key tools: key_metadata -> data key (SPEC_NOTES 7).
+
+:class:`FileKeyUnwrapper` accepts every kind of key_metadata a Parquet reader meets:
+
+* internal key material (JSON with ``"internalStorage":true``);
+* a reference into the external sidecar ``_KEY_MATERIAL_FOR_<file>.json``;
+* a plain key id (``kf``), looked up in :class:`~secure_bloom.kms.explicit.ExplicitKeys`.
+
+Double-wrapped material is unwrapped in two steps: the KEK through the KMS, then the DEK locally
+under the KEK (AAD = raw KEK id). Unwrapped KEKs are cached for ``cache_lifetime_s`` keyed by
+(KMS instance, master key id, KEK id), so reading many files written under one KEK costs one
+KMS call. One unwrapper serves one set of KMS credentials (parquet-java keys its caches by access
+token): give each token its own unwrapper. Single-wrapped DEKs are not cached (as parquet-java).
+
+The KMS instance of a key is, in order: the unwrapper's ``kms_instance_id`` / ``_url`` if given,
+the footer key material's, then ``"DEFAULT"``. ``kms`` is either one client used for every
+instance or a factory ``factory(kms_instance_id, kms_instance_url) -> KmsClient``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from ..errors import KeyManagementError, MalformedKeyMaterialError, MissingKeyError
+from .cache import ExpiringCache
+from .client import (DEFAULT_KMS_INSTANCE_ID, DEFAULT_KMS_INSTANCE_URL, KmsClient, KmsClientFactory,
+                     is_kms_client)
+from .explicit import ExplicitKeys, describe_key_id
+from .local_wrap import decode_base64, unwrap_locally
+from .material import KeyMaterial, KeyMetadata
+from .sidecar import KeyMaterialStore, sidecar_path
+
+__all__ = ["FileKeyUnwrapper", "FileKeyRetriever"]
+
+_KmsInstance = tuple[str, str]
+
+
+class FileKeyUnwrapper:
+    """Turns key_metadata into data keys, with a thread-safe, expiring KEK cache."""
+
+    def __init__(self, kms: KmsClient | KmsClientFactory | None = None, *,
+                 explicit_keys: ExplicitKeys | Mapping[str, bytes] | None = None,
+                 cache_lifetime_s: float = 600.0, kms_instance_id: str | None = None,
+                 kms_instance_url: str | None = None,
+                 _clock: Callable[[], float] = time.monotonic) -> None:
+        if kms is not None and not is_kms_client(kms) and not callable(kms):
+            raise TypeError("kms must be a KmsClient, a factory (kms_instance_id, kms_instance_url) -> "
+                            "KmsClient, or None")
+        self._kms = kms
+        if explicit_keys is not None and not isinstance(explicit_keys, ExplicitKeys):
+            explicit_keys = ExplicitKeys(explicit_keys)
+        self._explicit = explicit_keys
+        self._kms_instance_id = kms_instance_id
+        self._kms_instance_url = kms_instance_url
+        self._keks: ExpiringCache[tuple[str, str, str, str], bytes] = ExpiringCache(cache_lifetime_s, _clock)
+        self._clients: ExpiringCache[_KmsInstance, KmsClient] = ExpiringCache(cache_lifetime_s, _clock)
+
+    # --- public ---------------------------------------------------------------------------
+
+    def unwrap(self, key_metadata: bytes, *, store: KeyMaterialStore | None = None,
+               footer_material: KeyMaterial | None = None) -> bytes:
+        """The data key for one key_metadata.
+
+        ``store`` is the file's external key material (needed for a ``keyReference``);
+        ``footer_material`` supplies the KMS instance for column material (optional).
+        """
+        return self._unwrap(bytes(key_metadata), lambda: store, footer_material)[0]
+
+    def unwrap_material(self, material: KeyMaterial, *,
+                        footer_material: KeyMaterial | None = None) -> bytes:
+        """The data key wrapped in ``material``."""
+        instance = self._instance(material if material.is_footer_key else footer_material)
+        client = self._client(instance)
+        master = material.master_key_id
+        if not material.double_wrapping:
+            return _checked_key(client.unwrap_key(material.wrapped_dek, master), master)
+        assert material.kek_id is not None and material.wrapped_kek is not None
+        kek_id = decode_base64(material.kek_id, f"keyEncryptionKeyID of master key {master!r}")
+        wrapped_kek = material.wrapped_kek
+        kek = self._keks.get_or_create(
+            (instance[0], instance[1], master, material.kek_id),
+            lambda: _checked_key(client.unwrap_key(wrapped_kek, master), master))
+        return unwrap_locally(material.wrapped_dek, kek, kek_id,
+                              wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
+
+    def key_retriever(self, data_file: str | os.PathLike[str] | None = None) -> FileKeyRetriever:
+        """A per-file ``key_metadata -> key`` callable (parquet-java's DecryptionKeyRetriever).
+
+        It loads the sidecar of ``data_file`` the first time a key reference needs it, and
+        remembers the footer's KMS instance for the file's column keys.
+        """
+        return FileKeyRetriever(self, data_file)
+
+    def clear_caches(self) -> None:
+        """Forget cached KEKs and KMS clients (e.g. after revoking access)."""
+        self._keks.clear()
+        self._clients.clear()
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _unwrap(self, key_metadata: bytes, store: Callable[[], KeyMaterialStore | None],
+                footer_material: KeyMaterial | None) -> tuple[bytes, KeyMaterial | None]:
+        """(key, the material it came from or None for an explicit key)."""
+        if not KeyMetadata.looks_like_key_tools(key_metadata):
+            if self._explicit is None:
+                raise MissingKeyError(
+                    f"key_metadata {describe_key_id(key_metadata)} is a plain key id and no explicit "
+                    "keys were given")
+            return self._explicit.key_for(key_metadata), None
+        metadata = KeyMetadata.from_bytes(key_metadata)
+        if metadata.material is not None:
+            material = metadata.material
+        else:
+            assert metadata.key_reference is not None
+            sidecar = store()
+            if sidecar is None:
+                raise MissingKeyError(
+                    f"key_metadata refers to external key material {metadata.key_reference!r}; "
+                    "pass the file's KeyMaterialStore (or use key_retriever(data_file))")
+            material = sidecar.get(metadata.key_reference)
+            footer_material = footer_material or sidecar.footer_material
+        return self.unwrap_material(material, footer_material=footer_material), material
+
+    def _instance(self, footer_material: KeyMaterial | None) -> _KmsInstance:
+        from_file_id = footer_material.kms_instance_id if footer_material is not None else None
+        from_file_url = footer_material.kms_instance_url if footer_material is not None else None
+        return (self._kms_instance_id or from_file_id or DEFAULT_KMS_INSTANCE_ID,
+                self._kms_instance_url or from_file_url or DEFAULT_KMS_INSTANCE_URL)
+
+    def _client(self, instance: _KmsInstance) -> KmsClient:
+        kms = self._kms
+        if kms is None:
+            raise MissingKeyError("key material needs a KMS and this unwrapper has none")
+        if is_kms_client(kms):
+            return kms  # type: ignore[return-value]
+        factory = kms
+        return self._clients.get_or_create(instance, lambda: factory(*instance))  # type: ignore[operator]
+
+    def __repr__(self) -> str:
+        return (f"FileKeyUnwrapper(kms={self._kms!r}, explicit_keys={self._explicit!r}, "
+                f"cache_lifetime_s={self._keks.lifetime_s})")
+
+
+def _checked_key(key: object, master_key_id: str) -> bytes:
+    if not isinstance(key, (bytes, bytearray)):
+        raise KeyManagementError(
+            f"the KMS returned {type(key).__name__} unwrapping under master key {master_key_id!r}; "
+            "unwrap_key must return bytes")
+    if len(key) not in (16, 24, 32):
+        raise MalformedKeyMaterialError(
+            f"the KMS returned a {len(key)}-byte key under master key {master_key_id!r}; "
+            "AES keys are 16, 24 or 32 bytes")
+    return bytes(key)
+
+
+class FileKeyRetriever:
+    """``retriever(key_metadata) -> key`` for the keys of one Parquet file. Thread-safe."""
+
+    def __init__(self, unwrapper: FileKeyUnwrapper, data_file: str | os.PathLike[str] | None) -> None:
+        self._unwrapper = unwrapper
+        self.data_file = None if data_file is None else os.fspath(data_file)
+        self._lock = threading.Lock()
+        self._store: KeyMaterialStore | None = None
+        self._footer_material: KeyMaterial | None = None
+
+    def store(self) -> KeyMaterialStore | None:
+        """The file's sidecar, loaded on first use (None without a data file)."""
+        with self._lock:
+            if self._store is None and self.data_file is not None:
+                self._store = KeyMaterialStore.load(sidecar_path(self.data_file))
+            return self._store
+
+    def __call__(self, key_metadata: bytes) -> bytes:
+        key, material = self._unwrapper._unwrap(bytes(key_metadata), self.store, self._footer_material)
+        if material is not None and material.is_footer_key:
+            self._footer_material = material
+        return key
+
+    def __repr__(self) -> str:
+        return f"FileKeyRetriever(data_file={self.data_file!r})"
