@@ -7,7 +7,7 @@ physical types (what pyarrow and Spark write):
 * int64, uint64, timestamp[*], date64, time64, duration -> INT64 (the stored integer);
 * float32 -> FLOAT, float64 -> DOUBLE;
 * string / binary / large_* / *_view -> BYTE_ARRAY (raw bytes, no length prefix);
-* fixed_size_binary(w) -> FIXED_LEN_BYTE_ARRAY(w);
+* fixed_size_binary(w) -> FIXED_LEN_BYTE_ARRAY(w); timestamp[*] -> legacy INT96 when asked;
 * decimal128/256 -> INT32, INT64 (unscaled value) or big-endian two's complement FLBA of the
   column's width / minimal BYTE_ARRAY.
 
@@ -39,6 +39,8 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
         raise InvalidValueError(f"expected a pyarrow Array, got {type(values).__name__}")
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
+    if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())  # drop_null has no kernel for view types
     if values.null_count:
         values = pc.drop_null(values)
     typ = values.type
@@ -46,6 +48,8 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
         return _hash_decimal(values, ptype, width)
     if ptype in (PhysicalType.BYTE_ARRAY,) and _is_binary_like(typ):
         return _hash_binary(values)
+    if ptype is PhysicalType.INT96 and pa.types.is_timestamp(typ):
+        return xxh64_rows(_int96_matrix(values))
     if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
         if pa.types.is_fixed_size_binary(typ):
             if typ.byte_width != width:
@@ -111,6 +115,20 @@ def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | 
     starts = offsets[:-1]
     assert width is not None
     return xxh64_rows(data[starts[:, None] + np.arange(width)])
+
+
+_JULIAN_DAY_OF_EPOCH = 2440588
+_NANOS_PER_DAY = 86_400 * 10**9
+
+
+def _int96_matrix(values: pa.Array) -> npt.NDArray[np.uint8]:
+    """Legacy INT96 timestamps (Spark's default): 8 bytes LE nanos of day, 4 bytes LE Julian day."""
+    nanos = values.cast(pa.timestamp("ns", tz=values.type.tz)).view(pa.int64()).to_numpy(zero_copy_only=False)
+    days, nanos_of_day = np.divmod(nanos.astype(np.int64), _NANOS_PER_DAY)
+    out = np.empty((nanos.shape[0], 12), dtype=np.uint8)
+    out[:, :8] = nanos_of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
+    out[:, 8:] = (days + _JULIAN_DAY_OF_EPOCH).astype("<u4").view(np.uint8).reshape(-1, 4)
+    return out
 
 
 def _fixed_matrix(values: pa.Array, width: int) -> npt.NDArray[np.uint8]:
