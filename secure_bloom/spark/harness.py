@@ -1,0 +1,174 @@
+"""Python entry points to the Java harnesses: parquet-java as the reference for our Bloom filters.
+
+* :func:`bloom_probe` - parquet-java opens a file (decrypting it with the Hadoop properties given,
+  e.g. ``EncryptionPolicy.hadoop_conf()``), reads each row group's Bloom filter of the requested
+  columns with ``ParquetFileReader.readBloomFilter`` and checks values (``BloomProbe`` main).
+* :func:`java_hashes` - parquet-java's ``BloomFilter.hash`` of values (XXH64, SPEC_NOTES 2).
+* :func:`bloom_bench` - times ``BlockSplitBloomFilter`` on a values file (``BloomBench`` main).
+* :func:`kms_wrap` / :func:`kms_unwrap` - one wrapKey / unwrapKey call of a JVM KmsClient
+  (``KmsTool`` main); unwrap reports only the key's length and SHA-256.
+
+Value types are the probe's: int32, int64, float, double, string (UTF-8), binary-hex.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from secure_bloom.spark.jvm import run_json
+
+__all__ = [
+    "ColumnProbe",
+    "ValueType",
+    "bloom_bench",
+    "bloom_probe",
+    "format_value",
+    "java_hashes",
+    "kms_unwrap",
+    "kms_wrap",
+    "write_int64_values",
+    "write_string_values",
+]
+
+ValueType = Literal["int32", "int64", "float", "double", "string", "binary-hex"]
+
+_PKG = "io.securebloom."
+
+
+def format_value(value: object, value_type: ValueType) -> str:
+    """The probe's text form of ``value``: decimal integers, repr of floats, text, or hex bytes."""
+    if value_type in ("int32", "int64"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{value_type} values must be int, not {type(value).__name__}")
+        return str(value)
+    if value_type in ("float", "double"):
+        return repr(float(value))  # type: ignore[arg-type]
+    if value_type == "string":
+        if not isinstance(value, str):
+            raise TypeError(f"string values must be str, not {type(value).__name__}")
+        return value
+    if value_type == "binary-hex":
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"binary-hex values must be bytes, not {type(value).__name__}")
+        return bytes(value).hex()
+    raise ValueError(f"unknown value type {value_type!r}")
+
+
+@dataclass(frozen=True)
+class ColumnProbe:
+    """Values to check in one column (dotted path), given as Python values of ``value_type``."""
+
+    column: str
+    value_type: ValueType
+    values: tuple[object, ...] = field(default=())
+
+    def args(self) -> list[str]:
+        out = ["--column", self.column, "--value-type", self.value_type]
+        for v in self.values:
+            out += ["--value", format_value(v, self.value_type)]
+        return out
+
+
+def bloom_probe(
+    path: str | Path,
+    probes: Iterable[ColumnProbe] = (),
+    hadoop_conf: Mapping[str, str] | None = None,
+    *,
+    all_columns: bool = False,
+    hashes: bool = False,
+    bitset_sha256: bool = False,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """parquet-java's view of the Bloom filters in ``path`` (see ``BloomProbe.java`` for the JSON).
+
+    ``result["columns"][column]["row_groups"][i]["found"][format_value(v)]`` is True/False, or None
+    where that chunk has no filter. Raises JvmError if parquet-java fails (wrong key, tampered
+    filter, unknown column).
+    """
+    args = [str(path)]
+    for probe in probes:
+        args += probe.args()
+    if all_columns:
+        args.append("--all-columns")
+    if hashes:
+        args.append("--hashes")
+    if bitset_sha256:
+        args.append("--bitset-sha256")
+    return run_json(_PKG + "BloomProbe", args, dict(hadoop_conf or {}), timeout)
+
+
+def java_hashes(value_type: ValueType, values: Sequence[object], timeout: float = 60.0) -> dict[str, int]:
+    """parquet-java's 64-bit Bloom filter hash of each value, keyed by its probe text form."""
+    args = ["--hash-only", "--value-type", value_type]
+    for v in values:
+        args += ["--value", format_value(v, value_type)]
+    out = run_json(_PKG + "BloomProbe", args, None, timeout)
+    return {k: int(h, 16) for k, h in out["hashes"].items()}
+
+
+def write_int64_values(path: str | Path, values: Iterable[int]) -> int:
+    """Write BloomBench's int64 values file (little-endian int64s back to back); returns the count."""
+    data = list(values)
+    Path(path).write_bytes(struct.pack(f"<{len(data)}q", *data))
+    return len(data)
+
+
+def write_string_values(path: str | Path, values: Iterable[str | bytes]) -> int:
+    """Write BloomBench's string values file (uint32 LE byte length, then the UTF-8 bytes)."""
+    count = 0
+    with open(path, "wb") as f:
+        for v in values:
+            b = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+            f.write(struct.pack("<I", len(b)))
+            f.write(b)
+            count += 1
+    return count
+
+
+def bloom_bench(
+    kind: Literal["int64", "string"],
+    values_file: str | Path,
+    *,
+    n: int | None = None,
+    num_bytes: int = 1 << 20,
+    warmup: int = 3,
+    reps: int = 5,
+    timeout: float = 600.0,
+) -> dict[str, Any]:
+    """Time parquet-java's BlockSplitBloomFilter; returns BloomBench's JSON (ns/value per phase:
+    hash, insert, hash_insert, check, hash_check; ``found`` = values reported present)."""
+    args = ["--kind", kind, "--values-file", str(values_file), "--bytes", str(num_bytes),
+            "--warmup", str(warmup), "--reps", str(reps)]
+    if n is not None:
+        args += ["--n", str(n)]
+    return run_json(_PKG + "BloomBench", args, None, timeout,
+                    jvm_args=("-XX:+UseParallelGC", "-Xmx2g"))
+
+
+def _client_class(client: str) -> str:
+    return client if "." in client else _PKG + client
+
+
+def kms_wrap(client: str, master_key_id: str, key: bytes, hadoop_conf: Mapping[str, str],
+             timeout: float = 60.0) -> str:
+    """``client.wrapKey(key, master_key_id)`` on the JVM (client: a class name, short names are
+    io.securebloom's). The key travels on stdin."""
+    conf = dict(hadoop_conf)
+    conf["secure_bloom.kmstool.key"] = base64.b64encode(key).decode()
+    out = run_json(_PKG + "KmsTool", ["wrap", "--client", _client_class(client),
+                                      "--master-key-id", master_key_id], conf, timeout)
+    return str(out["wrapped"])
+
+
+def kms_unwrap(client: str, master_key_id: str, wrapped: str, hadoop_conf: Mapping[str, str],
+               timeout: float = 60.0) -> tuple[int, str]:
+    """``client.unwrapKey(wrapped, master_key_id)`` on the JVM; returns (key length, SHA-256 hex)."""
+    out = run_json(_PKG + "KmsTool", ["unwrap", "--client", _client_class(client),
+                                      "--master-key-id", master_key_id, "--wrapped", wrapped],
+                   dict(hadoop_conf), timeout)
+    return int(out["key_length"]), str(out["key_sha256"])

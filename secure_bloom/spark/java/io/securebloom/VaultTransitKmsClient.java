@@ -1,0 +1,204 @@
+package io.securebloom;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.crypto.KeyAccessDeniedException;
+import org.apache.parquet.crypto.ParquetCryptoRuntimeException;
+import org.apache.parquet.crypto.keytools.KmsClient;
+
+/**
+ * A KMS client for the transit secrets engine of OpenBao / HashiCorp Vault (SPEC_NOTES section 9),
+ * using only java.net.http.
+ *
+ * <ul>
+ *   <li>kmsInstanceURL: the server, e.g. {@code http://127.0.0.1:8200}
+ *       (parquet.encryption.kms.instance.url); accessToken: the token
+ *       (parquet.encryption.key.access.token), sent as X-Vault-Token.
+ *   <li>Hadoop property {@code secure_bloom.kms.transit.mount}: the engine's mount path (default
+ *       "transit").
+ *   <li>wrapKey: POST {url}/v1/{mount}/encrypt/{masterKeyId} {"plaintext": base64(key)}; the returned
+ *       "vault:v1:..." ciphertext is the wrapped key, verbatim.
+ *   <li>unwrapKey: POST {url}/v1/{mount}/decrypt/{masterKeyId} {"ciphertext": wrapped}; the returned
+ *       base64 plaintext is the key.
+ * </ul>
+ *
+ * <p>HTTP 401/403 become {@link KeyAccessDeniedException}; anything else that fails becomes a
+ * {@link ParquetCryptoRuntimeException} naming the master key id and HTTP status, never key bytes
+ * or the token. Connection failures, timeouts, 429 and 5xx are retried twice (0.2 s, then 0.4 s).
+ * Timeouts: connect 5 s, request 10 s.
+ */
+public class VaultTransitKmsClient implements KmsClient {
+  /** Hadoop property naming the transit engine's mount path. */
+  public static final String MOUNT_PROPERTY_NAME = "secure_bloom.kms.transit.mount";
+
+  public static final String DEFAULT_MOUNT = "transit";
+  static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+  static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
+  static final int ATTEMPTS = 3;
+
+  private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9._-]+");
+  private static final Pattern MOUNT = Pattern.compile("[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*");
+
+  private HttpClient http;
+  private String baseUrl;
+  private String mount;
+  private String token;
+
+  @Override
+  public void initialize(
+      Configuration configuration, String kmsInstanceID, String kmsInstanceURL, String accessToken) {
+    if (kmsInstanceURL == null
+        || kmsInstanceURL.isEmpty()
+        || KMS_INSTANCE_URL_DEFAULT.equals(kmsInstanceURL)) {
+      throw new ParquetCryptoRuntimeException(
+          "No OpenBao/Vault URL: set parquet.encryption.kms.instance.url");
+    }
+    if (!kmsInstanceURL.startsWith("http://") && !kmsInstanceURL.startsWith("https://")) {
+      throw new ParquetCryptoRuntimeException(
+          "KMS URL must start with http:// or https://: " + kmsInstanceURL);
+    }
+    if (accessToken == null || accessToken.isEmpty() || KEY_ACCESS_TOKEN_DEFAULT.equals(accessToken)) {
+      throw new KeyAccessDeniedException(
+          "No OpenBao/Vault token: set parquet.encryption.key.access.token");
+    }
+    String m = configuration.getTrimmed(MOUNT_PROPERTY_NAME, DEFAULT_MOUNT);
+    m = m.replaceAll("^/+|/+$", "");
+    if (!MOUNT.matcher(m).matches()) {
+      throw new ParquetCryptoRuntimeException("Invalid transit mount path '" + m + "'");
+    }
+    this.baseUrl = kmsInstanceURL.replaceAll("/+$", "");
+    this.mount = m;
+    this.token = accessToken;
+    this.http = HttpClient.newBuilder().connectTimeout(CONNECT_TIMEOUT).build();
+  }
+
+  @Override
+  public String wrapKey(byte[] keyBytes, String masterKeyIdentifier) {
+    StringBuilder body = new StringBuilder("{\"plaintext\":");
+    MiniJson.quote(body, Base64.getEncoder().encodeToString(keyBytes));
+    body.append('}');
+    Map<String, Object> data = call("encrypt", masterKeyIdentifier, body.toString());
+    Object ciphertext = data.get("ciphertext");
+    if (!(ciphertext instanceof String)) {
+      throw new ParquetCryptoRuntimeException(
+          "OpenBao/Vault encrypt response for master key '" + masterKeyIdentifier + "' has no ciphertext");
+    }
+    return (String) ciphertext;
+  }
+
+  @Override
+  public byte[] unwrapKey(String wrappedKey, String masterKeyIdentifier) {
+    StringBuilder body = new StringBuilder("{\"ciphertext\":");
+    MiniJson.quote(body, wrappedKey);
+    body.append('}');
+    Map<String, Object> data = call("decrypt", masterKeyIdentifier, body.toString());
+    Object plaintext = data.get("plaintext");
+    if (!(plaintext instanceof String)) {
+      throw new ParquetCryptoRuntimeException(
+          "OpenBao/Vault decrypt response for master key '" + masterKeyIdentifier + "' has no plaintext");
+    }
+    try {
+      return Base64.getDecoder().decode((String) plaintext);
+    } catch (IllegalArgumentException e) {
+      throw new ParquetCryptoRuntimeException(
+          "OpenBao/Vault decrypt response for master key '" + masterKeyIdentifier + "' is not base64");
+    }
+  }
+
+  /** POSTs {@code body} to {mount}/{operation}/{keyId} and returns the response's "data" object. */
+  @SuppressWarnings("unchecked")
+  private Map<String, Object> call(String operation, String keyId, String body) {
+    if (http == null) {
+      throw new IllegalStateException("VaultTransitKmsClient used before initialize()");
+    }
+    if (keyId == null || !KEY_NAME.matcher(keyId).matches()) {
+      throw new ParquetCryptoRuntimeException(
+          "Master key id '" + keyId + "' is not a valid transit key name ([A-Za-z0-9._-]+)");
+    }
+    String url = baseUrl + "/v1/" + mount + "/" + operation + "/" + keyId;
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create(url))
+            .timeout(REQUEST_TIMEOUT)
+            .header("X-Vault-Token", token)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8))
+            .build();
+    String what = "OpenBao/Vault transit " + operation + " with master key '" + keyId + "' at " + url;
+    String failure = null;
+    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      if (attempt > 1) {
+        sleep(100L << (attempt - 1));
+      }
+      HttpResponse<String> response;
+      try {
+        response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+      } catch (HttpTimeoutException e) {
+        failure = "timed out";
+        continue;
+      } catch (ConnectException e) {
+        failure = "connection refused or unreachable";
+        continue;
+      } catch (IOException e) {
+        failure = "I/O error " + e.getClass().getSimpleName();
+        continue;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new ParquetCryptoRuntimeException(what + ": interrupted");
+      }
+      int status = response.statusCode();
+      if (status == 200) {
+        try {
+          Object data = MiniJson.parseObject(response.body()).get("data");
+          if (data instanceof Map) {
+            return (Map<String, Object>) data;
+          }
+        } catch (IllegalArgumentException e) {
+          // fall through to the error below
+        }
+        throw new ParquetCryptoRuntimeException(what + ": response has no JSON \"data\" object");
+      }
+      if (status == 401 || status == 403) {
+        throw new KeyAccessDeniedException(what + ": access denied (HTTP " + status + ")" + errors(response.body()));
+      }
+      failure = "HTTP " + status + errors(response.body());
+      if (status != 429 && status < 500) {
+        break;
+      }
+    }
+    throw new ParquetCryptoRuntimeException(what + " failed: " + failure);
+  }
+
+  /** The server's "errors" messages, shortened, for exception messages. */
+  private static String errors(String body) {
+    try {
+      Object errs = MiniJson.parseObject(body).get("errors");
+      if (errs instanceof List && !((List<?>) errs).isEmpty()) {
+        String joined = String.join("; ", ((List<?>) errs).stream().map(String::valueOf).toArray(String[]::new));
+        return ": " + (joined.length() > 200 ? joined.substring(0, 200) + "..." : joined);
+      }
+    } catch (IllegalArgumentException e) {
+      // not JSON: say nothing more
+    }
+    return "";
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
