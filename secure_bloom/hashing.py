@@ -91,7 +91,12 @@ def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_len
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise InvalidValueError(f"{ptype.name} value must be a number, got {type(value).__name__}")
         if ptype is PhysicalType.FLOAT:
-            return np.float32(value).tobytes() if isinstance(value, np.floating) else struct.pack("<f", value)
+            if isinstance(value, np.floating):
+                return _to_float32(np.asarray(value)).tobytes()
+            try:
+                return struct.pack("<f", value)
+            except OverflowError:
+                raise InvalidValueError(f"{value!r} does not fit FLOAT (float32)") from None
         return struct.pack("<d", float(value))
     if isinstance(value, str):
         raw = value.encode("utf-8")
@@ -102,6 +107,17 @@ def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_len
     if width is not None and len(raw) != width:
         raise InvalidValueError(f"{ptype.name} value must be exactly {width} bytes, got {len(raw)}")
     return raw
+
+
+def _to_float32(arr: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """``arr`` as float32; a finite value that would become infinite is refused (as struct does)."""
+    with np.errstate(over="ignore"):
+        out = arr.astype(np.float32)
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 4:
+        bad = np.isinf(out) & np.isfinite(arr)
+        if bad.any():
+            raise InvalidValueError(f"{arr[bad].flat[0]!r} does not fit FLOAT (float32)")
+    return out
 
 
 def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
@@ -168,7 +184,7 @@ def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -
     if ptype is PhysicalType.FLOAT:
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise InvalidValueError(f"FLOAT values must be numbers, got dtype {arr.dtype}")
-        return xxh64_u32(arr.astype(np.float32).view(np.uint32))
+        return xxh64_u32(_to_float32(arr).view(np.uint32))
     if ptype is PhysicalType.DOUBLE:
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise InvalidValueError(f"DOUBLE values must be numbers, got dtype {arr.dtype}")
@@ -189,7 +205,15 @@ def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise InvalidValueError(f"{ptype.name} value must be a number, got {type(v).__name__}")
         dtype = np.float32 if ptype is PhysicalType.FLOAT else np.float64
-        return _hash_numpy(np.array(present, dtype=dtype), ptype, width)
+        try:
+            with np.errstate(over="ignore"):
+                arr = np.array(present, dtype=dtype)
+        except OverflowError:
+            raise InvalidValueError(f"a value does not fit {ptype.name}") from None
+        if ptype is PhysicalType.FLOAT and np.isinf(arr).any():
+            for v in present:  # refuse finite values beyond float32, as plain_bytes does
+                plain_bytes(v, ptype)
+        return _hash_numpy(arr, ptype, width)
     raw = [plain_bytes(v, ptype, type_length=width) for v in present]
     if width is not None:
         mat = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(len(raw), width)

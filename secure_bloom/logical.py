@@ -14,7 +14,7 @@ Spec: Parquet LogicalTypes.md. These let users probe what Spark / parquet-java w
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import Literal
 
 from .errors import InvalidValueError
@@ -35,6 +35,7 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _JULIAN_DAY_OF_EPOCH = 2440588
 _NANOS_PER_DAY = 86_400 * 10**9
+_MAX_DECIMAL_DIGITS = 4096  # far beyond DECIMAL(76) of a 32-byte FLBA; bounds hostile exponents
 _UNIT_PER_SECOND = {"millis": 10**3, "micros": 10**6, "nanos": 10**9}
 
 
@@ -47,7 +48,8 @@ def encode_string(value: str) -> bytes:
 
 def minimal_twos_complement(unscaled: int) -> bytes:
     """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``)."""
-    length = max(1, (unscaled.bit_length() + 8) // 8)
+    magnitude = unscaled if unscaled >= 0 else ~unscaled  # Java bitLength(): -128 fits one byte
+    length = max(1, (magnitude.bit_length() + 8) // 8)
     return unscaled.to_bytes(length, "big", signed=True)
 
 
@@ -56,7 +58,11 @@ def _unscaled(value: Decimal | int | str | float, scale: int) -> int:
         dec = value if isinstance(value, Decimal) else Decimal(str(value))
         if not dec.is_finite():
             raise InvalidValueError(f"decimal value {value!r} is not finite")
-        unscaled = dec.scaleb(scale)
+        # Exact: the default 28-digit context would round DECIMAL(38) values silently.
+        unscaled = dec.scaleb(scale, context=Context(prec=len(dec.as_tuple().digits) + 1,
+                                                     Emax=MAX_EMAX, Emin=MIN_EMIN))
+        if unscaled.adjusted() > _MAX_DECIMAL_DIGITS:  # int() of it would take unbounded memory
+            raise InvalidValueError(f"decimal value {value!r} is too large for any DECIMAL column")
         if unscaled != unscaled.to_integral_value():
             raise InvalidValueError(f"{value} has more than {scale} fractional digits")
         return int(unscaled)
