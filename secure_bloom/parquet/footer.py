@@ -1,0 +1,169 @@
+"""Opening and re-encoding the footer of a Parquet file in any of its three modes.
+
+Spec: Parquet format "Metadata", Encryption.md "Encrypted footer mode" / "Plaintext footer mode"
+(SPEC_NOTES 5-6):
+
+* plaintext: ``FileMetaData`` alone;
+* plaintext footer, signed: ``FileMetaData`` (with ``encryption_algorithm`` and
+  ``footer_signing_key_metadata``) then a 28-byte signature. Readable without keys (plaintext
+  columns); the signature is checked whenever the footer key is available;
+* encrypted footer ("PARE"): ``FileCryptoMetaData`` then a GCM module (type 0) holding
+  ``FileMetaData``, decrypted with the footer key named by ``FileCryptoMetaData.key_metadata``.
+
+:func:`encode_footer` writes a footer of the same mode back (for ``attach``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import thrift_codec
+from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError
+from ..modules import ModuleType, encrypt_module, footer_aad
+from .crypto_context import (
+    SIGNATURE_LENGTH,
+    EncryptionParams,
+    decrypt_thrift_module,
+    resolve_file_aad,
+    sign_footer,
+    verify_footer_signature,
+)
+from .keys import KeyAccess
+from .tail import FileTail
+
+__all__ = ["Footer", "open_footer", "encode_footer", "PLAINTEXT", "SIGNED", "ENCRYPTED", "key_id_of"]
+
+PLAINTEXT = "plaintext"
+SIGNED = "plaintext_signed"
+ENCRYPTED = "encrypted"
+
+KeyRetriever = Callable[[bytes], bytes]
+
+
+def key_id_of(key_metadata: bytes | None) -> str:
+    """A printable id for messages and ``inspect``: the explicit key id, the master key id of
+    internal key material, or the reference of external material. Never key bytes."""
+    if key_metadata is None:
+        return "<no key_metadata>"
+    from ..kms import KeyMetadata
+    from ..kms.explicit import describe_key_id
+
+    raw = bytes(key_metadata)
+    if KeyMetadata.looks_like_key_tools(raw):
+        try:
+            md = KeyMetadata.from_bytes(raw)
+        except Exception:
+            return "<unreadable key metadata>"
+        if md.material is not None:
+            return md.material.master_key_id
+        return f"external:{md.key_reference}"
+    text = describe_key_id(raw)
+    return text[1:-1] if text.startswith("'") and text.endswith("'") else text
+
+
+@dataclass(frozen=True)
+class Footer:
+    """A parsed footer and the file-level crypto state readers and writers need.
+
+    ``metadata_thrift`` is the FileMetaData's exact Thrift (decrypted, without padding).
+    ``file_aad`` is None only for a plaintext-footer file whose withheld AAD prefix was not
+    supplied (``aad_error`` then says why); ``footer_key`` is None when it is not available.
+    """
+
+    mode: str
+    metadata: Any
+    metadata_thrift: bytes
+    crypto_metadata: Any = None
+    params: EncryptionParams | None = None
+    file_aad: bytes | None = field(default=None, repr=False)
+    aad_error: str | None = None
+    footer_key: bytes | None = field(default=None, repr=False)
+    footer_key_metadata: bytes | None = None
+    signature_verified: bool | None = None
+
+    @property
+    def encrypted(self) -> bool:
+        return self.mode != PLAINTEXT
+
+    def require_file_aad(self) -> bytes:
+        if self.file_aad is None:
+            raise MissingKeyError(self.aad_error or "the file AAD is not available")
+        return self.file_aad
+
+
+def _footer_key(retriever: KeyRetriever | None, key_metadata: bytes | None, where: str) -> bytes:
+    if retriever is None:
+        raise MissingKeyError(f"{where}: the footer key {key_id_of(key_metadata)!r} is needed and no keys were given")
+    if key_metadata is None:
+        raise MissingKeyError(f"{where}: the footer key has no key_metadata; cannot resolve it")
+    try:
+        return retriever(bytes(key_metadata))
+    except (MissingKeyError, KeyNotFoundError) as e:
+        raise MissingKeyError(f"{where}: footer key {key_id_of(key_metadata)!r} not available ({e})") from None
+
+
+def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None) -> Footer:
+    """Parse (and decrypt or verify) the footer in ``tail``. ``retriever`` maps key_metadata to
+    keys (None: no key source at all)."""
+    m = thrift_codec.idl()
+    where = tail.path
+    if tail.encrypted_footer:
+        crypto, used = thrift_codec.parse(m.FileCryptoMetaData, tail.footer, what="FileCryptoMetaData")
+        params = EncryptionParams.from_thrift(crypto.encryption_algorithm)
+        file_aad = resolve_file_aad(params, keys.aad_prefix, where)
+        key = _footer_key(retriever, crypto.key_metadata, where)
+        detail = "footer (wrong footer key, wrong AAD prefix, or tampered file)"
+        metadata, thrift_bytes, _ = decrypt_thrift_module(
+            m.FileMetaData, memoryview(tail.footer)[used:], key, footer_aad(file_aad), ModuleType.FOOTER,
+            what=detail)
+        return Footer(mode=ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes, crypto_metadata=crypto,
+                      params=params, file_aad=file_aad, footer_key=key,
+                      footer_key_metadata=crypto.key_metadata)
+
+    metadata, used = thrift_codec.parse(m.FileMetaData, tail.footer, what="FileMetaData")
+    thrift_bytes = tail.footer[:used]
+    rest = len(tail.footer) - used
+    if metadata.encryption_algorithm is None:
+        if rest:
+            raise MalformedThriftError(f"{where}: {rest} bytes after the FileMetaData in the footer")
+        return Footer(mode=PLAINTEXT, metadata=metadata, metadata_thrift=thrift_bytes)
+    if rest != SIGNATURE_LENGTH:
+        raise MalformedThriftError(
+            f"{where}: plaintext footer is followed by {rest} bytes, expected the {SIGNATURE_LENGTH}-byte signature")
+    params = EncryptionParams.from_thrift(metadata.encryption_algorithm)
+    file_aad: bytes | None = None
+    aad_error = None
+    try:
+        file_aad = resolve_file_aad(params, keys.aad_prefix, where)
+    except MissingKeyError as e:
+        aad_error = str(e)
+    kmd = metadata.footer_signing_key_metadata
+    key: bytes | None = None
+    if retriever is not None and keys.has_keys:
+        try:
+            key = _footer_key(retriever, kmd, where)
+        except MissingKeyError:
+            key = None
+    verified: bool | None = None
+    if key is not None and file_aad is not None:
+        verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)
+        verified = True
+    return Footer(mode=SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params, file_aad=file_aad,
+                  aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
+
+
+def encode_footer(footer: Footer, metadata: Any) -> bytes:
+    """The footer bytes (everything before the 4-byte length) for ``metadata`` in ``footer``'s mode:
+    plain Thrift; Thrift + a fresh signature; or FileCryptoMetaData + a fresh footer module."""
+    thrift_bytes = thrift_codec.serialize(metadata)
+    if footer.mode == PLAINTEXT:
+        return thrift_bytes
+    if footer.footer_key is None:
+        raise MissingKeyError("the footer key is needed to re-sign or re-encrypt the footer")
+    file_aad = footer.require_file_aad()
+    if footer.mode == SIGNED:
+        return thrift_bytes + sign_footer(thrift_bytes, footer.footer_key, file_aad)
+    return (thrift_codec.serialize(footer.crypto_metadata)
+            + encrypt_module(thrift_bytes, footer.footer_key, footer_aad(file_aad)))

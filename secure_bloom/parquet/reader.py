@@ -1,0 +1,504 @@
+"""Read and probe the Bloom filters of any Parquet file, encrypted or not.
+
+Spec: BloomFilter.md "File Format", Encryption.md (SPEC_NOTES 4-6). :class:`ParquetBloomReader`
+reads the file's tail (magic, footer) when opened and afterwards only Bloom filter bytes:
+
+* plaintext filter at ``bloom_filter_offset``: Thrift header + bitset; with
+  ``bloom_filter_length`` exactly that many bytes are read, without it (files before
+  parquet-java 1.14) the header first, then ``numBytes`` of bitset;
+* encrypted filter: header module (type 8) then bitset module (type 9), AES-GCM with the
+  column's key and AAD ``file_aad | type | rg ordinal | column ordinal``.
+
+Column metadata of columns encrypted with their own key is decrypted (module type 1) on first
+use, so a file is readable with only the keys of the columns one asks about. A chunk with no
+filter answers "maybe" in every probe; a chunk whose key is missing raises
+:class:`MissingKeyError`, never "absent".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from ..encrypted_filter import read_encrypted_bloom_filter
+from ..errors import (
+    ColumnNotFoundError,
+    KeyNotFoundError,
+    MalformedBitsetError,
+    MalformedHeaderError,
+    MalformedThriftError,
+    MissingKeyError,
+)
+from ..filter import SplitBlockBloomFilter
+from ..header import MAX_HEADER_BYTES, parse_header, validate_num_bytes
+from ..modules import ModuleType
+from .crypto_context import column_metadata_aad, decrypt_thrift_module
+from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
+from .keys import NO_KEYS, KeyAccess
+from .schema import ColumnInfo, leaf_columns
+from .tail import PLAIN_MAGIC, FileTail, read_tail
+from .values import display_value, hash_for_column
+
+__all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT"]
+
+MAYBE = "maybe"
+ABSENT = "absent"
+_FIRST_HEADER_READ = 32
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    """One column chunk's Bloom filter facts.
+
+    ``has_bloom_filter`` is None when the chunk's metadata is encrypted and its key unavailable.
+    ``filter_num_bytes`` is the bitset size from the filter header (None when not read).
+    ``encryption`` is ``plaintext``, ``footer_key`` or ``column_key``.
+    """
+
+    row_group: int
+    column: str
+    column_ordinal: int
+    encrypted: bool
+    encryption: str
+    key_id: str | None
+    key_available: bool
+    has_bloom_filter: bool | None
+    bloom_filter_offset: int | None
+    bloom_filter_length: int | None
+    filter_num_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RowGroupProbe:
+    """Answers for one row group: ``values`` holds (value as text, "maybe" | "absent") pairs."""
+
+    row_group: int
+    has_bloom_filter: bool
+    encrypted: bool
+    values: tuple[tuple[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"row_group": self.row_group, "has_bloom_filter": self.has_bloom_filter,
+                "encrypted": self.encrypted, "values": dict(self.values)}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The answer of :meth:`ParquetBloomReader.probe`; :meth:`to_dict` is its JSON shape::
+
+        {"file": str, "column": str,
+         "row_groups": [{"row_group": i, "has_bloom_filter": bool, "encrypted": bool,
+                         "values": {value: "maybe" | "absent"}}]}
+    """
+
+    file: str
+    column: str
+    row_groups: tuple[RowGroupProbe, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "column": self.column,
+                "row_groups": [rg.to_dict() for rg in self.row_groups]}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def row_groups_maybe_containing(self, value_text: str) -> list[int]:
+        """Row groups where the value (as shown in ``values``) may be present."""
+        return [rg.row_group for rg in self.row_groups if dict(rg.values).get(value_text) == MAYBE]
+
+    @property
+    def any_maybe(self) -> bool:
+        return any(answer == MAYBE for rg in self.row_groups for _, answer in rg.values)
+
+
+class _RecordingFile:
+    """A read-only file wrapper that records every (offset, length) read: proof that a probe
+    reads the tail and filter bytes only."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.ranges: list[tuple[int, int]] = []
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def read(self, n: int = -1) -> bytes:
+        pos = self._raw.tell()
+        data = self._raw.read(n)
+        self.ranges.append((pos, len(data)))
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+@dataclass
+class _Chunk:
+    """Internal per-chunk state; ``meta`` is the full ColumnMetaData once known."""
+
+    row_group: int
+    rg_ordinal: int
+    column: ColumnInfo
+    encryption: str
+    key_metadata: bytes | None
+    visible_meta: Any
+    encrypted_meta: bytes | None
+    meta: Any = None
+
+
+class ParquetBloomReader:
+    """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
+
+    ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
+    the plaintext columns of a plaintext-footer file need none.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], keys: KeyAccess | None = None) -> None:
+        self.path = os.fspath(path)
+        self.keys = keys if keys is not None else NO_KEYS
+        if not isinstance(self.keys, KeyAccess):
+            raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
+        self._lock = threading.Lock()
+        self._file = _RecordingFile(open(self.path, "rb"))
+        try:
+            self.tail: FileTail = read_tail(self._file, self.path)  # type: ignore[arg-type]
+            self._retriever = self.keys.retriever(self.path) if self.keys.has_keys else None
+            self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
+            self._init_columns()
+        except BaseException:
+            self._file.close()
+            raise
+        self._column_keys: dict[bytes, bytes] = {}
+        self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
+
+    # ---------------------------------------------------------------- opening
+
+    def _init_columns(self) -> None:
+        md = self.footer.metadata
+        leaves = leaf_columns(md.schema)
+        self._chunks: list[list[_Chunk]] = []
+        for i, rg in enumerate(md.row_groups):
+            if len(rg.columns) != len(leaves):
+                raise MalformedThriftError(
+                    f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
+            ordinal = rg.ordinal if rg.ordinal is not None else i
+            row: list[_Chunk] = []
+            for leaf, cc in zip(leaves, rg.columns):
+                row.append(self._chunk_state(i, ordinal, leaf, cc))
+            self._chunks.append(row)
+        columns = []
+        for leaf in leaves:
+            first = self._chunks[0][leaf.ordinal] if self._chunks else None
+            if first is not None and first.encryption != "plaintext":
+                kmd = first.key_metadata if first.encryption == "column_key" else self.footer.footer_key_metadata
+                leaf = dataclasses.replace(leaf, encrypted=True, key_id=key_id_of(kmd))
+            columns.append(leaf)
+        self._columns = tuple(columns)
+        self._by_path = {c.path: c for c in columns}
+
+    def _chunk_state(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> _Chunk:
+        crypto = cc.crypto_metadata
+        if crypto is None:
+            encryption, kmd = "plaintext", None
+        elif crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+            encryption, kmd = "footer_key", None
+        else:
+            with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+            if tuple(with_key.path_in_schema) != leaf.path_in_schema:
+                raise MalformedThriftError(
+                    f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
+                    f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
+            encryption, kmd = "column_key", with_key.key_metadata
+        if encryption == "plaintext" or cc.encrypted_column_metadata is None:
+            if cc.meta_data is None:
+                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
+        meta = cc.meta_data if cc.encrypted_column_metadata is None else None
+        return _Chunk(row_group=rg, rg_ordinal=ordinal, column=leaf, encryption=encryption, key_metadata=kmd,
+                      visible_meta=cc.meta_data, encrypted_meta=cc.encrypted_column_metadata, meta=meta)
+
+    # ---------------------------------------------------------------- context manager
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> ParquetBloomReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ParquetBloomReader({self.path!r}, footer={self.footer.mode}, row_groups={self.num_row_groups})"
+
+    # ---------------------------------------------------------------- public facts
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self._chunks)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.footer.metadata.num_rows)
+
+    @property
+    def columns(self) -> tuple[ColumnInfo, ...]:
+        return self._columns
+
+    @property
+    def read_ranges(self) -> tuple[tuple[int, int], ...]:
+        """Every (offset, length) read from the file so far."""
+        return tuple(self._file.ranges)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(n for _, n in self._file.ranges)
+
+    def column(self, column: str | int | ColumnInfo) -> ColumnInfo:
+        """A leaf column by dotted path, ordinal, or ColumnInfo."""
+        if isinstance(column, ColumnInfo):
+            column = column.path
+        if isinstance(column, int) and not isinstance(column, bool):
+            if 0 <= column < len(self._columns):
+                return self._columns[column]
+            raise ColumnNotFoundError(f"{self.path}: no column ordinal {column} ({len(self._columns)} columns)")
+        if isinstance(column, str) and column in self._by_path:
+            return self._by_path[column]
+        names = ", ".join(c.path for c in self._columns[:20]) + (", ..." if len(self._columns) > 20 else "")
+        raise ColumnNotFoundError(f"{self.path}: no leaf column {column!r} (columns: {names})")
+
+    # ---------------------------------------------------------------- keys and metadata
+
+    def _key_for(self, chunk: _Chunk) -> bytes:
+        where = f"{self.path}: column {chunk.column.path!r}"
+        if chunk.encryption == "footer_key":
+            if self.footer.footer_key is None:
+                raise MissingKeyError(
+                    f"{where} is encrypted with the footer key {key_id_of(self.footer.footer_key_metadata)!r}, "
+                    "which is not available")
+            return self.footer.footer_key
+        kmd = bytes(chunk.key_metadata or b"")
+        if kmd in self._column_keys:
+            return self._column_keys[kmd]
+        if self._retriever is None:
+            raise MissingKeyError(f"{where} needs key {key_id_of(chunk.key_metadata)!r} and no keys were given")
+        try:
+            key = self._retriever(kmd)
+        except (MissingKeyError, KeyNotFoundError) as e:
+            raise MissingKeyError(f"{where} needs key {key_id_of(chunk.key_metadata)!r}: {e}") from None
+        self._column_keys[kmd] = key
+        return key
+
+    def _meta(self, chunk: _Chunk) -> Any:
+        if chunk.meta is None:
+            key = self._key_for(chunk)
+            file_aad = self.footer.require_file_aad()
+            aad = column_metadata_aad(file_aad, chunk.rg_ordinal, chunk.column.ordinal)
+            what = f"ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}"
+            chunk.meta, _, _ = decrypt_thrift_module(self._thrift().ColumnMetaData, chunk.encrypted_meta,
+                                                     key, aad, ModuleType.COLUMN_META_DATA, what=what)
+        return chunk.meta
+
+    @staticmethod
+    def _thrift() -> Any:
+        from .. import thrift_codec
+
+        return thrift_codec.idl()
+
+    def _key_available(self, chunk: _Chunk) -> bool:
+        if chunk.encryption == "plaintext":
+            return True
+        try:
+            self._key_for(chunk)
+            return True
+        except MissingKeyError:
+            return False
+
+    def _location(self, chunk: _Chunk) -> tuple[int, int | None] | None:
+        """(offset, length or None) of the chunk's filter, or None without one."""
+        meta = self._meta(chunk)
+        if meta.bloom_filter_offset is None:
+            return None
+        return int(meta.bloom_filter_offset), (None if meta.bloom_filter_length is None
+                                               else int(meta.bloom_filter_length))
+
+    def _chunk(self, row_group: int, column: str | int | ColumnInfo) -> _Chunk:
+        info = self.column(column)
+        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
+            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
+        return self._chunks[row_group][info.ordinal]
+
+    # ---------------------------------------------------------------- filters
+
+    def _check_region(self, chunk: _Chunk, offset: int, length: int | None) -> None:
+        end = self.tail.footer_offset
+        if offset < len(PLAIN_MAGIC) or offset >= end or (length is not None and (length <= 0 or offset + length > end)):
+            raise MalformedThriftError(
+                f"{self.path}: Bloom filter of row group {chunk.row_group}, column {chunk.column.path!r} "
+                f"(offset {offset}, length {length}) lies outside the data region [4, {end})")
+
+    def _read_at(self, offset: int, n: int) -> bytes:
+        self._file.seek(offset)
+        data = self._file.read(n)
+        if len(data) != n:
+            raise MalformedBitsetError(f"{self.path}: short read of {len(data)} bytes, wanted {n} at offset {offset}")
+        return data
+
+    def _read_plain(self, chunk: _Chunk, offset: int, length: int | None) -> SplitBlockBloomFilter:
+        if length is not None:
+            data = self._read_at(offset, length)
+            bf, used = SplitBlockBloomFilter.from_bytes(data, return_consumed=True)
+            if used != length:
+                raise MalformedBitsetError(
+                    f"{self.path}: bloom_filter_length {length} but header + bitset take {used} bytes")
+            return bf  # type: ignore[no-any-return]
+        limit = self.tail.footer_offset - offset
+        want = min(_FIRST_HEADER_READ, limit)
+        while True:
+            head = self._read_at(offset, want)
+            try:
+                header, used = parse_header(head)
+                break
+            except MalformedHeaderError:
+                if want >= min(MAX_HEADER_BYTES, limit):
+                    raise
+                want = min(want * 4, MAX_HEADER_BYTES, limit)
+        validate_num_bytes(header.num_bytes, available=limit - used)
+        bitset = self._read_at(offset + used, header.num_bytes)
+        return SplitBlockBloomFilter.from_bitset(bitset)
+
+    def bloom_filter(self, row_group: int, column: str | int | ColumnInfo) -> SplitBlockBloomFilter | None:
+        """The chunk's filter, decrypted if needed; None if the chunk has none."""
+        chunk = self._chunk(row_group, column)
+        cache_key = (chunk.row_group, chunk.column.ordinal)
+        if cache_key in self._filters:
+            return self._filters[cache_key]
+        location = self._location(chunk)
+        if location is None:
+            bf = None
+        else:
+            offset, length = location
+            self._check_region(chunk, offset, length)
+            with self._lock:
+                if chunk.encryption == "plaintext":
+                    bf = self._read_plain(chunk, offset, length)
+                else:
+                    key = self._key_for(chunk)
+                    bf = read_encrypted_bloom_filter(self._file, offset, key,  # type: ignore[arg-type]
+                                                     self.footer.require_file_aad(), chunk.rg_ordinal,
+                                                     chunk.column.ordinal, length=length)
+        self._filters[cache_key] = bf
+        return bf
+
+    def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
+        """Every (row group, column) chunk; ``with_sizes`` reads each filter to report its size."""
+        out = []
+        for row in self._chunks:
+            for chunk in row:
+                out.append(self._chunk_info(chunk, with_sizes))
+        return out
+
+    def _chunk_info(self, chunk: _Chunk, with_sizes: bool) -> ChunkInfo:
+        available = self._key_available(chunk)
+        kmd = chunk.key_metadata if chunk.encryption == "column_key" else (
+            self.footer.footer_key_metadata if chunk.encryption == "footer_key" else None)
+        readable = chunk.meta is not None or (available and self.footer.file_aad is not None)
+        meta = self._meta(chunk) if readable else chunk.visible_meta
+        has = None if meta is None else meta.bloom_filter_offset is not None
+        num_bytes = None
+        if has and with_sizes and available:
+            bf = self.bloom_filter(chunk.row_group, chunk.column.ordinal)
+            num_bytes = bf.num_bytes if bf is not None else None
+        return ChunkInfo(
+            row_group=chunk.row_group, column=chunk.column.path, column_ordinal=chunk.column.ordinal,
+            encrypted=chunk.encryption != "plaintext", encryption=chunk.encryption,
+            key_id=None if chunk.encryption == "plaintext" else key_id_of(kmd), key_available=available,
+            has_bloom_filter=has,
+            bloom_filter_offset=None if meta is None or meta.bloom_filter_offset is None else int(meta.bloom_filter_offset),
+            bloom_filter_length=None if meta is None or meta.bloom_filter_length is None else int(meta.bloom_filter_length),
+            filter_num_bytes=num_bytes)
+
+    # ---------------------------------------------------------------- probes
+
+    def probe(self, column: str | int | ColumnInfo, values: Iterable[Any] | Any) -> ProbeResult:
+        """Check ``values`` against every row group's filter of ``column``."""
+        info = self.column(column)
+        if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+            values = [values]
+        values = list(values)
+        hashes = np.array([hash_for_column(v, info) for v in values], dtype=np.uint64)
+        shown = [display_value(v) for v in values]
+        row_groups = []
+        for rg in range(self.num_row_groups):
+            chunk = self._chunks[rg][info.ordinal]
+            bf = self.bloom_filter(rg, info.ordinal)
+            if bf is None:
+                answers = [MAYBE] * len(values)
+            else:
+                answers = [MAYBE if hit else ABSENT for hit in bf.check_hashes(hashes)]
+            row_groups.append(RowGroupProbe(row_group=rg, has_bloom_filter=bf is not None,
+                                            encrypted=chunk.encryption != "plaintext",
+                                            values=tuple(zip(shown, answers))))
+        return ProbeResult(file=self.path, column=info.path, row_groups=tuple(row_groups))
+
+    def row_groups_maybe_containing(self, column: str | int | ColumnInfo, value: Any) -> list[int]:
+        """Row groups whose filter may hold ``value`` (every group without a filter is included)."""
+        info = self.column(column)
+        h = hash_for_column(value, info)
+        out = []
+        for rg in range(self.num_row_groups):
+            bf = self.bloom_filter(rg, info.ordinal)
+            if bf is None or bf.check_hash(h):
+                out.append(rg)
+        return out
+
+    def iter_filters(self, column: str | int | ColumnInfo) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
+        """(row group, filter or None) for every row group of ``column``."""
+        info = self.column(column)
+        for rg in range(self.num_row_groups):
+            yield rg, self.bloom_filter(rg, info.ordinal)
+
+    # ---------------------------------------------------------------- describe
+
+    def describe(self, *, with_sizes: bool = True) -> dict[str, Any]:
+        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks."""
+        footer = self.footer
+        md = footer.metadata
+        signature = None
+        if footer.mode == SIGNED:
+            signature = "verified" if footer.signature_verified else "unverified"
+        chunks = self.chunks(with_sizes=with_sizes)
+        row_groups = []
+        for i, rg in enumerate(md.row_groups):
+            row_groups.append({"row_group": i, "num_rows": int(rg.num_rows),
+                               "total_byte_size": int(rg.total_byte_size),
+                               "chunks": [c.to_dict() for c in chunks if c.row_group == i]})
+        return {
+            "file": self.path,
+            "file_size": self.tail.file_size,
+            "footer": {
+                "mode": footer.mode,
+                "length": len(self.tail.footer),
+                "encryption": footer.params.to_dict() if footer.params is not None else None,
+                "footer_key_id": key_id_of(footer.footer_key_metadata) if footer.mode in (ENCRYPTED, SIGNED) else None,
+                "footer_key_available": footer.footer_key is not None if footer.encrypted else None,
+                "signature": signature,
+            },
+            "created_by": md.created_by,
+            "num_rows": int(md.num_rows),
+            "num_row_groups": self.num_row_groups,
+            "columns": [c.to_dict() for c in self._columns],
+            "row_groups": row_groups,
+        }
