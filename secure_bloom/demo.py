@@ -1,0 +1,356 @@
+"""The end-to-end demo: ``secure-bloom demo`` (README's first command).
+
+On the embedded defaults (local Spark, the development key list in ``keys/dev-key-list.txt``):
+
+1. generate a synthetic customer table (emails, SSNs, account ids, amounts, cities);
+2. Spark (parquet-java) writes it with column encryption and encrypted Bloom filters on the
+   sensitive columns, using our Java KMS client and the same master keys Python uses;
+3. secure_bloom audits it, probes present and absent values and reports the row groups the
+   filters let a reader skip;
+4. pyarrow writes an encrypted copy (it refuses Bloom filters with encryption: shown), and
+   secure_bloom attaches encrypted Bloom filters to it;
+5. Spark reads both files and a filtered query returns the right rows; parquet-java's own Bloom
+   filter reader finds the values in the filters secure_bloom attached.
+
+Prints a short report, writes ``report.json`` (and ``row_groups_skipped.png`` when matplotlib is
+installed) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run_demo", "find_dev_key_list"]
+
+SENSITIVE = ("email", "ssn", "account_id")
+COLUMN_KEYS = {"email": "pii_key", "ssn": "pii_key", "account_id": "finance_key", "amount": "finance_key"}
+FOOTER_KEY = "footer_key"
+CITIES = ("Amsterdam", "Berlin", "Chicago", "Delhi", "Lagos", "Lima", "Lisbon", "Madrid", "Nairobi",
+          "Oslo", "Paris", "Quito", "Rome", "Seoul", "Sydney", "Tokyo", "Toronto", "Vienna", "Warsaw", "Zurich")
+
+
+def find_dev_key_list(explicit: str | None = None) -> Path:
+    """The development key list: ``--key-list-file``, $SECURE_BLOOM_KEY_LIST_FILE, ./keys/, or the
+    source checkout's keys/ folder."""
+    candidates = [explicit, os.environ.get("SECURE_BLOOM_KEY_LIST_FILE"),
+                  str(Path.cwd() / "keys" / "dev-key-list.txt"),
+                  str(Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise FileNotFoundError("development key list not found: pass --key-list-file or run from the "
+                            "repository root (keys/dev-key-list.txt)")
+
+
+def _key_list_text(path: Path) -> str:
+    lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    return ", ".join(ln for ln in lines if ln and not ln.startswith("#"))
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class _Step:
+    def __init__(self, title: str, timings: dict[str, float]) -> None:
+        self.title, self.timings = title, timings
+
+    def __enter__(self) -> _Step:
+        _say(f"\n== {self.title}")
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.title] = round(time.perf_counter() - self.start, 2)
+
+
+def _customers(spark: Any, rows: int) -> Any:
+    """A deterministic synthetic customer table, sorted by customer_id."""
+    from pyspark.sql import functions as F
+
+    cities = F.array(*[F.lit(c) for c in CITIES])
+    cid = F.col("id")
+    h = F.abs(F.xxhash64(cid))
+    return (spark.range(0, rows, numPartitions=2)
+            .select(cid.alias("customer_id"),
+                    F.format_string("customer%07d.%s@example.com", cid, F.substring(F.md5(cid.cast("string")), 1, 6))
+                    .alias("email"),
+                    F.format_string("%03d-%02d-%04d", (h % 899) + 100, (h / 1000 % 99).cast("int") + 1,
+                                    (h / 100000 % 9999).cast("int") + 1).alias("ssn"),
+                    F.format_string("ACCT-%010d", (cid * 7919 + 13) % 10_000_000_000).alias("account_id"),
+                    F.round((h % 1_000_000) / 100.0, 2).alias("amount"),
+                    F.element_at(cities, (cid % len(CITIES) + 1).cast("int")).alias("city")))
+
+
+def _probe_values(rows: int, rng: random.Random) -> dict[str, dict[str, list[str]]]:
+    present_ids = rng.sample(range(rows), 3)
+    absent_ids = [rows + 1000 + i for i in range(3)]
+
+    def email(i: int) -> str:
+        import hashlib
+
+        return f"customer{i:07d}.{hashlib.md5(str(i).encode()).hexdigest()[:6]}@example.com"
+
+    def account(i: int) -> str:
+        return f"ACCT-{(i * 7919 + 13) % 10_000_000_000:010d}"
+
+    return {
+        "email": {"present": [email(i) for i in present_ids], "absent": [email(i) for i in absent_ids]},
+        "account_id": {"present": [account(i) for i in present_ids], "absent": [account(i) for i in absent_ids]},
+    }
+
+
+def _probe_file(path: Path, keys: Any, probes: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+    from secure_bloom.parquet import ParquetBloomReader
+
+    results = []
+    with ParquetBloomReader(path, keys=keys) as reader:
+        total = reader.num_row_groups
+        for column, kinds in probes.items():
+            for kind, values in kinds.items():
+                for value in values:
+                    maybe = reader.row_groups_maybe_containing(column, value)
+                    results.append({"file": path.name, "column": column, "value": value, "kind": kind,
+                                    "row_groups": total, "maybe": maybe, "skipped": total - len(maybe)})
+    return results
+
+
+def _print_probes(results: list[dict[str, Any]]) -> None:
+    _say(f"   {'column':<11} {'kind':<8} {'value':<42} {'may contain':<14} skipped")
+    for r in results:
+        where = ",".join(map(str, r["maybe"])) or "-"
+        _say(f"   {r['column']:<11} {r['kind']:<8} {r['value']:<42} {where:<14} {r['skipped']}/{r['row_groups']}")
+
+
+def _single_parquet(directory: Path) -> Path:
+    files = sorted(p for p in directory.iterdir() if p.suffix == ".parquet")
+    if len(files) != 1:
+        raise RuntimeError(f"expected one Parquet file in {directory}, found {len(files)}")
+    return files[0]
+
+
+def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
+    from secure_bloom.parquet.audit import audit
+
+    report = audit([str(p) for p in paths], list(SENSITIVE), keys=keys)
+    data: dict[str, Any] = report.to_json() if hasattr(report, "to_json") else {}
+    if isinstance(data, str):
+        data = json.loads(data)
+    violations = data.get("violations", [])
+    _say(f"   {len(paths)} file(s), sensitive columns {', '.join(SENSITIVE)}: "
+         f"{'COMPLIANT' if report.is_compliant else 'VIOLATIONS'} ({len(violations)} violation(s))")
+    for v in violations[:5]:
+        _say(f"     - {v}")
+    return {"compliant": bool(report.is_compliant), "violations": violations}
+
+
+def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
+    """pyarrow writes an encrypted copy; first show that it refuses Bloom filters with encryption."""
+    import pyarrow.parquet as pq
+    import pyarrow.parquet.encryption as pe
+
+    from secure_bloom.kms import pyarrow_kms_client_factory
+
+    factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
+    column_keys: dict[str, list[str]] = {}
+    for column, key_id in COLUMN_KEYS.items():
+        column_keys.setdefault(key_id, []).append(column)
+    config = pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=column_keys, double_wrapping=True)
+    props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
+    refusal = "(no error)"
+    try:
+        pq.write_table(table, str(path) + ".refused", encryption_properties=props,
+                       bloom_filter_options={"email": {"ndv": 1000, "fpp": 0.01}})
+    except Exception as e:  # the point: pyarrow cannot do this
+        refusal = f"{type(e).__name__}: {e}"
+    finally:
+        Path(str(path) + ".refused").unlink(missing_ok=True)
+    props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
+    pq.write_table(table, path, encryption_properties=props, row_group_size=max(1, table.num_rows // 8))
+    return refusal
+
+
+def _spark_query(spark: Any, path: Path, column: str, value: str) -> int:
+    from pyspark.sql import functions as F
+
+    return int(spark.read.parquet(str(path)).where(F.col(column) == value).count())
+
+
+def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    labels = [f"{r['file'][:12]}\n{r['column']}\n{r['kind']}" for r in results]
+    skipped = [r["skipped"] for r in results]
+    colors = ["#2a9d8f" if r["kind"] == "absent" else "#e9c46a" for r in results]
+    fig, ax = plt.subplots(figsize=(max(8, len(results) * 0.6), 4))
+    ax.bar(range(len(results)), skipped, color=colors)
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels(labels, fontsize=6)
+    ax.set_ylabel("row groups skipped")
+    ax.set_title("Row groups an encrypted Bloom filter lets a reader skip, per probe")
+    fig.tight_layout()
+    target = out / "row_groups_skipped.png"
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+    return str(target)
+
+
+def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int = 7) -> dict[str, Any]:
+    """Run every step; returns the report (also written to ``out/report.json``)."""
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+    from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    from secure_bloom.spark.session import clear_policy, local_spark
+
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    report: dict[str, Any] = {"rows": rows, "timings_s": timings}
+    key_path = find_dev_key_list(key_list_file)
+    kms = KeyListKms.from_file(key_path)
+    keys = KeyAccess(kms=kms)
+    row_groups = 8
+    per_group = max(1, rows // row_groups)
+    policy = EncryptionPolicy(
+        footer_key=FOOTER_KEY, kms=KeyListKmsConfig(key_list=_key_list_text(key_path)),
+        column_keys=COLUMN_KEYS,
+        bloom_filters={c: BloomFilterSpec(ndv=per_group, fpp=0.01) for c in SENSITIVE})
+    _say(f"secure_bloom demo: {rows} synthetic customers, dev keys from {key_path} "
+         "(development keys: never for production)")
+
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    with _Step("1. Spark starts (local, our KMS client jar on the class path)", timings):
+        spark = local_spark("secure-bloom-demo", cores=2, policy=policy)
+        _say(f"   Spark {spark.version}")
+    try:
+        with _Step("2. Spark / parquet-java writes the table with encrypted Bloom filters", timings):
+            df = _customers(spark, rows)
+            spark_dir = out / "spark_customers"
+            # About eight row groups: block size ~ 1/8 of the data's encoded size.
+            block = max(64 * 1024, rows * 60 // row_groups)
+            (df.coalesce(1).write.mode("overwrite").options(**policy.write_options())
+             .option("parquet.block.size", str(block)).parquet(str(spark_dir)))
+            spark_file = _single_parquet(spark_dir)
+            _say(f"   wrote {spark_file.relative_to(out)} ({spark_file.stat().st_size:,} bytes); columns "
+                 f"{', '.join(COLUMN_KEYS)} encrypted with their own keys, Bloom filters on {', '.join(SENSITIVE)}")
+
+        with _Step("3. secure_bloom audits the Spark output", timings):
+            report["audit_spark"] = _audit([spark_file], keys)
+
+        rng = random.Random(seed)
+        probes = _probe_values(rows, rng)
+        with _Step("4. secure_bloom probes encrypted Bloom filters (no data pages read)", timings):
+            spark_probes = _probe_file(spark_file, keys, probes)
+            _print_probes(spark_probes)
+
+        with _Step("5. pyarrow writes an encrypted copy; secure_bloom attaches encrypted filters", timings):
+            table = df.toArrow()
+            pa_file = out / "pyarrow_customers.parquet"
+            refusal = _pyarrow_encrypted_copy(table, pa_file, kms)
+            _say(f"   pyarrow with encryption + bloom_filter_options -> {refusal}")
+            attached = out / "pyarrow_customers.bloom.parquet"
+            attach_report = attach_bloom_filters(pa_file, attached, list(SENSITIVE), keys=keys, fpp=0.01,
+                                                 overwrite=True)
+            _say(f"   attached -> {attached.name} ({attached.stat().st_size:,} bytes): {attach_report}")
+            report["pyarrow_refusal"] = refusal
+            report["audit_attached"] = _audit([attached], keys)
+            attached_probes = _probe_file(attached, keys, probes)
+            _print_probes(attached_probes)
+
+        with _Step("6. Spark reads both files; a filtered query returns the right rows", timings):
+            checks = []
+            for path in (spark_dir, attached):
+                for column in ("email", "account_id"):
+                    for kind, want in (("present", 1), ("absent", 0)):
+                        value = probes[column][kind][0]
+                        got = _spark_query(spark, path, column, value)
+                        checks.append({"file": path.name, "column": column, "kind": kind,
+                                       "rows": got, "expected": want, "ok": got == want})
+                        _say(f"   {path.name:<32} {column} = <{kind} value> -> {got} row(s) "
+                             f"{'OK' if got == want else 'WRONG'}")
+            report["spark_queries"] = checks
+
+        with _Step("7. parquet-java's own Bloom filter reader checks the filters secure_bloom attached", timings):
+            report["parquet_java_probe"] = _parquet_java_probe(attached, policy, probes)
+    finally:
+        if existing is None:
+            spark.stop()
+        else:  # a session we were handed (tests, notebooks): leave it running, without our keys
+            clear_policy(spark)
+
+    all_probes = spark_probes + attached_probes
+    absent = [r for r in all_probes if r["kind"] == "absent"]
+    present = [r for r in all_probes if r["kind"] == "present"]
+    report["probes"] = all_probes
+    report["summary"] = {
+        "absent_probes_row_groups_skipped": f"{sum(r['skipped'] for r in absent)}/{sum(r['row_groups'] for r in absent)}",
+        "present_probes_row_groups_skipped": f"{sum(r['skipped'] for r in present)}/{sum(r['row_groups'] for r in present)}",
+        "present_values_found": all(r["maybe"] for r in present),
+        "spark_queries_ok": all(c["ok"] for c in report["spark_queries"]),
+        "audits_compliant": report["audit_spark"]["compliant"] and report["audit_attached"]["compliant"],
+        "parquet_java_finds_present_values": all(
+            hits[v] for column, hits in report["parquet_java_probe"].items() for v in probes[column]["present"]),
+    }
+    plot = _plot(all_probes, out)
+    report["plot"] = plot
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    s = report["summary"]
+    _say("\n== Summary")
+    _say(f"   absent values: the filters let a reader skip {s['absent_probes_row_groups_skipped']} row groups")
+    _say(f"   present values: skipped {s['present_probes_row_groups_skipped']} row groups, "
+         f"every present value found: {s['present_values_found']}")
+    _say(f"   audits compliant: {s['audits_compliant']}; Spark queries correct: {s['spark_queries_ok']}; "
+         f"parquet-java reads our filters: {s['parquet_java_finds_present_values']}")
+    _say(f"   report: {out / 'report.json'}" + (f"; plot: {plot}" if plot else ""))
+    return report
+
+
+def _parquet_java_probe(path: Path, policy: Any, probes: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    from secure_bloom.spark.harness import ColumnProbe, bloom_probe
+
+    result = bloom_probe(path, [ColumnProbe(c, "string", tuple(k["present"] + k["absent"]))
+                                for c, k in probes.items()], policy.hadoop_conf())
+    found: dict[str, Any] = {}
+    for column, kinds in probes.items():
+        groups = result["columns"][column]["row_groups"]
+        hits = {v: any(rg["found"].get(v) for rg in groups) for v in kinds["present"] + kinds["absent"]}
+        found[column] = hits
+        ok = all(hits[v] for v in kinds["present"])
+        _say(f"   {column}: parquet-java finds all present values: {ok}; "
+             f"absent values it reports absent: {sum(not hits[v] for v in kinds['absent'])}/{len(kinds['absent'])}")
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="secure-bloom demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="demo-output", help="output directory (default: demo-output)")
+    parser.add_argument("--rows", type=int, default=200_000, help="synthetic customers (default 200000)")
+    parser.add_argument("--key-list-file", help="key list file (default: keys/dev-key-list.txt)")
+    parser.add_argument("--seed", type=int, default=7, help="seed for the probed values")
+    args = parser.parse_args(argv)
+    if args.rows < 100:
+        parser.error("--rows must be at least 100")
+    report = run_demo(Path(args.out), args.rows, args.key_list_file, args.seed)
+    s = report["summary"]
+    ok = all(s[k] for k in ("present_values_found", "spark_queries_ok", "audits_compliant",
+                            "parquet_java_finds_present_values"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
