@@ -33,3 +33,13 @@ def spark_bloom_files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> S
     from spark_bloom_data import write_spark_bloom_files
 
     return write_spark_bloom_files(spark, tmp_path_factory.mktemp("spark-bloom-files"))
+
+
+@pytest.fixture(scope="session")
+def dev_key_list_file() -> Any:
+    """keys/dev-key-list.txt of this checkout (development keys: never for production)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"
+    assert path.is_file(), path
+    return path
