@@ -86,6 +86,11 @@ def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAU
 
 
 def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
+    if isinstance(hashes, (list, tuple)) and all(isinstance(h, int) for h in hashes):
+        # np.asarray([0, 2**63]) is float64 and np.asarray([]) too: convert Python ints exactly.
+        if any(not -(1 << 63) <= h < (1 << 64) for h in hashes):
+            raise ValueError("hashes must be 64-bit integers")
+        return np.array([h & 0xFFFFFFFFFFFFFFFF for h in hashes], dtype=np.uint64)
     arr = np.asarray(hashes)
     if arr.dtype != np.uint64:
         if arr.dtype.kind == "i":

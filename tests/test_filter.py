@@ -1,0 +1,392 @@
+"""The split-block Bloom filter (SPEC_NOTES 1): sizing, golden bytes, scalar == numpy, FPP."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from secure_bloom import filter as filter_module
+from secure_bloom import thrift_codec
+from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
+from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
+from secure_bloom.hashing import PhysicalType, hash_value, hash_values
+
+DATA = Path(__file__).parent / "data"
+VECTORS = DATA / "parquet-testing"
+MIB = 1 << 20
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DATA_INDEX_WORDS = ["Hello", "This is", "a", "test", "How", "are you", "doing ", "today", "the quick",
+                    "brown fox", "jumps", "over", "the lazy", "dog"]
+
+
+# ----------------------------------------------------------------------- sizing
+
+
+def _golden_rows() -> list[list[str]]:
+    lines = (DATA / "parquet_java_sizing.txt").read_text().splitlines()
+    return [line.split() for line in lines if line and not line.startswith("#")]
+
+
+def test_golden_table_is_complete() -> None:
+    rows = _golden_rows()
+    assert sum(1 for r in rows if r[0] != "bytes") == 17 * 4
+    assert sum(1 for r in rows if r[0] == "bytes") == 11
+
+
+@pytest.mark.parametrize("row", _golden_rows(), ids=" ".join)
+def test_sizing_matches_parquet_java(row: list[str]) -> None:
+    """tests/data/parquet_java_sizing.txt: parquet-java 1.17.0's own answers (SizingGolden.java)."""
+    if row[0] == "bytes":
+        assert round_num_bytes(int(row[1]), max_bytes=128 * MIB) == int(row[2])
+        return
+    ndv, fpp, bits, size = int(row[0]), float(row[1]), int(row[2]), int(row[3])
+    assert optimal_num_bits(ndv, fpp) == bits
+    assert round_num_bytes(bits // 8, max_bytes=128 * MIB) == size
+    assert optimal_num_bytes(ndv, fpp, max_bytes=128 * MIB) == size
+    assert SplitBlockBloomFilter.for_ndv(ndv, fpp, max_bytes=128 * MIB).num_bytes == size
+
+
+def test_spec_notes_sizes() -> None:
+    """SPEC_NOTES 1 "Known sizes", as bitset bits / bytes."""
+    assert optimal_num_bytes(256, 0.01) * 8 == 4096
+    assert optimal_num_bytes(300, 0.01) * 8 == 4096
+    # SPEC_NOTES lists (200, 0.01) -> 2048 bits: that is Arrow's rounding (1936 bits -> 256 bytes).
+    # parquet-java first adds 255 bits (optimalNumOfBits = 2191, golden table), so 274 bytes
+    # round to 512: a writer byte-compatible with parquet-java allocates 4096 bits.
+    assert optimal_num_bits(200, 0.01) == 2191
+    assert optimal_num_bytes(200, 0.01) * 8 == 4096
+    assert round_num_bytes(0) == 32
+    assert round_num_bytes(33) == 64
+    assert round_num_bytes(99) == 128
+    assert optimal_num_bytes(999_000_000, 0.01, max_bytes=128 * MIB) == 128 * MIB
+    assert optimal_num_bytes(999_000_000, 0.01, max_bytes=MIB) == MIB  # parquet-java writers' default max
+    assert optimal_num_bytes(10**9, 0.5, max_bytes=64) == 64
+
+
+def test_sizing_arguments_checked() -> None:
+    for fpp in (0.0, 1.0, -0.1, 2.0):
+        with pytest.raises(ValueError):
+            optimal_num_bits(10, fpp)
+    with pytest.raises(ValueError):
+        optimal_num_bits(-1, 0.01)
+    with pytest.raises(ValueError):
+        round_num_bytes(64, max_bytes=16)
+    with pytest.raises(ValueError):
+        round_num_bytes(64, max_bytes=256 * MIB)
+
+
+@pytest.mark.parametrize("bad", [0, 16, 33, 100, 256 * MIB, -32])
+def test_constructor_refuses_bad_sizes(bad: int) -> None:
+    with pytest.raises(ValueError):
+        SplitBlockBloomFilter(bad)
+
+
+def test_constructor_refuses_non_ints() -> None:
+    for bad in (True, 32.0, "32"):
+        with pytest.raises(TypeError):
+            SplitBlockBloomFilter(bad)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------- golden bytes
+
+
+def test_rebuild_parquet_testing_xxhash_bin() -> None:
+    data = (VECTORS / "bloom_filter.xxhash.bin").read_bytes()
+    assert data[:16] == bytes.fromhex("1580101c1c00001c1c00001c1c000000")
+    bf = SplitBlockBloomFilter(1024)
+    assert bf.insert(["hello", "parquet", "bloom", "filter"], "BYTE_ARRAY") == 4
+    assert bf.to_bytes() == data
+    parsed = SplitBlockBloomFilter.from_bytes(data)
+    assert parsed == bf
+    for word in ("hello", "parquet", "bloom", "filter"):
+        assert parsed.might_contain(word, "BYTE_ARRAY")
+
+
+def test_rebuild_with_scalar_path() -> None:
+    data = (VECTORS / "bloom_filter.xxhash.bin").read_bytes()
+    bf = SplitBlockBloomFilter(1024)
+    for word in ("hello", "parquet", "bloom", "filter"):
+        bf.insert_hash(hash_value(word, "BYTE_ARRAY"))
+    assert bf.to_bytes() == data
+
+
+def _footer(data: bytes) -> object:
+    assert data[:4] == b"PAR1" and data[-4:] == b"PAR1"
+    (length,) = struct.unpack_from("<I", data, len(data) - 8)
+    footer, consumed = thrift_codec.parse(thrift_codec.idl().FileMetaData, data[len(data) - 8 - length:-8])
+    assert consumed == length
+    return footer
+
+
+@pytest.mark.parametrize(("name", "offset", "length"), [
+    ("data_index_bloom_encoding_stats.parquet", 192, None),
+    ("data_index_bloom_encoding_with_length.parquet", None, 2064),
+])
+def test_rebuild_data_index_filters(name: str, offset: int | None, length: int | None) -> None:
+    """The filters parquet-mr and parquet-rs wrote, rebuilt byte for byte from the column's values."""
+    data = (VECTORS / name).read_bytes()
+    meta = _footer(data).row_groups[0].columns[0].meta_data  # type: ignore[attr-defined]
+    assert meta.type == PhysicalType.BYTE_ARRAY
+    if offset is not None:
+        assert meta.bloom_filter_offset == offset
+    assert meta.bloom_filter_length == length
+    stored, consumed = SplitBlockBloomFilter.from_bytes(data[meta.bloom_filter_offset:], return_consumed=True)
+    if length is not None:
+        assert consumed == length
+    rebuilt = SplitBlockBloomFilter(stored.num_bytes)
+    rebuilt.insert(DATA_INDEX_WORDS, "BYTE_ARRAY")
+    assert rebuilt.to_bytes() == data[meta.bloom_filter_offset:meta.bloom_filter_offset + consumed]
+    assert not rebuilt.might_contain("absent value", "BYTE_ARRAY") or stored.might_contain(
+        "absent value", "BYTE_ARRAY")
+
+
+def test_block_and_bit_formula_by_hand() -> None:
+    """SPEC_NOTES 1 written out for one hash, independent of the implementation."""
+    h = 0x26C7827D889F6DA3  # XXH64("hello")
+    bf = SplitBlockBloomFilter(64)  # 2 blocks
+    bf.insert_hash(h)
+    words = np.frombuffer(bf.bitset, dtype="<u4")
+    block = ((h >> 32) * 2) >> 32
+    key = h & 0xFFFFFFFF
+    expected = np.zeros(16, dtype=np.uint32)
+    for i in range(8):
+        expected[block * 8 + i] = 1 << (((key * SALT[i]) & 0xFFFFFFFF) >> 27)
+    assert words.tolist() == expected.tolist()
+
+
+# ----------------------------------------------------------------------- numpy path == scalar path
+
+
+def _scalar_filter(num_bytes: int, hashes: list[int]) -> SplitBlockBloomFilter:
+    bf = SplitBlockBloomFilter(num_bytes)
+    for h in hashes:
+        bf.insert_hash(h)
+    return bf
+
+
+def _uses_scatter(bf: SplitBlockBloomFilter, count: int) -> bool:
+    """The rule filter.insert_hashes follows (module docstring): scatter for big batches."""
+    return bf.num_bytes <= filter_module._SCATTER_MAX_BYTES and count * 8 >= bf.num_bytes // 4
+
+
+hashes64 = st.integers(0, 2**64 - 1)
+
+
+@st.composite
+def batch(draw: st.DrawFn, scatter: bool) -> tuple[int, list[int]]:
+    """A filter size and hashes that select one insert strategy; few distinct hashes repeat a lot
+    and small filters put many values in one block."""
+    size = draw(st.sampled_from([32, 64, 128, 1024, 4096]))
+    threshold = size // 32  # count * 8 >= size // 4
+    if scatter:
+        count = draw(st.integers(max(threshold, 1), 3000))
+    else:
+        count = draw(st.integers(1, max(threshold - 1, 1))) if threshold > 1 else 0
+    pool = draw(st.lists(hashes64, min_size=1, max_size=max(1, count)))
+    picks = draw(st.lists(st.integers(0, len(pool) - 1), min_size=count, max_size=count))
+    return size, [pool[i] for i in picks]
+
+
+@PROPERTY
+@given(batch(scatter=True))
+def test_insert_scatter_equals_scalar(case: tuple[int, list[int]]) -> None:
+    size, hashes = case
+    bf = SplitBlockBloomFilter(size)
+    assert _uses_scatter(bf, len(hashes))
+    bf.insert_hashes(np.array(hashes, dtype=np.uint64))
+    assert bf.bitset == _scalar_filter(size, hashes).bitset
+
+
+@PROPERTY
+@given(batch(scatter=False))
+def test_insert_ufunc_at_equals_scalar(case: tuple[int, list[int]]) -> None:
+    size, hashes = case
+    bf = SplitBlockBloomFilter(size)
+    assert not _uses_scatter(bf, len(hashes))
+    bf.insert_hashes(np.array(hashes, dtype=np.uint64))
+    assert bf.bitset == _scalar_filter(size, hashes).bitset
+
+
+@PROPERTY
+@given(st.lists(hashes64, min_size=1, max_size=200), st.lists(hashes64, max_size=3000))
+def test_incremental_inserts_both_strategies(first: list[int], second: list[int]) -> None:
+    """A small (ufunc.at) batch then a big (scatter) batch into one filter keeps both."""
+    bf = SplitBlockBloomFilter(4096)
+    bf.insert_hashes(np.array(first, dtype=np.uint64))
+    bf.insert_hashes(np.array(second, dtype=np.uint64))
+    assert bf.bitset == _scalar_filter(4096, first + second).bitset
+
+
+@PROPERTY
+@given(st.lists(hashes64, max_size=500), st.lists(hashes64, max_size=500), st.sampled_from([32, 256, 2048]))
+def test_check_paths_agree_and_no_false_negatives(inserted: list[int], probes: list[int], size: int) -> None:
+    bf = SplitBlockBloomFilter(size)
+    bf.insert_hashes(inserted)
+    assert bf.check_hashes(np.array(inserted, dtype=np.uint64)).all()
+    assert all(bf.check_hash(h) for h in inserted)
+    got = bf.check_hashes(np.array(probes, dtype=np.uint64))
+    assert got.tolist() == [bf.check_hash(h) for h in probes]
+
+
+def test_large_filter_uses_ufunc_at_for_big_batches() -> None:
+    """Above 16 MiB the scatter array would be too big: ufunc.at, still equal to the scalar path."""
+    rng = np.random.default_rng(7)
+    hashes = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    hashes[1000:2000] = hashes[0]  # repeats
+    bf = SplitBlockBloomFilter(32 * MIB)
+    assert not _uses_scatter(bf, hashes.size)
+    bf.insert_hashes(hashes)
+    ref = _scalar_filter(32 * MIB, hashes.tolist())
+    assert bf == ref
+    assert bf.check_hashes(hashes).all()
+
+
+def test_hash_array_dtypes() -> None:
+    bf = SplitBlockBloomFilter(1024)
+    bf.insert_hashes(np.array([-1, 5], dtype=np.int64))  # signed views of the same bits
+    assert bf.check_hash(2**64 - 1) and bf.check_hash(5)
+    assert bf.check_hashes(np.array([2**64 - 1], dtype=np.uint64)).tolist() == [True]
+    bf.insert_hashes(np.empty(0, dtype=np.uint64))
+    assert bf.check_hashes(np.empty(0, dtype=np.uint64)).shape == (0,)
+    with pytest.raises(TypeError):
+        bf.insert_hashes(np.array([1.5]))
+    with pytest.raises(ValueError):
+        bf.insert_hashes([2**64])
+    bf.insert_hashes([])  # an empty list is an empty batch (numpy would call it float64)
+    bf.insert_hashes([0, 2**63, -1])  # Python ints, exactly (numpy would make floats of these)
+    assert bf.check_hashes([2**63, 2**64 - 1]).tolist() == [True, True]
+    assert bf.check_hash(2**63)
+    with pytest.raises(ValueError):
+        bf.insert_hash(-1)
+    with pytest.raises(ValueError):
+        bf.check_hash(2**64)
+
+
+# ----------------------------------------------------------------------- value level
+
+
+@PROPERTY
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=400), st.sampled_from([32, 512, 8192]))
+def test_no_false_negatives_int64(values: list[int], size: int) -> None:
+    bf = SplitBlockBloomFilter(size)
+    assert bf.insert(np.array(values, dtype=np.int64), "INT64") == len(values)
+    assert bf.might_contain_many(values, "INT64").all()
+    assert all(bf.might_contain(v, "INT64") for v in values)
+    ref = SplitBlockBloomFilter(size)
+    for v in values:
+        ref.insert_hash(hash_value(v, "INT64"))
+    assert ref == bf
+
+
+@PROPERTY
+@given(st.lists(st.text(max_size=50) | st.none(), max_size=300))
+def test_no_false_negatives_strings_nulls_skipped(values: list[str | None]) -> None:
+    bf = SplitBlockBloomFilter(256)
+    present = [v for v in values if v is not None]
+    assert bf.insert(values, "BYTE_ARRAY") == len(present)
+    assert bf.might_contain_many(values, "BYTE_ARRAY").tolist() == [True] * len(present)
+    with pytest.raises(ValueError):
+        bf.might_contain(None, "BYTE_ARRAY")
+
+
+@PROPERTY
+@given(st.lists(hashes64, max_size=300), st.sampled_from([32, 1024]))
+def test_bytes_round_trip(hashes: list[int], size: int) -> None:
+    bf = SplitBlockBloomFilter(size)
+    bf.insert_hashes(hashes)
+    raw = bf.to_bytes()
+    back = SplitBlockBloomFilter.from_bytes(raw)
+    assert back == bf and back.to_bytes() == raw
+    again, consumed = SplitBlockBloomFilter.from_bytes(raw + b"trailing", return_consumed=True)
+    assert again == bf and consumed == len(raw)
+    assert SplitBlockBloomFilter.from_bitset(bf.bitset) == bf
+    copy = bf.copy()
+    copy.insert_hash(12345)
+    assert bf.copy() == bf
+
+
+@PROPERTY
+@given(st.lists(st.binary(max_size=40), max_size=300), st.lists(st.binary(max_size=40), max_size=300))
+def test_union_equals_filter_of_both(a: list[bytes], b: list[bytes]) -> None:
+    fa, fb, both = SplitBlockBloomFilter(512), SplitBlockBloomFilter(512), SplitBlockBloomFilter(512)
+    fa.insert(a, "BYTE_ARRAY")
+    fb.insert(b, "BYTE_ARRAY")
+    both.insert(a + b, "BYTE_ARRAY")
+    assert fa.union(fb) == both
+    assert (fb | fa) == both
+    assert fa.union(fb).bitset == both.bitset
+
+
+def test_union_and_equality_checks() -> None:
+    a = SplitBlockBloomFilter(64)
+    with pytest.raises(ValueError):
+        a.union(SplitBlockBloomFilter(128))
+    with pytest.raises(TypeError):
+        a.union(b"\x00" * 64)  # type: ignore[arg-type]
+    assert a != SplitBlockBloomFilter(128)
+    assert (a == object()) is False
+    assert "num_bytes=64" in repr(a)
+    with pytest.raises(TypeError):
+        hash(a)
+
+
+def test_from_bytes_strictness() -> None:
+    raw = SplitBlockBloomFilter(64).to_bytes()
+    with pytest.raises(MalformedBitsetError):
+        SplitBlockBloomFilter.from_bytes(raw + b"\x00")
+    with pytest.raises(MalformedHeaderError):
+        SplitBlockBloomFilter.from_bytes(raw[:-1])
+    for bad in (b"", b"\x00" * 31, b"\x00" * 33):
+        with pytest.raises(MalformedBitsetError):
+            SplitBlockBloomFilter.from_bitset(bad)
+
+
+# ----------------------------------------------------------------------- statistics
+
+
+def test_measured_false_positive_rate_at_10_5_bits_per_value() -> None:
+    """SPEC_NOTES 1: 10.5 bits per value -> about 1 %. 200k absent values, fixed seed."""
+    rng = np.random.default_rng(20240601)
+    num_bytes = 256 * 1024
+    n = int(num_bytes * 8 / 10.5)
+    values = rng.choice(2**62, size=n, replace=False).astype(np.int64)
+    bf = SplitBlockBloomFilter(num_bytes)
+    bf.insert(values, "INT64")
+    absent = (rng.choice(2**62, size=200_000, replace=False) + 2**62).astype(np.int64)  # disjoint range
+    rate = float(bf.might_contain_many(absent, "INT64").mean())
+    assert 0.005 <= rate <= 0.02
+    assert abs(rate - bf.fpp_estimate(n)) < 0.002
+
+
+def test_fpp_estimate_matches_spec_example() -> None:
+    """SPEC_NOTES 1: 1024 blocks with 26,214 values -> about 1.26 %."""
+    bf = SplitBlockBloomFilter(1024 * 32)
+    assert bf.fpp_estimate(26_214) == pytest.approx(0.0126, abs=0.0001)
+    assert bf.fpp_estimate(0) == 0.0
+    assert bf.fpp_estimate(10**9) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        bf.fpp_estimate(-1)
+
+
+def test_bits_set_counts() -> None:
+    bf = SplitBlockBloomFilter(32)
+    assert bf.bits_set() == 0
+    bf.insert_hash(0)
+    assert bf.bits_set() == 8  # one bit per word of the (only) block
+    assert bf.num_blocks == 1
+
+
+def test_insert_value_types_dispatch() -> None:
+    bf = SplitBlockBloomFilter(1024)
+    bf.insert(1.5, "DOUBLE")
+    bf.insert(np.float32(2.5), PhysicalType.FLOAT)
+    bf.insert([b"\x01\x02\x03"], "FIXED_LEN_BYTE_ARRAY", type_length=3)
+    assert bf.might_contain(1.5, "DOUBLE")
+    assert bf.might_contain(2.5, "FLOAT")
+    assert bf.might_contain(b"\x01\x02\x03", "FIXED_LEN_BYTE_ARRAY", type_length=3)
+    assert hash_values(1.5, "DOUBLE").tolist() == [hash_value(1.5, "DOUBLE")]
