@@ -47,6 +47,7 @@ def parse_key_spec(spec: str) -> tuple[str, bytes]:
     if not eq or not key_id:
         raise MalformedKeyMaterialError("key spec must look like ID=base64:...|hex:...|text:...")
     encoding, colon, value = rest.partition(":")
+    encoding = encoding.strip()
     if not colon or encoding not in _ENCODINGS:
         raise MalformedKeyMaterialError(
             f"key spec for {key_id!r} must give the key as base64:, hex: or text:")
