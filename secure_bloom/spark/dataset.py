@@ -1,0 +1,182 @@
+"""Dataset-level operations on Spark: one Parquet file per task, results collected to the driver.
+
+* :func:`probe_dataset` - which files and row groups may contain each value;
+* :func:`attach_dataset` - attach (encrypted) Bloom filters to every file of a directory;
+* :func:`audit_dataset` - the compliance audit over a directory.
+
+Tasks run secure_bloom in Spark's Python workers. A ``KeyAccess`` holds caches and locks and is
+not shipped; workers rebuild it from a :class:`WorkerKeys`, a small picklable description of the
+key sources (a key list, explicit keys, an OpenBao/Vault transit URL and the *name* of the
+environment variable holding its token, an AAD prefix). Each worker process builds one KeyAccess
+per description, so its KEK cache serves every task the worker runs. Secrets in a WorkerKeys
+travel inside Spark task closures: fine for local and trusted clusters; on shared clusters prefer
+transit (only the variable name travels).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..parquet.keys import KeyAccess
+
+__all__ = ["WorkerKeys", "probe_dataset", "attach_dataset", "audit_dataset", "dataset_files"]
+
+
+@dataclass(frozen=True)
+class WorkerKeys:
+    """A picklable, hashable description of key sources for Spark tasks. Its repr shows no secrets."""
+
+    key_list: str | None = field(default=None, repr=False)
+    explicit: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
+    aad_prefix: bytes | None = field(default=None, repr=False)
+    transit_url: str | None = None
+    transit_token_env: str = "BAO_TOKEN"
+    transit_mount: str = "transit"
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.key_list is not None:
+            from ..kms.key_list import parse_key_list
+
+            parts.append(f"key_list_ids={tuple(parse_key_list(self.key_list))!r}")
+        if self.explicit:
+            parts.append(f"explicit_ids={tuple(k for k, _ in self.explicit)!r}")
+        if self.transit_url:
+            parts.append(f"transit_url={self.transit_url!r}, token_env={self.transit_token_env!r}")
+        if self.aad_prefix is not None:
+            parts.append("aad_prefix=set")
+        return f"WorkerKeys({', '.join(parts)})"
+
+    def key_access(self) -> KeyAccess:
+        """The KeyAccess these keys describe (one per process and description)."""
+        return _key_access(self)
+
+
+@lru_cache(maxsize=16)
+def _key_access(spec: WorkerKeys) -> KeyAccess:
+    from ..kms import KeyListKms, OpenBaoTransitKms
+    from ..parquet.keys import KeyAccess
+
+    kms: Any = None
+    if spec.key_list is not None:
+        kms = KeyListKms(spec.key_list)
+    elif spec.transit_url is not None:
+        kms = OpenBaoTransitKms(spec.transit_url, token=os.environ.get(spec.transit_token_env),
+                                mount=spec.transit_mount)
+    explicit = dict(spec.explicit) if spec.explicit else None
+    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=spec.aad_prefix)
+
+
+def dataset_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The Parquet files under ``paths`` (files, or directories searched recursively), sorted.
+    A path that yields no file (missing, or a directory without Parquet files) is an error."""
+    from ..parquet.discover import expand_paths
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    found = expand_paths(paths)
+    problems = [f"{p.origin}: {p.problem}" for p in found if p.problem is not None]
+    if problems:
+        raise FileNotFoundError("; ".join(problems))
+    return sorted(p.path for p in found)
+
+
+def _one_task_per_file(spark: SparkSession, files: Sequence[str], fn: Any) -> list[dict[str, Any]]:
+    if not files:
+        return []
+    rdd = spark.sparkContext.parallelize(list(files), len(files))
+    return list(rdd.flatMap(fn).collect())
+
+
+def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKeys) -> list[dict[str, Any]]:
+    from ..errors import SecureBloomError
+    from ..parquet import ParquetBloomReader
+
+    try:
+        with ParquetBloomReader(path, keys=keys.key_access()) as reader:
+            result = reader.probe(column, list(values)).to_dict()
+    except (SecureBloomError, OSError) as e:
+        return [{"file": path, "row_group": None, "value": None, "verdict": None,
+                 "has_bloom_filter": None, "encrypted": None, "error": f"{type(e).__name__}: {e}"}]
+    rows = []
+    for rg in result["row_groups"]:
+        for value, verdict in rg["values"].items():
+            rows.append({"file": path, "row_group": rg["row_group"], "value": value, "verdict": verdict,
+                         "has_bloom_filter": rg["has_bloom_filter"], "encrypted": rg["encrypted"], "error": None})
+    return rows
+
+
+def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence[Any], keys: WorkerKeys, *,
+                  as_dataframe: bool = False) -> list[dict[str, Any]] | DataFrame:
+    """Probe ``values`` in ``column`` across every file under ``paths``, one file per task.
+
+    One row per (file, row group, value): ``verdict`` is "maybe" or "absent" (a row group without a
+    filter is "maybe"); a file that cannot be read gives one row with ``error`` set. Returned as a
+    list of dicts, or a DataFrame with ``as_dataframe``.
+    """
+    files = dataset_files(paths)
+    frozen = tuple(values)
+    rows = _one_task_per_file(spark, files, lambda p: _probe_file(p, column, frozen, keys))
+    rows.sort(key=lambda r: (r["file"], -1 if r["row_group"] is None else r["row_group"], str(r["value"])))
+    if not as_dataframe:
+        return rows
+    schema = ("file string, row_group int, value string, verdict string, has_bloom_filter boolean, "
+              "encrypted boolean, error string")
+    return spark.createDataFrame([{**r, "value": None if r["value"] is None else str(r["value"])} for r in rows],
+                                 schema)
+
+
+def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], fpp: float,
+                 keys: WorkerKeys) -> list[dict[str, Any]]:
+    from ..errors import SecureBloomError
+    from ..parquet.attach import attach_bloom_filters
+
+    rel = os.path.relpath(src, root) if os.path.isdir(root) else os.path.basename(src)
+    dst = os.path.join(dst_root, rel)
+    os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+    try:
+        report = attach_bloom_filters(src, dst, list(columns), keys=keys.key_access(), fpp=fpp, overwrite=True)
+    except (SecureBloomError, OSError) as e:
+        return [{"src": src, "dst": None, "ok": False, "filters": 0, "error": f"{type(e).__name__}: {e}"}]
+    filters = len(getattr(report, "filters", ()) or ())
+    return [{"src": src, "dst": dst, "ok": True, "filters": filters, "error": None}]
+
+
+def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
+                   columns: Sequence[str], keys: WorkerKeys, *, fpp: float = 0.01) -> list[dict[str, Any]]:
+    """Attach Bloom filters for ``columns`` to every Parquet file under ``src_dir``, writing each
+    to the same relative path under ``dst_dir`` (one file per task; each write is atomic)."""
+    root, dst_root = str(Path(src_dir)), str(Path(dst_dir))
+    if os.path.realpath(root) == os.path.realpath(dst_root):
+        raise ValueError("dst_dir must differ from src_dir")
+    files = dataset_files(root)
+    cols = tuple(columns)
+    return sorted(_one_task_per_file(spark, files, lambda p: _attach_file(p, root, dst_root, cols, fpp, keys)),
+                  key=lambda r: r["src"])
+
+
+def _audit_file(path: str, sensitive: tuple[str, ...], allow_footer_key: bool,
+                keys: WorkerKeys) -> list[dict[str, Any]]:
+    from ..parquet.audit import audit
+
+    report = audit([path], list(sensitive), keys=keys.key_access(), allow_footer_key=allow_footer_key)
+    data = report.to_dict() if hasattr(report, "to_dict") else report.to_json()
+    return [{"file": path, "compliant": bool(report.is_compliant), "report": data}]
+
+
+def audit_dataset(spark: SparkSession, paths: Any, sensitive_columns: Sequence[str], keys: WorkerKeys, *,
+                  allow_footer_key: bool = False) -> list[dict[str, Any]]:
+    """Audit every Parquet file under ``paths`` (one file per task): one entry per file with
+    ``compliant`` and the file's full audit report."""
+    files = dataset_files(paths)
+    cols = tuple(sensitive_columns)
+    return sorted(_one_task_per_file(spark, files, lambda p: _audit_file(p, cols, allow_footer_key, keys)),
+                  key=lambda r: r["file"])
