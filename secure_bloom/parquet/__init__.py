@@ -11,6 +11,7 @@
   (:func:`value_from_text`, :func:`encode_value`).
 """
 
+from .attach import AttachedFilter, AttachReport, attach_bloom_filters
 from .keys import NO_KEYS, KeyAccess
 from .reader import ABSENT, MAYBE, ChunkInfo, ParquetBloomReader, ProbeResult, RowGroupProbe
 from .schema import ColumnInfo
@@ -19,6 +20,9 @@ from .values import display_value, encode_value, value_from_text
 __all__ = [
     "ParquetBloomReader",
     "KeyAccess",
+    "attach_bloom_filters",
+    "AttachReport",
+    "AttachedFilter",
     "NO_KEYS",
     "ProbeResult",
     "RowGroupProbe",

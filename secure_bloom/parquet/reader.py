@@ -157,16 +157,19 @@ class _Chunk:
     visible_meta: Any
     encrypted_meta: bytes | None
     meta: Any = None
+    meta_thrift: bytes | None = None
 
 
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
     ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
-    the plaintext columns of a plaintext-footer file need none.
+    the plaintext columns of a plaintext-footer file need none. External key material is read
+    from the sidecar beside ``key_material_file`` (default: ``path`` itself).
     """
 
-    def __init__(self, path: str | os.PathLike[str], keys: KeyAccess | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], keys: KeyAccess | None = None, *,
+                 key_material_file: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path)
         self.keys = keys if keys is not None else NO_KEYS
         if not isinstance(self.keys, KeyAccess):
@@ -175,7 +178,8 @@ class ParquetBloomReader:
         self._file = _RecordingFile(open(self.path, "rb"))
         try:
             self.tail: FileTail = read_tail(self._file, self.path)  # type: ignore[arg-type]
-            self._retriever = self.keys.retriever(self.path) if self.keys.has_keys else None
+            key_file = self.path if key_material_file is None else os.fspath(key_material_file)
+            self._retriever = self.keys.retriever(key_file) if self.keys.has_keys else None
             self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
             self._init_columns()
         except BaseException:
@@ -307,7 +311,7 @@ class ParquetBloomReader:
             file_aad = self.footer.require_file_aad()
             aad = column_metadata_aad(file_aad, chunk.rg_ordinal, chunk.column.ordinal)
             what = f"ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}"
-            chunk.meta, _, _ = decrypt_thrift_module(self._thrift().ColumnMetaData, chunk.encrypted_meta,
+            chunk.meta, chunk.meta_thrift, _ = decrypt_thrift_module(self._thrift().ColumnMetaData, chunk.encrypted_meta,
                                                      key, aad, ModuleType.COLUMN_META_DATA, what=what)
         return chunk.meta
 

@@ -1,0 +1,428 @@
+"""Attach (encrypted) Bloom filters to an existing Parquet file, writing a verified copy.
+
+Spec: BloomFilter.md "File Format", Encryption.md (SPEC_NOTES 4-6). The destination is::
+
+    src[0 : footer_offset]          copied verbatim: data pages, indexes, existing filters
+    new filters                     header + bitset; for encrypted columns the header module
+                                    (type 8) and bitset module (type 9), GCM, column key,
+                                    AAD = file_aad | type | rg ordinal | column ordinal
+    footer                          the src footer with bloom_filter_offset / _length set:
+                                    ColumnMetaData re-encrypted (type 1) with the column key
+                                    where it was encrypted; the footer re-encrypted (PARE) or
+                                    re-signed (plaintext footer) with the footer key
+    footer length | magic
+
+Values come from the file itself (pyarrow, decrypting through our KMS client); each filter is
+sized for the chunk's distinct count at ``fpp`` (parquet-java's sizing) unless ``ndv`` is given.
+The copy is written to a temporary file beside ``dst``, fsynced, re-opened with
+:class:`ParquetBloomReader` (every new filter decrypted and compared, a sample of inserted values
+must be "maybe", every kept filter unchanged) and only then renamed onto ``dst``. On any failure
+no temporary file and no ``dst`` are left behind; ``src`` is only ever opened for reading.
+
+Before anything is written, the parsed footer (and each decrypted ColumnMetaData) must
+re-serialise to its original bytes: a field this library does not know would otherwise be lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from .. import thrift_codec
+from ..encrypted_filter import encrypt_bloom_filter
+from ..errors import (
+    AttachError,
+    MissingKeyError,
+    PlaintextFilterOnEncryptedColumnError,
+    SecureBloomError,
+    UnsupportedParquetFeatureError,
+)
+from ..filter import SplitBlockBloomFilter
+from ..hashing import PhysicalType, hash_values
+from ..kms.material import KeyMetadata
+from ..kms.sidecar import sidecar_path
+from .arrow_source import ArrowChunkSource, decryption_properties
+from .crypto_context import column_metadata_aad, encrypt_thrift_module
+from .footer import encode_footer
+from .keys import NO_KEYS, KeyAccess
+from .reader import ParquetBloomReader, _Chunk
+from .schema import ColumnInfo
+
+__all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
+           "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
+
+DEFAULT_FPP = 0.01
+#: parquet-java's ``parquet.bloom.filter.max.bytes`` default.
+DEFAULT_MAX_BYTES = 1 << 20
+_COPY_BLOCK = 1 << 20
+_SAMPLE = 64
+
+#: ``progress(stage, done, total)``; stages "filters" (chunks built) and "copy" (bytes written).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class AttachedFilter:
+    """One filter written: where, how big, for how many values."""
+
+    row_group: int
+    column: str
+    encrypted: bool
+    num_bytes: int
+    ndv: int
+    values: int
+    offset: int
+    length: int
+    replaced: bool
+
+
+@dataclass(frozen=True)
+class AttachReport:
+    """What :func:`attach_bloom_filters` did."""
+
+    src: str
+    dst: str
+    footer_mode: str
+    filters: tuple[AttachedFilter, ...]
+    kept_filters: int
+    src_bytes: int
+    dst_bytes: int
+    verified_values: int
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["filters"] = [dataclasses.asdict(f) for f in self.filters]
+        return out
+
+
+def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted: bool, key: bytes | None,
+                           file_aad: bytes | None, row_group_ordinal: int, column_ordinal: int) -> bytes:
+    """The on-disk bytes of one chunk's filter: encrypted modules for an encrypted column,
+    header + bitset otherwise. Never writes a plaintext filter for an encrypted column."""
+    if encrypted:
+        if key is None or file_aad is None:
+            raise PlaintextFilterOnEncryptedColumnError(
+                f"column {column!r} is encrypted and its key or file AAD is unavailable; refusing to write "
+                "its Bloom filter in plaintext")
+        return encrypt_bloom_filter(bf, key, file_aad, row_group_ordinal, column_ordinal)
+    return bf.to_bytes()
+
+
+class _OutputFile:
+    """The temporary destination; the one place bytes are written."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        self.written = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+            self.written += n
+
+    def sync_and_close(self) -> None:
+        os.fsync(self._fd)
+        self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@dataclass
+class _Planned:
+    chunk: _Chunk
+    bf: SplitBlockBloomFilter
+    ndv: int
+    count: int
+    sample: np.ndarray
+    replaced: bool
+    data: bytes = b""
+    offset: int = 0
+
+
+def _per_column(option: Any, column: str, default: Any) -> Any:
+    if isinstance(option, Mapping):
+        return option.get(column, default)
+    return default if option is None else option
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
+    if thrift_codec.serialize(thrift_obj) != bytes(original):
+        raise UnsupportedParquetFeatureError(
+            f"{what} does not re-serialise to its original bytes (it holds fields this version does not "
+            "know); attaching would drop them, so nothing was written")
+
+
+def _choose_columns(reader: ParquetBloomReader, columns: Iterable[str | ColumnInfo]) -> list[ColumnInfo]:
+    chosen: list[ColumnInfo] = []
+    for name in columns:
+        info = reader.column(name)
+        if info.physical_type is PhysicalType.BOOLEAN:
+            raise UnsupportedParquetFeatureError(f"column {info.path!r} is BOOLEAN; Bloom filters never hold booleans")
+        if info not in chosen:
+            chosen.append(info)
+    return chosen
+
+
+def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, fpp: float,
+           ndv: int | None, max_bytes: int) -> _Planned:
+    info = chunk.column
+    values = source.values(chunk.row_group, info)
+    distinct = int(pc.count_distinct(values, mode="only_valid").as_py()) if ndv is None else int(ndv)
+    bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
+    hashes = hash_values(values, info.physical_type, type_length=info.type_length)
+    bf.insert_hashes(hashes)
+    step = max(1, hashes.size // _SAMPLE)
+    replaced = reader._meta(chunk).bloom_filter_offset is not None
+    return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=hashes[::step][:_SAMPLE],
+                    replaced=replaced)
+
+
+def _uses_external_material(reader: ParquetBloomReader) -> bool:
+    kmds = [reader.footer.footer_key_metadata] + [c.key_metadata for row in reader._chunks for c in row]
+    for kmd in kmds:
+        if kmd is not None and KeyMetadata.looks_like_key_tools(bytes(kmd)):
+            try:
+                if not KeyMetadata.from_bytes(bytes(kmd)).internal_storage:
+                    return True
+            except SecureBloomError:
+                continue
+    return False
+
+
+def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
+    """A fresh FileMetaData with every planned filter's offset and length set."""
+    m = thrift_codec.idl()
+    footer = reader.footer
+    _check_round_trip(footer.metadata, footer.metadata_thrift, "the footer FileMetaData")
+    metadata, _ = thrift_codec.parse(m.FileMetaData, footer.metadata_thrift)
+    for p in planned:
+        chunk = p.chunk
+        cc = metadata.row_groups[chunk.row_group].columns[chunk.column.ordinal]
+        if cc.encrypted_column_metadata is not None:
+            full = reader._meta(chunk)
+            _check_round_trip(full, chunk.meta_thrift or b"",
+                              f"the encrypted ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}")
+            meta, _ = thrift_codec.parse(m.ColumnMetaData, chunk.meta_thrift)
+            meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
+            key = reader._key_for(chunk)
+            aad = column_metadata_aad(footer.require_file_aad(), chunk.rg_ordinal, chunk.column.ordinal)
+            cc.encrypted_column_metadata = encrypt_thrift_module(meta, key, aad)
+        if cc.meta_data is not None:
+            # The plaintext (or, beside encrypted_column_metadata, redacted) metadata: parquet-java
+            # keeps the filter's offset and length visible there.
+            cc.meta_data.bloom_filter_offset, cc.meta_data.bloom_filter_length = p.offset, len(p.data)
+    return metadata
+
+
+def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
+            kept: dict[tuple[int, int], SplitBlockBloomFilter]) -> int:
+    checked = 0
+    with ParquetBloomReader(tmp, keys, key_material_file=key_file) as check:
+        for p in planned:
+            got = check.bloom_filter(p.chunk.row_group, p.chunk.column.ordinal)
+            if got is None or got != p.bf:
+                raise AttachError(f"verification failed: the filter of row group {p.chunk.row_group}, column "
+                                  f"{p.chunk.column.path!r} did not read back identical")
+            if p.sample.size and not bool(got.check_hashes(p.sample).all()):
+                raise AttachError(f"verification failed: inserted values of column {p.chunk.column.path!r} "
+                                  f"are not found in row group {p.chunk.row_group}")
+            checked += int(p.sample.size)
+        for (rg, col), bf in kept.items():
+            if check.bloom_filter(rg, col) != bf:
+                raise AttachError(f"verification failed: the existing filter of row group {rg}, column {col} changed")
+    return checked
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> Path | None:
+    """Stage dst's external key material (a copy of src's); returns the staged temp file."""
+    source, target = sidecar_path(src), sidecar_path(dst)
+    data = source.read_bytes()
+    if target.exists():
+        if target.read_bytes() == data:
+            return None
+        if not overwrite:
+            raise AttachError(f"{target} exists with other key material; pass overwrite=True")
+    staged = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
+    tmp_paths.append(staged)
+    out = _OutputFile(staged, 0o600)
+    try:
+        out.write(data)
+        out.sync_and_close()
+    finally:
+        out.close()
+    return staged
+
+
+def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+                         columns: Iterable[str | ColumnInfo], keys: KeyAccess | None = None, *,
+                         fpp: float | Mapping[str, float] = DEFAULT_FPP,
+                         ndv: int | Mapping[str, int] | None = None,
+                         max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
+                         progress: Progress | None = None) -> AttachReport:
+    """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
+
+    ``fpp`` and ``ndv`` are one value for every column or a mapping column path -> value (a
+    missing ``ndv`` entry means "count the chunk's distinct values"). ``dst == src`` needs
+    ``in_place=True`` (still atomic); an existing ``dst`` needs ``overwrite=True``. Existing
+    filters of other columns are kept; those of the chosen columns are rebuilt.
+    """
+    keys = keys if keys is not None else NO_KEYS
+    src_path, dst_path = Path(src), Path(dst)
+    if not src_path.is_file():
+        raise AttachError(f"source {src_path} is not a file")
+    same = dst_path.exists() and _same_file(src_path, dst_path)
+    if same and not in_place:
+        raise AttachError(f"destination {dst_path} is the source; pass in_place=True to replace it atomically")
+    if dst_path.exists() and not same and not overwrite:
+        raise AttachError(f"destination {dst_path} exists; pass overwrite=True to replace it")
+    if not dst_path.parent.is_dir():
+        raise AttachError(f"destination directory {dst_path.parent} does not exist")
+
+    columns = list(columns)
+    if not columns:
+        raise ValueError("columns must name at least one column")
+    for value in (fpp.values() if isinstance(fpp, Mapping) else [fpp]):
+        if isinstance(value, bool) or not isinstance(value, (float, int)) or not 0.0 < value < 1.0:
+            raise ValueError(f"fpp must be in (0, 1), got {value!r}")
+    for value in (ndv.values() if isinstance(ndv, Mapping) else [ndv]):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"ndv must be a non-negative int, got {value!r}")
+    tmp_paths: list[Path] = []
+    try:
+        with ParquetBloomReader(src_path, keys) as reader:
+            report = _attach(reader, src_path, dst_path, columns, keys, fpp, ndv, max_bytes, overwrite, same,
+                             progress, tmp_paths)
+    except BaseException as e:
+        for path in tmp_paths:
+            path.unlink(missing_ok=True)
+        if isinstance(e, (SecureBloomError, KeyboardInterrupt, SystemExit)):
+            raise
+        raise AttachError(f"attach {src_path} -> {dst_path} failed: {type(e).__name__}: {e}") from e
+    return report
+
+
+def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns: Iterable[str | ColumnInfo],
+            keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int, overwrite: bool, same: bool,
+            progress: Progress | None, tmp_paths: list[Path]) -> AttachReport:
+    footer = reader.footer
+    chosen = _choose_columns(reader, columns)
+    if footer.encrypted and footer.footer_key is None:
+        raise MissingKeyError(f"{src_path}: the footer key {footer.footer_key_metadata!r} is needed to "
+                              "re-encrypt or re-sign the footer")
+    chunks = [reader._chunks[rg][c.ordinal] for rg in range(reader.num_row_groups) for c in chosen]
+    for chunk in chunks:            # every key, before pyarrow or any write
+        if chunk.encryption != "plaintext":
+            reader._key_for(chunk)
+        reader._meta(chunk)
+    kept: dict[tuple[int, int], SplitBlockBloomFilter] = {}
+    chosen_ordinals = {c.ordinal for c in chosen}
+    for row in reader._chunks:
+        for chunk in row:
+            if chunk.column.ordinal in chosen_ordinals:
+                continue
+            try:
+                meta = reader._meta(chunk)
+            except MissingKeyError:
+                continue            # copied verbatim; without its key it cannot be re-read
+            if meta.bloom_filter_offset is not None:
+                bf = reader.bloom_filter(chunk.row_group, chunk.column.ordinal)
+                if bf is not None:
+                    kept[(chunk.row_group, chunk.column.ordinal)] = bf
+
+    decryption = decryption_properties(footer, [c.key_metadata for c in chunks if c.encryption == "column_key"],
+                                       keys, src_path)
+    planned: list[_Planned] = []
+    with ArrowChunkSource(src_path, decryption) as source:
+        for i, chunk in enumerate(chunks):
+            path = chunk.column.path
+            planned.append(_build(reader, source, chunk, float(_per_column(fpp, path, DEFAULT_FPP)),
+                                  _per_column(ndv, path, None), max_bytes))
+            if progress is not None:
+                progress("filters", i + 1, len(chunks))
+
+    offset = reader.tail.footer_offset
+    for p in planned:
+        chunk = p.chunk
+        p.data = serialize_chunk_filter(
+            p.bf, column=chunk.column.path, encrypted=chunk.encryption != "plaintext",
+            key=reader._key_for(chunk) if chunk.encryption != "plaintext" else None,
+            file_aad=footer.file_aad, row_group_ordinal=chunk.rg_ordinal, column_ordinal=chunk.column.ordinal)
+        p.offset = offset
+        offset += len(p.data)
+    footer_bytes = encode_footer(footer, _new_metadata(reader, planned))
+    tail = footer_bytes + struct.pack("<I", len(footer_bytes)) + reader.tail.magic
+
+    staged_sidecar = None
+    if not same and _uses_external_material(reader):
+        staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
+
+    tmp = dst_path.with_name(f".{dst_path.name}.{os.urandom(6).hex()}.attach.tmp")
+    tmp_paths.append(tmp)
+    out = _OutputFile(tmp, os.stat(src_path).st_mode & 0o777)
+    try:
+        total = offset + len(tail)
+        with open(src_path, "rb") as f:
+            remaining = reader.tail.footer_offset
+            while remaining:
+                block = f.read(min(_COPY_BLOCK, remaining))
+                if not block:
+                    raise AttachError(f"{src_path} shrank while being copied")
+                out.write(block)
+                remaining -= len(block)
+                if progress is not None:
+                    progress("copy", out.written, total)
+        for p in planned:
+            out.write(p.data)
+        out.write(tail)
+        if progress is not None:
+            progress("copy", out.written, total)
+        out.sync_and_close()
+    finally:
+        out.close()
+
+    verified = _verify(tmp, keys, os.fspath(src_path), planned, kept)
+    if staged_sidecar is not None:
+        os.replace(staged_sidecar, sidecar_path(dst_path))
+    os.replace(tmp, dst_path)
+    _fsync_dir(dst_path.parent)
+    filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
+                                   encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
+                                   ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),
+                                   replaced=p.replaced) for p in planned)
+    return AttachReport(src=os.fspath(src_path), dst=os.fspath(dst_path), footer_mode=footer.mode,
+                        filters=filters, kept_filters=len(kept), src_bytes=reader.tail.file_size,
+                        dst_bytes=total, verified_values=verified)
