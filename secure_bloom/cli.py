@@ -1,0 +1,507 @@
+"""The ``secure-bloom`` command line: inspect, probe, attach and audit Parquet Bloom filters.
+
+Conventions (those of the Unix tools data engineers script around): ``--help`` with examples,
+``--json`` for machines, ``--version``, meaningful exit codes (:data:`EXIT_CODES_HELP`), errors on
+stderr as ONE line ``secure-bloom: error: <file>: <what>`` (a traceback only with ``--debug``),
+progress bars on stderr only when it is a terminal, and key material never printed: every
+message that reaches stderr goes through a :class:`~secure_bloom.cli_keys.Redactor` built from the
+command line and environment *before* anything is parsed.
+
+Stdlib argparse only; tqdm for progress. ``bench`` and ``demo`` hand their arguments to
+``secure_bloom.bench.main`` / ``secure_bloom.demo.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn, TextIO
+
+from . import __version__
+from . import cli_render as render
+from .cli_keys import Redactor, _CliUsage, key_access_from_args, key_options_parent
+from .errors import (
+    AttachError,
+    AuthenticationError,
+    ColumnNotFoundError,
+    InvalidValueError,
+    KeyNotFoundError,
+    MalformedKeyMaterialError,
+    MissingKeyError,
+    NotParquetError,
+    SecureBloomError,
+)
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FOUND_PROBLEMS", "EXIT_USAGE", "EXIT_ERROR"]
+
+PROG = "secure-bloom"
+EXIT_OK = 0
+EXIT_FOUND_PROBLEMS = 1
+EXIT_USAGE = 2
+EXIT_ERROR = 3
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0  success (audit: every file compliant)
+  1  audit found violations
+  2  usage error or could not check: bad options, a file that is missing or not Parquet, an unknown
+     column, a value that does not fit the column, a missing or wrong key (audit: some file could not
+     be checked and none had violations)
+  3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error"""
+
+_DELEGATED = {"bench": "secure_bloom.bench", "demo": "secure_bloom.demo"}
+
+# Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
+_USAGE_ERRORS: tuple[type[BaseException], ...] = (
+    _CliUsage, ColumnNotFoundError, InvalidValueError, MalformedKeyMaterialError, NotParquetError,
+    MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
+    NotADirectoryError, FileExistsError,
+)
+
+
+class CliError(Exception):
+    """A failure already phrased for the user: one line and an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing and exiting, so main() can redact the message."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog[len(PROG):].strip()
+        hint = f" (see '{self.prog} --help')"
+        raise CliError(f"{command}: {message}{hint}" if command else f"{message}{hint}", EXIT_USAGE)
+
+
+# --- parser ----------------------------------------------------------------------------------
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+_MAIN_EPILOG = f"""\
+examples:
+  {PROG} inspect data.parquet.encrypted --key-list "$(cat keys/dev-key-list.txt)"
+  {PROG} probe data.parquet --column email --value alice@example.com --json
+  {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001 --key-list ...
+  {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml --key-list ...
+
+Run '{PROG} COMMAND --help' for a command's options and examples.
+
+{EXIT_CODES_HELP}"""
+
+_INSPECT_EPILOG = f"""\
+Shows, per row group and leaf column: whether a Bloom filter exists, whether it is encrypted, the
+key id, filter size (bitset bytes) and on-disk offset and length. Encrypted columns need their key
+to show filter details; without it they are listed as encrypted with unknown filter.
+
+examples:
+  {PROG} inspect data.parquet
+  {PROG} inspect enc.parquet.encrypted --key kf=text:0123456789012345 --key kc1=hex:... --json
+  {PROG} inspect part-00000.snappy.parquet --key-list-file keys/dev-key-list.txt
+
+{EXIT_CODES_HELP}"""
+
+_PROBE_EPILOG = f"""\
+Answers, per row group, whether each value MAY be present ("maybe") or is certainly "absent",
+from the Bloom filters alone (no data page is read). A row group without a filter answers "maybe".
+
+Values are text and are converted to the column's type: numbers for numeric columns, decimal
+strings for DECIMAL (12.50), ISO-8601 for dates and timestamps (2024-05-01, 2024-05-01T12:00:00;
+naive means UTC), hex:... for the raw bytes of binary, fixed-length and INT96 columns.
+
+examples:
+  {PROG} probe data.parquet --column email --value alice@example.com --value bob@example.com
+  {PROG} probe enc.parquet.encrypted --column double_field --value 0.5 --json \\
+      --key kf=text:0123456789012345 --key kc1=text:1234567890123450
+  {PROG} probe events.parquet --column ts --value 2024-05-01T12:00:00Z
+
+{EXIT_CODES_HELP}"""
+
+_ATTACH_EPILOG = f"""\
+Builds a Bloom filter for each named column from the data in SRC and writes DST: SRC's pages
+unchanged, plus the filters (encrypted with each column's own key when the column is encrypted)
+and the rewritten footer. Per-column options follow the path, separated by ':'.
+
+examples:
+  {PROG} attach in.parquet out.parquet --column email --column user_id:ndv=1000000
+  {PROG} attach enc.parquet.encrypted out.parquet.encrypted --column ssn:fpp=0.001 \\
+      --key-list-file keys/dev-key-list.txt
+  {PROG} attach in.parquet in.parquet --column email --overwrite    # replace in place
+
+{EXIT_CODES_HELP}"""
+
+_AUDIT_EPILOG = f"""\
+Checks that no Bloom filter leaks a sensitive column: in every file and row group, each sensitive
+column has no filter, or a filter encrypted with that column's own key. Directories are searched
+recursively for *.parquet, *.parquet.encrypted and Spark part files.
+
+Violation codes:
+  PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN  a readable filter on an encrypted column (arrow-rs does this)
+  SENSITIVE_COLUMN_NOT_ENCRYPTED        the sensitive column itself is stored in plaintext
+  FILTER_UNDER_FOOTER_KEY               the filter is encrypted with the footer key (allow with
+                                        --allow-footer-key)
+  FILTER_UNREADABLE                     the filter fails to authenticate or parse (tampered?)
+  SENSITIVE_COLUMN_MISSING              (warning) the file has no such column
+Without keys the audit still reports what is visible (a plaintext filter on a column with
+crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is reported as
+"could not check", never as a pass.
+
+examples:
+  {PROG} audit warehouse/ --sensitive email,ssn --key-list-file keys/dev-key-list.txt
+  {PROG} audit a.parquet b.parquet --sensitive card.number --json
+  {PROG} audit lake/ --sensitive ssn --junit-xml audit.xml --kms-url https://bao:8200 \\
+      --kms-token-env BAO_TOKEN
+
+exit codes (audit):
+  0  every file compliant   1  violations found   2  some file could not be checked (no violations)
+  3  the audit itself failed (e.g. the JUnit file cannot be written)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``secure-bloom`` parser (also used to render ``--help``)."""
+    keys = key_options_parent()
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print a traceback on errors (key material still redacted)")
+
+    parser = _Parser(prog=PROG, formatter_class=_formatter, allow_abbrev=False, epilog=_MAIN_EPILOG,
+                     description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
+                                 "and audit them, byte-compatible with parquet-java.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
+                              parents=[keys, common], formatter_class=_formatter, allow_abbrev=False)
+
+    p = command("inspect", "show row groups, columns and their Bloom filters", _INSPECT_EPILOG)
+    p.add_argument("file", metavar="FILE", help="a Parquet file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=_cmd_inspect)
+
+    p = command("probe", "ask the Bloom filters whether values may be in each row group", _PROBE_EPILOG)
+    p.add_argument("file", metavar="FILE", help="a Parquet file")
+    p.add_argument("--column", required=True, metavar="PATH", help="leaf column path, e.g. a.b.c")
+    p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
+                   help="a value to look up; repeatable")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(handler=_cmd_probe)
+
+    p = command("attach", "add (encrypted) Bloom filters to a copy of a Parquet file", _ATTACH_EPILOG)
+    p.add_argument("src", metavar="SRC", help="the Parquet file to read")
+    p.add_argument("dst", metavar="DST", help="the file to write")
+    p.add_argument("--column", required=True, action="append", metavar="PATH[:ndv=N][:fpp=P]",
+                   dest="columns", help="a column to build a filter for; repeatable")
+    p.add_argument("--fpp", type=_fpp, default=0.01, metavar="P",
+                   help="false-positive probability for columns without their own (default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace DST if it exists (DST = SRC replaces the file atomically)")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.set_defaults(handler=_cmd_attach)
+
+    p = command("audit", "prove that no Bloom filter leaks a sensitive column", _AUDIT_EPILOG)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Parquet files or directories")
+    p.add_argument("--sensitive", required=True, action="append", metavar="COL[,COL...]",
+                   help="sensitive column paths; repeatable")
+    p.add_argument("--allow-footer-key", action="store_true",
+                   help="accept filters encrypted with the footer key")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report to FILE")
+    p.set_defaults(handler=_cmd_audit)
+
+    for name, module in _DELEGATED.items():
+        p = sub.add_parser(name, help=f"run {module}.main with the remaining arguments "
+                                      f"('{PROG} {name} --help' for its options)", add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(handler=None)
+    return parser
+
+
+def _fpp(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"false-positive probability must be a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"false-positive probability must be in (0, 1), got {text}")
+    return value
+
+
+def parse_column_spec(spec: str) -> tuple[str, int | None, float | None]:
+    """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts."""
+    parts = spec.split(":")
+    ndv: int | None = None
+    fpp: float | None = None
+    while len(parts) > 1 and "=" in parts[-1]:
+        name, _, value = parts.pop().partition("=")
+        name = name.strip().lower()
+        if name == "ndv":
+            try:
+                ndv = int(value)
+            except ValueError:
+                raise _CliUsage(f"--column {spec!r}: ndv must be an integer, got {value!r}") from None
+            if ndv < 0:
+                raise _CliUsage(f"--column {spec!r}: ndv must be >= 0")
+        elif name == "fpp":
+            try:
+                fpp = _fpp(value)
+            except argparse.ArgumentTypeError as e:
+                raise _CliUsage(f"--column {spec!r}: {e}") from None
+        else:
+            raise _CliUsage(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
+    path = ":".join(parts).strip()
+    if not path:
+        raise _CliUsage(f"--column {spec!r}: empty column path")
+    return path, ndv, fpp
+
+
+# --- shared helpers --------------------------------------------------------------------------
+
+
+def _progress_enabled(stream: TextIO | None = None) -> bool:
+    stream = stream if stream is not None else sys.stderr
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def _progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
+    """A ``progress(done, total, *ignored)`` callback drawing a tqdm bar when stderr is a
+    terminal; None otherwise (pipes and CI logs stay clean)."""
+    if not _progress_enabled():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    try:
+        def update(done: int, total: int | None = None, *_: Any) -> None:
+            if total is not None and bar.total != total:
+                bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield update
+    finally:
+        bar.close()
+
+
+@contextmanager
+def _about(path: str) -> Iterator[None]:
+    """Turn library and OS errors raised while working on ``path`` into a one-line CliError."""
+    try:
+        yield
+    except CliError:
+        raise
+    except (SecureBloomError, OSError, _CliUsage) as e:
+        raise CliError(_describe(path, e), _exit_code(e)) from e
+
+
+def _describe(path: str | None, error: BaseException) -> str:
+    """``<file>: <what>``, naming the file once (library messages often name it already)."""
+    if isinstance(error, OSError) and not isinstance(error, SecureBloomError):
+        what = error.strerror or type(error).__name__
+        where = error.filename if isinstance(error.filename, str) else path
+        return f"{where}: {what}" if where else what
+    what = " ".join(str(error).split()) or type(error).__name__
+    if not path or path in what:
+        return what
+    return f"{path}: {what}"
+
+
+def _exit_code(error: BaseException) -> int:
+    return EXIT_USAGE if isinstance(error, _USAGE_ERRORS) else EXIT_ERROR
+
+
+def _print_json(obj: Any, out: TextIO) -> None:
+    json.dump(obj, out, indent=2, sort_keys=False, ensure_ascii=False)
+    out.write("\n")
+
+
+def _open_reader(path: str, keys: Any) -> Any:
+    from .parquet import ParquetBloomReader
+
+    if os.path.isdir(path):
+        raise _CliUsage(f"{path}: is a directory, expected a Parquet file")
+    return ParquetBloomReader(path, keys=keys)
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    from .parquet.filter_storage import describe_with_storage
+
+    keys = key_access_from_args(args)
+    with _about(args.file):
+        with _open_reader(args.file, keys) as reader:
+            description = describe_with_storage(reader)
+    if args.json:
+        _print_json(render.jsonable(description), out)
+    else:
+        out.write(render.inspect_table(description))
+    return EXIT_OK
+
+
+def _cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
+    keys = key_access_from_args(args)
+    from .parquet import value_from_text
+
+    texts = list(dict.fromkeys(args.values))  # a value given twice is answered once
+    with _about(args.file):
+        with _open_reader(args.file, keys) as reader:
+            column = reader.column(args.column)
+            values = [value_from_text(text, column) for text in texts]
+            result = reader.probe(column, values)
+    doc = render.probe_json(args.file, column.path, texts, result)
+    if args.json:
+        _print_json(doc, out)
+    else:
+        out.write(render.probe_table(doc))
+    return EXIT_OK
+
+
+def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
+    from .parquet import attach_bloom_filters
+
+    specs = [parse_column_spec(c) for c in args.columns]
+    keys = key_access_from_args(args)
+    if not os.path.isfile(args.src):
+        what = "is a directory, expected a Parquet file" if os.path.isdir(args.src) else "No such file or directory"
+        raise CliError(f"{args.src}: {what}", EXIT_USAGE)
+    exists = os.path.exists(args.dst)
+    if exists and not args.overwrite:
+        raise CliError(f"{args.dst}: already exists (use --overwrite to replace it)", EXIT_USAGE)
+    in_place = exists and os.path.samefile(args.src, args.dst)
+    columns = list(dict.fromkeys(path for path, _, _ in specs))
+    ndv = {path: n for path, n, _ in specs if n is not None}
+    per_column_fpp = {path: p for path, _, p in specs if p is not None}
+    fpp: float | dict[str, float] = args.fpp
+    if per_column_fpp:
+        fpp = {path: per_column_fpp.get(path, args.fpp) for path in columns}
+    with _about(args.src), _progress_bar("attach", "B") as bar:
+        progress = None if bar is None else (lambda stage, done, total: bar(done, total))
+        report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
+                                      overwrite=args.overwrite and not in_place, in_place=in_place,
+                                      progress=progress)
+    if args.json:
+        _print_json(render.jsonable(report), out)
+    else:
+        out.write(render.attach_summary(args.src, args.dst, columns, report))
+    return EXIT_OK
+
+
+def _cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    from .parquet.audit import audit
+
+    sensitive = [c.strip() for group in args.sensitive for c in group.split(",") if c.strip()]
+    if not sensitive:
+        raise CliError("audit: --sensitive names no column", EXIT_USAGE)
+    keys = key_access_from_args(args)
+    with _progress_bar("audit", "files") as progress:
+        report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
+                       progress=progress)
+    if args.junit_xml:
+        try:
+            with open(args.junit_xml, "w", encoding="utf-8") as f:
+                f.write(report.to_junit_xml())
+        except OSError as e:
+            raise CliError(_describe(args.junit_xml, e), EXIT_ERROR) from e
+    if args.json:
+        out.write(report.to_json())
+        out.write("\n")
+    else:
+        out.write(render.audit_text(report))
+    return int(report.exit_code)
+
+
+def _run_delegated(name: str, argv: list[str]) -> int:
+    module_name = _DELEGATED[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise CliError(f"{name}: not available in this installation ({module_name} is missing)",
+                           EXIT_ERROR) from e
+        raise
+    entry = getattr(module, "main", None)
+    if not callable(entry):
+        raise CliError(f"{name}: {module_name} has no main(argv)", EXIT_ERROR)
+    return int(entry(argv) or 0)
+
+
+# --- entry point -----------------------------------------------------------------------------
+
+
+def _split_delegated(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """(global options, delegated command or None, its arguments)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            continue
+        if arg in _DELEGATED:
+            return argv[:i], arg, argv[i + 1:]
+        break
+    return argv, None, []
+
+
+def _emit_error(message: str, redact: Redactor, err: TextIO) -> None:
+    line = " ".join(redact(message).split())
+    err.write(f"{PROG}: error: {line}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    redact = Redactor.from_invocation(args_list, os.environ)
+    debug = "--debug" in args_list
+    out, err = sys.stdout, sys.stderr
+    try:
+        head, delegated, rest = _split_delegated(args_list)
+        if delegated is not None:
+            return _run_delegated(delegated, rest)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as e:  # --help / --version
+            return int(e.code or 0) if isinstance(e.code, int) else EXIT_OK
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(out)
+            return EXIT_USAGE
+        return int(handler(args, out))
+    except CliError as e:
+        if debug:
+            err.write(redact("".join(traceback.format_exception(e))))
+        _emit_error(str(e), redact, err)
+        return e.code
+    except (_CliUsage, SecureBloomError, OSError) as e:
+        if debug:
+            err.write(redact("".join(traceback.format_exception(e))))
+        _emit_error(_describe(None, e), redact, err)
+        return _exit_code(e)
+    except KeyboardInterrupt:
+        err.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, no traceback
+        if debug:
+            err.write(redact("".join(traceback.format_exception(e))))
+        _emit_error(f"internal error: {type(e).__name__}: {e} (run with --debug for details)", redact, err)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Key options shared by every ``secure-bloom`` command, and the redaction that keeps them secret.
+
+The options map onto :mod:`secure_bloom.kms` (SPEC_NOTES 7 and 9)::
+
+    --key-list 'id:BASE64, ...'   --key-list-file PATH     key-list KMS master keys (KeyListKms)
+    --key ID=base64:...|hex:...|text:...  (repeatable)     explicit keys for key ids (ExplicitKeys)
+    --aad-prefix TEXT                                     AAD prefix a file does not store
+    --kms-url URL --kms-token-env VAR [--kms-mount M]      OpenBao / Vault transit (OpenBaoTransitKms)
+
+Without a key-list option or ``--kms-url``, ``SECURE_BLOOM_KEY_LIST`` and then
+``SECURE_BLOOM_KEY_LIST_FILE`` are used.
+
+:class:`Redactor` collects every secret the process was given (key specs, key lists, the KMS token)
+in the forms it could be printed in (the text given, raw bytes, hex, Base64) *before* the command
+line is parsed, so that even argparse's own messages are scrubbed before they reach stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
+           "Redactor", "REDACTED"]
+
+ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
+ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
+REDACTED = "<redacted>"
+
+_KEY_SPEC = re.compile(r"^[^=\s]+=(base64|hex|text):(.*)\Z", re.DOTALL)
+# Options whose *value* is secret. "--key-list-file" and "--kms-token-env" name places, not secrets.
+_SECRET_OPTIONS = ("--key", "--key-list")
+_MIN_SECRET_CHARS = 4  # shorter strings would redact ordinary words; AES keys are >= 16 bytes
+
+
+def key_options_parent() -> argparse.ArgumentParser:
+    """The argparse parent that gives every command the same key options."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group(
+        "keys", "How to decrypt encrypted files. Key material given here is never printed.")
+    group.add_argument("--key-list", metavar="'ID:BASE64, ...'",
+                       help="key-list KMS master keys, as in parquet.encryption.key.list "
+                            f"(default: ${ENV_KEY_LIST})")
+    group.add_argument("--key-list-file", metavar="PATH",
+                       help=f"read the key list from a file (default: ${ENV_KEY_LIST_FILE})")
+    group.add_argument("--key", action="append", default=[], metavar="ID=base64:..|hex:..|text:..",
+                       help="explicit key for files whose key_metadata is a plain key id; repeatable")
+    group.add_argument("--aad-prefix", metavar="TEXT",
+                       help="AAD prefix for files written with supply_aad_prefix (not stored in the file)")
+    group.add_argument("--kms-url", metavar="URL", help="OpenBao/Vault server with a transit engine")
+    group.add_argument("--kms-token-env", metavar="VAR",
+                       help="environment variable holding the OpenBao/Vault token "
+                            "(default: VAULT_TOKEN, then BAO_TOKEN)")
+    group.add_argument("--kms-mount", metavar="MOUNT", default="transit",
+                       help="transit engine mount path (default: %(default)s)")
+    return parent
+
+
+def _key_list_text(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """The key-list text from the options or the environment, or None."""
+    if args.key_list is not None and args.key_list_file is not None:
+        raise _usage("give --key-list or --key-list-file, not both")
+    if args.key_list is not None:
+        return str(args.key_list)
+    path = args.key_list_file
+    if path is None and args.kms_url is None:
+        if environ.get(ENV_KEY_LIST):
+            return environ[ENV_KEY_LIST]
+        path = environ.get(ENV_KEY_LIST_FILE) or None
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise _file_error(path, e) from None
+    except UnicodeDecodeError:
+        raise _usage(f"{path}: the key-list file is not UTF-8 text") from None
+
+
+def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
+    """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options."""
+    from .kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
+    from .parquet import KeyAccess
+
+    env = os.environ if environ is None else environ
+    key_list = _key_list_text(args, env)
+    if key_list is not None and args.kms_url is not None:
+        raise _usage("give either a key list or --kms-url, not both")
+    kms: Any = None
+    if key_list is not None:
+        kms = KeyListKms(key_list)
+    elif args.kms_url is not None:
+        token_env = args.kms_token_env or ("VAULT_TOKEN", "BAO_TOKEN")
+        kms = OpenBaoTransitKms(args.kms_url, token=None, token_env=token_env, mount=args.kms_mount)
+    explicit = ExplicitKeys.from_specs(args.key) if args.key else None
+    aad_prefix = args.aad_prefix.encode("utf-8") if args.aad_prefix is not None else None
+    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=aad_prefix)
+
+
+class _CliUsage(Exception):
+    """Raised for a usage problem found while building keys; the CLI maps it to exit code 2."""
+
+
+def _usage(message: str) -> _CliUsage:
+    return _CliUsage(message)
+
+
+def _file_error(path: str, error: OSError) -> _CliUsage:
+    return _CliUsage(f"{path}: {error.strerror or type(error).__name__}")
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+
+def _forms_of_bytes(raw: bytes) -> set[str]:
+    forms = {raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode("ascii"),
+             base64.urlsafe_b64encode(raw).decode("ascii")}
+    forms |= {f.rstrip("=") for f in forms}
+    try:
+        forms.add(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    forms.add(repr(raw)[2:-1])  # how bytes print inside a repr: b'...'
+    return forms
+
+
+def _decode_any(text: str) -> Iterable[bytes]:
+    text = text.strip()
+    yield text.encode("utf-8", errors="ignore")
+    try:
+        yield bytes.fromhex(text)
+    except ValueError:
+        pass
+    try:
+        yield base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        pass
+
+
+class Redactor:
+    """Replaces every known secret (and its raw, hex and Base64 forms) in text with ``<redacted>``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: set[str] = set()
+        for s in secrets:
+            self.add_text(s)
+
+    def add_text(self, secret: str) -> None:
+        """A secret given as text: it, and every byte string it may encode, in every form."""
+        if not secret:
+            return
+        self._add(secret)
+        self._add(secret.strip())
+        for raw in _decode_any(secret):
+            if raw:
+                for form in _forms_of_bytes(raw):
+                    self._add(form)
+
+    def add_key_spec(self, spec: str) -> None:
+        """``ID=enc:VALUE`` (or anything that might be one): the spec, its value and the key."""
+        self.add_text(spec)
+        match = _KEY_SPEC.match(spec.strip())
+        if match:
+            self.add_text(match.group(2))
+        elif "=" in spec:
+            self.add_text(spec.split("=", 1)[1])
+
+    def add_key_list(self, key_list: str) -> None:
+        """``id:base64, ...``: the whole text and each entry's key part."""
+        self.add_text(key_list)
+        for line in key_list.splitlines():
+            for entry in line.split(","):
+                _, _, value = entry.partition(":")
+                self.add_text(value)
+                self.add_text(entry)
+
+    def _add(self, form: str) -> None:
+        if len(form) >= _MIN_SECRET_CHARS:
+            self._secrets.add(form)
+
+    def __call__(self, text: str) -> str:
+        # Longest first, so a secret's prefix never leaves its tail behind.
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def __len__(self) -> int:
+        return len(self._secrets)
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._secrets)} secret forms)"
+
+    @classmethod
+    def from_invocation(cls, argv: Sequence[str], environ: Mapping[str, str]) -> Redactor:
+        """Every secret the command line and environment can carry, found before parsing.
+
+        Catches the values of ``--key`` and ``--key-list`` (``--opt VALUE`` and ``--opt=VALUE``),
+        any argument shaped like a key spec (also a misspelt option's value), the key-list
+        environment variable and file, and the KMS token variable.
+        """
+        red = cls()
+        argv = list(argv)
+        token_vars = ["VAULT_TOKEN", "BAO_TOKEN"]
+        key_list_files = [environ.get(ENV_KEY_LIST_FILE, "")]
+        for i, arg in enumerate(argv):
+            nxt = argv[i + 1] if i + 1 < len(argv) else ""
+            name, eq, inline = arg.partition("=")
+            if name.startswith("--") and eq:
+                value: str | None = inline
+            elif arg.startswith("--"):
+                value = nxt
+            else:
+                value = None
+            if name == "--key" and value is not None:
+                red.add_key_spec(value)
+            elif name == "--key-list" and value is not None:
+                red.add_key_list(value)
+            elif name == "--key-list-file" and value is not None:
+                key_list_files.append(value)
+            elif name == "--kms-token-env" and value is not None:
+                token_vars.append(value)
+            if _KEY_SPEC.match(arg) or (arg.startswith("--") and _KEY_SPEC.match(inline)):
+                red.add_key_spec(inline if arg.startswith("--") else arg)
+        if environ.get(ENV_KEY_LIST):
+            red.add_key_list(environ[ENV_KEY_LIST])
+        for var in token_vars:
+            if environ.get(var):
+                red.add_text(environ[var])
+        for path in key_list_files:
+            if path:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        red.add_key_list(f.read(1 << 20))
+                except OSError:
+                    pass
+        return red

@@ -1,0 +1,238 @@
+"""Human-readable output of the ``secure-bloom`` commands: compact tables and one-line summaries.
+
+Pure functions from the library's result values (``describe()`` dicts, ``ProbeResult``,
+``AuditReport``) to text; no I/O. JSON output does not pass through here except
+:func:`probe_json`, which keys the answers by the values exactly as the user typed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .parquet.audit_report import format_row_groups
+
+__all__ = ["table", "jsonable", "inspect_table", "probe_json", "probe_table", "probe_summary",
+           "attach_summary", "audit_text"]
+
+_MAX_CELL = 40
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = "-" if value is None else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_CELL else text[:_MAX_CELL - 3] + "..."
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> str:
+    """Left-aligned columns separated by two spaces; cells are flattened to one line."""
+    cells = [[_cell(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    for row in cells:
+        lines.append(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def jsonable(obj: Any) -> Any:
+    """Make a ``describe()`` result JSON-serialisable (bytes as hex, tuples as lists)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj).hex()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    return jsonable(to_dict()) if callable(to_dict) else str(obj)
+
+
+def _yes_no(value: bool | None) -> str:
+    return "?" if value is None else ("yes" if value else "no")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# --- inspect ---------------------------------------------------------------------------------
+
+
+def _footer_line(footer: dict[str, Any]) -> str:
+    mode = footer.get("mode")
+    parts = [f"footer: {mode}"]
+    enc = footer.get("encryption") or {}
+    if enc.get("algorithm"):
+        parts.append(str(enc["algorithm"]))
+    if footer.get("footer_key_id") is not None:
+        avail = footer.get("footer_key_available")
+        state = "" if avail is None else (" (available)" if avail else " (not available)")
+        parts.append(f"footer key {footer['footer_key_id']!r}{state}")
+    if footer.get("signature"):
+        parts.append(f"signature {footer['signature']}")
+    if enc.get("supply_aad_prefix"):
+        parts.append("AAD prefix withheld (--aad-prefix)")
+    return ", ".join(parts)
+
+
+def _encryption_label(chunk: dict[str, Any]) -> str:
+    return {"plaintext": "no", "footer_key": "footer key", "column_key": "column key"}.get(
+        str(chunk.get("encryption")), "yes" if chunk.get("encrypted") else "no")
+
+
+def inspect_table(desc: dict[str, Any]) -> str:
+    """``inspect`` without ``--json``: file facts, the columns, then one row per chunk."""
+    out = [f"file: {desc.get('file')} ({desc.get('file_size')} bytes, {desc.get('num_rows')} rows, "
+           f"{_plural(int(desc.get('num_row_groups') or 0), 'row group')})\n",
+           _footer_line(desc.get("footer") or {}) + "\n"]
+    if desc.get("created_by"):
+        out.append(f"created by: {desc['created_by']}\n")
+    columns = desc.get("columns") or []
+    out.append("\ncolumns:\n")
+    out.append(table(["#", "column", "type", "encrypted", "key id"],
+                     [[c.get("ordinal"), c.get("path"), c.get("type"), _yes_no(c.get("encrypted")),
+                       c.get("key_id")] for c in columns]))
+    rows = []
+    problems = []
+    with_filter = 0
+    for rg in desc.get("row_groups") or []:
+        for ch in rg.get("chunks") or []:
+            with_filter += bool(ch.get("has_bloom_filter"))
+            rows.append([rg.get("row_group"), ch.get("column"), _yes_no(ch.get("has_bloom_filter")),
+                         _stored(ch), _encryption_label(ch), ch.get("key_id"), ch.get("filter_num_bytes"),
+                         ch.get("bloom_filter_offset"), ch.get("bloom_filter_length")])
+            if ch.get("filter_problem"):
+                problems.append(f"row group {rg.get('row_group')}, column {ch.get('column')!r}: "
+                                f"{ch['filter_problem']}")
+    out.append("\nBloom filters:\n")
+    out.append(table(["rg", "column", "filter", "stored", "column encryption", "key id", "bitset bytes",
+                      "offset", "length"], rows))
+    unknown = sum(1 for r in rows if r[2] == "?")
+    note = f"{with_filter} of {len(rows)} column chunks have a Bloom filter"
+    if unknown:
+        note += f"; {unknown} unknown (their metadata is encrypted with a key that was not given)"
+    out.append(f"\n{note}\n")
+    if problems:
+        out.append("\nproblems:\n" + "".join(f"  {p}\n" for p in problems))
+    return "".join(out)
+
+
+def _stored(chunk: dict[str, Any]) -> str:
+    """How the filter is stored: ``encrypted (verified)``, ``PLAINTEXT``, ``plaintext``, ..."""
+    form = chunk.get("filter_storage")
+    if form is None:
+        return "-"
+    if form == "plaintext" and chunk.get("encrypted"):
+        return "PLAINTEXT (leak)"
+    if chunk.get("filter_verified"):
+        return f"{form} (verified)" if form == "encrypted" else str(form)
+    return str(form)
+
+
+# --- probe -----------------------------------------------------------------------------------
+
+
+def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dict[str, Any]:
+    """The probe JSON, answers keyed by the values as typed (the result keeps their order)::
+
+        {"file", "column", "row_groups": [{"row_group", "has_bloom_filter", "encrypted",
+                                           "values": {V: "maybe" | "absent"}}]}
+    """
+    groups = []
+    for rg in result.row_groups:
+        answers = [answer for _, answer in rg.values]
+        if len(answers) != len(texts):
+            raise ValueError(f"probe returned {len(answers)} answers for {len(texts)} values")
+        values: dict[str, str] = {}
+        for text, answer in zip(texts, answers):
+            values[text] = answer
+        groups.append({"row_group": int(rg.row_group), "has_bloom_filter": bool(rg.has_bloom_filter),
+                       "encrypted": bool(rg.encrypted), "values": values})
+    return {"file": file, "column": column, "row_groups": groups}
+
+
+def probe_summary(doc: dict[str, Any]) -> list[str]:
+    """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value."""
+    groups = doc["row_groups"]
+    n = len(groups)
+    texts = list(groups[0]["values"]) if groups else []
+    lines = []
+    for text in texts:
+        maybe = [g["row_group"] for g in groups if g["values"][text] == "maybe"]
+        absent = n - len(maybe)
+        if not maybe:
+            lines.append(f"value {text}: may be in no row group; absent from {absent} of {n}")
+        else:
+            label = "row group" if len(maybe) == 1 else "row groups"
+            lines.append(f"value {text}: may be in {label} {format_row_groups(maybe)}; absent from {absent} of {n}")
+    return lines
+
+
+def probe_table(doc: dict[str, Any]) -> str:
+    groups = doc["row_groups"]
+    texts = list(groups[0]["values"]) if groups else []
+    out = [f"file: {doc['file']}\ncolumn: {doc['column']}\n\n"]
+    rows = [[g["row_group"], "yes" if g["has_bloom_filter"] else "no (maybe)",
+             "yes" if g["encrypted"] else "no", *(g["values"][t] for t in texts)] for g in groups]
+    out.append(table(["rg", "filter", "encrypted", *texts], rows))
+    if not groups:
+        out.append("  (the file has no row groups)\n")
+    out.append("\n" + "".join(line + "\n" for line in probe_summary(doc)))
+    missing = sum(1 for g in groups if not g["has_bloom_filter"])
+    if missing:
+        out.append(f"{_plural(missing, 'row group')} without a Bloom filter answer 'maybe'.\n")
+    return "".join(out)
+
+
+# --- attach ----------------------------------------------------------------------------------
+
+
+def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> str:
+    """One line per filter written when the attach result says, else one summary line."""
+    lines = [f"wrote {dst} from {src}: Bloom filters for {', '.join(columns)}\n"]
+    to_dict = getattr(result, "to_dict", None)
+    info = to_dict() if callable(to_dict) else result if isinstance(result, dict) else None
+    filters = info.get("filters") if isinstance(info, dict) else None
+    if isinstance(filters, list) and filters and all(isinstance(f, dict) for f in filters):
+        headers = [k for k in ("row_group", "column", "encrypted", "key_id", "num_bytes", "ndv", "fpp")
+                   if any(k in f for f in filters)]
+        lines.append(table(headers, [[f.get(h) for h in headers] for f in filters]))
+    return "".join(lines)
+
+
+# --- audit -----------------------------------------------------------------------------------
+
+
+def audit_text(report: Any) -> str:
+    """Per file: PASS / FAIL / COULD NOT CHECK with the reasons, then a summary and the verdict."""
+    out = [f"audit of {_plural(len(report.files), 'file')}; sensitive columns: "
+           f"{', '.join(report.sensitive_columns)}"
+           f"{' (filters under the footer key allowed)' if report.allow_footer_key else ''}\n\n"]
+    labels = {"pass": "PASS", "violation": "FAIL", "could_not_check": "COULD NOT CHECK"}
+    for fr in report.files:
+        out.append(f"{labels.get(fr.status.value, fr.status.value.upper())}  {fr.file}\n")
+        if fr.error is not None:
+            out.append(f"    [{fr.error_kind}] {fr.error}\n")
+        for col in fr.columns:
+            for f in col.findings:
+                out.append(f"    {f.code.value} ({f.severity.value}): {f.message}\n")
+            for reason in col.unchecked:
+                out.append(f"    COULD NOT CHECK: {reason}\n")
+    d = report.to_dict()["summary"]
+    out.append(f"\nsummary: {d['compliant']} compliant, {d['with_violations']} with violations, "
+               f"{d['could_not_check']} could not be checked; {_plural(d['violations'], 'violation')}, "
+               f"{_plural(d['warnings'], 'warning')}\n")
+    if report.is_compliant:
+        verdict = "COMPLIANT: no Bloom filter leaks a sensitive column"
+    elif report.violations:
+        verdict = "NOT COMPLIANT: violations found"
+    else:
+        verdict = "INCOMPLETE: some files could not be checked (this is not a pass)"
+    out.append(f"result: {verdict}\n")
+    return "".join(out)

@@ -1,0 +1,285 @@
+"""The result of a Bloom filter compliance audit: frozen values, JSON and JUnit XML.
+
+One :class:`ColumnResult` per (file, sensitive column) is the unit a compliance team signs off:
+it PASSES (no filter, or every filter encrypted with the column's own key), has VIOLATIONS
+(:class:`Finding` with a :class:`Code`), could NOT be CHECKED (a key or the file was not
+available: never a pass), or the column is MISSING from the file (a warning). A file that cannot
+be opened at all has one :class:`FileResult` with ``error`` set.
+
+Exit status of a report (:attr:`AuditReport.exit_code`): 0 compliant, 1 any violation,
+2 nothing violated but something could not be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = ["Code", "Severity", "Status", "Finding", "ColumnResult", "FileResult", "AuditReport", "EXPLANATIONS",
+           "location", "format_row_groups"]
+
+
+class Code(str, Enum):
+    """What is wrong. The values are stable identifiers for scripts and dashboards."""
+
+    PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN = "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
+    SENSITIVE_COLUMN_NOT_ENCRYPTED = "SENSITIVE_COLUMN_NOT_ENCRYPTED"
+    FILTER_UNDER_FOOTER_KEY = "FILTER_UNDER_FOOTER_KEY"
+    FILTER_UNREADABLE = "FILTER_UNREADABLE"
+    SENSITIVE_COLUMN_MISSING = "SENSITIVE_COLUMN_MISSING"
+
+
+class Severity(str, Enum):
+    VIOLATION = "violation"
+    WARNING = "warning"
+
+
+class Status(str, Enum):
+    """Outcome of one (file, column) check, or of a whole file."""
+
+    PASS = "pass"
+    VIOLATION = "violation"
+    COULD_NOT_CHECK = "could_not_check"
+    MISSING = "missing"
+
+
+#: Plain-language explanation of each code, for reports read by people who are not Parquet experts.
+EXPLANATIONS = {
+    Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN:
+        "the column is encrypted but its Bloom filter is stored in plaintext: anyone who can read "
+        "the file can test which values the column holds (arrow-rs writes filters this way)",
+    Code.SENSITIVE_COLUMN_NOT_ENCRYPTED:
+        "the sensitive column is stored without encryption: its values (and any Bloom filter) are "
+        "readable by anyone with the file",
+    Code.FILTER_UNDER_FOOTER_KEY:
+        "the Bloom filter is encrypted with the footer key, which every reader of the file's schema "
+        "holds, instead of the column's own key",
+    Code.FILTER_UNREADABLE:
+        "the Bloom filter fails to authenticate or parse: the file was damaged or tampered with",
+    Code.SENSITIVE_COLUMN_MISSING:
+        "the file has no column with this name (check the spelling; nothing to leak here)",
+}
+
+_SEVERITY = {code: Severity.WARNING if code is Code.SENSITIVE_COLUMN_MISSING else Severity.VIOLATION
+             for code in Code}
+
+
+def location(leaf: str, row_groups: Sequence[int]) -> str:
+    """``column 'a.b', row groups 0-3, 7``: where a finding applies."""
+    where = f"column {leaf!r}"
+    if row_groups:
+        plural = "s" if len(set(row_groups)) > 1 else ""
+        where += f", row group{plural} {format_row_groups(row_groups)}"
+    return where
+
+
+def format_row_groups(numbers: Sequence[int]) -> str:
+    """``0-3, 7, 9, 10``: runs of three or more collapse to a range."""
+    parts: list[str] = []
+    nums = sorted(set(numbers))
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{nums[i]}-{nums[j]}")
+        else:
+            parts.extend(str(n) for n in nums[i:j + 1])
+        i = j + 1
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with one sensitive column of one file, over the row groups where it occurs.
+
+    ``leaf`` is the leaf column path (a sensitive group name expands to its leaves).
+    """
+
+    code: Code
+    file: str
+    column: str
+    leaf: str
+    row_groups: tuple[int, ...]
+    detail: str = ""
+
+    @property
+    def severity(self) -> Severity:
+        return _SEVERITY[self.code]
+
+    @property
+    def message(self) -> str:
+        text = f"{location(self.leaf, self.row_groups)}: {EXPLANATIONS[self.code]}"
+        return f"{text} ({self.detail})" if self.detail else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code.value, "severity": self.severity.value, "file": self.file,
+                "column": self.column, "leaf": self.leaf, "row_groups": list(self.row_groups),
+                "message": self.message}
+
+
+@dataclass(frozen=True)
+class ColumnResult:
+    """The check of one sensitive column in one file.
+
+    ``leaves`` are the leaf columns the name matched; ``unchecked`` says, for a could-not-check
+    result, what was missing (e.g. the column key), row groups included.
+    """
+
+    column: str
+    leaves: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    unchecked: tuple[str, ...] = ()
+    filters_checked: int = 0
+
+    @property
+    def status(self) -> Status:
+        if any(f.severity is Severity.VIOLATION for f in self.findings):
+            return Status.VIOLATION
+        if self.unchecked:
+            return Status.COULD_NOT_CHECK
+        if not self.leaves:
+            return Status.MISSING
+        return Status.PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"column": self.column, "status": self.status.value, "leaves": list(self.leaves),
+                "filters_checked": self.filters_checked,
+                "findings": [f.to_dict() for f in self.findings],
+                "could_not_check": list(self.unchecked)}
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The audit of one file. ``error`` (with ``error_kind``) is set when the file could not be
+    opened or its footer read; then ``columns`` is empty."""
+
+    file: str
+    columns: tuple[ColumnResult, ...] = ()
+    row_groups: int = 0
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def status(self) -> Status:
+        if self.error is not None:
+            return Status.COULD_NOT_CHECK
+        statuses = {c.status for c in self.columns}
+        for s in (Status.VIOLATION, Status.COULD_NOT_CHECK):
+            if s in statuses:
+                return s
+        return Status.PASS
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for c in self.columns for f in c.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "status": self.status.value, "row_groups": self.row_groups,
+                "error": None if self.error is None else {"kind": self.error_kind, "message": self.error},
+                "columns": [c.to_dict() for c in self.columns]}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Everything :func:`secure_bloom.parquet.audit.audit` found, in file order."""
+
+    files: tuple[FileResult, ...]
+    sensitive_columns: tuple[str, ...]
+    allow_footer_key: bool = False
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.files for f in r.findings)
+
+    @property
+    def violations(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.VIOLATION)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def could_not_check(self) -> tuple[FileResult, ...]:
+        return tuple(r for r in self.files if r.status is Status.COULD_NOT_CHECK)
+
+    @property
+    def is_compliant(self) -> bool:
+        """True only if every file was fully checked and nothing violated the policy."""
+        return bool(self.files) and all(r.status is Status.PASS for r in self.files)
+
+    @property
+    def exit_code(self) -> int:
+        """0 compliant, 1 violations, 2 could not check (and no violation)."""
+        if self.violations:
+            return 1
+        return 0 if self.is_compliant else 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compliant": self.is_compliant,
+            "exit_code": self.exit_code,
+            "sensitive_columns": list(self.sensitive_columns),
+            "allow_footer_key": self.allow_footer_key,
+            "summary": {
+                "files": len(self.files),
+                "compliant": sum(r.status is Status.PASS for r in self.files),
+                "with_violations": sum(r.status is Status.VIOLATION for r in self.files),
+                "could_not_check": len(self.could_not_check),
+                "violations": len(self.violations),
+                "warnings": len(self.warnings),
+            },
+            "files": [r.to_dict() for r in self.files],
+            "violations": [f.to_dict() for f in self.violations],
+            "warnings": [f.to_dict() for f in self.warnings],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def to_junit_xml(self) -> str:
+        """JUnit XML: one testcase per file x sensitive column (classname = file, name = column).
+
+        Violations are ``<failure>``s, could-not-check results ``<error>``s, and a column missing
+        from a file is ``<skipped>`` (a warning), so CI dashboards show each class distinctly.
+        """
+        suite = ET.Element("testsuite", name="secure-bloom audit")
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for result in self.files:
+            for column in self.sensitive_columns:
+                counts["tests"] += 1
+                case = ET.SubElement(suite, "testcase", classname=result.file, name=column)
+                col = next((c for c in result.columns if c.column == column), None)
+                if result.error is not None or col is None:
+                    counts["errors"] += 1
+                    msg = result.error or "not checked"
+                    el = ET.SubElement(case, "error", type=result.error_kind or "COULD_NOT_CHECK", message=msg)
+                    el.text = msg
+                    continue
+                status = col.status
+                if status is Status.VIOLATION:
+                    counts["failures"] += 1
+                    bad = [f for f in col.findings if f.severity is Severity.VIOLATION]
+                    el = ET.SubElement(case, "failure", type=",".join(sorted({f.code.value for f in bad})),
+                                       message=bad[0].message)
+                    el.text = "\n".join(f"{f.code.value}: {f.message}" for f in bad)
+                elif status is Status.COULD_NOT_CHECK:
+                    counts["errors"] += 1
+                    el = ET.SubElement(case, "error", type="COULD_NOT_CHECK", message=col.unchecked[0])
+                    el.text = "\n".join(col.unchecked)
+                elif status is Status.MISSING:
+                    counts["skipped"] += 1
+                    warning = next((f.message for f in col.findings), "column not in file")
+                    ET.SubElement(case, "skipped", message=warning)
+        for name, value in counts.items():
+            suite.set(name, str(value))
+        root = ET.Element("testsuites", name="secure-bloom", **{k: v for k, v in suite.attrib.items() if k != "name"})
+        root.append(suite)
+        ET.indent(root)
+        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
