@@ -128,7 +128,7 @@ def test_parse_key_spec(spec: str, key_id: str, key: bytes) -> None:
 @pytest.mark.parametrize("spec,message", [
     ("noequals", "ID=base64"),
     ("=text:0123456789012345", "ID=base64"),
-    ("k=raw:0123456789012345", "base64:, hex: or text:"),
+    ("k=raw:0123456789012345", "ID=base64:..., ID=hex:... or ID=text:"),
     ("k=hex:zz", "not valid hex"),
     ("k=base64:@@@@", "not valid Base64"),
     ("k=text:short-secret", "12 bytes"),

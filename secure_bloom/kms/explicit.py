@@ -38,7 +38,7 @@ def _check_length(key_id: str, key: bytes) -> bytes:
 def parse_key_spec(spec: str) -> tuple[str, bytes]:
     """Parse ``"ID=base64:..."``, ``"ID=hex:..."`` or ``"ID=text:..."`` into ``(id, key)``.
 
-    Messages name the id and the encoding, never the key text.
+    Messages name the id only once the spec's shape is recognised, and never the key text.
     """
     if not isinstance(spec, str):
         raise TypeError(f"spec must be str, got {type(spec).__name__}")
@@ -49,8 +49,9 @@ def parse_key_spec(spec: str) -> tuple[str, bytes]:
     encoding, colon, value = rest.partition(":")
     encoding = encoding.strip()
     if not colon or encoding not in _ENCODINGS:
-        raise MalformedKeyMaterialError(
-            f"key spec for {key_id!r} must give the key as base64:, hex: or text:")
+        # The "id" is not echoed: without a recognised encoding it may be key text (a spec
+        # missing "ID=" whose Base64 padding supplied the '=').
+        raise MalformedKeyMaterialError("key spec must give the key as ID=base64:..., ID=hex:... or ID=text:...")
     if encoding == "base64":
         key = decode_base64(value.strip(), f"key {key_id!r}")
     elif encoding == "hex":

@@ -25,7 +25,7 @@ def parse_key_list(key_list: str) -> dict[str, bytes]:
 
     Entries are separated by commas or newlines; blank entries and lines starting with ``#`` are
     skipped. Each entry is ``id:base64`` with exactly one ``:``; keys are 16, 24 or 32 bytes; ids
-    are unique. Errors name the entry number and id, never key text.
+    are unique. Errors name the entry number (and the id of a duplicate), never key text.
     """
     if not isinstance(key_list, str):
         raise TypeError(f"key_list must be str, got {type(key_list).__name__}")
@@ -39,10 +39,11 @@ def parse_key_list(key_list: str) -> dict[str, bytes]:
         key_id, encoded = (part.strip() for part in entry.split(":"))
         if not key_id:
             raise MalformedKeyMaterialError(f"key list entry {number} has an empty master key id")
-        key = decode_base64(encoded, f"key list entry {number} (master key {key_id!r})")
+        # Until the entry parses, errors name its number only: in a swapped "key:id" the id is key text.
+        key = decode_base64(encoded, f"the key of key list entry {number}")
         if len(key) not in (16, 24, 32):
             raise MalformedKeyMaterialError(
-                f"master key {key_id!r} is {len(key)} bytes; AES keys are 16, 24 or 32 bytes")
+                f"the key of key list entry {number} is {len(key)} bytes; AES keys are 16, 24 or 32 bytes")
         if key_id in keys:
             raise MalformedKeyMaterialError(f"master key id {key_id!r} appears twice in the key list")
         keys[key_id] = key
