@@ -50,4 +50,4 @@ def pyarrow_kms_client_factory(
         return lambda _config: PyArrowKmsClient(kms)  # type: ignore[arg-type]
     if not callable(kms):
         raise TypeError("kms must be a KmsClient or a callable taking a KmsConnectionConfig")
-    return lambda config: PyArrowKmsClient(kms(config))  # type: ignore[operator]
+    return lambda config: PyArrowKmsClient(kms(config))
