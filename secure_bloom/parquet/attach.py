@@ -48,7 +48,7 @@ from ..errors import (
 from ..filter import SplitBlockBloomFilter
 from ..hashing import PhysicalType, hash_values
 from ..kms.material import KeyMetadata
-from ..kms.sidecar import sidecar_path
+from ..kms.sidecar import _fsync_dir, sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import column_metadata_aad, encrypt_thrift_module
 from .footer import encode_footer
@@ -252,19 +252,6 @@ def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
             if check.bloom_filter(rg, col) != bf:
                 raise AttachError(f"verification failed: the existing filter of row group {rg}, column {col} changed")
     return checked
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> Path | None:

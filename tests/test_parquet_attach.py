@@ -1,0 +1,377 @@
+"""attach_bloom_filters on pyarrow files (encrypted with key tools, and plaintext): filters found by
+our reader in the right row groups, the table unchanged for pyarrow, footers preserved, atomic
+writes, refusals, tampering and splicing detected (SPEC_NOTES 4-7)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_files import (
+    DATA,
+    ROWS_PER_GROUP,
+    TESTING_KEYS,
+    read_encrypted,
+    sample_table,
+    ssn,
+    vector_kms,
+    write_encrypted,
+    write_plain,
+)
+from secure_bloom import thrift_codec
+from secure_bloom.errors import (
+    AttachError,
+    MissingKeyError,
+    ModuleAuthenticationError,
+    PlaintextFilterOnEncryptedColumnError,
+    UnsupportedParquetFeatureError,
+)
+from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
+from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
+from secure_bloom.parquet import attach as attach_module
+from secure_bloom.parquet.attach import serialize_chunk_filter
+
+KEYS = KeyAccess(kms=vector_kms())
+COLUMNS = ["ssn", "amount", "ts", "id", "day"]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".") or p.name.endswith(".tmp"))
+
+
+def _check_values_in_their_row_groups(path: Path, keys: KeyAccess) -> None:
+    """Row i lives in row group i // 1000: each probed value is "maybe" there, and mostly absent
+    in the other groups."""
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    rows = list(range(0, 3000, 37))
+    with ParquetBloomReader(path, keys) as r:
+        for column, value in (("ssn", ssn), ("id", lambda i: i), ("amount", lambda i: Decimal(i) / 100),
+                              ("ts", lambda i: base + dt.timedelta(seconds=i))):
+            false_hits = 0
+            for i in rows:
+                groups = r.row_groups_maybe_containing(column, value(i))
+                assert i // ROWS_PER_GROUP in groups, (column, i)
+                false_hits += len(groups) - 1
+            assert false_hits <= len(rows) * 2 * 0.05, column
+        answers = r.probe("ssn", ["not-an-ssn", "999-99-9999"])
+        assert all(rg.has_bloom_filter for rg in answers.row_groups)
+        assert sum(a == ABSENT for rg in answers.row_groups for _, a in rg.values) >= 5
+
+
+@pytest.mark.parametrize("plaintext_footer,algorithm", [(False, "AES_GCM_V1"), (True, "AES_GCM_V1"),
+                                                         (False, "AES_GCM_CTR_V1")])
+def test_attach_to_pyarrow_encrypted_file(tmp_path: Path, plaintext_footer: bool, algorithm: str) -> None:
+    src = write_encrypted(tmp_path / "src.parquet", plaintext_footer=plaintext_footer, algorithm=algorithm)
+    before = _digest(src)
+    dst = tmp_path / "dst.parquet"
+    report = attach_bloom_filters(src, dst, COLUMNS, KEYS)
+    assert _digest(src) == before  # the source is never modified
+    assert _leftovers(tmp_path) == []
+    assert report.footer_mode == ("plaintext_signed" if plaintext_footer else "encrypted")
+    assert len(report.filters) == 3 * len(COLUMNS) and report.verified_values > 0
+    encrypted = {f.column for f in report.filters if f.encrypted}
+    assert encrypted == {"ssn", "amount", "ts"}  # the column-key columns; id and day stay plaintext
+    for f in report.filters:
+        expected_ndv = 500 if f.column == "day" else 1000
+        assert f.ndv == expected_ndv and f.values == 1000
+        assert f.num_bytes == optimal_num_bytes(expected_ndv, 0.01)
+    src_bytes = src.read_bytes()
+    with ParquetBloomReader(src, KEYS) as r:
+        footer_offset = r.tail.footer_offset
+    assert dst.read_bytes()[:footer_offset] == src_bytes[:footer_offset]  # data copied verbatim
+    _check_values_in_their_row_groups(dst, KEYS)
+    assert read_encrypted(dst).equals(read_encrypted(src))
+    with ParquetBloomReader(dst, KEYS) as r:
+        assert r.footer.mode == report.footer_mode
+        if plaintext_footer:
+            assert r.footer.signature_verified is True
+        info = {(c.row_group, c.column): c for c in r.chunks()}
+        assert info[(0, "ssn")].encrypted and info[(0, "ssn")].has_bloom_filter
+        assert info[(0, "score")].has_bloom_filter is False
+
+
+def test_footer_fields_survive_attach(tmp_path: Path) -> None:
+    """Everything but the Bloom filter fields is unchanged, also inside encrypted ColumnMetaData."""
+    src = write_encrypted(tmp_path / "src.parquet", write_page_index=True)
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn", "id"], KEYS)
+
+    def stripped(path: Path) -> list[bytes]:
+        with ParquetBloomReader(path, KEYS) as r:
+            md, _ = thrift_codec.parse(thrift_codec.idl().FileMetaData, r.footer.metadata_thrift)
+            metas = []
+            for i, rg in enumerate(md.row_groups):
+                for j, cc in enumerate(rg.columns):
+                    full = r._meta(r._chunks[i][j])
+                    for meta in (cc.meta_data, full):
+                        if meta is not None:
+                            meta.bloom_filter_offset = meta.bloom_filter_length = None
+                    cc.encrypted_column_metadata = None
+                    metas.append(thrift_codec.serialize(full))
+            return [thrift_codec.serialize(md)] + metas
+
+    assert stripped(src) == stripped(dst)
+
+
+def test_attach_to_plaintext_pyarrow_file(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "plain.parquet")
+    dst = tmp_path / "out.parquet"
+    report = attach_bloom_filters(src, dst, COLUMNS, ndv={"day": 100}, fpp={"ssn": 0.001})
+    assert not any(f.encrypted for f in report.filters)
+    sizes = {f.column: f.num_bytes for f in report.filters}
+    assert sizes["day"] == optimal_num_bytes(100, 0.01) and sizes["ssn"] == optimal_num_bytes(1000, 0.001)
+    _check_values_in_their_row_groups(dst, KeyAccess())
+    assert pq.read_table(dst).equals(pq.read_table(src))
+    with ParquetBloomReader(dst) as r:
+        got = r.bloom_filter(1, "ssn")
+        rebuilt = SplitBlockBloomFilter(got.num_bytes)  # type: ignore[union-attr]
+        rebuilt.insert([ssn(i) for i in range(1000, 2000)], "BYTE_ARRAY")
+        assert got == rebuilt
+
+
+def test_existing_filters_are_kept_and_chosen_ones_rebuilt(tmp_path: Path) -> None:
+    src = write_encrypted(tmp_path / "src.parquet")
+    first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
+    attach_bloom_filters(src, first, ["ssn"], KEYS)
+    with ParquetBloomReader(first, KEYS) as r:
+        ssn_filters = [r.bloom_filter(g, "ssn") for g in range(3)]
+    report = attach_bloom_filters(first, second, ["amount", "ssn"], KEYS, ndv={"ssn": 5000})
+    assert report.kept_filters == 0 and all(f.replaced == (f.column == "ssn") for f in report.filters)
+    third = tmp_path / "third.parquet"
+    report = attach_bloom_filters(first, third, ["amount"], KEYS)
+    assert report.kept_filters == 3
+    with ParquetBloomReader(third, KEYS) as r:
+        assert [r.bloom_filter(g, "ssn") for g in range(3)] == ssn_filters
+        assert r.row_groups_maybe_containing("amount", Decimal("12.34")) == [1]
+    with ParquetBloomReader(second, KEYS) as r:
+        assert r.bloom_filter(0, "ssn").num_bytes == optimal_num_bytes(5000, 0.01)  # type: ignore[union-attr]
+
+
+def test_destination_rules(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "a.parquet")
+    with pytest.raises(AttachError, match="in_place"):
+        attach_bloom_filters(src, src, ["id"])
+    other = tmp_path / "b.parquet"
+    other.write_bytes(b"keep me")
+    with pytest.raises(AttachError, match="overwrite"):
+        attach_bloom_filters(src, other, ["id"])
+    assert other.read_bytes() == b"keep me"
+    attach_bloom_filters(src, other, ["id"], overwrite=True)
+    with ParquetBloomReader(other) as r:
+        assert r.bloom_filter(0, "id") is not None
+    table = pq.read_table(src)
+    report = attach_bloom_filters(src, src, ["ssn"], in_place=True)
+    assert report.dst == str(src)
+    with ParquetBloomReader(src) as r:
+        assert r.row_groups_maybe_containing("ssn", ssn(2500)) == [2]
+    assert pq.read_table(src).equals(table)
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(ValueError):
+        attach_bloom_filters(src, tmp_path / "c.parquet", [])
+    with pytest.raises(ValueError):
+        attach_bloom_filters(src, tmp_path / "c.parquet", ["id"], fpp=1.5)
+
+
+@pytest.mark.parametrize("where", ["start", "data", "filters", "footer"])
+def test_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    src = write_encrypted(tmp_path / "src.parquet")
+    before = _digest(src)
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    full = attach_bloom_filters(src, probe_dir / "ok.parquet", COLUMNS, KEYS).dst_bytes
+    fail_after = {"start": 0, "data": 5000, "filters": src.stat().st_size + 3000, "footer": full - 10}[where]
+    real_write = attach_module._OutputFile.write
+
+    def failing_write(self: Any, data: bytes | memoryview) -> None:
+        if self.written + len(data) > fail_after:
+            raise OSError(28, "No space left on device")
+        real_write(self, data)
+
+    monkeypatch.setattr(attach_module._OutputFile, "write", failing_write)
+    dst = tmp_path / "dst.parquet"
+    with pytest.raises(AttachError, match="No space left"):
+        attach_bloom_filters(src, dst, COLUMNS, KEYS)
+    assert not dst.exists() and _leftovers(tmp_path) == [] and _digest(src) == before
+
+
+def test_verification_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = write_plain(tmp_path / "src.parquet")
+
+    def corrupting_verify(tmp: Path, *args: Any) -> int:
+        data = bytearray(tmp.read_bytes())
+        data[-20] ^= 0xFF
+        tmp.write_bytes(bytes(data))
+        return real_verify(tmp, *args)
+
+    real_verify = attach_module._verify
+    monkeypatch.setattr(attach_module, "_verify", corrupting_verify)
+    dst = tmp_path / "dst.parquet"
+    with pytest.raises(Exception):
+        attach_bloom_filters(src, dst, ["id"])
+    assert not dst.exists() and _leftovers(tmp_path) == []
+
+
+def test_in_place_failure_keeps_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = write_plain(tmp_path / "src.parquet")
+    before = _digest(src)
+
+    def failing_write(self: Any, data: bytes | memoryview) -> None:
+        raise OSError(5, "I/O error")
+
+    monkeypatch.setattr(attach_module._OutputFile, "write", failing_write)
+    with pytest.raises(AttachError):
+        attach_bloom_filters(src, src, ["id"], in_place=True)
+    assert _digest(src) == before and _leftovers(tmp_path) == []
+
+
+def test_refusals(tmp_path: Path) -> None:
+    src = write_encrypted(tmp_path / "src.parquet")
+    with pytest.raises(UnsupportedParquetFeatureError, match="BOOLEAN"):
+        attach_bloom_filters(src, tmp_path / "x.parquet", ["flag"], KEYS)
+    with pytest.raises(MissingKeyError):
+        attach_bloom_filters(src, tmp_path / "x.parquet", ["ssn"])  # no keys
+    # explicit-key files: pyarrow cannot decrypt them from Python
+    explicit = KeyAccess(explicit=TESTING_KEYS)
+    with pytest.raises(UnsupportedParquetFeatureError, match="explicit key"):
+        attach_bloom_filters(DATA / "encrypt_columns_and_footer.parquet.encrypted", tmp_path / "y.parquet",
+                             ["double_field"], explicit)
+    assert _leftovers(tmp_path) == [] and not (tmp_path / "x.parquet").exists()
+    with pytest.raises(PlaintextFilterOnEncryptedColumnError, match="'ssn'"):
+        serialize_chunk_filter(SplitBlockBloomFilter(32), column="ssn", encrypted=True, key=None,
+                               file_aad=b"x" * 8, row_group_ordinal=0, column_ordinal=1)
+
+
+def test_progress_is_reported(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "src.parquet")
+    events: list[tuple[str, int, int]] = []
+    report = attach_bloom_filters(src, tmp_path / "dst.parquet", ["id", "ssn"],
+                                  progress=lambda *e: events.append(e))
+    assert [e for e in events if e[0] == "filters"][-1] == ("filters", 6, 6)
+    last_copy = [e for e in events if e[0] == "copy"][-1]
+    assert last_copy[1] == last_copy[2] == report.dst_bytes == os.path.getsize(tmp_path / "dst.parquet")
+
+
+def test_external_key_material_gets_its_sidecar(tmp_path: Path) -> None:
+    src = write_encrypted(tmp_path / "src.parquet", internal_key_material=False)
+    assert (tmp_path / "_KEY_MATERIAL_FOR_src.parquet.json").exists()
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn"], KEYS)
+    assert (tmp_path / "_KEY_MATERIAL_FOR_dst.parquet.json").read_bytes() == \
+        (tmp_path / "_KEY_MATERIAL_FOR_src.parquet.json").read_bytes()
+    with ParquetBloomReader(dst, KEYS) as r:
+        assert r.row_groups_maybe_containing("ssn", ssn(1500)) == [1]
+    assert read_encrypted(dst).equals(read_encrypted(src))
+
+
+def _filter_span(path: Path, keys: KeyAccess, row_group: int, column: str) -> tuple[int, int]:
+    with ParquetBloomReader(path, keys) as r:
+        c = next(c for c in r.chunks(with_sizes=False) if c.row_group == row_group and c.column == column)
+        assert c.bloom_filter_offset is not None and c.bloom_filter_length is not None
+        return c.bloom_filter_offset, c.bloom_filter_length
+
+
+def _swap(path: Path, out: Path, a: tuple[int, int], b: tuple[int, int]) -> None:
+    assert a[1] == b[1]
+    data = bytearray(path.read_bytes())
+    sa, sb = bytes(data[a[0]:a[0] + a[1]]), bytes(data[b[0]:b[0] + b[1]])
+    data[a[0]:a[0] + a[1]], data[b[0]:b[0] + b[1]] = sb, sa
+    out.write_bytes(bytes(data))
+
+
+def test_spliced_filters_are_detected_by_their_ordinals(tmp_path: Path) -> None:
+    """Uniform encryption: every filter is under the one footer key, so only the AAD's row-group
+    and column ordinals tell them apart. Exchanging two filters of equal size must fail."""
+    src = write_encrypted(tmp_path / "src.parquet", uniform=True)
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn", "id"], KEYS)
+    rg0 = _filter_span(dst, KEYS, 0, "ssn")
+    for label, other in (("row group", _filter_span(dst, KEYS, 1, "ssn")),
+                         ("column", _filter_span(dst, KEYS, 0, "id"))):
+        spliced = tmp_path / f"spliced-{label}.parquet"
+        _swap(dst, spliced, rg0, other)
+        with ParquetBloomReader(spliced, KEYS) as r:
+            with pytest.raises(ModuleAuthenticationError, match="BLOOM_FILTER_HEADER"):
+                r.bloom_filter(0, "ssn")
+
+
+def test_tampered_attached_filter_fails_authentication(tmp_path: Path) -> None:
+    src = write_encrypted(tmp_path / "src.parquet")
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn"], KEYS)
+    offset, length = _filter_span(dst, KEYS, 2, "ssn")
+    data = bytearray(dst.read_bytes())
+    data[offset + length - 5] ^= 0x80  # the bitset module's tag
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    with ParquetBloomReader(bad, KEYS) as r:
+        assert r.bloom_filter(1, "ssn") is not None
+        with pytest.raises(ModuleAuthenticationError, match="BLOOM_FILTER_BITSET"):
+            r.probe("ssn", [ssn(2500)])
+
+
+def test_many_arrow_types_and_nesting(tmp_path: Path) -> None:
+    """Values of every common Arrow type, hashed from what pyarrow reads, are found by probes with
+    Python values (INT96, FLOAT16, unsigned, time, decimal256, fixed binary, struct and list leaves)."""
+    n = 200
+    base = dt.datetime(2023, 6, 1, 12, 0, 0)
+    table = pa.table({
+        "u8": pa.array(np.arange(n) % 250, pa.uint8()),
+        "i16": pa.array(np.arange(n) - 100, pa.int16()),
+        "u64": pa.array(np.arange(n, dtype=np.uint64) + np.uint64(2**63), pa.uint64()),
+        "f32": pa.array(np.arange(n) / 4, pa.float32()),
+        "f16": pa.array(np.arange(n, dtype=np.float16) / np.float16(2), pa.float16()),
+        "t_ms": pa.array([dt.time(0, 0, i % 60, 1000 * i) for i in range(n)], pa.time32("ms")),
+        "t_us": pa.array([dt.time(1, i % 60, 0, i) for i in range(n)], pa.time64("us")),
+        "ts_ns": pa.array([np.datetime64("2024-01-01T00:00:00", "ns") + np.timedelta64(i * 1001, "ns")
+                           for i in range(n)], pa.timestamp("ns")),
+        "ts96": pa.array([base + dt.timedelta(microseconds=i * 17) for i in range(n)], pa.timestamp("us")),
+        "dec": pa.array([Decimal(i * 10**25 + 7).scaleb(-3) for i in range(n)], pa.decimal256(40, 3)),
+        "fixed": pa.array([i.to_bytes(4, "big") for i in range(n)], pa.binary(4)),
+        "raw": pa.array([bytes([i % 256]) * (i % 5) for i in range(n)], pa.binary()),
+        "big": pa.array([f"v{i}" for i in range(n)], pa.large_string()),
+        "person": pa.array([{"name": f"p{i}", "age": i if i % 7 else None} for i in range(n)]),
+        "tags": pa.array([[f"t{i}", f"t{i + 1}"] if i % 3 else None for i in range(n)]),
+    })
+    src = write_plain(tmp_path / "types.parquet", table, row_group_size=100, use_deprecated_int96_timestamps=True,
+                      coerce_timestamps=None)
+    with ParquetBloomReader(src) as r:
+        leaves = [c.path for c in r.columns]
+        types = {c.path: c.type_name for c in r.columns}
+    assert types["ts96"] == "INT96" and types["f16"].endswith("FLOAT16")
+    dst = tmp_path / "out.parquet"
+    attach_bloom_filters(src, dst, leaves)
+    probes: dict[str, Any] = {
+        "u8": lambda i: i % 250, "i16": lambda i: i - 100, "u64": lambda i: i + 2**63, "f32": lambda i: i / 4,
+        "f16": lambda i: i / 2, "t_ms": lambda i: dt.time(0, 0, i % 60, 1000 * i),
+        "t_us": lambda i: dt.time(1, i % 60, 0, i),
+        "ts_ns": lambda i: np.datetime64("2024-01-01T00:00:00", "ns") + np.timedelta64(i * 1001, "ns"),
+        "ts96": lambda i: base + dt.timedelta(microseconds=i * 17),
+        "dec": lambda i: Decimal(i * 10**25 + 7).scaleb(-3), "fixed": lambda i: i.to_bytes(4, "big"),
+        "big": lambda i: f"v{i}", "person.name": lambda i: f"p{i}",
+        "tags.list.element": lambda i: f"t{i + 1}",
+    }
+    with ParquetBloomReader(dst) as r:
+        for column, value in probes.items():
+            for i in range(1, n, 13):
+                if column == "tags.list.element" and i % 3 == 0:
+                    continue
+                assert i // 100 in r.row_groups_maybe_containing(column, value(i)), (column, i)
+            assert r.bloom_filter(0, column) is not None
+        assert r.row_groups_maybe_containing("person.age", 14) == [1] or 0 not in \
+            r.row_groups_maybe_containing("person.age", 14)  # age 14 is null (14 % 7 == 0)
+        assert 1 in r.row_groups_maybe_containing("person.age", 150)
+        assert r.row_groups_maybe_containing("raw", b"") != []
+    assert pq.read_table(dst).equals(pq.read_table(src))

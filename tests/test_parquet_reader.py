@@ -1,0 +1,367 @@
+"""ParquetBloomReader on real files: parquet-testing vectors (parquet-java, parquet-mr, parquet-rs)
+and pyarrow files; footer modes, AAD prefix handling, keys, strict tail checks (SPEC_NOTES 5-7, 10)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parquet_files import DATA, TESTING_KEYS, vector_kms, write_encrypted, write_plain
+from secure_bloom import SplitBlockBloomFilter, thrift_codec
+from secure_bloom.errors import (
+    AuthenticationError,
+    ColumnNotFoundError,
+    FooterSignatureError,
+    MissingKeyError,
+    ModuleAuthenticationError,
+    NotParquetError,
+)
+from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
+
+EXPLICIT = KeyAccess(explicit=TESTING_KEYS)
+BLOOM_FILE = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
+DOUBLES = [i + 0.5 for i in range(2000)]
+FLOATS = np.array([i + 0.25 for i in range(2000)], dtype=np.float32)
+STRINGS = ["Hello", "This is", "a", "test", "How", "are you", "doing ", "today", "the quick", "brown fox",
+           "jumps", "over", "the lazy", "dog"]
+
+# (file, key access, footer mode, algorithm)
+VECTORS = [
+    ("encrypt_columns_and_footer.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_aad.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_ctr.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_CTR_V1"),
+    ("encrypt_columns_and_footer_disable_aad_storage.parquet.encrypted",
+     KeyAccess(explicit=TESTING_KEYS, aad_prefix="tester"), ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_plaintext_footer.parquet.encrypted", EXPLICIT, SIGNED, "AES_GCM_V1"),
+    ("uniform_encryption.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_bloom_filter.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
+    ("external_key_material_java.parquet.encrypted", KeyAccess(kms=vector_kms()), ENCRYPTED, "AES_GCM_V1"),
+    ("data_index_bloom_encoding_stats.parquet", None, PLAINTEXT, None),
+    ("data_index_bloom_encoding_with_length.parquet", None, PLAINTEXT, None),
+]
+
+
+@pytest.mark.parametrize("name,keys,mode,algorithm", VECTORS, ids=[v[0] for v in VECTORS])
+def test_every_vector_opens(name: str, keys: KeyAccess | None, mode: str, algorithm: str | None) -> None:
+    with ParquetBloomReader(DATA / name, keys) as r:
+        assert r.footer.mode == mode
+        desc = r.describe()
+        json.dumps(desc)  # JSON-able
+        assert desc["footer"]["mode"] == mode
+        assert (desc["footer"]["encryption"] or {}).get("algorithm") == algorithm
+        assert r.num_row_groups >= 1 and r.columns
+        chunks = r.chunks()
+        assert len(chunks) == r.num_row_groups * len(r.columns)
+        assert all(c.key_available for c in chunks)  # every key resolved and every metadata decrypted
+        if mode == SIGNED:
+            assert r.footer.signature_verified is True
+        if "encrypt_columns_and_footer" in name and "bloom" not in name:
+            enc = {c.path: c.key_id for c in r.columns if c.encrypted}
+            assert enc == {"double_field": "kc1", "float_field": "kc2"}
+
+
+def test_encrypted_bloom_filter_vector_probes_and_rebuilds_byte_identical() -> None:
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        double = r.probe("double_field", DOUBLES)
+        assert [rg.row_group for rg in double.row_groups] == [0]
+        assert double.row_groups[0].encrypted and double.row_groups[0].has_bloom_filter
+        assert all(answer == MAYBE for _, answer in double.row_groups[0].values)
+        floats = r.probe("float_field", list(FLOATS))
+        assert all(answer == MAYBE for _, answer in floats.row_groups[0].values)
+        absent = r.probe("double_field", [i + 0.25 for i in range(1000)])
+        n_absent = sum(answer == ABSENT for _, answer in absent.row_groups[0].values)
+        assert n_absent >= 900  # 2048-byte filter, 2000 values: fpp well under 5 %
+        for column, values, ptype in (("double_field", np.array(DOUBLES), "DOUBLE"),
+                                      ("float_field", FLOATS, "FLOAT")):
+            got = r.bloom_filter(0, column)
+            assert got is not None and got.num_bytes == 2048
+            rebuilt = SplitBlockBloomFilter(got.num_bytes)
+            rebuilt.insert(values, ptype)
+            assert rebuilt.bitset == got.bitset
+        assert r.bloom_filter(0, "int32_field") is None
+        assert r.row_groups_maybe_containing("int32_field", 5) == [0]  # no filter: "maybe"
+        assert r.row_groups_maybe_containing("double_field", 0.5) == [0]
+        assert r.row_groups_maybe_containing("double_field", 2000.5) == []
+
+
+@pytest.mark.parametrize("name,length", [("data_index_bloom_encoding_stats.parquet", None),
+                                         ("data_index_bloom_encoding_with_length.parquet", 2064)])
+def test_plaintext_vectors_read_and_rebuild_byte_identical(name: str, length: int | None) -> None:
+    with ParquetBloomReader(DATA / name) as r:
+        (chunk,) = r.chunks()
+        assert chunk.has_bloom_filter and not chunk.encrypted and chunk.bloom_filter_length == length
+        bf = r.bloom_filter(0, "String")
+        assert bf is not None
+        rebuilt = SplitBlockBloomFilter(bf.num_bytes)
+        rebuilt.insert(STRINGS, "BYTE_ARRAY")
+        assert rebuilt.to_bytes() == bf.to_bytes()
+        result = r.probe("String", STRINGS + ["not there", "Hello!"])
+        answers = dict(result.row_groups[0].values)
+        assert all(answers[s] == MAYBE for s in STRINGS)
+        assert answers["not there"] == ABSENT or answers["Hello!"] == ABSENT
+
+
+def _data_regions(r: ParquetBloomReader) -> list[tuple[int, int]]:
+    regions = []
+    for rg in r.footer.metadata.row_groups:
+        for cc in rg.columns:
+            md = cc.meta_data
+            if md is not None:
+                start = md.dictionary_page_offset or md.data_page_offset
+                regions.append((start, start + md.total_compressed_size))
+    return regions
+
+
+def test_probe_reads_only_the_tail_and_filter_bytes() -> None:
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        r.probe("double_field", DOUBLES[:10])
+        r.probe("float_field", list(FLOATS[:10]))
+        filters = [(c.bloom_filter_offset, c.bloom_filter_offset + c.bloom_filter_length)
+                   for c in r.chunks(with_sizes=False) if c.has_bloom_filter]
+        tail = (r.tail.footer_offset, r.tail.file_size)
+        for offset, n in r.read_ranges:
+            end = offset + n
+            inside = (end <= 4) or (tail[0] <= offset and end <= tail[1]) or any(
+                lo <= offset and end <= hi for lo, hi in filters)
+            assert inside, (offset, n)
+        # nothing of the data pages, and not much at all: tail + two filters
+        for lo, hi in _data_regions(r):
+            assert all(offset + n <= lo or offset >= hi for offset, n in r.read_ranges)
+        assert r.bytes_read <= 4 + 8 + len(r.tail.footer) + sum(hi - lo for lo, hi in filters)
+
+
+def test_probe_of_pyarrow_plaintext_file_without_filters_is_maybe(tmp_path: Path) -> None:
+    path = write_plain(tmp_path / "plain.parquet")
+    with ParquetBloomReader(path) as r:
+        assert r.num_row_groups == 3
+        result = r.probe("ssn", ["000-00-0000", "zzz"])
+        assert all(not rg.has_bloom_filter for rg in result.row_groups)
+        assert {a for rg in result.row_groups for _, a in rg.values} == {MAYBE}
+        assert r.row_groups_maybe_containing("id", 10**9) == [0, 1, 2]
+        r.probe("ssn", [])  # no values: no answers, no error
+        with pytest.raises(ColumnNotFoundError, match="nope"):
+            r.probe("nope", ["x"])
+
+
+def test_probe_result_json_shape() -> None:
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        result = r.probe("double_field", [0.5, 1.0])
+    doc = json.loads(result.to_json())
+    assert doc == {"file": str(BLOOM_FILE), "column": "double_field",
+                   "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True,
+                                   "values": {"0.5": "maybe", "1.0": "absent"}}]}
+    assert result.row_groups_maybe_containing("0.5") == [0]
+
+
+# --- keys -----------------------------------------------------------------------------------------
+
+
+def test_missing_footer_key_names_the_key_id_not_bytes() -> None:
+    with pytest.raises(MissingKeyError, match="'kf'") as err:
+        ParquetBloomReader(BLOOM_FILE, KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]}))
+    for key in TESTING_KEYS.values():
+        assert key.decode() not in str(err.value)
+    with pytest.raises(MissingKeyError):
+        ParquetBloomReader(BLOOM_FILE)  # no keys at all
+
+
+def test_missing_column_key_names_column_and_key_id() -> None:
+    keys = KeyAccess(explicit={"kf": TESTING_KEYS["kf"], "kc2": TESTING_KEYS["kc2"]})
+    with ParquetBloomReader(BLOOM_FILE, keys) as r:
+        assert r.probe("float_field", [0.25]).any_maybe  # kc2 is there
+        with pytest.raises(MissingKeyError, match="double_field.*'kc1'") as err:
+            r.probe("double_field", [0.5])
+        assert "1234567890123450" not in str(err.value)
+        info = {c.column: c for c in r.chunks()}
+        assert info["double_field"].key_available is False and info["double_field"].has_bloom_filter is None
+        assert info["float_field"].has_bloom_filter is True
+
+
+def test_wrong_footer_key_is_an_authentication_error() -> None:
+    keys = KeyAccess(explicit=dict(TESTING_KEYS, kf=b"x" * 16))
+    with pytest.raises(ModuleAuthenticationError, match="FOOTER"):
+        ParquetBloomReader(BLOOM_FILE, keys)
+
+
+def test_wrong_column_key_is_an_authentication_error() -> None:
+    keys = KeyAccess(explicit=dict(TESTING_KEYS, kc1=b"y" * 16))
+    with ParquetBloomReader(BLOOM_FILE, keys) as r:
+        with pytest.raises(ModuleAuthenticationError, match="COLUMN_META_DATA"):
+            r.bloom_filter(0, "double_field")
+
+
+def test_withheld_aad_prefix_must_be_supplied_and_right() -> None:
+    path = DATA / "encrypt_columns_and_footer_disable_aad_storage.parquet.encrypted"
+    with pytest.raises(MissingKeyError, match="supply_aad_prefix"):
+        ParquetBloomReader(path, EXPLICIT)
+    with pytest.raises(ModuleAuthenticationError, match="AAD prefix"):
+        ParquetBloomReader(path, KeyAccess(explicit=TESTING_KEYS, aad_prefix="wrong"))
+
+
+def test_supplied_prefix_must_match_a_stored_one() -> None:
+    path = DATA / "encrypt_columns_and_footer_aad.parquet.encrypted"
+    with ParquetBloomReader(path, KeyAccess(explicit=TESTING_KEYS, aad_prefix="tester")) as r:
+        assert r.footer.params is not None and r.footer.params.aad_prefix_stored == b"tester"
+    with pytest.raises(AuthenticationError, match="differs"):
+        ParquetBloomReader(path, KeyAccess(explicit=TESTING_KEYS, aad_prefix="other"))
+    with pytest.raises(AuthenticationError, match="without one"):
+        ParquetBloomReader(DATA / "encrypt_columns_and_footer.parquet.encrypted",
+                           KeyAccess(explicit=TESTING_KEYS, aad_prefix="tester"))
+
+
+def test_plaintext_footer_readable_without_keys_for_plaintext_columns() -> None:
+    path = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
+    with ParquetBloomReader(path) as r:
+        assert r.footer.mode == SIGNED and r.footer.signature_verified is None
+        assert r.describe()["footer"]["signature"] == "unverified"
+        assert r.probe("int64_field", [1]).row_groups[0].values == (("1", MAYBE),)
+        with pytest.raises(MissingKeyError, match="double_field"):
+            r.probe("double_field", [0.5])
+
+
+def test_plaintext_footer_signature_is_checked_when_the_footer_key_is_known(tmp_path: Path) -> None:
+    src = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
+    data = bytearray(src.read_bytes())
+    pos = data.rfind(b"int64_field")  # a schema name, in the signed FileMetaData
+    assert pos > 0
+    data[pos] ^= 0x20
+    bad = tmp_path / "tampered.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(FooterSignatureError):
+        ParquetBloomReader(bad, EXPLICIT)
+    with ParquetBloomReader(bad) as r:  # without the key it cannot be checked: reported unverified
+        assert r.footer.signature_verified is None
+    wrong = KeyAccess(explicit=dict(TESTING_KEYS, kf=b"z" * 16))
+    with pytest.raises(FooterSignatureError):
+        ParquetBloomReader(src, wrong)
+
+
+def test_tampered_encrypted_column_metadata_fails_authentication(tmp_path: Path) -> None:
+    src = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
+    with ParquetBloomReader(src, EXPLICIT) as r:
+        module = bytes(r.footer.metadata.row_groups[0].columns[5].encrypted_column_metadata)
+    data = bytearray(src.read_bytes())
+    pos = data.find(module)
+    assert pos > 0
+    data[pos + 40] ^= 0x01
+    bad = tmp_path / "tampered.parquet"
+    bad.write_bytes(bytes(data))
+    column_keys_only = KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]})  # footer not verifiable
+    with ParquetBloomReader(bad, column_keys_only) as r:
+        with pytest.raises(ModuleAuthenticationError, match="COLUMN_META_DATA"):
+            r.bloom_filter(0, "double_field")
+
+
+def test_tampered_encrypted_footer_fails_authentication(tmp_path: Path) -> None:
+    data = bytearray(BLOOM_FILE.read_bytes())
+    data[-100] ^= 0x01  # inside the footer module's ciphertext
+    bad = tmp_path / "tampered.parquet.encrypted"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModuleAuthenticationError, match="FOOTER"):
+        ParquetBloomReader(bad, EXPLICIT)
+
+
+def test_tampered_filter_module_fails_authentication(tmp_path: Path) -> None:
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        offset = next(c.bloom_filter_offset for c in r.chunks(with_sizes=False) if c.column == "float_field")
+    for delta, module in ((30, "BLOOM_FILTER_HEADER"), (200, "BLOOM_FILTER_BITSET")):
+        data = bytearray(BLOOM_FILE.read_bytes())
+        data[offset + delta] ^= 0x04
+        bad = tmp_path / f"tampered{delta}.parquet.encrypted"
+        bad.write_bytes(bytes(data))
+        with ParquetBloomReader(bad, EXPLICIT) as r:
+            with pytest.raises(ModuleAuthenticationError, match=module):
+                r.bloom_filter(0, "float_field")
+            assert r.bloom_filter(0, "double_field") is not None  # the other filter is intact
+
+
+# --- strict tail --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d[:11], "too short"),
+    (lambda d: d[:-4] + b"PAR2", "bad trailing magic"),
+    (lambda d: b"PAR0" + d[4:], "leading magic"),
+    (lambda d: d[:-8] + struct.pack("<I", len(d)) + d[-4:], "footer length"),
+    (lambda d: d[:-8] + struct.pack("<I", 0) + d[-4:], "footer length"),
+    (lambda d: b"", "too short"),
+])
+def test_tail_checks_raise_not_parquet(tmp_path: Path, mutate: object, match: str) -> None:
+    data = (DATA / "data_index_bloom_encoding_stats.parquet").read_bytes()
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(mutate(data))  # type: ignore[operator]
+    with pytest.raises(NotParquetError, match=match):
+        ParquetBloomReader(bad)
+
+
+def test_garbage_footer_is_a_malformed_thrift_error(tmp_path: Path) -> None:
+    from secure_bloom.errors import MalformedThriftError
+
+    data = bytearray((DATA / "data_index_bloom_encoding_stats.parquet").read_bytes())
+    (length,) = struct.unpack_from("<I", data, len(data) - 8)
+    start = len(data) - 8 - length
+    data[start:start + 40] = b"\xff" * 40
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(MalformedThriftError):
+        ParquetBloomReader(bad)
+
+
+# --- Thrift round trip of real footers (attach depends on it) -----------------------------------
+
+
+def _footer_thrift(path: Path, keys: KeyAccess | None) -> list[bytes]:
+    with ParquetBloomReader(path, keys) as r:
+        out = [r.footer.metadata_thrift]
+        for row in r._chunks:
+            for chunk in row:
+                r._meta(chunk) if chunk.encryption != "plaintext" else None
+                if chunk.meta_thrift is not None:
+                    out.append(chunk.meta_thrift)
+        assert thrift_codec.serialize(r.footer.metadata) == out[0]
+        return out
+
+
+@pytest.mark.parametrize("name,keys,mode,algorithm", VECTORS, ids=[v[0] for v in VECTORS])
+def test_parquet_java_footers_round_trip_byte_identical(name: str, keys: KeyAccess | None, mode: str,
+                                                        algorithm: str | None) -> None:
+    m = thrift_codec.idl()
+    blobs = _footer_thrift(DATA / name, keys)
+    metadata, _ = thrift_codec.parse(m.FileMetaData, blobs[0])
+    assert thrift_codec.serialize(metadata) == blobs[0]
+    for blob in blobs[1:]:
+        meta, _ = thrift_codec.parse(m.ColumnMetaData, blob)
+        assert thrift_codec.serialize(meta) == blob
+
+
+@pytest.mark.parametrize("plaintext_footer", [None, False, True])
+def test_pyarrow_footers_round_trip_byte_identical(tmp_path: Path, plaintext_footer: bool | None) -> None:
+    path = tmp_path / "f.parquet"
+    if plaintext_footer is None:
+        write_plain(path, write_statistics=True, write_page_index=True)
+    else:
+        write_encrypted(path, plaintext_footer=plaintext_footer, write_page_index=True)
+    blobs = _footer_thrift(path, KeyAccess(kms=vector_kms()))
+    assert len(blobs) >= 1
+    m = thrift_codec.idl()
+    for blob in blobs[1:]:
+        meta, _ = thrift_codec.parse(m.ColumnMetaData, blob)
+        assert thrift_codec.serialize(meta) == blob
+
+
+def test_reader_on_a_copy_with_external_key_material_needs_the_sidecar(tmp_path: Path) -> None:
+    name = "external_key_material_java.parquet.encrypted"
+    shutil.copy(DATA / name, tmp_path / name)
+    from secure_bloom.errors import KeyNotFoundError
+
+    with pytest.raises((MissingKeyError, KeyNotFoundError), match="_KEY_MATERIAL_FOR_"):
+        ParquetBloomReader(tmp_path / name, KeyAccess(kms=vector_kms()))
+    with ParquetBloomReader(tmp_path / name, KeyAccess(kms=vector_kms()),
+                            key_material_file=DATA / name) as r:
+        assert r.footer.mode == ENCRYPTED
