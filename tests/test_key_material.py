@@ -135,6 +135,9 @@ def _with(**fields: object) -> str:
     (_with(masterKeyID=7), "'masterKeyID' must be str"),
     ('{"keyMaterialType":"PKMT1","internalStorage":false}', "'keyReference' is missing"),
     ("x" * (1 << 21), "characters, over"),
+    (_with(masterKeyID=""), "master_key_id must be a non-empty str"),
+    ('{"keyMaterialType":"PKMT1","internalStorage":false,"keyReference":""}', "key_reference"),
+    ('{"keyMaterialType":"PKMT1","n":' + "9" * 5000 + "}", "not valid JSON"),  # int-digit limit: ValueError
 ])
 def test_malformed_key_metadata(text: str, message: str) -> None:
     with pytest.raises(MalformedKeyMaterialError, match=message):
@@ -197,7 +200,7 @@ def test_store_errors(tmp_path: os.PathLike[str]) -> None:
         KeyMaterialStore.load(Path(tmp_path) / "missing.json")
     bad = Path(tmp_path) / "bad.json"
     for text, message in [("{", "not valid JSON"), ('{"footerKey": {}}', "material JSON strings"),
-                          ('{"footerKey": "{}"}', "reference 'footerKey'")]:
+                          ('{"footerKey": "{}"}', "reference 'footerKey'"), ('{"a": ' + "9" * 5000 + "}", "not valid JSON")]:
         bad.write_text(text)
         with pytest.raises(MalformedKeyMaterialError, match=message):
             KeyMaterialStore.load(bad)

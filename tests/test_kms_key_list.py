@@ -151,3 +151,11 @@ def test_explicit_keys_resolve_ids() -> None:
         ExplicitKeys.from_specs(["a=text:0123456789012345", "a=text:0123456789012345"])
     with pytest.raises(MalformedKeyMaterialError, match="5 bytes"):
         ExplicitKeys({"a": b"12345"})
+
+
+def test_undecodable_argv_text_is_malformed_not_a_crash() -> None:
+    """Lone surrogates (undecodable bytes from argv, surrogateescape) in a key or an id."""
+    with pytest.raises(MalformedKeyMaterialError, match="not valid UTF-8"):
+        parse_key_spec("k=text:" + "\udcff" * 16)
+    with pytest.raises(MalformedKeyMaterialError, match="entry 1 is not valid UTF-8"):
+        KeyListKms("id\udcff:" + base64.b64encode(K16).decode())

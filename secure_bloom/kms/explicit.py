@@ -60,7 +60,10 @@ def parse_key_spec(spec: str) -> tuple[str, bytes]:
         except ValueError:
             raise MalformedKeyMaterialError(f"key {key_id!r} is not valid hex") from None
     else:
-        key = value.encode("utf-8")
+        try:
+            key = value.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: undecodable bytes in argv (surrogateescape)
+            raise MalformedKeyMaterialError(f"key {key_id!r} given as text: is not valid UTF-8") from None
     return key_id, _check_length(key_id, key)
 
 

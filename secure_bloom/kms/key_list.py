@@ -46,6 +46,10 @@ def parse_key_list(key_list: str) -> dict[str, bytes]:
                 f"the key of key list entry {number} is {len(key)} bytes; AES keys are 16, 24 or 32 bytes")
         if key_id in keys:
             raise MalformedKeyMaterialError(f"master key id {key_id!r} appears twice in the key list")
+        try:
+            key_id.encode("utf-8")  # the id is the AAD of every wrap under this key
+        except UnicodeEncodeError:
+            raise MalformedKeyMaterialError(f"the master key id of key list entry {number} is not valid UTF-8") from None
         keys[key_id] = key
     if not keys:
         raise MalformedKeyMaterialError("the key list has no entries")

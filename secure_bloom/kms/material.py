@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import MalformedKeyMaterialError
 from ._java_json import java_hashmap_json
@@ -27,6 +28,7 @@ _MAX_JSON_CHARS = 1 << 20
 # new HashMap<>(10) in KeyMaterial.createSerialized, new HashMap<>(3) in KeyMetadata.
 _MATERIAL_MAP_CAPACITY = 10
 _METADATA_MAP_CAPACITY = 3
+T = TypeVar("T")
 
 
 def column_key_reference(n: int) -> str:
@@ -44,7 +46,7 @@ def _load_object(text: str | bytes, what: str) -> dict[str, Any]:
         raise MalformedKeyMaterialError(f"{what} is {len(text)} characters, over {_MAX_JSON_CHARS}")
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, or an int over 4300 digits
         where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
         raise MalformedKeyMaterialError(f"{what} is not valid JSON{where}") from None
     if not isinstance(obj, dict):
@@ -66,6 +68,16 @@ def _field(obj: dict[str, Any], name: str, kind: type, what: str, required: bool
         raise MalformedKeyMaterialError(
             f"{what}: field {name!r} must be {kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def _built(what: str, make: Callable[[], T]) -> T:
+    """``make()``, with the constructor's argument checks (ValueError) reported as malformed input."""
+    try:
+        return make()
+    except MalformedKeyMaterialError:
+        raise
+    except ValueError as e:
+        raise MalformedKeyMaterialError(f"{what}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,7 @@ class KeyMaterial:
         internal = _field(obj, "internalStorage", bool, what, required=False)
         is_footer = _field(obj, "isFooterKey", bool, what)
         double = _field(obj, "doubleWrapping", bool, what)
-        return cls(
+        return _built(what, lambda: cls(
             master_key_id=_field(obj, "masterKeyID", str, what),
             wrapped_dek=_field(obj, "wrappedDEK", str, what),
             is_footer_key=is_footer,
@@ -148,7 +160,7 @@ class KeyMaterial:
             kms_instance_id=_field(obj, "kmsInstanceID", str, what, required=False) if is_footer else None,
             kms_instance_url=_field(obj, "kmsInstanceURL", str, what, required=False) if is_footer else None,
             internal_storage=bool(internal),
-        )
+        ))
 
 
 @dataclass(frozen=True)
@@ -195,4 +207,5 @@ class KeyMetadata:
         internal = _field(obj, "internalStorage", bool, "key metadata")
         if internal:
             return cls(material=KeyMaterial.from_dict(obj))
-        return cls(key_reference=_field(obj, "keyReference", str, "key metadata"))
+        reference = _field(obj, "keyReference", str, "key metadata")
+        return _built("key metadata", lambda: cls(key_reference=reference))

@@ -97,7 +97,7 @@ class KeyMaterialStore:
         what = f"key material file {source}" if source is not None else "key material file"
         try:
             obj = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, an int over 4300 digits
             raise MalformedKeyMaterialError(f"{what} is not valid JSON") from None
         if not isinstance(obj, dict) or not all(isinstance(v, str) for v in obj.values()):
             raise MalformedKeyMaterialError(f"{what} must map key references to material JSON strings")
