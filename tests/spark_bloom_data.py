@@ -200,10 +200,14 @@ def random_key_list(ids: tuple[str, ...] = ("kf", "kc1", "kc2")) -> str:
     return ", ".join(f"{k}:{base64.b64encode(os.urandom(16)).decode()}" for k in ids)
 
 
-def make_policy(kms: Any, **variant: Any) -> EncryptionPolicy:
+def make_policy(kms: Any, columns: tuple[str, ...] | None = None, **variant: Any) -> EncryptionPolicy:
+    """The standard policy, restricted to ``columns`` (parquet-java refuses keys for columns a
+    file does not have)."""
+    keep = set(_TYPES if columns is None else columns)
     return EncryptionPolicy(
-        footer_key="kf", kms=kms, column_keys=COLUMN_KEYS,
-        bloom_filters={c: BloomFilterSpec(ndv=1000, fpp=0.01) for c in _TYPES}, **variant)
+        footer_key="kf", kms=kms, column_keys={c: k for c, k in COLUMN_KEYS.items() if c in keep},
+        bloom_filters={c: BloomFilterSpec(ndv=1000, fpp=0.01) for c in _TYPES if c in keep},
+        **variant)
 
 
 def standard_dataframe(spark: Any) -> Any:
