@@ -73,8 +73,10 @@ def test_concurrent_builds_share_one_jar(tmp_path: Path) -> None:
     cache = tmp_path / "jars"
     code = ("import sys; from pathlib import Path; from secure_bloom.spark.jvm import secure_bloom_jar;"
             "print(secure_bloom_jar(Path(sys.argv[1])))")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    import secure_bloom  # the subprocesses import the very same copy
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(secure_bloom.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
     procs = [subprocess.Popen([sys.executable, "-c", code, str(cache)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
