@@ -1,0 +1,153 @@
+"""Our reader against Spark / parquet-java files, and parquet-java / Spark against our attach output
+(SPEC_NOTES 4-8). Needs Java 17 and pyspark."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parquet_files import (
+    ROWS_PER_GROUP,
+    TESTING_KEY_LIST,
+    read_encrypted,
+    ssn,
+    vector_kms,
+    write_encrypted,
+    write_plain,
+)
+from secure_bloom.kms import KeyListKms
+from secure_bloom.parquet import MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
+from secure_bloom.spark.harness import ColumnProbe, bloom_probe, format_value
+from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
+from secure_bloom.spark.session import applied_policy
+from spark_bloom_data import SparkBloomFiles
+
+pytestmark = pytest.mark.interop
+
+KEYS = KeyAccess(kms=vector_kms())
+READ_CONF = {"parquet.crypto.factory.class": "org.apache.parquet.crypto.keytools.PropertiesDrivenCryptoFactory",
+             "parquet.encryption.kms.client.class": "io.securebloom.KeyListKmsClient",
+             "parquet.encryption.key.list": TESTING_KEY_LIST}
+
+
+# --- our reader on Spark's files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["gcm_footer", "gcm_plaintext_footer", "ctr_footer", "ctr_plaintext_footer"])
+def test_reader_finds_every_spark_value_in_its_row_group(spark_bloom_files: SparkBloomFiles, variant: str) -> None:
+    f = spark_bloom_files.files[variant]
+    keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
+    with ParquetBloomReader(f.path, keys) as r:
+        assert r.footer.mode == ("plaintext_signed" if f.plaintext_footer else "encrypted")
+        assert r.footer.params is not None and r.footer.params.algorithm == f.algorithm
+        if f.plaintext_footer:
+            assert r.footer.signature_verified is True
+        assert r.num_row_groups == 3
+        for col in spark_bloom_files.columns.values():
+            info = r.column(col.path)
+            assert info.encrypted == (col.master_key is not None), col.path
+            for g, values in enumerate(col.row_groups):
+                bf = r.bloom_filter(g, col.path)
+                assert (bf is not None) == col.has_filter, (col.path, g)
+            result = r.probe(col.path, [v for group in col.row_groups for v in group] + list(col.absent))
+            n = len(col.row_groups[0])
+            for g, rg in enumerate(result.row_groups):
+                answers = [a for _, a in rg.values]
+                assert rg.has_bloom_filter == col.has_filter and rg.encrypted == (col.master_key is not None)
+                assert all(a == MAYBE for a in answers[g * n:(g + 1) * n]), (col.path, g)  # no false negative
+                if col.has_filter:
+                    others = answers[:g * n] + answers[(g + 1) * n:]
+                    assert sum(a == MAYBE for a in others) <= len(others) * 0.05, (col.path, g)
+                else:
+                    assert set(answers) == {MAYBE}  # no filter: never "absent"
+
+
+def test_reader_takes_logical_values_for_spark_types(spark_bloom_files: SparkBloomFiles) -> None:
+    """DECIMAL(25,2) as Decimal, DATE as date, TIMESTAMP as datetime: the same hashes Spark wrote."""
+    from spark_bloom_data import decimal_unscaled
+
+    f = spark_bloom_files.files["gcm_footer"]
+    keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
+    with ParquetBloomReader(f.path, keys) as r:
+        assert r.column("dec").type_name == "FIXED_LEN_BYTE_ARRAY(11)/DECIMAL(25,2)"
+        for i in (0, 1, 1234, 2999):
+            g = i // ROWS_PER_GROUP
+            assert g in r.row_groups_maybe_containing("dec", Decimal(decimal_unscaled(i)).scaleb(-2))
+            assert g in r.row_groups_maybe_containing("day", dt.date(2000, 1, 1) + dt.timedelta(days=i))
+            ts = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=i * 1_000_037)
+            assert g in r.row_groups_maybe_containing("ts", ts)
+            assert g in r.row_groups_maybe_containing("nested.x", i * 11)
+
+
+def test_our_bitsets_equal_parquet_javas(spark_bloom_files: SparkBloomFiles) -> None:
+    import hashlib
+
+    f = spark_bloom_files.files["ctr_plaintext_footer"]
+    java = bloom_probe(f.path, [ColumnProbe("s", "string"), ColumnProbe("pub", "int64")], f.hadoop_conf(),
+                       bitset_sha256=True)
+    keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
+    with ParquetBloomReader(f.path, keys) as r:
+        for column in ("s", "pub"):
+            ours = [hashlib.sha256(r.bloom_filter(g, column).bitset).hexdigest()  # type: ignore[union-attr]
+                    for g in range(3)]
+            assert ours == [rg["bitset_sha256"] for rg in java["columns"][column]["row_groups"]]
+
+
+# --- parquet-java and Spark on our attach output --------------------------------------------------
+
+
+def _java_probes() -> list[ColumnProbe]:
+    rows = list(range(0, 3000, 50))
+    amount = [(i).to_bytes(6, "big", signed=True).hex() for i in rows]  # DECIMAL(12,2) unscaled, FLBA(6)
+    return [ColumnProbe("ssn", "string", tuple(ssn(i) for i in rows) + ("nobody",)),
+            ColumnProbe("id", "int64", tuple(rows)),
+            ColumnProbe("amount", "binary-hex", tuple(bytes.fromhex(a) for a in amount))]
+
+
+@pytest.mark.parametrize("plaintext_footer", [False, True])
+def test_parquet_java_reads_filters_we_attached(tmp_path: Path, plaintext_footer: bool) -> None:
+    src = write_encrypted(tmp_path / "src.parquet", plaintext_footer=plaintext_footer)
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn", "id", "amount"], KEYS)
+    result = bloom_probe(dst, _java_probes(), READ_CONF)
+    assert result["encryption"] == ("PLAINTEXT_FOOTER" if plaintext_footer else "ENCRYPTED_FOOTER")
+    for probe in _java_probes():
+        got = result["columns"][probe.column]
+        assert got["encrypted"] == (probe.column != "id")
+        for g, rg in enumerate(got["row_groups"]):
+            assert rg["has_bloom_filter"]
+            for i, value in zip(range(0, 3000, 50), probe.values):
+                if i // ROWS_PER_GROUP == g:
+                    assert rg["found"][format_value(value, probe.value_type)] is True, (probe.column, g, i)
+    assert result["columns"]["ssn"]["row_groups"][0]["found"]["nobody"] is False
+
+
+def test_parquet_java_reads_filters_attached_to_a_plaintext_file(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "plain.parquet")
+    dst = tmp_path / "dst.parquet"
+    attach_bloom_filters(src, dst, ["ssn", "id"])
+    result = bloom_probe(dst, [ColumnProbe("ssn", "string", (ssn(5), ssn(1005))),
+                               ColumnProbe("id", "int64", (5, 2005))])
+    ssn_rgs = result["columns"]["ssn"]["row_groups"]
+    assert ssn_rgs[0]["found"][ssn(5)] and ssn_rgs[1]["found"][ssn(1005)]
+    assert result["columns"]["id"]["row_groups"][2]["found"]["2005"] is True
+
+
+def test_spark_reads_the_attached_file(spark: Any, tmp_path: Path) -> None:
+    src = write_encrypted(tmp_path / "src.parquet")
+    dst_dir = tmp_path / "out"
+    dst_dir.mkdir()
+    attach_bloom_filters(src, dst_dir / "part-0.parquet", ["ssn", "amount", "ts"], KEYS)
+    policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(TESTING_KEY_LIST),
+                              column_keys={"ssn": "kc1", "amount": "kc1", "ts": "kc2"})
+    expected = read_encrypted(src)
+    with applied_policy(spark, policy):
+        df = spark.read.parquet(str(dst_dir))
+        rows = df.where(df.ssn == ssn(1234)).select("id", "amount").collect()
+        count = df.count()
+    assert count == expected.num_rows
+    assert [(r["id"], r["amount"]) for r in rows] == [(1234, Decimal("12.34"))]
