@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
-from secure_bloom.errors import JvmError
+from secure_bloom.errors import JavaNotFoundError, JvmError
 from secure_bloom.spark.harness import (
     ColumnProbe,
     bloom_bench,
@@ -31,7 +31,7 @@ from secure_bloom.spark.harness import (
 )
 from secure_bloom.spark.jvm import run_java, secure_bloom_jar, spark_version
 from secure_bloom.spark.policy import KeyListKmsConfig, TransitKmsConfig
-from secure_bloom.spark.session import applied_policy
+from secure_bloom.spark.session import applied_policy, configure_spark
 from spark_bloom_data import (
     ExpectedColumn,
     SparkBloomFiles,
@@ -93,6 +93,32 @@ def test_run_java_reports_harness_errors() -> None:
     assert proc.returncode == 2
     err = json.loads(proc.stderr.strip().splitlines()[-1])
     assert "unknown option --bogus" in err["error"]
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaNotFoundError, match="java not found.*JAVA_HOME"):
+        run_java("io.securebloom.BloomProbe", ["--hash-only"])
+    with pytest.raises(FileNotFoundError, match="javac not found"):
+        secure_bloom_jar(tmp_path / "jars")
+
+
+def test_configure_spark_sets_class_path_and_non_secret_policy() -> None:
+    from pyspark.sql import SparkSession
+
+    policy = make_policy(KeyListKmsConfig(random_key_list()), ("s",))
+    builder = configure_spark(SparkSession.Builder().config("spark.driver.extraClassPath", "/x.jar"),
+                              policy)
+    options = dict(builder._options)
+    jar = str(secure_bloom_jar())
+    assert options["spark.driver.extraClassPath"] == os.pathsep.join([jar, "/x.jar"])
+    assert options["spark.executor.extraClassPath"] == jar
+    assert options["spark.jars"] == jar
+    assert options["spark.hadoop.parquet.encryption.column.keys"] == "kc2:s"
+    assert options["spark.hadoop.parquet.bloom.filter.enabled#s"] == "true"
+    assert options["spark.hadoop.parquet.encryption.kms.client.class"] == "io.securebloom.KeyListKmsClient"
+    assert not any("key.list" in k or "token" in k for k in options)
 
 
 def test_spark_version_is_what_pyspark_ships() -> None:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Union
+from typing import Literal, Union, cast
 
 from secure_bloom.errors import KeyAccessDeniedError, KeyNotFoundError
 from secure_bloom.kms.key_list import parse_key_list
@@ -194,6 +194,11 @@ class EncryptionPolicy:
         else:
             raise TypeError("kms must be a KeyListKmsConfig or a TransitKmsConfig")
 
+    @property
+    def bloom_filter_specs(self) -> Mapping[str, BloomFilterSpec]:
+        """``bloom_filters`` as normalised by the constructor (column -> spec)."""
+        return cast("Mapping[str, BloomFilterSpec]", self.bloom_filters)
+
     def _column_keys_property(self) -> str:
         by_key: dict[str, list[str]] = {}
         for column, key_id in self.column_keys.items():
@@ -220,7 +225,7 @@ class EncryptionPolicy:
         conf["parquet.encryption.algorithm"] = self.algorithm
         conf["parquet.encryption.double.wrapping"] = str(self.double_wrapping).lower()
         conf["parquet.encryption.data.key.length.bits"] = str(self.data_key_length_bits)
-        for column, spec in self.bloom_filters.items():  # type: ignore[union-attr]
+        for column, spec in self.bloom_filter_specs.items():
             conf[f"parquet.bloom.filter.enabled#{column}"] = "true"
             if spec.ndv is not None:
                 conf[f"parquet.bloom.filter.expected.ndv#{column}"] = str(spec.ndv)

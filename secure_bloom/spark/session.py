@@ -62,7 +62,7 @@ def configure_spark(builder: Any, policy: EncryptionPolicy | None = None) -> Any
 
 
 def _hadoop_conf(spark: SparkSession) -> Any:
-    return spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    return spark.sparkContext._jsc.hadoopConfiguration()
 
 
 def clear_policy(spark: SparkSession) -> None:
@@ -80,7 +80,7 @@ def clear_policy(spark: SparkSession) -> None:
 def _forget_cached_keys(spark: SparkSession) -> None:
     """parquet-java caches KMS clients (per token and KMS instance) and unwrapped keys for ten
     minutes; a new key list under the same default token would otherwise be ignored."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = spark.sparkContext._jvm
     jvm.org.apache.parquet.crypto.keytools.KeyToolkit.removeCacheEntriesForAllTokens()
 
 
