@@ -27,10 +27,15 @@ from thriftpy2.transport import TMemoryBuffer
 
 from .errors import MalformedThriftError
 
-__all__ = ["idl", "parse", "serialize", "IDL_FILENAME"]
+__all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS"]
 
 IDL_FILENAME = "parquet_subset.thrift"
 _MAX_NESTING = 64  # Parquet structures nest at most ~8 deep; anything deeper is hostile.
+#: Collection elements one parse may create, all collections together. Each element costs one
+#: input byte but ~170 bytes of Python objects, so without a budget a 256 MiB footer of empty
+#: structs would need ~40 GiB. Arrow C++ caps each container at 1,000,000 elements; real footers
+#: (10^5 column chunks, ~10 elements each) stay well below this.
+MAX_COLLECTION_ELEMENTS = 1 << 22
 
 T = TypeVar("T")
 
@@ -90,6 +95,13 @@ class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
     def __init__(self, trans: _BoundedBuffer) -> None:
         super().__init__(trans, decode_response=True, strict_decode=True)
         self._bounded = trans
+        self._elements_left = MAX_COLLECTION_ELEMENTS
+
+    def _take_elements(self, size: int) -> None:
+        self._elements_left -= size
+        if self._elements_left < 0:
+            raise MalformedThriftError(
+                f"more than {MAX_COLLECTION_ELEMENTS} collection elements in one structure")
 
     def _read_size(self) -> int:
         size = super()._read_size()
@@ -103,6 +115,7 @@ class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
             raise _Short(f"collection of {size} elements exceeds the {self._bounded.remaining()} bytes left")
         if size and ttype == TType.STOP:
             raise MalformedThriftError("collection with elements of type STOP")
+        self._take_elements(size)
         return ttype, size
 
     def _read_map_begin(self) -> tuple[int, int, int]:
@@ -111,6 +124,7 @@ class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
             raise _Short(f"map of {size} entries exceeds the {self._bounded.remaining()} bytes left")
         if size and (ktype == TType.STOP or vtype == TType.STOP):
             raise MalformedThriftError("map with entries of type STOP")
+        self._take_elements(size)
         return ktype, vtype, size
 
     def _read_struct_begin(self) -> None:

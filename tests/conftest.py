@@ -43,3 +43,21 @@ def dev_key_list_file() -> Any:
     path = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"
     assert path.is_file(), path
     return path
+
+
+# Hypothesis profiles (tests/test_robustness_*.py and the other property suites). CI and a plain
+# `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples.
+def _register_hypothesis_profiles() -> None:
+    import os
+
+    from hypothesis import HealthCheck, settings
+
+    quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=quiet,
+                              print_blob=True)
+    settings.register_profile("fuzz", max_examples=2000, deadline=None, suppress_health_check=quiet,
+                              print_blob=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+_register_hypothesis_profiles()

@@ -1,0 +1,181 @@
+"""Adversarial inputs for the Thrift layer: FileMetaData, ColumnMetaData, FileCryptoMetaData and
+the Bloom filter header, seeded from every real footer in tests/data/parquet-testing (plaintext,
+signed, and decrypted encrypted footers) and mutated the way a fuzzer does.
+
+Invariant: any bytes -> a parsed structure or the library's MalformedThriftError (the header:
+MalformedHeaderError); never another exception, never a hang, never an allocation beyond what the
+bytes given can justify.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from robustness_support import PARQUET_VECTORS, DATA, TESTING_KEYS, allocation_peak, examples, mutated, varint, vector
+
+from secure_bloom import thrift_codec
+from secure_bloom.errors import MalformedHeaderError, MalformedThriftError
+from secure_bloom.header import parse_header, parse_header_plaintext, serialize_header
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.tail import read_tail
+
+M = thrift_codec.idl()
+
+
+def _seeds() -> dict[str, list[bytes]]:
+    """Real Thrift bytes per structure, from every vector (encrypted footers decrypted)."""
+    out: dict[str, list[bytes]] = {"FileMetaData": [], "FileCryptoMetaData": [], "ColumnMetaData": []}
+    keys = KeyAccess(explicit=TESTING_KEYS, aad_prefix=None)
+    for name in PARQUET_VECTORS:
+        with open(DATA / name, "rb") as f:
+            tail = read_tail(f, name)
+        if tail.encrypted_footer:
+            crypto, used = thrift_codec.parse(M.FileCryptoMetaData, tail.footer)
+            out["FileCryptoMetaData"].append(tail.footer[:used])
+        try:
+            with ParquetBloomReader(DATA / name, keys) as reader:
+                out["FileMetaData"].append(reader.footer.metadata_thrift)
+                for rg in reader.footer.metadata.row_groups:
+                    for cc in rg.columns:
+                        if cc.meta_data is not None:
+                            out["ColumnMetaData"].append(thrift_codec.serialize(cc.meta_data))
+        except MalformedThriftError:  # pragma: no cover - every vector opens
+            raise
+    return out
+
+
+SEEDS = _seeds()
+HEADER_SEEDS = [serialize_header(n) for n in (32, 1024, 2048, 1 << 20, 128 << 20)] + [
+    vector("bloom_filter.xxhash.bin")[:16]]
+
+
+def test_seed_corpus_is_real() -> None:
+    assert len(SEEDS["FileMetaData"]) == len(PARQUET_VECTORS)
+    assert len(SEEDS["FileCryptoMetaData"]) >= 4
+    assert len(SEEDS["ColumnMetaData"]) >= 10
+    for name, seeds in SEEDS.items():
+        for seed in seeds:
+            _, used = thrift_codec.parse(getattr(M, name), seed)
+            assert used == len(seed)
+
+
+def _parse_or_malformed(cls_name: str, data: bytes) -> None:
+    try:
+        _, used = thrift_codec.parse(getattr(M, cls_name), data)
+    except MalformedThriftError:
+        return
+    assert 0 < used <= len(data)
+
+
+@pytest.mark.parametrize("cls_name", ["FileMetaData", "FileCryptoMetaData", "ColumnMetaData"])
+@settings(max_examples=examples(150))
+@given(data=st.data())
+def test_mutated_real_structures_raise_only_malformed_thrift(cls_name: str, data: st.DataObject) -> None:
+    seed = data.draw(st.sampled_from(SEEDS[cls_name]), label="seed")
+    blob = data.draw(mutated(seed), label="mutated")
+    _parse_or_malformed(cls_name, blob)
+
+
+@pytest.mark.parametrize("cls_name", ["FileMetaData", "FileCryptoMetaData", "ColumnMetaData", "RowGroup",
+                                      "ColumnChunk", "SchemaElement", "BloomFilterHeader"])
+@settings(max_examples=examples(100))
+@given(blob=st.binary(max_size=512))
+def test_random_bytes_raise_only_malformed_thrift(cls_name: str, blob: bytes) -> None:
+    _parse_or_malformed(cls_name, blob)
+
+
+@pytest.mark.parametrize("cls_name", ["FileMetaData", "ColumnMetaData"])
+@settings(max_examples=examples(100))
+@given(data=st.data())
+def test_cross_structure_confusion(cls_name: str, data: st.DataObject) -> None:
+    """Bytes of one real structure parsed as another (a footer offset pointing at the wrong place)."""
+    other = data.draw(st.sampled_from([s for k, v in SEEDS.items() if k != cls_name for s in v]))
+    start = data.draw(st.integers(0, len(other) - 1))
+    _parse_or_malformed(cls_name, other[start:])
+
+
+@settings(max_examples=examples(200))
+@given(data=st.data())
+def test_mutated_headers_raise_only_header_errors(data: st.DataObject) -> None:
+    seed = data.draw(st.sampled_from(HEADER_SEEDS))
+    blob = data.draw(mutated(seed))
+    for parse in (parse_header, parse_header_plaintext):
+        try:
+            parse(blob)
+        except MalformedHeaderError:
+            pass
+
+
+def test_millions_of_empty_list_elements_are_refused_without_the_memory() -> None:
+    """Regression: each 1-byte element became a ~170-byte Python object, so a 256 MiB plaintext
+    footer of empty SchemaElements needed ~40 GiB (and ~15 min). A per-parse element budget
+    refuses it while reading the list header."""
+    n = thrift_codec.MAX_COLLECTION_ELEMENTS + 1
+    blob = b"\x15\x02" + b"\x19\xfc" + varint(n) + b"\x00" * n + b"\x00"
+    with allocation_peak() as peak:
+        with pytest.raises(MalformedThriftError, match="collection elements"):
+            thrift_codec.parse(M.FileMetaData, blob)
+    assert peak() < 2 * len(blob) + (16 << 20)
+
+
+def test_element_budget_counts_every_collection_of_a_parse() -> None:
+    half = thrift_codec.MAX_COLLECTION_ELEMENTS // 2 + 1
+    # FileMetaData: 5: list<KeyValue> key_value_metadata twice (duplicate field ids are legal Thrift).
+    elements = varint(half) + b"\x00" * half
+    blob = b"\x15\x02" + b"\x49\xfc" + elements + b"\x09\x0a\xfc" + elements + b"\x00"
+    with pytest.raises(MalformedThriftError, match="collection elements"):
+        thrift_codec.parse(M.FileMetaData, blob)
+
+
+@pytest.mark.parametrize("declared", [1 << 20, 0x7FFFFFFF, 1 << 31, 1 << 40, (1 << 63) - 1])
+def test_huge_declared_binary_is_refused_before_allocating(declared: int) -> None:
+    # FileMetaData 6: created_by (string) claiming ``declared`` bytes in a 12-byte buffer.
+    blob = b"\x15\x02" + b"\x48" + varint(declared) + b"abc"
+    with allocation_peak() as peak:
+        with pytest.raises(MalformedThriftError, match="truncated"):
+            thrift_codec.parse(M.FileMetaData, blob)
+    assert peak() < 1 << 20
+
+
+@pytest.mark.parametrize("declared", [1 << 20, 0x7FFFFFFF, 1 << 32])
+def test_huge_declared_list_is_refused_before_allocating(declared: int) -> None:
+    blob = b"\x15\x02" + b"\x19\xfc" + varint(declared) + b"\x00" * 8
+    with allocation_peak() as peak:
+        with pytest.raises(MalformedThriftError):
+            thrift_codec.parse(M.FileMetaData, blob)
+    assert peak() < 1 << 20
+
+
+def test_deep_nesting_is_refused() -> None:
+    # FileMetaData 2: list<SchemaElement> of one element whose unknown field 99 is a struct
+    # nested 10,000 deep.
+    depth = 10_000
+    nested = (b"\x0c\x01" * depth) + b"\x00" * depth
+    blob = b"\x15\x02\x19\x1c" + nested + b"\x00\x00"
+    with pytest.raises(MalformedThriftError):
+        thrift_codec.parse(M.FileMetaData, blob)
+
+
+def test_truncation_at_every_byte_of_every_real_footer() -> None:
+    count = 0
+    for name, seeds in SEEDS.items():
+        for seed in seeds:
+            for cut in range(len(seed)):
+                with pytest.raises(MalformedThriftError):
+                    thrift_codec.parse(getattr(M, name), seed[:cut])
+                count += 1
+    assert count > 5_000
+
+
+def test_header_length_fields() -> None:
+    """numBytes as i32 zigzag varints at the edges; only 32..128 MiB multiples of 32 pass."""
+    for value in (0, 1, 31, 33, -32, (128 << 20) + 32, 0x7FFFFFE0, -(1 << 31)):
+        zig = (value << 1) ^ (value >> 31)
+        blob = b"\x15" + varint(zig & 0xFFFFFFFF) + serialize_header(32)[2:]
+        with pytest.raises(MalformedHeaderError):
+            parse_header(blob)
+    zig = struct.unpack("<I", struct.pack("<i", 1024))[0] << 1
+    assert parse_header(b"\x15" + varint(zig) + serialize_header(32)[2:])[0].num_bytes == 1024
