@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidValueError
-from ..hashing import PhysicalType, plain_bytes
-from ..logical import encode_date, encode_decimal, encode_int96, encode_timestamp
+from ..hashing import PhysicalType, hash_value, plain_bytes
+from ..logical import TimeUnit, encode_date, encode_decimal, encode_int96, encode_timestamp
 from .schema import ColumnInfo
 
 __all__ = ["encode_value", "value_from_text", "display_value", "hash_for_column"]
@@ -49,7 +49,10 @@ _EPOCH_NAIVE = np.datetime64("1970-01-01T00:00:00", "ns")
 
 
 def _fail(column: ColumnInfo, value: Any, why: str) -> InvalidValueError:
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits() has no decimal repr
+        shown = f"<{type(value).__name__} of {value.bit_length()} bits>" if isinstance(value, int) else "<value>"
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return InvalidValueError(f"column {column.path!r} ({column.type_name}): {shown} {why}")
@@ -68,11 +71,14 @@ def _as_bytes(value: Any) -> bytes | None:
 def _datetime64_nanos(value: np.datetime64) -> int:
     if np.isnat(value):
         raise InvalidValueError("NaT is not a timestamp")
-    return int((value.astype("datetime64[ns]") - _EPOCH_NAIVE).astype(np.int64))
+    nanos = value.astype("datetime64[ns]")
+    if nanos.astype(value.dtype) != value:  # numpy wraps silently outside 1677..2262
+        raise InvalidValueError("is outside the nanosecond timestamp range (years 1677..2262)")
+    return int((nanos - _EPOCH_NAIVE).astype(np.int64))
 
 
 def _timestamp(value: Any, column: ColumnInfo) -> int:
-    unit = column.time_unit or "micros"
+    unit: TimeUnit = column.time_unit or "micros"  # type: ignore[assignment]
     if _is_int(value):
         return int(value)
     if isinstance(value, np.datetime64):
@@ -81,7 +87,7 @@ def _timestamp(value: Any, column: ColumnInfo) -> int:
             raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
         return total // _UNIT_NANOS[unit]
     if isinstance(value, (dt.datetime, str)):
-        return encode_timestamp(value, unit, nanos=int(getattr(value, "nanosecond", 0)))  # type: ignore[arg-type]
+        return encode_timestamp(value, unit, nanos=int(getattr(value, "nanosecond", 0)))
     if isinstance(value, dt.date):
         return encode_timestamp(dt.datetime(value.year, value.month, value.day), unit)
     raise InvalidValueError("is not a timestamp (datetime, numpy.datetime64, ISO text or int)")
@@ -116,7 +122,7 @@ def _int96(value: Any) -> bytes:
         base = dt.datetime(1970, 1, 1) + dt.timedelta(days=days)
         return encode_int96(base, nanos=nanos)
     if isinstance(value, (dt.datetime, str)):
-        return encode_int96(value, nanos=int(getattr(value, "nanosecond", 0)))  # type: ignore[arg-type]
+        return encode_int96(value, nanos=int(getattr(value, "nanosecond", 0)))
     raise InvalidValueError("is not an INT96 timestamp (datetime, numpy.datetime64, ISO text or 12 bytes)")
 
 
@@ -130,6 +136,15 @@ def _integer(value: Any, column: ColumnInfo, width: int) -> int:
     if not low <= v <= high:
         raise InvalidValueError(f"is outside {'INT' if signed else 'UINT'}{bits} [{low}, {high}]")
     return v
+
+
+def _narrow(value: Any, dtype: type[np.floating[Any]], name: str) -> Any:
+    """``dtype(value)``, refusing a finite value that would silently become infinite."""
+    with np.errstate(over="ignore"):
+        out = dtype(value)
+    if np.isinf(out) and np.isfinite(float(value)):
+        raise InvalidValueError(f"is too large for {name}")
+    return out
 
 
 def _physical(value: Any, column: ColumnInfo) -> Any:
@@ -160,7 +175,7 @@ def _physical(value: Any, column: ColumnInfo) -> Any:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise InvalidValueError("is not a number")
         if ptype is PhysicalType.FLOAT:
-            return np.float32(value)
+            return _narrow(value, np.float32, "FLOAT (float32)")
         return float(value)
     # BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
     raw = _as_bytes(value)
@@ -173,7 +188,7 @@ def _physical(value: Any, column: ColumnInfo) -> Any:
             raise InvalidValueError("is not a UUID") from None
     if logical == "FLOAT16" and isinstance(value, (int, float, np.integer, np.floating)) \
             and not isinstance(value, (bool, np.bool_)):
-        return np.float16(value).astype("<f2").tobytes()
+        return _narrow(value, np.float16, "FLOAT16").astype("<f2").tobytes()
     if isinstance(value, str):
         return value.encode("utf-8")
     raise InvalidValueError("is not bytes or text")
@@ -196,8 +211,6 @@ def encode_value(value: Any, column: ColumnInfo) -> Any:
 
 def hash_for_column(value: Any, column: ColumnInfo) -> int:
     """XXH64 of ``value`` as ``column`` stores it (the hash its Bloom filter holds)."""
-    from ..hashing import hash_value
-
     return hash_value(encode_value(value, column), column.physical_type, type_length=column.type_length)
 
 
@@ -224,10 +237,16 @@ def _timestamp_text(text: str) -> Any:
         except ValueError:
             raise InvalidValueError("is not an ISO-8601 timestamp") from None
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        try:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
+            raise InvalidValueError("is outside the datetime range once converted to UTC") from None
     if not extra:
         return value
-    return np.datetime64(value, "ns") + np.timedelta64(extra, "ns")
+    nanos = (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1) * 1000 + extra
+    if not -(1 << 63) < nanos < (1 << 63):  # np.datetime64(..., "ns") would wrap silently; -2^63 is NaT
+        raise InvalidValueError("is outside the nanosecond timestamp range (years 1677..2262)")
+    return np.datetime64(nanos, "ns")
 
 
 def _int_text(text: str) -> int:
@@ -262,18 +281,18 @@ def _from_text(text: str, column: ColumnInfo) -> Any:
         return dec
     if logical == "DATE":
         if re.fullmatch(r"-?\d+", text.strip()):
-            return int(text)
+            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
         try:
             return dt.date.fromisoformat(text.strip())
         except ValueError:
             raise InvalidValueError("is not an ISO-8601 date (YYYY-MM-DD)") from None
     if logical == "TIMESTAMP" or ptype is PhysicalType.INT96:
         if ptype is not PhysicalType.INT96 and re.fullmatch(r"-?\d+", text.strip()):
-            return int(text)
+            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
         return _timestamp_text(text)
     if logical == "TIME":
         if re.fullmatch(r"\d+", text.strip()):
-            return int(text)
+            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
         try:
             return dt.time.fromisoformat(text.strip())
         except ValueError:
