@@ -4,6 +4,7 @@ writes, refusals, tampering and splicing detected (SPEC_NOTES 4-7)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import os
@@ -36,9 +37,12 @@ from secure_bloom.errors import (
     UnsupportedParquetFeatureError,
 )
 from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
+from secure_bloom.hashing import PhysicalType, hash_values
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet import attach as attach_module
+from secure_bloom.parquet.arrow_source import leaf_values
 from secure_bloom.parquet.attach import serialize_chunk_filter
+from secure_bloom.parquet.schema import ColumnInfo
 
 KEYS = KeyAccess(kms=vector_kms())
 COLUMNS = ["ssn", "amount", "ts", "id", "day"]
@@ -375,3 +379,44 @@ def test_many_arrow_types_and_nesting(tmp_path: Path) -> None:
         assert 1 in r.row_groups_maybe_containing("person.age", 150)
         assert r.row_groups_maybe_containing("raw", b"") != []
     assert pq.read_table(dst).equals(pq.read_table(src))
+
+
+def test_arrow_units_that_differ_from_the_stored_unit(tmp_path: Path) -> None:
+    """pyarrow stores timestamp[s] / time32[s] as millis and date64 as INT32 days: the filters must
+    hold the stored values."""
+    n = 300
+    base = dt.datetime(2022, 3, 4, 5, 6, 7)
+    table = pa.table({
+        "ts_s": pa.array([base + dt.timedelta(seconds=i) for i in range(n)], pa.timestamp("s")),
+        "t_s": pa.array([dt.time(2, i // 60, i % 60) for i in range(n)], pa.time32("s")),
+        "d64": pa.array([dt.date(2001, 1, 1) + dt.timedelta(days=i) for i in range(n)], pa.date64()),
+    })
+    src = write_plain(tmp_path / "units.parquet", table, row_group_size=100)
+    with ParquetBloomReader(src) as r:
+        assert [c.type_name for c in r.columns] == ["INT64/TIMESTAMP(millis)", "INT32/TIME(millis)", "INT32/DATE"]
+    dst = tmp_path / "out.parquet"
+    attach_bloom_filters(src, dst, ["ts_s", "t_s", "d64"])
+    with ParquetBloomReader(dst) as r:
+        for i in range(0, n, 7):
+            assert i // 100 in r.row_groups_maybe_containing("ts_s", base + dt.timedelta(seconds=i))
+            assert i // 100 in r.row_groups_maybe_containing("ts_s", int((base + dt.timedelta(seconds=i)).replace(
+                tzinfo=dt.timezone.utc).timestamp()) * 1000)
+            assert i // 100 in r.row_groups_maybe_containing("t_s", dt.time(2, i // 60, i % 60))
+            assert i // 100 in r.row_groups_maybe_containing("d64", dt.date(2001, 1, 1) + dt.timedelta(days=i))
+
+
+def test_arrow_arrays_are_hashed_in_the_stored_unit() -> None:
+    """An Arrow array whose unit differs from the column's (a restored Arrow schema) is cast to the
+    stored unit; and the cross-check refuses an array whose buffer hashes disagree with its values."""
+    millis = ColumnInfo(path="t", path_in_schema=("t",), ordinal=0, physical_type=PhysicalType.INT64,
+                        logical_type="TIMESTAMP", time_unit="millis")
+    seconds = pa.array([1, 2, None], pa.timestamp("s"))
+    assert leaf_values(seconds, millis).cast(pa.int64()).to_pylist() == [1000, 2000, None]
+    time_ms = dataclasses.replace(millis, physical_type=PhysicalType.INT32, logical_type="TIME")
+    assert leaf_values(pa.array([3], pa.time32("s")), time_ms).cast(pa.int32()).to_pylist() == [3000]
+    date = dataclasses.replace(millis, physical_type=PhysicalType.INT32, logical_type="DATE", time_unit=None)
+    assert leaf_values(pa.array([dt.date(1970, 1, 3)], pa.date64()), date).type == pa.date32()
+    wrong = hash_values(seconds, PhysicalType.INT64)  # seconds hashed as if they were the stored millis
+    with pytest.raises(AttachError, match="hashes differently"):
+        attach_module._cross_check(seconds, wrong, millis)
+    attach_module._cross_check(seconds, hash_values(leaf_values(seconds, millis), PhysicalType.INT64), millis)

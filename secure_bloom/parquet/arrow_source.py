@@ -94,6 +94,23 @@ def _float16_bytes(values: pa.Array) -> pa.Array:
     return _fixed(np.asarray(halves, dtype="<f2").view(np.uint8).reshape(-1, 2), 2)
 
 
+_ARROW_UNIT = {"millis": "ms", "micros": "us", "nanos": "ns"}
+
+
+def _in_column_unit(values: pa.Array, column: ColumnInfo) -> pa.Array:
+    """pyarrow restores the Arrow type of its schema (timestamp[s], time32[s], date64), which may
+    differ from the unit the file stores: cast back to the stored unit before hashing."""
+    typ = values.type
+    unit = _ARROW_UNIT.get(column.time_unit or "")
+    if pa.types.is_timestamp(typ) and unit and column.physical_type is PhysicalType.INT64 and typ.unit != unit:
+        return values.cast(pa.timestamp(unit, tz=typ.tz))
+    if (pa.types.is_time32(typ) or pa.types.is_time64(typ)) and unit and typ.unit != unit:
+        return values.cast(pa.time32(unit) if unit == "ms" else pa.time64(unit))
+    if pa.types.is_date64(typ):
+        return values.cast(pa.date32())
+    return values
+
+
 def _hashable(values: pa.Array, column: ColumnInfo) -> pa.Array:
     if isinstance(values.type, pa.ExtensionType):
         values = values.storage
@@ -103,7 +120,7 @@ def _hashable(values: pa.Array, column: ColumnInfo) -> pa.Array:
         return _int96_bytes(values)
     if pa.types.is_float16(values.type):
         return _float16_bytes(values)
-    return values
+    return _in_column_unit(values, column)
 
 
 def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnInfo) -> pa.Array:

@@ -40,6 +40,7 @@ from .. import thrift_codec
 from ..encrypted_filter import encrypt_bloom_filter
 from ..errors import (
     AttachError,
+    InvalidValueError,
     MissingKeyError,
     PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
@@ -55,6 +56,7 @@ from .footer import encode_footer
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
 from .schema import ColumnInfo
+from .values import hash_for_column
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
            "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
@@ -64,6 +66,7 @@ DEFAULT_FPP = 0.01
 DEFAULT_MAX_BYTES = 1 << 20
 _COPY_BLOCK = 1 << 20
 _SAMPLE = 64
+_CROSS_CHECK = 16
 
 #: ``progress(stage, done, total)``; stages "filters" (chunks built) and "copy" (bytes written).
 Progress = Callable[[str, int, int], None]
@@ -191,11 +194,27 @@ def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, 
     distinct = int(pc.count_distinct(values, mode="only_valid").as_py()) if ndv is None else int(ndv)
     bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
+    _cross_check(values, hashes, info)
     bf.insert_hashes(hashes)
     step = max(1, hashes.size // _SAMPLE)
     replaced = reader._meta(chunk).bloom_filter_offset is not None
     return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=hashes[::step][:_SAMPLE],
                     replaced=replaced)
+
+
+def _cross_check(values: Any, hashes: np.ndarray, info: ColumnInfo) -> None:
+    """The Arrow (buffer) hashes of the first values must equal the hashes of the same values
+    taken one by one as Python values: a guard against an Arrow type whose stored form differs
+    from what the file holds (units, widths). Values Python cannot represent are skipped."""
+    head = pc.drop_null(values)[:_CROSS_CHECK]
+    for i, value in enumerate(head.to_pylist() if len(head) else []):
+        try:
+            expected = hash_for_column(value, info)
+        except (InvalidValueError, ValueError, TypeError, OverflowError):
+            continue
+        if int(hashes[i]) != expected:
+            raise AttachError(f"column {info.path!r} ({info.type_name}): Arrow type {values.type} hashes "
+                              "differently from the values it holds; refusing to write a wrong filter")
 
 
 def _uses_external_material(reader: ParquetBloomReader) -> bool:
@@ -221,9 +240,10 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
         cc = metadata.row_groups[chunk.row_group].columns[chunk.column.ordinal]
         if cc.encrypted_column_metadata is not None:
             full = reader._meta(chunk)
-            _check_round_trip(full, chunk.meta_thrift or b"",
+            original = chunk.meta_thrift or b""
+            _check_round_trip(full, original,
                               f"the encrypted ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}")
-            meta, _ = thrift_codec.parse(m.ColumnMetaData, chunk.meta_thrift)
+            meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
             meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
             key = reader._key_for(chunk)
             aad = column_metadata_aad(footer.require_file_aad(), chunk.rg_ordinal, chunk.column.ordinal)
@@ -302,12 +322,12 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
     columns = list(columns)
     if not columns:
         raise ValueError("columns must name at least one column")
-    for value in (fpp.values() if isinstance(fpp, Mapping) else [fpp]):
-        if isinstance(value, bool) or not isinstance(value, (float, int)) or not 0.0 < value < 1.0:
-            raise ValueError(f"fpp must be in (0, 1), got {value!r}")
-    for value in (ndv.values() if isinstance(ndv, Mapping) else [ndv]):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"ndv must be a non-negative int, got {value!r}")
+    for p in (fpp.values() if isinstance(fpp, Mapping) else [fpp]):
+        if isinstance(p, bool) or not isinstance(p, (float, int)) or not 0.0 < p < 1.0:
+            raise ValueError(f"fpp must be in (0, 1), got {p!r}")
+    for n in (ndv.values() if isinstance(ndv, Mapping) else [ndv]):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise ValueError(f"ndv must be a non-negative int, got {n!r}")
     tmp_paths: list[Path] = []
     try:
         with ParquetBloomReader(src_path, keys) as reader:

@@ -112,14 +112,14 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     if tail.encrypted_footer:
         crypto, used = thrift_codec.parse(m.FileCryptoMetaData, tail.footer, what="FileCryptoMetaData")
         params = EncryptionParams.from_thrift(crypto.encryption_algorithm)
-        file_aad = resolve_file_aad(params, keys.aad_prefix, where)
-        key = _footer_key(retriever, crypto.key_metadata, where)
+        aad = resolve_file_aad(params, keys.aad_prefix, where)
+        footer_key = _footer_key(retriever, crypto.key_metadata, where)
         detail = "footer (wrong footer key, wrong AAD prefix, or tampered file)"
         metadata, thrift_bytes, _ = decrypt_thrift_module(
-            m.FileMetaData, memoryview(tail.footer)[used:], key, footer_aad(file_aad), ModuleType.FOOTER,
+            m.FileMetaData, memoryview(tail.footer)[used:], footer_key, footer_aad(aad), ModuleType.FOOTER,
             what=detail)
         return Footer(mode=ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes, crypto_metadata=crypto,
-                      params=params, file_aad=file_aad, footer_key=key,
+                      params=params, file_aad=aad, footer_key=footer_key,
                       footer_key_metadata=crypto.key_metadata)
 
     metadata, used = thrift_codec.parse(m.FileMetaData, tail.footer, what="FileMetaData")

@@ -37,7 +37,7 @@ from ..errors import (
     MissingKeyError,
 )
 from ..filter import SplitBlockBloomFilter
-from ..header import MAX_HEADER_BYTES, parse_header, validate_num_bytes
+from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
 from ..modules import ModuleType
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
 from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
@@ -311,8 +311,9 @@ class ParquetBloomReader:
             file_aad = self.footer.require_file_aad()
             aad = column_metadata_aad(file_aad, chunk.rg_ordinal, chunk.column.ordinal)
             what = f"ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}"
-            chunk.meta, chunk.meta_thrift, _ = decrypt_thrift_module(self._thrift().ColumnMetaData, chunk.encrypted_meta,
-                                                     key, aad, ModuleType.COLUMN_META_DATA, what=what)
+            chunk.meta, chunk.meta_thrift, _ = decrypt_thrift_module(
+                self._thrift().ColumnMetaData, chunk.encrypted_meta or b"", key, aad, ModuleType.COLUMN_META_DATA,
+                what=what)
         return chunk.meta
 
     @staticmethod
@@ -362,6 +363,10 @@ class ParquetBloomReader:
 
     def _read_plain(self, chunk: _Chunk, offset: int, length: int | None) -> SplitBlockBloomFilter:
         if length is not None:
+            if length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading (allocating) it
+                raise MalformedBitsetError(
+                    f"{self.path}: bloom_filter_length {length} of row group {chunk.row_group}, column "
+                    f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
             data = self._read_at(offset, length)
             bf, used = SplitBlockBloomFilter.from_bytes(data, return_consumed=True)
             if used != length:
