@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 import traceback
@@ -429,6 +430,61 @@ def _cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return int(report.exit_code)
 
 
+class _RedactingStream:
+    """A text stream that scrubs every write: a delegate (bench, demo) prints with its own
+    argparse and may echo an argument, key material included."""
+
+    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+        self._stream = stream
+        self._redact = redact
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _redacted_std_streams(redact: Redactor) -> Iterator[None]:
+    saved = sys.stdout, sys.stderr
+    sys.stdout = _RedactingStream(saved[0], redact)  # type: ignore[assignment]
+    sys.stderr = _RedactingStream(saved[1], redact)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+class _RedactingFormatter(logging.Formatter):
+    def __init__(self, redact: Redactor) -> None:
+        super().__init__(f"{PROG}: %(levelname)s: %(message)s")
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redact(" ".join(super().format(record).split()))
+
+
+@contextmanager
+def _library_logging(debug: bool, redact: Redactor, err: TextIO) -> Iterator[None]:
+    """Library log records (e.g. KMS retries) reach stderr, redacted, only with --debug; otherwise
+    they would break the one-line error convention."""
+    logger = logging.getLogger("secure_bloom")
+    saved = logger.level, logger.propagate, list(logger.handlers)
+    handler = logging.StreamHandler(err) if debug else logging.NullHandler()
+    handler.setFormatter(_RedactingFormatter(redact))
+    logger.handlers = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG if debug else logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+        logger.handlers = saved[2]
+
+
 def _run_delegated(name: str, argv: list[str]) -> int:
     module_name = _DELEGATED[name]
     try:
@@ -441,7 +497,10 @@ def _run_delegated(name: str, argv: list[str]) -> int:
     entry = getattr(module, "main", None)
     if not callable(entry):
         raise CliError(f"{name}: {module_name} has no main(argv)", EXIT_ERROR)
-    return int(entry(argv) or 0)
+    try:
+        return int(entry(argv) or 0)
+    except SystemExit as e:  # the delegate's own argparse (--help, usage errors)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
 
 
 # --- entry point -----------------------------------------------------------------------------
@@ -463,6 +522,23 @@ def _emit_error(message: str, redact: Redactor, err: TextIO) -> None:
     err.write(f"{PROG}: error: {line}\n")
 
 
+def _dispatch(args_list: list[str], redact: Redactor, out: TextIO) -> int:
+    _, delegated, rest = _split_delegated(args_list)
+    if delegated is not None:
+        with _redacted_std_streams(redact):
+            return _run_delegated(delegated, rest)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as e:  # --help / --version
+        return int(e.code or 0) if isinstance(e.code, int) else EXIT_OK
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(out)
+        return EXIT_USAGE
+    return int(handler(args, out))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -470,19 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args_list
     out, err = sys.stdout, sys.stderr
     try:
-        head, delegated, rest = _split_delegated(args_list)
-        if delegated is not None:
-            return _run_delegated(delegated, rest)
-        parser = build_parser()
-        try:
-            args = parser.parse_args(args_list)
-        except SystemExit as e:  # --help / --version
-            return int(e.code or 0) if isinstance(e.code, int) else EXIT_OK
-        handler = getattr(args, "handler", None)
-        if handler is None:
-            parser.print_help(out)
-            return EXIT_USAGE
-        return int(handler(args, out))
+        with _library_logging(debug, redact, err):
+            return _dispatch(args_list, redact, out)
     except CliError as e:
         if debug:
             err.write(redact("".join(traceback.format_exception(e))))

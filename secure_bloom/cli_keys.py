@@ -96,8 +96,15 @@ def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | 
     if key_list is not None:
         kms = KeyListKms(key_list)
     elif args.kms_url is not None:
-        token_env = args.kms_token_env or ("VAULT_TOKEN", "BAO_TOKEN")
-        kms = OpenBaoTransitKms(args.kms_url, token=None, token_env=token_env, mount=args.kms_mount)
+        token_env = (args.kms_token_env,) if args.kms_token_env else ("VAULT_TOKEN", "BAO_TOKEN")
+        token = next((env[name] for name in token_env if env.get(name)), None)
+        if token is None:
+            raise _usage(f"--kms-url needs a token: set the environment variable {' or '.join(token_env)}"
+                         f"{'' if args.kms_token_env else ' (or name another with --kms-token-env)'}")
+        try:
+            kms = OpenBaoTransitKms(args.kms_url, token=token, mount=args.kms_mount)
+        except ValueError as e:
+            raise _usage(f"--kms-url: {e}") from None
     explicit = ExplicitKeys.from_specs(args.key) if args.key else None
     aad_prefix = args.aad_prefix.encode("utf-8") if args.aad_prefix is not None else None
     return KeyAccess(kms=kms, explicit=explicit, aad_prefix=aad_prefix)

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .parquet.audit_report import format_row_groups
-
 __all__ = ["table", "jsonable", "inspect_table", "probe_json", "probe_table", "probe_summary",
            "attach_summary", "audit_text"]
 
@@ -159,6 +157,8 @@ def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dic
 
 def probe_summary(doc: dict[str, Any]) -> list[str]:
     """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value."""
+    from .parquet.audit_report import format_row_groups  # lazily: keeps --help free of pyarrow
+
     groups = doc["row_groups"]
     n = len(groups)
     texts = list(groups[0]["values"]) if groups else []

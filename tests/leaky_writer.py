@@ -111,3 +111,73 @@ def inject_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str], mod
     out += footer_bytes + struct.pack("<I", len(footer_bytes)) + tail.magic
     with open(dst, "wb") as f:
         f.write(out)
+
+
+# --- source files written by pyarrow (which refuses Bloom filters on encrypted files) -----------
+
+#: Master keys of the files below: the parquet-testing keys (SPEC_NOTES 10).
+MASTER_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
+ROWS = 100
+ROWS_PER_GROUP = 50
+
+
+def key_list() -> str:
+    import base64
+
+    return ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in MASTER_KEYS.items())
+
+
+def table_values() -> dict[str, list[list[Any]]]:
+    """``values[column][row_group]`` of :func:`write_pyarrow_encrypted` files."""
+    cols = {"id": list(range(ROWS)), "ssn": [f"ssn-{i:04d}" for i in range(ROWS)],
+            "email": [f"user{i}@example.com" for i in range(ROWS)], "city": [f"city-{i % 7}" for i in range(ROWS)]}
+    return {name: [v[g:g + ROWS_PER_GROUP] for g in range(0, ROWS, ROWS_PER_GROUP)] for name, v in cols.items()}
+
+
+def write_pyarrow_encrypted(path: str | os.PathLike[str], *, plaintext_footer: bool = False,
+                            uniform: bool = False, kms: Any = None) -> None:
+    """id, ssn (key kc1), email (kc2), city: 100 rows in two row groups, footer key kf; ``id`` and
+    ``city`` stay plaintext unless ``uniform`` (every column under the footer key). ``kms``
+    wraps the keys (default: the key-list KMS of :func:`key_list`)."""
+    import pyarrow as pa
+    import pyarrow.parquet.encryption as pe
+
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+
+    values = table_values()
+    table = pa.table({name: pa.array([v for group in groups for v in group]) for name, groups in values.items()})
+    factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms if kms is not None else KeyListKms(key_list())))
+    if uniform:
+        config = pe.EncryptionConfiguration(footer_key="kf", uniform_encryption=True,
+                                            plaintext_footer=plaintext_footer)
+    else:
+        config = pe.EncryptionConfiguration(footer_key="kf", column_keys={"kc1": ["ssn"], "kc2": ["email"]},
+                                            plaintext_footer=plaintext_footer)
+    props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
+    pq.write_table(table, os.fspath(path), encryption_properties=props, row_group_size=ROWS_PER_GROUP)
+
+
+def rekey_column_metadata(src: str | os.PathLike[str], dst: str | os.PathLike[str], column: str,
+                          keys: KeyAccess, old_key: bytes, new_key: bytes) -> None:
+    """Copy ``src`` with ``column``'s encrypted ColumnMetaData re-encrypted from ``old_key`` to
+    ``new_key`` in every row group (``keys`` open the footer), as a writer that reused another
+    key for the column would have written it."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    with open(src, "rb") as f:
+        tail = read_tail(f, src)
+        f.seek(0)
+        body = f.read(tail.footer_offset)
+    footer = open_footer(tail, keys, keys.retriever(src))
+    for rg_index, rg in enumerate(footer.metadata.row_groups):
+        for ordinal, cc in enumerate(rg.columns):
+            crypto = cc.crypto_metadata
+            if crypto is None or crypto.ENCRYPTION_WITH_COLUMN_KEY is None \
+                    or ".".join(crypto.ENCRYPTION_WITH_COLUMN_KEY.path_in_schema) != column:
+                continue
+            aad = column_metadata_aad(footer.file_aad, rg_index, ordinal)
+            cmd, _, _ = decrypt_thrift_module(thrift_codec.idl().ColumnMetaData, cc.encrypted_column_metadata,
+                                              old_key, aad, ModuleType.COLUMN_META_DATA, what="ColumnMetaData")
+            cc.encrypted_column_metadata = encrypt_thrift_module(cmd, new_key, aad)
+    footer_bytes = encode_footer(footer, footer.metadata)
+    with open(dst, "wb") as f:
+        f.write(body + footer_bytes + struct.pack("<I", len(footer_bytes)) + tail.magic)

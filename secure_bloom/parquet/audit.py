@@ -163,6 +163,9 @@ class _FileAuditor:
             return
         try:
             self.reader.bloom_filter(rg, chunk.column_ordinal)
+        except KeyManagementError as e:  # e.g. a withheld AAD prefix that was not supplied
+            state.cannot(" ".join(str(e).split()), rg)
+            return
         except (AuthenticationError, MalformedInputError):
             if chunk.encryption == "column_key" and self._opens_with_footer_key(chunk, offset, length):
                 state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,

@@ -1,0 +1,360 @@
+"""The compliance audit (secure_bloom.parquet.audit): every violation code on a file built to
+have it, could-not-check never passing, directory expansion, JSON and JUnit reports.
+
+Hostile files are built by tests/leaky_writer.py from pyarrow-encrypted sources (pyarrow refuses
+Bloom filters on encrypted files): a plaintext filter on an encrypted column as arrow-rs writes
+it, a filter under the footer key, a tampered filter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import leaky_writer as lw
+from secure_bloom.encrypted_filter import encrypt_bloom_filter
+from secure_bloom.filter import SplitBlockBloomFilter
+from secure_bloom.hashing import PhysicalType
+from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
+from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.audit import audit, audit_file, match_sensitive
+from secure_bloom.parquet.audit_report import Code, Severity, Status
+from secure_bloom.parquet.discover import expand_paths, is_parquet_name
+from secure_bloom.parquet.filter_storage import (
+    ENCRYPTED,
+    GARBAGE,
+    PLAINTEXT,
+    classify_filter_bytes,
+    describe_with_storage,
+)
+
+DATA = Path(__file__).parent / "data" / "parquet-testing"
+JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
+PLAIN_BLOOM = DATA / "data_index_bloom_encoding_stats.parquet"
+EXPLICIT = KeyAccess(explicit=ExplicitKeys.from_specs(
+    ["kf=text:0123456789012345", "kc1=text:1234567890123450", "kc2=text:1234567890123451"]))
+
+
+@pytest.fixture(scope="module")
+def keys() -> KeyAccess:
+    return KeyAccess(kms=KeyListKms(lw.key_list()))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory, keys: KeyAccess) -> dict[str, Path]:
+    """Sources and their variants; names say what the ssn column's filters are."""
+    d = tmp_path_factory.mktemp("audit")
+    out: dict[str, Path] = {}
+    for name, kwargs in {"enc": {}, "pf": {"plaintext_footer": True}, "uniform": {"uniform": True}}.items():
+        out[name] = d / f"{name}.parquet.encrypted"
+        lw.write_pyarrow_encrypted(out[name], **kwargs)  # type: ignore[arg-type]
+    values = lw.table_values()
+    variants = {
+        "good": ("enc", {"ssn": "column_key", "email": "column_key"}),
+        "leak": ("enc", {"ssn": "plaintext", "email": "column_key"}),
+        "footer_key": ("enc", {"ssn": "footer_key"}),
+        "tampered": ("enc", {"ssn": "tampered"}),
+        "pf_good": ("pf", {"ssn": "column_key"}),
+        "pf_leak": ("pf", {"ssn": "plaintext"}),
+        "uniform_filter": ("uniform", {"ssn": "column_key"}),
+        "city_filter": ("enc", {"city": "plaintext"}),
+    }
+    for name, (src, modes) in variants.items():
+        out[name] = d / f"{name}.parquet.encrypted"
+        lw.inject_filters(out[src], out[name], modes, keys, values=values)
+    return out
+
+
+def codes(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return {(f.leaf, f.code.value) for f in report.findings}
+
+
+# --- the policy ----------------------------------------------------------------------------
+
+
+def test_correct_file_passes(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["good"], ["ssn", "email"], keys=keys)
+    assert report.is_compliant and report.exit_code == 0
+    assert report.findings == ()
+    (result,) = report.files
+    assert [c.status for c in result.columns] == [Status.PASS, Status.PASS]
+    assert [c.filters_checked for c in result.columns] == [2, 2]  # both row groups authenticated
+
+
+def test_parquet_java_file_passes_with_explicit_keys() -> None:
+    report = audit(JAVA_BLOOM, ["double_field", "float_field"], keys=EXPLICIT)
+    assert report.is_compliant, report.to_json()
+    assert [c.filters_checked for c in report.files[0].columns] == [1, 1]
+
+
+def test_plaintext_filter_on_encrypted_column_as_arrow_rs_writes(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["leak"], ["ssn", "email"], keys=keys)
+    assert report.exit_code == 1 and not report.is_compliant
+    (finding,) = report.violations
+    assert finding.code is Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN
+    assert (finding.leaf, finding.row_groups) == ("ssn", (0, 1))
+    assert "plaintext" in finding.message and "row groups 0, 1" in finding.message
+    assert report.files[0].columns[1].status is Status.PASS  # email's filters are fine
+
+
+def test_plaintext_filter_found_without_any_key(files: dict[str, Path]) -> None:
+    """Plaintext footer: the filter's location is visible, so the leak needs no key to prove."""
+    report = audit(files["pf_leak"], ["ssn"], keys=NO_KEYS)
+    assert codes(report) == {("ssn", "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN")}
+    assert report.exit_code == 1
+
+
+def test_encrypted_filter_without_its_key_is_could_not_check(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["pf_good"], ["ssn"], keys=NO_KEYS)
+    assert report.exit_code == 2 and not report.is_compliant and not report.violations
+    column = report.files[0].columns[0]
+    assert column.status is Status.COULD_NOT_CHECK
+    assert "kc1" in column.unchecked[0] and "row groups 0, 1" in column.unchecked[0]
+    assert audit(files["pf_good"], ["ssn"], keys=keys).exit_code == 0
+
+
+def test_sensitive_column_not_encrypted(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["enc"], ["city"], keys=keys)
+    (finding,) = report.violations
+    assert finding.code is Code.SENSITIVE_COLUMN_NOT_ENCRYPTED and finding.row_groups == (0, 1)
+    with_filter = audit(files["city_filter"], ["city"], keys=keys).violations[0]
+    assert with_filter.code is Code.SENSITIVE_COLUMN_NOT_ENCRYPTED
+    assert "plaintext Bloom filter" in with_filter.message
+    # A plaintext Parquet file: every sensitive column is unencrypted.
+    assert codes(audit(PLAIN_BLOOM, ["String"])) == {("String", "SENSITIVE_COLUMN_NOT_ENCRYPTED")}
+
+
+def test_filter_under_footer_key_when_column_declares_its_own(files: dict[str, Path], keys: KeyAccess) -> None:
+    for allow in (False, True):  # a filter no reader of the column key can open: never allowed
+        report = audit(files["footer_key"], ["ssn"], keys=keys, allow_footer_key=allow)
+        (finding,) = report.violations
+        assert finding.code is Code.FILTER_UNDER_FOOTER_KEY
+        assert "kc1" in finding.message
+
+
+def test_column_encrypted_with_footer_key(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["uniform_filter"], ["ssn", "email"], keys=keys)
+    assert codes(report) == {("ssn", "FILTER_UNDER_FOOTER_KEY")}  # email has no filter: fine
+    allowed = audit(files["uniform_filter"], ["ssn"], keys=keys, allow_footer_key=True)
+    assert allowed.is_compliant
+    assert allowed.files[0].columns[0].filters_checked == 2
+
+
+def test_column_key_equal_to_footer_key(tmp_path: Path) -> None:
+    """A writer that gave double_field (key id kc1) the footer key's bytes: its filter
+    authenticates under the footer key, so the column has no key of its own."""
+    kf, kc1 = b"0123456789012345", b"1234567890123450"
+    same = KeyAccess(explicit=ExplicitKeys({"kf": kf, "kc1": kf, "kc2": b"1234567890123451"}))
+    rekeyed = tmp_path / "rekeyed.parquet.encrypted"
+    lw.rekey_column_metadata(DATA / "encrypt_columns_and_footer.parquet.encrypted", rekeyed, "double_field",
+                             EXPLICIT, old_key=kc1, new_key=kf)
+    dst = tmp_path / "same.parquet.encrypted"
+    with ParquetBloomReader(rekeyed, keys=same) as reader:
+        values = {"double_field": [[0.5, 1.5]] * reader.num_row_groups}
+    lw.inject_filters(rekeyed, dst, {"double_field": "column_key"}, same, values=values)
+    report = audit(dst, ["double_field"], keys=same)
+    assert codes(report) == {("double_field", "FILTER_UNDER_FOOTER_KEY")}
+    assert "is the footer key itself" in report.violations[0].message
+    assert audit(dst, ["double_field"], keys=same, allow_footer_key=True).is_compliant
+
+
+def test_tampered_filter_is_unreadable(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["tampered"], ["ssn"], keys=keys)
+    (finding,) = report.violations
+    assert finding.code is Code.FILTER_UNREADABLE and finding.row_groups == (0, 1)
+
+
+def test_filter_bytes_that_are_neither_form_are_unreadable(files: dict[str, Path], keys: KeyAccess,
+                                                           tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.parquet.encrypted"
+    data = bytearray(files["good"].read_bytes())
+    with ParquetBloomReader(files["good"], keys=keys) as reader:
+        chunk = next(c for c in reader.chunks(with_sizes=False) if c.column == "ssn" and c.row_group == 1)
+    data[chunk.bloom_filter_offset:chunk.bloom_filter_offset + 4] = b"\xff\xff\xff\x7f"
+    bad.write_bytes(bytes(data))
+    report = audit(bad, ["ssn"], keys=keys)
+    assert {(f.code, f.row_groups) for f in report.violations} == {(Code.FILTER_UNREADABLE, (1,))}
+
+
+def test_missing_column_is_a_warning(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit(files["good"], ["ssn", "no_such_column"], keys=keys)
+    assert report.is_compliant and report.exit_code == 0
+    (warning,) = report.warnings
+    assert warning.code is Code.SENSITIVE_COLUMN_MISSING and warning.severity is Severity.WARNING
+    assert report.files[0].columns[1].status is Status.MISSING
+
+
+# --- files that cannot be checked ----------------------------------------------------------
+
+
+def test_encrypted_footer_without_keys_is_could_not_check(files: dict[str, Path]) -> None:
+    report = audit(files["leak"], ["ssn"], keys=NO_KEYS)
+    assert report.exit_code == 2 and not report.is_compliant
+    (result,) = report.files
+    assert result.status is Status.COULD_NOT_CHECK and result.error_kind == "MISSING_KEY"
+    assert "footer key" in (result.error or "")
+
+
+def test_wrong_key_is_could_not_check() -> None:
+    wrong = KeyAccess(explicit=ExplicitKeys.from_specs(["kf=text:0123456789012399"]))
+    (result,) = audit(JAVA_BLOOM, ["double_field"], keys=wrong).files
+    assert result.error_kind == "AUTHENTICATION_FAILED"
+
+
+def test_kms_down_is_could_not_check(files: dict[str, Path]) -> None:
+    """A real OpenBao client pointed at a closed port: the footer key cannot be unwrapped."""
+    down = KeyAccess(kms=OpenBaoTransitKms("http://127.0.0.1:9", token="t", retries=0, timeout=(1.0, 1.0)))
+    report = audit(files["good"], ["ssn"], keys=down)
+    assert report.exit_code == 2
+    assert report.files[0].error_kind == "KMS_UNAVAILABLE"
+
+
+def test_not_parquet_missing_path_and_empty_directory(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"not a parquet file at all")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report = audit([junk, tmp_path / "nope.parquet", empty], ["ssn"])
+    assert [r.error_kind for r in report.files] == ["NOT_PARQUET", "FILE_NOT_FOUND", "NO_PARQUET_FILES"]
+    assert report.exit_code == 2 and not report.is_compliant
+
+
+def test_violation_outranks_could_not_check(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:
+    report = audit([files["leak"], tmp_path / "missing.parquet"], ["ssn"], keys=keys)
+    assert report.exit_code == 1
+    assert [r.status for r in report.files] == [Status.VIOLATION, Status.COULD_NOT_CHECK]
+
+
+# --- directories ---------------------------------------------------------------------------
+
+
+def test_directories_expand_to_parquet_files(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    (root / "year=2024" / "month=01").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    shutil.copy(files["good"], root / "a.parquet")
+    shutil.copy(files["leak"], root / "year=2024" / "month=01" / "part-00000-abc-c000.snappy.parquet")
+    shutil.copy(files["good"], root / "year=2024" / "part-00001")
+    shutil.copy(files["good"], root / "year=2024" / "b.parquet.encrypted")
+    shutil.copy(files["leak"], root / ".hidden" / "x.parquet")
+    for skipped in ("_SUCCESS", ".part-00000.crc", "_KEY_MATERIAL_FOR_a.parquet.json", "notes.txt"):
+        (root / skipped).write_text("x")
+    found = [os.path.relpath(p.path, root) for p in expand_paths([root])]
+    assert found == ["a.parquet", "year=2024/b.parquet.encrypted", "year=2024/part-00001",
+                     "year=2024/month=01/part-00000-abc-c000.snappy.parquet"]
+    calls: list[tuple[int, int, str]] = []
+    report = audit(root, ["ssn"], keys=keys, progress=lambda d, t, p: calls.append((d, t, p)))
+    assert [r.status for r in report.files] == [Status.PASS, Status.PASS, Status.PASS, Status.VIOLATION]
+    assert [(d, t) for d, t, _ in calls] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("x.parquet", True), ("x.PARQUET", True), ("x.parquet.encrypted", True), ("part-00000", True),
+    ("part-00000-1.c000.snappy.parquet", True), ("_SUCCESS", False), (".x.parquet", False),
+    ("_KEY_MATERIAL_FOR_x.parquet.json", False), ("part-00000.crc", False), ("x.csv", False),
+])
+def test_is_parquet_name(name: str, expected: bool) -> None:
+    assert is_parquet_name(name) is expected
+
+
+def test_sensitive_names_match_groups_and_case(files: dict[str, Path], keys: KeyAccess) -> None:
+    with ParquetBloomReader(JAVA_BLOOM, keys=EXPLICIT) as reader:
+        columns = reader.columns
+    assert [c.path for c in match_sensitive("DOUBLE_FIELD", columns)] == ["double_field"]
+    assert match_sensitive("double", columns) == ()  # a prefix of a name is not a group
+    from dataclasses import replace
+
+    nested = [replace(columns[0], path="address.street"), replace(columns[1], path="address.zip"),
+              replace(columns[2], path="addressbook")]
+    assert [c.path for c in match_sensitive("address", nested)] == ["address.street", "address.zip"]
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+def test_json_report(files: dict[str, Path], keys: KeyAccess) -> None:
+    report = audit([files["good"], files["leak"]], ["ssn", "email"], keys=keys)
+    doc = json.loads(report.to_json())
+    assert doc["compliant"] is False and doc["exit_code"] == 1
+    assert doc["summary"] == {"files": 2, "compliant": 1, "with_violations": 1, "could_not_check": 0,
+                              "violations": 1, "warnings": 0}
+    (violation,) = doc["violations"]
+    assert violation["code"] == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
+    assert violation["file"] == str(files["leak"]) and violation["row_groups"] == [0, 1]
+    assert [f["status"] for f in doc["files"]] == ["pass", "violation"]
+
+
+def test_junit_xml_one_testcase_per_file_and_column(files: dict[str, Path], keys: KeyAccess,
+                                                    tmp_path: Path) -> None:
+    paths = [files["good"], files["leak"], files["tampered"], tmp_path / "missing.parquet"]
+    report = audit(paths, ["ssn", "email", "nope"], keys=keys)
+    root = ET.fromstring(report.to_junit_xml())
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert len(cases) == 4 * 3 == int(suite.get("tests", "0"))
+    by = {(c.get("classname"), c.get("name")): c for c in cases}
+    leak = by[(str(files["leak"]), "ssn")].find("failure")
+    assert leak is not None and leak.get("type") == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
+    assert by[(str(files["tampered"]), "ssn")].find("failure").get("type") == "FILTER_UNREADABLE"  # type: ignore[union-attr]
+    assert by[(str(files["good"]), "ssn")].find("failure") is None
+    assert by[(str(files["good"]), "nope")].find("skipped") is not None
+    assert by[(str(tmp_path / "missing.parquet"), "ssn")].find("error") is not None
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("2", "3", "3")
+
+
+# --- the framing classifier ----------------------------------------------------------------
+
+
+def _classify(blob: bytes, length: int | None) -> tuple[str, int | None]:
+    st = classify_filter_bytes(blob[:1028], length, len(blob), lambda at, n: blob[at:at + n])
+    return st.form, st.num_bytes
+
+
+def test_classify_filter_bytes() -> None:
+    plain = (DATA / "bloom_filter.xxhash.bin").read_bytes()
+    assert _classify(plain, len(plain)) == (PLAINTEXT, 1024)
+    assert _classify(plain, None) == (PLAINTEXT, 1024)
+    bf = SplitBlockBloomFilter.for_ndv(100)
+    bf.insert(["a", "b"], PhysicalType.BYTE_ARRAY)
+    enc = encrypt_bloom_filter(bf, b"k" * 16, b"aad", 0, 0)
+    assert _classify(enc, len(enc)) == (ENCRYPTED, bf.num_bytes)
+    assert _classify(enc, None) == (ENCRYPTED, bf.num_bytes)
+    assert _classify(enc, len(enc) - 1)[0] == GARBAGE        # length disagrees with the framing
+    assert _classify(enc[:-5], None)[0] == GARBAGE           # truncated bitset module
+    assert _classify(plain[:100], None)[0] == GARBAGE        # bitset runs past the region
+    assert _classify(os.urandom(64), None)[0] == GARBAGE
+    assert _classify(b"", None)[0] == GARBAGE
+
+
+def test_inspect_description_reports_a_leak_instead_of_failing(files: dict[str, Path], keys: KeyAccess) -> None:
+    with ParquetBloomReader(files["leak"], keys=keys) as reader:
+        desc = describe_with_storage(reader)
+    chunks = {(c["row_group"], c["column"]): c for rg in desc["row_groups"] for c in rg["chunks"]}
+    assert chunks[(0, "ssn")]["filter_storage"] == "plaintext"
+    assert chunks[(0, "ssn")]["filter_problem"] == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
+    assert chunks[(0, "email")]["filter_storage"] == "encrypted" and chunks[(0, "email")]["filter_verified"]
+    assert chunks[(0, "id")]["filter_storage"] is None
+
+
+# --- Spark / parquet-java files ------------------------------------------------------------
+
+
+@pytest.mark.interop
+def test_spark_files(spark_bloom_files) -> None:  # type: ignore[no-untyped-def]
+    keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
+    encrypted = ["i32", "i64", "f32", "f64", "nested", "s", "dec", "day", "ts", "cat"]
+    paths = [f.path for f in spark_bloom_files.files.values()]
+    report = audit(paths, encrypted, keys=keys)
+    assert report.is_compliant, report.to_json()
+    checked = {c.column: c.filters_checked for c in report.files[0].columns}
+    assert checked["s"] == 3 and checked["cat"] == 0 and checked["nested"] == 3  # cat: no filters
+    assert codes(audit(paths[0], ["pub"], keys=keys)) == {("pub", "SENSITIVE_COLUMN_NOT_ENCRYPTED")}
+    # Without keys: encrypted footers cannot be checked, plaintext footers not verified: never a pass.
+    no_keys = audit(paths, ["s"], keys=NO_KEYS)
+    assert no_keys.exit_code == 2 and not no_keys.violations

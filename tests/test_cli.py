@@ -1,0 +1,556 @@
+"""The ``secure-bloom`` command line: inspect, probe, attach, audit, delegation, exit codes,
+one-line errors and secret hygiene. Commands run in-process through ``main(argv)`` (capsys) and,
+for exit codes and stderr format, as a real subprocess (``python -m secure_bloom.cli`` and the
+installed console script)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import leaky_writer as lw
+from secure_bloom import __version__, cli
+from secure_bloom.cli import main, parse_column_spec
+from secure_bloom.cli_keys import Redactor
+from secure_bloom.filter import SplitBlockBloomFilter
+from secure_bloom.hashing import PhysicalType
+from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
+
+DATA = Path(__file__).parent / "data" / "parquet-testing"
+JAVA_BLOOM = str(DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted")
+PLAIN_BLOOM = str(DATA / "data_index_bloom_encoding_stats.parquet")
+KEYS = ["--key", "kf=text:0123456789012345", "--key", "kc1=text:1234567890123450",
+        "--key", "kc2=text:1234567890123451"]
+ONE_LINE_ERROR = re.compile(r"\Asecure-bloom: error: [^\n]+\n\Z")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def run_process(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def audit_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess
+
+    d = tmp_path_factory.mktemp("cli")
+    src = d / "src.parquet.encrypted"
+    lw.write_pyarrow_encrypted(src)
+    keys = KeyAccess(kms=KeyListKms(lw.key_list()))
+    out = {"src": src}
+    for name, modes in {"good": {"ssn": "column_key"}, "leak": {"ssn": "plaintext"}}.items():
+        out[name] = d / f"{name}.parquet.encrypted"
+        lw.inject_filters(src, out[name], modes, keys, values=lw.table_values())
+    return out
+
+
+def rebuilt_answer(values: list[Any], ptype: PhysicalType, num_bytes: int, probe: Any) -> str:
+    """Independent oracle: the filter rebuilt from the known column values (byte-identical to the
+    file's, SPEC_NOTES 10) answers for ``probe``."""
+    bf = SplitBlockBloomFilter(num_bytes)
+    bf.insert(values, ptype)
+    return "maybe" if bf.might_contain(probe, ptype) else "absent"
+
+
+# --- help and version ----------------------------------------------------------------------
+
+
+def test_help_explains_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0
+    for text in ("inspect", "probe", "attach", "audit", "bench", "demo", "examples:", "exit codes:"):
+        assert text in out
+    for command in ("inspect", "probe", "attach", "audit"):
+        rc, out, _ = run(capsys, command, "--help")
+        assert rc == 0
+        assert "examples:" in out and f"secure-bloom {command}" in out
+        assert "--key-list" in out and "--kms-url" in out and "--aad-prefix" in out
+    assert "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN" in run(capsys, "audit", "--help")[1]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "--version") == (0, f"secure-bloom {__version__}\n", "")
+
+
+def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys)
+    assert rc == 2 and "usage:" in out
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+
+def test_inspect_parquet_java_file(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(capsys, "inspect", JAVA_BLOOM, *KEYS)
+    assert (rc, err) == (0, "")
+    lines = {line.split()[1]: line.split() for line in out.splitlines()
+             if line.startswith("  0 ") and len(line.split()) > 6}
+    assert lines["double_field"][2:] == ["yes", "encrypted", "(verified)", "column", "key", "kc1", "2048",
+                                         "29667", "2212"]
+    assert lines["int32_field"][2] == "no"
+    assert "2 of 4 column chunks have a Bloom filter" in out
+    assert "footer: encrypted, AES_GCM_V1, footer key 'kf' (available)" in out
+
+
+def test_inspect_json(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "inspect", JAVA_BLOOM, "--json", *KEYS)
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["num_row_groups"] == 1 and doc["footer"]["mode"] == "encrypted"
+    chunks = {c["column"]: c for c in doc["row_groups"][0]["chunks"]}
+    assert {k: chunks["float_field"][k] for k in ("has_bloom_filter", "encrypted", "key_id", "filter_num_bytes",
+                                                   "filter_storage", "filter_verified")} == {
+        "has_bloom_filter": True, "encrypted": True, "key_id": "kc2", "filter_num_bytes": 2048,
+        "filter_storage": "encrypted", "filter_verified": True}
+    assert chunks["name"]["has_bloom_filter"] is False and chunks["name"]["encrypted"] is False
+
+
+def test_inspect_shows_a_leaked_filter(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path]) -> None:
+    rc, out, _ = run(capsys, "inspect", str(audit_files["leak"]), "--key-list", lw.key_list())
+    assert rc == 0
+    assert "PLAINTEXT (leak)" in out
+    assert "row group 1, column 'ssn': PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN" in out
+
+
+# --- probe ---------------------------------------------------------------------------------
+
+
+def test_probe_json_exact_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    present = [i + 0.5 for i in range(2000)]
+    probes = ["0.5", "1999.5", "2000.5", "-7.25"]
+    rc, out, err = run(capsys, "probe", JAVA_BLOOM, "--column", "double_field", *sum(
+        (["--value", v] for v in probes), []), "--json", *KEYS)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {
+        "file": JAVA_BLOOM, "column": "double_field",
+        "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True, "values": {
+            v: rebuilt_answer(present, PhysicalType.DOUBLE, 2048, float(v)) for v in probes}}]}
+    assert json.loads(out)["row_groups"][0]["values"]["0.5"] == "maybe"
+
+
+def test_probe_float_column_and_human_output(capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    rc, out, _ = run(capsys, "probe", JAVA_BLOOM, "--column", "float_field", "--value", "0.25",
+                     "--value", "1000.25", *KEYS)
+    assert rc == 0
+    assert "value 0.25: may be in row group 0; absent from 0 of 1" in out
+    assert "value 1000.25: may be in row group 0; absent from 0 of 1" in out
+    absent = [v for v in ("0.75", "3.5", "-1", "5000.25") if rebuilt_answer(
+        [np.float32(i + 0.25) for i in range(2000)], PhysicalType.FLOAT, 2048, np.float32(v)) == "absent"]
+    assert absent, "at least one probe value must be absent for this test to mean something"
+    _, out, _ = run(capsys, "probe", JAVA_BLOOM, "--column", "float_field", "--value", absent[0], *KEYS)
+    assert f"value {absent[0]}: may be in no row group; absent from 1 of 1" in out
+
+
+def test_probe_plaintext_file_without_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    words = ["Hello", "This is", "a", "test", "How", "are you", "doing ", "today", "the quick", "brown fox",
+             "jumps", "over", "the lazy", "dog"]
+    rc, out, _ = run(capsys, "probe", PLAIN_BLOOM, "--column", "String", "--value", "today",
+                     "--value", "tomorrow", "--json")
+    assert rc == 0
+    values = json.loads(out)["row_groups"][0]["values"]
+    assert values == {"today": "maybe",
+                      "tomorrow": rebuilt_answer(words, PhysicalType.BYTE_ARRAY, 1024, "tomorrow")}
+
+
+def test_probe_row_group_without_filter_answers_maybe(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "probe", JAVA_BLOOM, "--column", "int32_field", "--value", "123456789",
+                     "--json", *KEYS)
+    assert rc == 0
+    assert json.loads(out)["row_groups"] == [
+        {"row_group": 0, "has_bloom_filter": False, "encrypted": False, "values": {"123456789": "maybe"}}]
+
+
+# --- Spark-written files -------------------------------------------------------------------
+
+
+@pytest.mark.interop
+def test_spark_files_with_key_list(capsys: pytest.CaptureFixture[str], spark_bloom_files: Any,
+                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = spark_bloom_files.columns["s"]
+    key_list = spark_bloom_files.key_list
+    for name, f in spark_bloom_files.files.items():
+        present = [expected.row_groups[g][5] for g in range(3)]
+        argv = ["probe", str(f.path), "--column", "s", "--json", "--key-list", key_list,
+                *sum((["--value", v] for v in present), [])]
+        rc, out, err = run(capsys, *argv)
+        assert (rc, err) == (0, ""), name
+        doc = json.loads(out)
+        assert [(g["has_bloom_filter"], g["encrypted"]) for g in doc["row_groups"]] == [(True, True)] * 3
+        for g, value in enumerate(present):
+            assert doc["row_groups"][g]["values"][value] == "maybe", (name, g)
+    # Absent values are mostly absent (fpp 1 %); dates, timestamps and decimals parse from text.
+    gcm = str(spark_bloom_files.files["gcm_footer"].path)
+    absent = [f"absent-{i:05d}" for i in range(40)]
+    rc, out, _ = run(capsys, "probe", gcm, "--column", "s", "--json", "--key-list", key_list,
+                     *sum((["--value", v] for v in absent), []))
+    answers = [a for g in json.loads(out)["row_groups"] for a in g["values"].values()]
+    assert answers.count("absent") >= 0.9 * len(answers)
+    for column, text in (("day", "2000-01-01"), ("ts", "2024-01-01T00:00:00Z"), ("dec", "0.00")):
+        rc, out, _ = run(capsys, "probe", gcm, "--column", column, "--value", text, "--json", "--key-list", key_list)
+        assert rc == 0 and json.loads(out)["row_groups"][0]["values"][text] == "maybe", column
+    # inspect, with the key list from a file and from the environment.
+    key_file = tmp_path / "keys.txt"
+    key_file.write_text(key_list)
+    rc, out, _ = run(capsys, "inspect", gcm, "--json", "--key-list-file", str(key_file))
+    chunks = [c for rg in json.loads(out)["row_groups"] for c in rg["chunks"]]
+    assert {c["column"] for c in chunks if c["filter_verified"]} == {
+        "i32", "i64", "f32", "f64", "nested.x", "s", "dec", "day", "ts", "pub"}
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", key_list)
+    assert run(capsys, "inspect", gcm)[0] == 0
+    monkeypatch.delenv("SECURE_BLOOM_KEY_LIST")
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST_FILE", str(key_file))
+    assert run(capsys, "inspect", gcm)[0] == 0
+
+
+# --- attach --------------------------------------------------------------------------------
+
+
+def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                     tmp_path: Path) -> None:
+    dst = tmp_path / "attached.parquet.encrypted"
+    kl = ["--key-list", lw.key_list()]
+    rc, out, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn:fpp=0.001",
+                       "--column", "email:ndv=10", "--json", *kl)
+    assert (rc, err) == (0, "")
+    filters = json.loads(out)["filters"]
+    assert sorted((f["column"], f["row_group"], f["encrypted"], f["ndv"]) for f in filters) == [
+        ("email", 0, True, 10), ("email", 1, True, 10), ("ssn", 0, True, 50), ("ssn", 1, True, 50)]
+    ssn = {f["row_group"]: f["num_bytes"] for f in filters if f["column"] == "ssn"}
+    email = {f["row_group"]: f["num_bytes"] for f in filters if f["column"] == "email"}
+    assert ssn[0] > email[0]  # fpp 0.001 for 50 values needs more bits than 1 % for 10
+    rc, out, _ = run(capsys, "probe", str(dst), "--column", "ssn", "--value", "ssn-0001", "--value", "ssn-0099",
+                     "--json", *kl)
+    values = [g["values"] for g in json.loads(out)["row_groups"]]
+    assert values[0]["ssn-0001"] == "maybe" and values[1]["ssn-0099"] == "maybe"
+    assert run(capsys, "audit", str(dst), "--sensitive", "ssn,email", *kl)[0] == 0
+    rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", *kl)
+    assert rc == 2 and "already exists (use --overwrite" in err
+    assert run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", "--overwrite", *kl)[0] == 0
+
+
+def test_attach_in_place(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "plain.parquet"
+    path.write_bytes(Path(PLAIN_BLOOM).read_bytes())
+    rc, out, _ = run(capsys, "attach", str(path), str(path), "--column", "String:ndv=14", "--overwrite")
+    assert rc == 0 and "wrote" in out
+    rc, out, _ = run(capsys, "inspect", str(path), "--json")
+    (chunk,) = json.loads(out)["row_groups"][0]["chunks"]
+    assert chunk["filter_num_bytes"] == 32  # 14 values at 1 % -> one block (was 1024 bytes)
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("email", ("email", None, None)),
+    ("a.b.c:ndv=1000", ("a.b.c", 1000, None)),
+    ("ssn:fpp=0.001:ndv=5", ("ssn", 5, 0.001)),
+    ("odd:name", ("odd:name", None, None)),
+])
+def test_parse_column_spec(spec: str, expected: tuple[str, int | None, float | None]) -> None:
+    assert parse_column_spec(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1"])
+def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str) -> None:
+    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--column", spec)
+    assert rc == 2 and ONE_LINE_ERROR.match(err), err
+
+
+# --- audit ---------------------------------------------------------------------------------
+
+
+def test_audit_exit_codes_and_reports(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                      tmp_path: Path) -> None:
+    kl = ["--key-list", lw.key_list()]
+    rc, out, err = run(capsys, "audit", str(audit_files["good"]), "--sensitive", "ssn", *kl)
+    assert (rc, err) == (0, "") and "result: COMPLIANT" in out
+    rc, out, _ = run(capsys, "audit", str(audit_files["leak"]), "--sensitive", "ssn", *kl)
+    assert rc == 1 and "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN" in out and "NOT COMPLIANT" in out
+    rc, out, _ = run(capsys, "audit", str(audit_files["good"]), "--sensitive", "ssn", "--sensitive", "city", *kl)
+    assert rc == 1 and "SENSITIVE_COLUMN_NOT_ENCRYPTED" in out
+    rc, out, _ = run(capsys, "audit", str(audit_files["good"]), "--sensitive", "ssn")  # no keys
+    assert rc == 2 and "COULD NOT CHECK" in out and "INCOMPLETE" in out
+
+    junit = tmp_path / "audit.xml"
+    rc, out, _ = run(capsys, "audit", str(audit_files["good"]), str(audit_files["leak"]), "--sensitive", "ssn,email",
+                     "--json", "--junit-xml", str(junit), *kl)
+    assert rc == 1
+    doc = json.loads(out)
+    assert doc["exit_code"] == 1 and doc["summary"]["violations"] == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "1"
+    (failure,) = suite.iter("failure")
+    assert failure.get("type") == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
+
+
+def test_audit_directory(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path]) -> None:
+    rc, out, err = run(capsys, "audit", str(audit_files["src"].parent), "--sensitive", "ssn", "--json",
+                       "--key-list", lw.key_list())
+    assert rc == 1 and err == ""  # no progress bar: stderr is not a terminal
+    statuses = {Path(f["file"]).name: f["status"] for f in json.loads(out)["files"]}
+    assert statuses == {"good.parquet.encrypted": "pass", "leak.parquet.encrypted": "violation",
+                        "src.parquet.encrypted": "pass"}
+
+
+def test_audit_junit_unwritable_is_error(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    rc, _, err = run(capsys, "audit", str(audit_files["good"]), "--sensitive", "ssn", "--key-list", lw.key_list(),
+                     "--junit-xml", str(tmp_path / "no" / "such" / "dir.xml"))
+    assert rc == 3 and ONE_LINE_ERROR.match(err)
+
+
+# --- errors: one line, right exit code, no traceback ---------------------------------------
+
+
+def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"this is not parquet, it is text" * 3)
+    return [
+        ("missing file", ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1"], 2,
+         "No such file or directory"),
+        ("not parquet", ["inspect", str(junk)], 2, "magic"),
+        ("unknown column", ["probe", JAVA_BLOOM, "--column", "nope", "--value", "1", *KEYS], 2, "no leaf column 'nope'"),
+        ("bad value", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "twelve", *KEYS], 2,
+         "'twelve' is not a number"),
+        ("bad date", ["probe", PLAIN_BLOOM, "--column", "String", "--value", "hex:zz"], 2, "not valid hex"),
+        ("wrong footer key", ["inspect", JAVA_BLOOM, "--key", "kf=text:0123456789012399"], 2, "authentication failed"),
+        ("wrong column key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1",
+                              "--key", "kf=text:0123456789012345", "--key", "kc1=text:0000000000000000"], 2,
+         "authentication failed"),
+        ("missing key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1"], 2, "footer key 'kf'"),
+        ("directory", ["inspect", str(tmp_path)], 2, "is a directory"),
+        ("bad key spec", ["inspect", JAVA_BLOOM, "--key", "kf=text:short"], 2, "16, 24 or 32 bytes"),
+        ("bad key list", ["inspect", JAVA_BLOOM, "--key-list", "kf=notbase64"], 2, "key list entry 1"),
+        ("two key lists", ["inspect", JAVA_BLOOM, "--key-list", "a:b", "--key-list-file", "x"], 2, "not both"),
+        ("unknown option", ["inspect", JAVA_BLOOM, "--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
+        ("missing option", ["probe", JAVA_BLOOM, "--column", "x"], 2, "--value"),
+        ("KMS token not set", ["inspect", JAVA_BLOOM, "--kms-url", "http://127.0.0.1:9", "--kms-token-env",
+                               "SECURE_BLOOM_TEST_UNSET_VARIABLE"], 2, "needs a token"),
+        ("bad fpp", ["attach", PLAIN_BLOOM, str(tmp_path / "o.parquet"), "--column", "String", "--fpp", "7"], 2,
+         "(0, 1)"),
+    ]
+
+
+def test_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for name, argv, code, text in _error_cases(tmp_path):
+        for debug in ([], ["--debug"]):
+            rc, out, err = run(capsys, *argv, *debug)
+            assert rc == code, (name, err)
+            assert out == "", name
+            last = err.splitlines()[-1] + "\n"
+            assert ONE_LINE_ERROR.match(last) and text in last, (name, err)
+            if debug:
+                continue
+            assert ONE_LINE_ERROR.match(err), (name, err)
+            assert "Traceback" not in err, name
+
+
+def test_debug_shows_a_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc, _, err = run(capsys, "--debug", "probe", str(tmp_path / "x.parquet"), "--column", "a", "--value", "1")
+    assert rc == 2 and "Traceback (most recent call last)" in err
+    assert err.splitlines()[-1].startswith("secure-bloom: error: ")
+
+
+def test_subprocess_exit_codes_and_stderr(audit_files: dict[str, Path], tmp_path: Path) -> None:
+    ok = run_process("probe", JAVA_BLOOM, "--column", "double_field", "--value", "0.5", "--json", *KEYS)
+    assert ok.returncode == 0 and ok.stderr == ""
+    assert json.loads(ok.stdout)["row_groups"][0]["values"] == {"0.5": "maybe"}
+    for name, argv, code, text in _error_cases(tmp_path)[:5]:
+        proc = run_process(*argv)
+        assert proc.returncode == code, (name, proc.stderr)
+        assert ONE_LINE_ERROR.match(proc.stderr) and text in proc.stderr, (name, proc.stderr)
+    kl = ["--key-list", lw.key_list()]
+    assert run_process("audit", str(audit_files["good"]), "--sensitive", "ssn", *kl).returncode == 0
+    assert run_process("audit", str(audit_files["leak"]), "--sensitive", "ssn", *kl).returncode == 1
+    assert run_process("audit", str(audit_files["good"]), "--sensitive", "ssn").returncode == 2
+
+
+def test_console_script() -> None:
+    script = Path(sys.executable).parent / "secure-bloom"
+    if not script.exists():
+        pytest.skip("secure-bloom is not installed in this environment (scripts/test installs it)")
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, f"secure-bloom {__version__}\n")
+    proc = subprocess.run([str(script), "inspect", "/nonexistent.parquet"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and ONE_LINE_ERROR.match(proc.stderr)
+
+
+# --- delegation ----------------------------------------------------------------------------
+
+
+def test_missing_delegate_says_so_cleanly(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(cli._DELEGATED, "bench", "secure_bloom._no_such_module_for_this_test")
+    rc, out, err = run(capsys, "bench", "--rows", "10")
+    assert rc == 3 and out == ""
+    assert err == ("secure-bloom: error: bench: not available in this installation "
+                   "(secure_bloom._no_such_module_for_this_test is missing)\n")
+
+
+def test_demo_delegates_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("secure_bloom.demo")
+    rc, out, _ = run(capsys, "demo", "--help")  # the delegate's own argparse answers
+    assert rc == 0 and "usage:" in out
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+def test_progress_bar_only_on_a_terminal(audit_files: dict[str, Path]) -> None:
+    """With stderr on a pseudo-terminal the audit draws a tqdm bar; on a pipe it stays silent."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal has a size
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "secure_bloom.cli", "audit", str(audit_files["src"].parent),
+                                 "--sensitive", "ssn", "--key-list", lw.key_list()],
+                                stdout=subprocess.DEVNULL, stderr=slave, env=dict(os.environ))
+        os.close(slave)
+        chunks = []
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            if not ready:
+                break
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=60) == 1
+    finally:
+        os.close(master)
+    drawn = b"".join(chunks).decode(errors="replace")
+    assert "audit" in drawn and "files" in drawn
+    piped = run_process("audit", str(audit_files["src"].parent), "--sensitive", "ssn", "--key-list", lw.key_list())
+    assert piped.returncode == 1 and piped.stderr == ""
+
+
+# --- secret hygiene ------------------------------------------------------------------------
+
+
+def _forms(raw: bytes) -> set[str]:
+    forms = {raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode(), base64.b64encode(raw).decode().rstrip("="),
+             base64.urlsafe_b64encode(raw).decode().rstrip("="), repr(raw)[2:-1]}
+    try:
+        forms.add(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    return forms
+
+
+def test_key_material_never_printed(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text_canary = secrets.token_hex(8)                 # a 16-character text key
+    list_canary = os.urandom(16)                        # a key-list master key
+    env_canary = os.urandom(16)                         # the key list in the environment
+    token_canary = "hvs." + secrets.token_hex(12)       # a KMS token
+    forbidden = (_forms(text_canary.encode()) | _forms(list_canary) | _forms(env_canary)
+                 | {token_canary, token_canary[4:]})
+    list_entry = f"zz:{base64.b64encode(list_canary).decode()}"
+    canary_keys = ["--key", f"zz=text:{text_canary}", "--key-list", f"{lw.key_list()}, {list_entry}"]
+    wrong_keys = ["--key", f"kf=text:{text_canary}"]
+    src, leak = str(audit_files["src"]), str(audit_files["leak"])
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", f"kz:{base64.b64encode(env_canary).decode()}")
+    monkeypatch.setenv("CANARY_TOKEN", token_canary)
+    invocations = [
+        ["inspect", src, *canary_keys],
+        ["inspect", src, "--json", *canary_keys],
+        ["inspect", JAVA_BLOOM, *wrong_keys],                                     # wrong key
+        ["inspect", JAVA_BLOOM],                                                   # env key list only
+        ["probe", src, "--column", "ssn", "--value", "ssn-0001", *canary_keys],
+        ["probe", src, "--column", "ssn", "--value", "ssn-0001", "--json", *canary_keys],
+        ["probe", src, "--column", "id", "--value", "not-a-number", *canary_keys],  # bad value
+        ["probe", src, "--column", "nope", "--value", "1", *canary_keys],          # unknown column
+        ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1", *canary_keys],
+        ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1", "--key", "kf=text:0123456789012345",
+         "--key", f"kc1=text:{text_canary}"],                                      # wrong column key
+        ["attach", src, str(tmp_path / "a.parquet.encrypted"), "--column", "ssn", *canary_keys],
+        ["attach", JAVA_BLOOM, str(tmp_path / "b.parquet"), "--column", "double_field", *wrong_keys],
+        ["audit", src, leak, "--sensitive", "ssn,email", "--json", *canary_keys],
+        ["audit", src, "--sensitive", "ssn", "--junit-xml", str(tmp_path / "j.xml"), *canary_keys],
+        ["audit", JAVA_BLOOM, "--sensitive", "double_field", *wrong_keys],
+        ["inspect", src, "--kye", f"kf=text:{text_canary}"],                       # misspelt option
+        [f"--key=kf=text:{text_canary}", "inspect"],                              # option before command
+        ["inspect", src, "--key", f"kf=hex:{text_canary}zz"],                     # malformed key spec
+        ["inspect", src, "--key-list", f"kf:{base64.b64encode(list_canary).decode()}:extra"],  # malformed list
+        ["inspect", src, "--key-list", f"{base64.b64encode(list_canary).decode()}"],           # no id
+        ["inspect", src, "--kms-url", "http://127.0.0.1:9", "--kms-token-env", "CANARY_TOKEN"],  # KMS down
+        ["bench", "--key-list", list_entry],
+    ]
+    for argv in invocations:
+        for debug in ([], ["--debug"]):
+            rc = main([*argv, *debug])
+            captured = capsys.readouterr()
+            printed = captured.out + captured.err
+            leaked = [f for f in forbidden if f in printed]
+            assert not leaked, (argv, debug, rc)
+    for path in (tmp_path / "j.xml",):
+        content = path.read_text()
+        assert not [f for f in forbidden if f in content]
+
+
+def test_redactor_covers_every_encoding() -> None:
+    key = bytes(range(16))
+    red = Redactor.from_invocation(["--key-list", f"m:{base64.b64encode(key).decode()}",
+                                    "--key", "a=text:abcdefghijklmnop"], {})
+    for form in _forms(key) | {"abcdefghijklmnop", b"abcdefghijklmnop".hex()}:
+        assert form not in red(f"error: ... {form} ..."), form
+    assert red("column 'ssn' needs key 'kc1'") == "column 'ssn' needs key 'kc1'"
+
+
+# --- a real KMS ----------------------------------------------------------------------------
+
+
+@pytest.mark.kms
+def test_openbao_transit_kms(capsys: pytest.CaptureFixture[str], openbao: OpenBaoServer, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files whose keys OpenBao transit wraps: inspect, probe and audit with --kms-url; a bad token
+    makes the audit "could not check"; the token is never printed."""
+    from secure_bloom.kms import OpenBaoTransitKms
+    from secure_bloom.parquet import KeyAccess
+
+    kms = OpenBaoTransitKms(openbao.url, token=openbao.token)
+    for name in ("kf", "kc1", "kc2"):
+        kms.create_key(name)
+    src, good = tmp_path / "src.parquet.encrypted", tmp_path / "good.parquet.encrypted"
+    lw.write_pyarrow_encrypted(src, kms=kms)
+    lw.inject_filters(src, good, {"ssn": "column_key"}, KeyAccess(kms=kms), values=lw.table_values())
+    monkeypatch.setenv("SB_TEST_BAO_TOKEN", openbao.token)
+    monkeypatch.setenv("SB_TEST_BAD_TOKEN", "hvs.not-a-valid-token-" + secrets.token_hex(8))
+    kms_args = ["--kms-url", openbao.url, "--kms-token-env", "SB_TEST_BAO_TOKEN"]
+    rc, out, err = run(capsys, "probe", str(good), "--column", "ssn", "--value", "ssn-0060", "--json", *kms_args)
+    assert (rc, err) == (0, "")
+    assert [g["values"]["ssn-0060"] for g in json.loads(out)["row_groups"]][1] == "maybe"
+    rc, out, _ = run(capsys, "audit", str(good), "--sensitive", "ssn,city", "--json", *kms_args)
+    assert rc == 1 and {v["code"] for v in json.loads(out)["violations"]} == {"SENSITIVE_COLUMN_NOT_ENCRYPTED"}
+    assert run(capsys, "audit", str(good), "--sensitive", "ssn", *kms_args)[0] == 0
+    rc, out, err = run(capsys, "audit", str(good), "--sensitive", "ssn", "--json", "--kms-url", openbao.url,
+                       "--kms-token-env", "SB_TEST_BAD_TOKEN", "--debug")
+    assert rc == 2 and json.loads(out)["files"][0]["error"]["kind"] == "KEY_ACCESS_DENIED"
+    rc, out, err = run(capsys, "inspect", str(good), *kms_args, "--debug")
+    assert rc == 0
+    for printed in (out, err):
+        assert openbao.token not in printed and os.environ["SB_TEST_BAD_TOKEN"] not in printed
