@@ -365,3 +365,25 @@ def test_reader_on_a_copy_with_external_key_material_needs_the_sidecar(tmp_path:
     with ParquetBloomReader(tmp_path / name, KeyAccess(kms=vector_kms()),
                             key_material_file=DATA / name) as r:
         assert r.footer.mode == ENCRYPTED
+
+
+def test_external_key_material_is_labelled_with_its_master_key_ids() -> None:
+    with ParquetBloomReader(DATA / "external_key_material_java.parquet.encrypted", KeyAccess(kms=vector_kms())) as r:
+        assert {c.path: c.key_id for c in r.columns} == {"integers": "kc1", "strings": "kc2"}
+        assert r.describe()["footer"]["footer_key_id"] == "kf"
+
+
+def test_signed_footer_with_an_unknown_footer_master_key_stays_readable(tmp_path: Path) -> None:
+    """The KMS does not know kf: the plaintext footer opens unverified, plaintext columns probe,
+    encrypted columns still need their own key."""
+    from secure_bloom.kms import KeyListKms
+
+    path = write_encrypted(tmp_path / "signed.parquet", plaintext_footer=True)
+    keys = KeyAccess(kms=KeyListKms({"kc2": TESTING_KEYS["kc2"]}))
+    with ParquetBloomReader(path, keys) as r:
+        assert r.footer.signature_verified is None and r.footer.footer_key is None
+        assert r.row_groups_maybe_containing("id", 1) == [0, 1, 2]  # no filters: maybe everywhere
+        assert r.column("ts").key_id == "kc2" and r.column("ssn").key_id == "kc1"
+        r.bloom_filter(0, "ts")  # kc2 is known
+        with pytest.raises(MissingKeyError, match="'ssn'.*'kc1'"):
+            r.bloom_filter(0, "ssn")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import thrift_codec
-from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError
+from ..errors import KeyManagementError, SecureBloomError, KeyNotFoundError, MalformedThriftError, MissingKeyError
 from ..modules import ModuleType, encrypt_module, footer_aad
 from .crypto_context import (
     SIGNATURE_LENGTH,
@@ -42,9 +42,10 @@ ENCRYPTED = "encrypted"
 KeyRetriever = Callable[[bytes], bytes]
 
 
-def key_id_of(key_metadata: bytes | None) -> str:
+def key_id_of(key_metadata: bytes | None, sidecar: Callable[[], Any] | None = None) -> str:
     """A printable id for messages and ``inspect``: the explicit key id, the master key id of
-    internal key material, or the reference of external material. Never key bytes."""
+    internal key material, or of external material (looked up in ``sidecar()``, a
+    :class:`~secure_bloom.kms.KeyMaterialStore`, else ``external:<reference>``). Never key bytes."""
     if key_metadata is None:
         return "<no key_metadata>"
     from ..kms import KeyMetadata
@@ -58,6 +59,11 @@ def key_id_of(key_metadata: bytes | None) -> str:
             return "<unreadable key metadata>"
         if md.material is not None:
             return md.material.master_key_id
+        if sidecar is not None:
+            try:
+                return str(sidecar().get(md.key_reference).master_key_id)
+            except (SecureBloomError, OSError):
+                pass
         return f"external:{md.key_reference}"
     text = describe_key_id(raw)
     return text[1:-1] if text.startswith("'") and text.endswith("'") else text
@@ -144,8 +150,8 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     if retriever is not None and keys.has_keys:
         try:
             key = _footer_key(retriever, kmd, where)
-        except MissingKeyError:
-            key = None
+        except KeyManagementError:
+            key = None  # plaintext columns stay readable; the signature is reported unverified
     verified: bool | None = None
     if key is not None and file_aad is not None:
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)

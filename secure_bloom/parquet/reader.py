@@ -179,6 +179,8 @@ class ParquetBloomReader:
         try:
             self.tail: FileTail = read_tail(self._file, self.path)  # type: ignore[arg-type]
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
+            self._key_file = key_file
+            self._sidecar: Any = None
             self._retriever = self.keys.retriever(key_file) if self.keys.has_keys else None
             self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
             self._init_columns()
@@ -208,10 +210,21 @@ class ParquetBloomReader:
             first = self._chunks[0][leaf.ordinal] if self._chunks else None
             if first is not None and first.encryption != "plaintext":
                 kmd = first.key_metadata if first.encryption == "column_key" else self.footer.footer_key_metadata
-                leaf = dataclasses.replace(leaf, encrypted=True, key_id=key_id_of(kmd))
+                leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(kmd))
             columns.append(leaf)
         self._columns = tuple(columns)
         self._by_path = {c.path: c for c in columns}
+
+    def _key_label(self, key_metadata: bytes | None) -> str:
+        """Printable key id; external key material is named by its master key from the sidecar."""
+        return key_id_of(key_metadata, self._load_sidecar)
+
+    def _load_sidecar(self) -> Any:
+        if self._sidecar is None:
+            from ..kms import KeyMaterialStore
+
+            self._sidecar = KeyMaterialStore.for_data_file(self._key_file)
+        return self._sidecar
 
     def _chunk_state(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> _Chunk:
         crypto = cc.crypto_metadata
@@ -290,18 +303,18 @@ class ParquetBloomReader:
         if chunk.encryption == "footer_key":
             if self.footer.footer_key is None:
                 raise MissingKeyError(
-                    f"{where} is encrypted with the footer key {key_id_of(self.footer.footer_key_metadata)!r}, "
+                    f"{where} is encrypted with the footer key {self._key_label(self.footer.footer_key_metadata)!r}, "
                     "which is not available")
             return self.footer.footer_key
         kmd = bytes(chunk.key_metadata or b"")
         if kmd in self._column_keys:
             return self._column_keys[kmd]
         if self._retriever is None:
-            raise MissingKeyError(f"{where} needs key {key_id_of(chunk.key_metadata)!r} and no keys were given")
+            raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r} and no keys were given")
         try:
             key = self._retriever(kmd)
         except (MissingKeyError, KeyNotFoundError) as e:
-            raise MissingKeyError(f"{where} needs key {key_id_of(chunk.key_metadata)!r}: {e}") from None
+            raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r}: {e}") from None
         self._column_keys[kmd] = key
         return key
 
@@ -433,7 +446,7 @@ class ParquetBloomReader:
         return ChunkInfo(
             row_group=chunk.row_group, column=chunk.column.path, column_ordinal=chunk.column.ordinal,
             encrypted=chunk.encryption != "plaintext", encryption=chunk.encryption,
-            key_id=None if chunk.encryption == "plaintext" else key_id_of(kmd), key_available=available,
+            key_id=None if chunk.encryption == "plaintext" else self._key_label(kmd), key_available=available,
             has_bloom_filter=has,
             bloom_filter_offset=None if meta is None or meta.bloom_filter_offset is None else int(meta.bloom_filter_offset),
             bloom_filter_length=None if meta is None or meta.bloom_filter_length is None else int(meta.bloom_filter_length),
@@ -501,7 +514,7 @@ class ParquetBloomReader:
                 "mode": footer.mode,
                 "length": len(self.tail.footer),
                 "encryption": footer.params.to_dict() if footer.params is not None else None,
-                "footer_key_id": key_id_of(footer.footer_key_metadata) if footer.mode in (ENCRYPTED, SIGNED) else None,
+                "footer_key_id": self._key_label(footer.footer_key_metadata) if footer.encrypted else None,
                 "footer_key_available": footer.footer_key is not None if footer.encrypted else None,
                 "signature": signature,
             },
