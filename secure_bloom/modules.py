@@ -202,7 +202,7 @@ def _check_length(length: int, available: int | None, module_type: ModuleType | 
             f"{label}: length prefix declares {length} bytes but only {available} follow")
 
 
-def _open(body: bytes, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
+def _open(body: bytes | bytearray, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
     """The one place where the library's InvalidTag becomes ModuleAuthenticationError."""
     try:
         return AESGCM(key).decrypt(body[:NONCE_LENGTH], body[NONCE_LENGTH:], aad)
@@ -230,6 +230,23 @@ def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
     return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
 
 
+_READ_CHUNK = 1 << 24
+
+
+def _read_body(stream: BinaryIO, length: int) -> bytes | bytearray:
+    """Up to ``length`` bytes, in chunks: ``read(n)`` of a file object allocates ``n`` bytes up
+    front, so a prefix claiming 2 GiB must not be read in one call before EOF proves it false."""
+    if length <= _READ_CHUNK:
+        return stream.read(length)
+    body = bytearray()
+    while len(body) < length:
+        part = stream.read(min(_READ_CHUNK, length - len(body)))
+        if not part:
+            break
+        body += part
+    return body
+
+
 def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: ModuleType | None = None,
                 max_plaintext: int | None = None,
                 expected_length: int | None = None) -> tuple[bytes, int]:
@@ -249,7 +266,7 @@ def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: Module
     if expected_length is not None and length != expected_length:
         raise MalformedModuleError(
             f"{label}: length prefix {length}, expected exactly {expected_length}")
-    body = stream.read(length)
+    body = _read_body(stream, length)
     if len(body) < length:
         raise TruncatedModuleError(
             f"{label}: length prefix declares {length} bytes but the file has only {len(body)}")
