@@ -38,12 +38,7 @@ public final class BloomBench {
   private BloomBench() {}
 
   public static void main(String[] args) {
-    try {
-      System.out.println(MiniJson.write(run(args)));
-      System.out.flush();
-    } catch (Throwable t) {
-      Cli.die(t);
-    }
+    Cli.runMain(args, BloomBench::run);
   }
 
   static Map<String, Object> run(String[] args) throws IOException {

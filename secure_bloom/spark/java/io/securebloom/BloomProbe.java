@@ -2,13 +2,11 @@ package io.securebloom;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -77,12 +75,7 @@ public final class BloomProbe {
   }
 
   public static void main(String[] args) {
-    try {
-      System.out.println(MiniJson.write(run(args)));
-      System.out.flush();
-    } catch (Throwable t) {
-      Cli.die(t);
-    }
+    Cli.runMain(args, BloomProbe::run);
   }
 
   static Map<String, Object> run(String[] args) throws Exception {
@@ -383,7 +376,7 @@ public final class BloomProbe {
         if (sha) {
           ByteArrayOutputStream bits = new ByteArrayOutputStream();
           bf.writeTo(bits);
-          rg.put("bitset_sha256", sha256(bits.toByteArray()));
+          rg.put("bitset_sha256", Cli.sha256Hex(bits.toByteArray()));
         }
       }
       Map<String, Object> found = new LinkedHashMap<>();
@@ -403,14 +396,5 @@ public final class BloomProbe {
     }
     col.put("row_groups", rowGroups);
     return col;
-  }
-
-  private static String sha256(byte[] data) throws Exception {
-    byte[] d = MessageDigest.getInstance("SHA-256").digest(data);
-    StringBuilder sb = new StringBuilder();
-    for (byte b : d) {
-      sb.append(String.format(Locale.ROOT, "%02x", b & 0xff));
-    }
-    return sb.toString();
   }
 }

@@ -24,7 +24,31 @@ final class Cli {
     }
   }
 
+  /** A harness body: arguments in, one JSON object out. */
+  interface Body {
+    Map<String, Object> run(String[] args) throws Exception;
+  }
+
   private Cli() {}
+
+  /** Runs {@code body} and prints its result as one JSON line; errors go to {@link #die}. */
+  static void runMain(String[] args, Body body) {
+    try {
+      System.out.println(MiniJson.write(body.run(args)));
+      System.out.flush();
+    } catch (Throwable t) {
+      die(t);
+    }
+  }
+
+  /** Lower-case hex SHA-256 of {@code data}. */
+  static String sha256Hex(byte[] data) throws java.security.NoSuchAlgorithmException {
+    StringBuilder hex = new StringBuilder();
+    for (byte b : java.security.MessageDigest.getInstance("SHA-256").digest(data)) {
+      hex.append(Character.forDigit((b >> 4) & 0xf, 16)).append(Character.forDigit(b & 0xf, 16));
+    }
+    return hex.toString();
+  }
 
   /**
    * Splits {@code args} into (option, value) pairs: "--opt value", a flag from {@code flags} (value

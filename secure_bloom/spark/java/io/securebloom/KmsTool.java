@@ -1,11 +1,9 @@
 package io.securebloom;
 
-import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.crypto.keytools.KmsClient;
@@ -32,12 +30,7 @@ public final class KmsTool {
   private KmsTool() {}
 
   public static void main(String[] args) {
-    try {
-      System.out.println(MiniJson.write(run(args)));
-      System.out.flush();
-    } catch (Throwable t) {
-      Cli.die(t);
-    }
+    Cli.runMain(args, KmsTool::run);
   }
 
   static Map<String, Object> run(String[] args) throws Exception {
@@ -98,11 +91,7 @@ public final class KmsTool {
       }
       byte[] key = client.unwrapKey(wrapped, masterKeyId);
       out.put("key_length", key.length);
-      StringBuilder hex = new StringBuilder();
-      for (byte b : MessageDigest.getInstance("SHA-256").digest(key)) {
-        hex.append(String.format(Locale.ROOT, "%02x", b & 0xff));
-      }
-      out.put("key_sha256", hex.toString());
+      out.put("key_sha256", Cli.sha256Hex(key));
     }
     return out;
   }

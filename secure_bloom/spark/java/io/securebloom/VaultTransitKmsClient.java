@@ -86,10 +86,8 @@ public class VaultTransitKmsClient implements KmsClient {
 
   @Override
   public String wrapKey(byte[] keyBytes, String masterKeyIdentifier) {
-    StringBuilder body = new StringBuilder("{\"plaintext\":");
-    MiniJson.quote(body, Base64.getEncoder().encodeToString(keyBytes));
-    body.append('}');
-    Map<String, Object> data = call("encrypt", masterKeyIdentifier, body.toString());
+    String body = MiniJson.write(Map.of("plaintext", Base64.getEncoder().encodeToString(keyBytes)));
+    Map<String, Object> data = call("encrypt", masterKeyIdentifier, body);
     Object ciphertext = data.get("ciphertext");
     if (!(ciphertext instanceof String)) {
       throw new ParquetCryptoRuntimeException(
@@ -100,10 +98,8 @@ public class VaultTransitKmsClient implements KmsClient {
 
   @Override
   public byte[] unwrapKey(String wrappedKey, String masterKeyIdentifier) {
-    StringBuilder body = new StringBuilder("{\"ciphertext\":");
-    MiniJson.quote(body, wrappedKey);
-    body.append('}');
-    Map<String, Object> data = call("decrypt", masterKeyIdentifier, body.toString());
+    Map<String, Object> data =
+        call("decrypt", masterKeyIdentifier, MiniJson.write(Map.of("ciphertext", wrappedKey)));
     Object plaintext = data.get("plaintext");
     if (!(plaintext instanceof String)) {
       throw new ParquetCryptoRuntimeException(
