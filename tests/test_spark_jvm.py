@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 import zipfile
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xxhash
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
@@ -141,6 +143,11 @@ def test_java_hashes_match_spec_vectors() -> None:
     assert java_hashes("double", [1.5]) == {"1.5": 0x49F7B96B6B5CCAF9}
     assert java_hashes("float", [1.5]) == {"1.5": 0x4F2D82595C483A0D}
     assert java_hashes("binary-hex", [b"hello"]) == {"68656c6c6f": 0x26C7827D889F6DA3}
+    special = java_hashes("double", [float("nan"), float("inf"), -0.0, 0.0])
+    assert set(special) == {"NaN", "Infinity", "-0.0", "0.0"}
+    assert special["-0.0"] != special["0.0"]  # hashed by bit pattern (SPEC_NOTES 2)
+    for text, value in (("NaN", float("nan")), ("Infinity", float("inf")), ("-0.0", -0.0)):
+        assert special[text] == xxhash.xxh64_intdigest(struct.pack("<d", value))
 
 
 def test_key_list_client_wraps_like_parquet_java() -> None:

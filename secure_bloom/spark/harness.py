@@ -14,6 +14,7 @@ Value types are the probe's: int32, int64, float, double, string (UTF-8), binary
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +48,12 @@ def format_value(value: object, value_type: ValueType) -> str:
             raise TypeError(f"{value_type} values must be int, not {type(value).__name__}")
         return str(value)
     if value_type in ("float", "double"):
-        return repr(float(value))  # type: ignore[arg-type]
+        x = float(value)  # type: ignore[arg-type]
+        if math.isnan(x):
+            return "NaN"  # Java's spelling; the canonical NaN (payloads are not preserved)
+        if math.isinf(x):
+            return "Infinity" if x > 0 else "-Infinity"
+        return repr(x)  # shortest round-trip text; a float32 value parses back exactly
     if value_type == "string":
         if not isinstance(value, str):
             raise TypeError(f"string values must be str, not {type(value).__name__}")
