@@ -183,9 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    parents: list[Any] = [keys, common]
+
     def command(name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
-                              parents=[keys, common], formatter_class=_formatter, allow_abbrev=False)
+                              parents=parents, formatter_class=_formatter, allow_abbrev=False)
 
     p = command("inspect", "show row groups, columns and their Bloom filters", _INSPECT_EPILOG)
     p.add_argument("file", metavar="FILE", help="a Parquet file")
@@ -281,8 +283,9 @@ def _progress_enabled(stream: TextIO | None = None) -> bool:
 
 @contextmanager
 def _progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
-    """A ``progress(done, total, *ignored)`` callback drawing a tqdm bar when stderr is a
-    terminal; None otherwise (pipes and CI logs stay clean)."""
+    """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
+    terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
+    under its name."""
     if not _progress_enabled():
         yield None
         return
@@ -290,7 +293,12 @@ def _progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
 
     bar = tqdm(desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
     try:
-        def update(done: int, total: int | None = None, *_: Any) -> None:
+        current = [None]
+
+        def update(done: int, total: int | None = None, stage: Any = None) -> None:
+            if stage is not None and stage != current[0]:
+                current[0] = stage
+                bar.set_description(f"{desc}: {stage}", refresh=False)
             if total is not None and bar.total != total:
                 bar.total = total
             bar.n = done
@@ -394,8 +402,8 @@ def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
         fpp = {path: per_column_fpp.get(path, args.fpp) for path in columns}
-    with _about(args.src), _progress_bar("attach", "B") as bar:
-        progress = None if bar is None else (lambda stage, done, total: bar(done, total))
+    with _about(args.src), _progress_bar("attach", "it") as bar:
+        progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
                                       overwrite=args.overwrite and not in_place, in_place=in_place,
                                       progress=progress)
@@ -413,7 +421,8 @@ def _cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     if not sensitive:
         raise CliError("audit: --sensitive names no column", EXIT_USAGE)
     keys = key_access_from_args(args)
-    with _progress_bar("audit", "files") as progress:
+    with _progress_bar("audit", "files") as bar:
+        progress = None if bar is None else (lambda done, total, path: bar(done, total))
         report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
                        progress=progress)
     if args.junit_xml:
@@ -449,8 +458,8 @@ class _RedactingStream:
 @contextmanager
 def _redacted_std_streams(redact: Redactor) -> Iterator[None]:
     saved = sys.stdout, sys.stderr
-    sys.stdout = _RedactingStream(saved[0], redact)  # type: ignore[assignment]
-    sys.stderr = _RedactingStream(saved[1], redact)  # type: ignore[assignment]
+    sys.stdout = _RedactingStream(saved[0], redact)
+    sys.stderr = _RedactingStream(saved[1], redact)
     try:
         yield
     finally:

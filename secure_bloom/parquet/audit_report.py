@@ -279,7 +279,8 @@ class AuditReport:
                     ET.SubElement(case, "skipped", message=warning)
         for name, value in counts.items():
             suite.set(name, str(value))
-        root = ET.Element("testsuites", name="secure-bloom", **{k: v for k, v in suite.attrib.items() if k != "name"})
+        totals = {k: v for k, v in suite.attrib.items() if k != "name"}
+        root = ET.Element("testsuites", {"name": "secure-bloom", **totals})
         root.append(suite)
         ET.indent(root)
         return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
