@@ -16,8 +16,16 @@ of two in [32 bytes, 128 MiB].
 
 Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) and numpy
 (:meth:`insert_hashes`, :meth:`check_hashes`). The numpy insert never uses plain fancy-index
-``|=`` (it drops repeated indices): it scatters into an unpacked bit array for large batches on
-filters up to 16 MiB, and uses ``np.bitwise_or.at`` otherwise.
+``|=`` alone (it drops repeated indices). It picks one of two strategies (:func:`insert_strategy`):
+
+* ``"scatter"`` - big batches on filters up to 128 KiB: set bytes of an unpacked bit array, one
+  word lane at a time (each lane's bits stay cache-sized), then pack it back;
+* ``"blocks"`` - everything else: in cache-sized chunks, gather each value's 32-byte block, OR its
+  eight masks in, write the blocks back, then re-check; values whose block another value of the
+  chunk overwrote go round again (a few rounds at most for real hashes), and whatever is left
+  after ``_BLOCK_ROUNDS`` rounds goes through ``np.bitwise_or.at``.
+
+The check gathers each value's block with one ``np.take`` and compares the eight masks at once.
 """
 
 from __future__ import annotations
@@ -39,15 +47,18 @@ from .header import (
     validate_num_bytes,
 )
 
-__all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes"]
+__all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes",
+           "insert_strategy"]
 
 #: BloomFilter.md "Technical Approach": the eight odd salt constants.
 SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 _SALT = np.array(SALT, dtype=np.uint32)
-_WORD_OFFSETS = np.arange(8, dtype=np.uint32) * np.uint32(32)
 _BITS_PER_BLOCK = 256
-_CHUNK = 1 << 20            # values per numpy batch: bounds temporaries to ~64 MB
-_SCATTER_MAX_BYTES = 16 << 20
+_CHUNK = 1 << 14            # values per numpy step: keeps every temporary in the CPU cache
+_SCATTER_MAX_BYTES = 128 << 10  # the unpacked bits (8x the filter) must stay cache-sized
+_BLOCK_CHUNK = 8192         # values per round of the "blocks" strategy (also <= blocks / 4)
+_BLOCK_ROUNDS = 8           # then np.bitwise_or.at for values still colliding (hostile hashes)
+_BLOCK = np.dtype((np.void, 32))
 DEFAULT_FPP = 0.01
 DEFAULT_MAX_BYTES = MAX_BITSET_BYTES
 
@@ -83,6 +94,14 @@ def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
+
+
+def insert_strategy(num_bytes: int, count: int) -> str:
+    """Which numpy insert :meth:`SplitBlockBloomFilter.insert_hashes` uses for ``count`` hashes
+    into a filter of ``num_bytes``: ``"scatter"`` or ``"blocks"`` (module docstring)."""
+    if num_bytes <= _SCATTER_MAX_BYTES and count * 8 >= num_bytes // 4:
+        return "scatter"
+    return "blocks"
 
 
 def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
@@ -235,19 +254,54 @@ class SplitBlockBloomFilter:
         h = _check_hash_array(hashes)
         if h.size == 0:
             return
-        use_scatter = self.num_bytes <= _SCATTER_MAX_BYTES and h.size * 8 >= self.num_bytes // 4
-        if use_scatter:
-            bits = np.unpackbits(self._words.view(np.uint8), bitorder="little")
+        if insert_strategy(self.num_bytes, h.size) == "scatter":
+            self._insert_scatter(h)
+        else:
+            self._insert_blocks(h)
+
+    def _insert_scatter(self, h: npt.NDArray[np.uint64]) -> None:
+        """Bit i of word w of block b is byte ``b * 32 + bit`` of lane w's unpacked bits."""
+        z = self.num_blocks
+        lanes = np.ascontiguousarray(self._words.reshape(z, 8).T)            # (8, z)
+        bits = np.unpackbits(lanes.view(np.uint8), axis=1, bitorder="little")  # (8, 32 z)
+        salts = [np.uint32(s) for s in SALT]
         for start in range(0, h.size, _CHUNK):
-            block, bit = self._positions(h[start:start + _CHUNK])
-            if use_scatter:
-                base = block.astype(np.intp) * _BITS_PER_BLOCK
-                bits[(base[:, None] + (_WORD_OFFSETS + bit)).ravel()] = 1
+            chunk = h[start:start + _CHUNK]
+            block = ((chunk >> np.uint64(32)) * np.uint64(z)) >> np.uint64(32)
+            base = block.astype(np.intp) * 32
+            key = chunk.astype(np.uint32)
+            bit = np.empty_like(key)
+            idx = np.empty_like(base)
+            for i in range(8):
+                np.multiply(key, salts[i], out=bit)
+                np.right_shift(bit, np.uint32(27), out=bit)
+                np.add(base, bit, out=idx, casting="unsafe")
+                bits[i][idx] = 1
+        packed = np.packbits(bits, axis=1, bitorder="little").view("<u4")    # (8, z)
+        self._words.reshape(z, 8)[:] = packed.T
+
+    def _insert_blocks(self, h: npt.NDArray[np.uint64]) -> None:
+        """Gather blocks, OR the masks in, scatter back, re-check; see the module docstring."""
+        blocks = self._words.reshape(-1, 8)
+        as_void = self._words.view(_BLOCK)
+        step = max(1, min(_BLOCK_CHUNK, self.num_blocks // 4))
+        for start in range(0, h.size, step):
+            block, bit = self._positions(h[start:start + step])
+            idx = block.astype(np.intp)
+            masks = np.left_shift(np.uint32(1), bit)
+            for _ in range(_BLOCK_ROUNDS):
+                cur = np.take(blocks, idx, axis=0)
+                np.bitwise_or(cur, masks, out=cur)
+                as_void[idx] = cur.view(_BLOCK).reshape(-1)  # a repeated block: last write wins
+                np.take(blocks, idx, axis=0, out=cur)
+                np.bitwise_and(cur, masks, out=cur)
+                lost = (cur != masks).view(np.uint64).reshape(-1) != 0
+                if not lost.any():
+                    break
+                idx, masks = idx[lost], masks[lost]
             else:
-                slots = (block.astype(np.intp) * 8)[:, None] + np.arange(8, dtype=np.intp)
-                np.bitwise_or.at(self._words, slots.ravel(), (np.uint32(1) << bit).ravel())
-        if use_scatter:
-            self._words = np.packbits(bits, bitorder="little").view("<u4")
+                slots = (idx * 8)[:, None] + np.arange(8, dtype=np.intp)
+                np.bitwise_or.at(self._words, slots.ravel(), masks.ravel())
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent)."""
@@ -256,8 +310,11 @@ class SplitBlockBloomFilter:
         blocks = self._words.reshape(-1, 8)
         for start in range(0, h.size, _CHUNK):
             block, bit = self._positions(h[start:start + _CHUNK])
-            masks = np.uint32(1) << bit
-            out[start:start + _CHUNK] = ((blocks[block.astype(np.intp)] & masks) == masks).all(axis=1)
+            got = np.take(blocks, block.astype(np.intp), axis=0)
+            np.invert(got, out=got)
+            np.bitwise_and(got, np.left_shift(np.uint32(1), bit), out=got)   # the bits not set
+            missing = np.bitwise_or.reduce(got.view(np.uint64), axis=1)
+            np.equal(missing, 0, out=out[start:start + _CHUNK])
         return out
 
     # ---------------------------------------------------------------- value level

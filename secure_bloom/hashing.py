@@ -26,7 +26,7 @@ import numpy.typing as npt
 import xxhash
 
 from .errors import InvalidValueError
-from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+from .xxh64_numpy import xxh64_rows, xxh64_short, xxh64_u32, xxh64_u64
 
 __all__ = ["PhysicalType", "plain_bytes", "hash_value", "hash_values", "hash_binary_arrays"]
 
@@ -131,7 +131,8 @@ def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_leng
 def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """XXH64 of variable-length values given Arrow-style ``offsets`` (n+1) into ``data``.
 
-    Values are grouped by length and each group is hashed as an ``(count, length)`` matrix.
+    Values under 32 bytes go through :func:`xxh64_short` in one pass; longer ones are grouped by
+    length and each group is hashed as a ``(count, length)`` matrix.
     """
     offsets = np.asarray(offsets, dtype=np.int64)
     n = offsets.shape[0] - 1
@@ -140,16 +141,18 @@ def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[
         return out
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
-    order = np.argsort(lengths, kind="stable")
-    sorted_lengths = lengths[order]
-    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
-    for group in np.split(order, bounds):
+    long_rows = np.flatnonzero(lengths >= 32)
+    if long_rows.size == 0:
+        return xxh64_short(data, starts, lengths)
+    short_rows = np.flatnonzero(lengths < 32)
+    if short_rows.size:
+        out[short_rows] = xxh64_short(data, starts[short_rows], lengths[short_rows])
+    long_lengths = lengths[long_rows]
+    order = np.argsort(long_lengths, kind="stable")
+    bounds = np.flatnonzero(np.diff(long_lengths[order])) + 1
+    for group in np.split(long_rows[order], bounds):
         length = int(lengths[group[0]])
-        if length == 0:
-            mat = np.empty((group.shape[0], 0), dtype=np.uint8)
-        else:
-            mat = data[starts[group, None] + np.arange(length)]
-        out[group] = xxh64_rows(mat)
+        out[group] = xxh64_rows(data[starts[group, None] + np.arange(length)])
     return out
 
 

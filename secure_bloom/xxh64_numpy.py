@@ -10,7 +10,8 @@ arrays with numpy's wrap-around arithmetic:
 * a final avalanche.
 
 :func:`xxh64_rows` hashes each row of an ``(n, L)`` uint8 matrix; :func:`xxh64_u32` and
-:func:`xxh64_u64` are the 4- and 8-byte special cases used for INT32/FLOAT and INT64/DOUBLE.
+:func:`xxh64_u64` are the 4- and 8-byte special cases used for INT32/FLOAT and INT64/DOUBLE;
+:func:`xxh64_short` hashes variable-length inputs under 32 bytes without grouping them by length.
 The scalar ``xxhash`` package is the reference; a property test holds them together bit for bit.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["xxh64_u32", "xxh64_u64", "xxh64_rows"]
+__all__ = ["xxh64_u32", "xxh64_u64", "xxh64_rows", "xxh64_short"]
 
 U64 = np.uint64
 P1 = U64(0x9E3779B185EBCA87)
@@ -53,22 +54,160 @@ def _start(n: int, length: int) -> ArrayU64:
     return np.full(n, (int(P5) + length) & _MASK, dtype=np.uint64)
 
 
+# In-place helpers for the fixed-width kernels: they work on cache-sized chunks with no temporaries
+# but one scratch array, which is several times faster than whole-array expressions.
+_CHUNK = 1 << 14
+
+
+def _rotl_inplace(h: ArrayU64, r: int, scratch: ArrayU64) -> None:
+    np.left_shift(h, U64(r), out=scratch)
+    np.right_shift(h, U64(64 - r), out=h)
+    np.bitwise_or(h, scratch, out=h)
+
+
+def _avalanche_inplace(h: ArrayU64, scratch: ArrayU64) -> None:
+    for shift, prime in ((33, P2), (29, P3)):
+        np.right_shift(h, U64(shift), out=scratch)
+        np.bitwise_xor(h, scratch, out=h)
+        np.multiply(h, prime, out=h)
+    np.right_shift(h, U64(32), out=scratch)
+    np.bitwise_xor(h, scratch, out=h)
+
+
 def xxh64_u64(lanes: npt.NDArray[np.uint64]) -> ArrayU64:
     """XXH64 of each 8-byte little-endian value (the uint64 view of INT64 / DOUBLE plain bytes)."""
     lanes = np.ascontiguousarray(lanes, dtype=np.uint64)
-    h = _start(lanes.shape[0], 8)
-    h ^= _round(np.zeros_like(lanes), lanes)
-    h = _rotl(h, 27) * P1 + P4
-    return _avalanche(h)
+    out = np.empty(lanes.shape[0], dtype=np.uint64)
+    scratch = np.empty(min(lanes.shape[0], _CHUNK), dtype=np.uint64)
+    start = U64((int(P5) + 8) & _MASK)
+    for i in range(0, lanes.shape[0], _CHUNK):
+        h = out[i:i + _CHUNK]
+        t = scratch[:h.shape[0]]
+        np.multiply(lanes[i:i + _CHUNK], P2, out=h)   # round(0, lane) = rotl(lane * P2, 31) * P1
+        _rotl_inplace(h, 31, t)
+        np.multiply(h, P1, out=h)
+        np.bitwise_xor(h, start, out=h)                # h = (P5 + 8) ^ round
+        _rotl_inplace(h, 27, t)
+        np.multiply(h, P1, out=h)
+        np.add(h, P4, out=h)
+        _avalanche_inplace(h, t)
+    return out
 
 
 def xxh64_u32(lanes: npt.NDArray[np.uint32]) -> ArrayU64:
     """XXH64 of each 4-byte little-endian value (the uint32 view of INT32 / FLOAT plain bytes)."""
-    wide = np.asarray(lanes, dtype=np.uint32).astype(np.uint64)
-    h = _start(wide.shape[0], 4)
-    h ^= wide * P1
-    h = _rotl(h, 23) * P2 + P3
-    return _avalanche(h)
+    lanes = np.ascontiguousarray(lanes, dtype=np.uint32)
+    out = np.empty(lanes.shape[0], dtype=np.uint64)
+    scratch = np.empty(min(lanes.shape[0], _CHUNK), dtype=np.uint64)
+    start = U64((int(P5) + 4) & _MASK)
+    for i in range(0, lanes.shape[0], _CHUNK):
+        h = out[i:i + _CHUNK]
+        t = scratch[:h.shape[0]]
+        np.copyto(h, lanes[i:i + _CHUNK])
+        np.multiply(h, P1, out=h)
+        np.bitwise_xor(h, start, out=h)
+        _rotl_inplace(h, 23, t)
+        np.multiply(h, P2, out=h)
+        np.add(h, P3, out=h)
+        _avalanche_inplace(h, t)
+    return out
+
+
+_WINDOW = np.dtype((np.void, 32))
+
+
+def _windows(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], out: npt.NDArray[np.uint64]) -> None:
+    """Copy the 32 bytes from each start into the rows of ``out`` (m, 4), zero past the data's end.
+
+    One fixed-size gather per row (an unaligned 32-byte "void" view of ``data``); only rows within
+    32 bytes of the end go through a small zero-padded copy of the tail.
+    """
+    size = data.shape[0]
+    rows = out.view(_WINDOW).reshape(-1)
+    limit = size - 32
+    if limit >= 0:
+        view = np.ndarray((limit + 1,), dtype=_WINDOW, buffer=data, strides=(1,))
+        if starts.shape[0] == 0 or starts.max() <= limit:
+            rows[:] = view[starts]
+            return
+        main = starts <= limit
+        rows[main] = view[starts[main]]
+    tail_base = max(limit, 0)
+    tail = np.zeros(size - tail_base + 32, dtype=np.uint8)
+    tail[:size - tail_base] = data[tail_base:]
+    tail_view = np.ndarray((tail.shape[0] - 31,), dtype=_WINDOW, buffer=tail, strides=(1,))
+    rest = starts > limit
+    rows[rest] = tail_view[starts[rest] - tail_base]
+
+
+def xxh64_short(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
+                lengths: npt.NDArray[np.int64]) -> ArrayU64:
+    """XXH64 of variable-length inputs shorter than 32 bytes: ``data[starts[i]:starts[i] + lengths[i]]``.
+
+    Below 32 bytes XXH64 is: up to three 8-byte lanes, at most one 4-byte lane, up to three single
+    bytes, then the avalanche. Each row's 32-byte window is gathered once; every row then runs every
+    step and keeps the result only where its length has that step (``np.copyto(..., where=)``), so
+    no grouping by length is needed.
+    """
+    n = starts.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    if lengths.max(initial=0) >= 32 or lengths.min(initial=0) < 0:
+        raise ValueError("xxh64_short handles inputs of 0..31 bytes")
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    chunk = min(n, _CHUNK)
+    win = np.empty((chunk, 4), dtype=np.uint64)
+    t = np.empty(chunk, dtype=np.uint64)
+    k = np.empty(chunk, dtype=np.uint64)
+    row32 = np.arange(chunk, dtype=np.int64) * 8    # row offsets in the (m, 8) uint32 view
+    row8 = np.arange(chunk, dtype=np.int64) * 32    # row offsets in the (m, 32) uint8 view
+    for i in range(0, n, _CHUNK):
+        h = out[i:i + _CHUNK]
+        m = h.shape[0]
+        length = lengths[i:i + _CHUNK].astype(np.int64)
+        w, tm, km = win[:m], t[:m], k[:m]
+        _windows(data, starts[i:i + _CHUNK].astype(np.int64), w)
+        np.add(length.astype(np.uint64), P5, out=h)
+        lanes = length >> 3
+        for j in range(3):
+            use = lanes > j
+            if not use.any():
+                break
+            np.multiply(w[:, j], P2, out=km)
+            _rotl_inplace(km, 31, tm)
+            np.multiply(km, P1, out=km)
+            np.bitwise_xor(km, h, out=km)
+            _rotl_inplace(km, 27, tm)
+            np.multiply(km, P1, out=km)
+            np.add(km, P4, out=km)
+            np.copyto(h, km, where=use)
+        pos = lanes * 8                          # byte offset of the tail within the window
+        rest = length & 7
+        use = rest >= 4
+        if use.any():
+            np.copyto(km, np.take(w.view(np.uint32).reshape(-1), row32[:m] + (pos >> 2)))
+            np.multiply(km, P1, out=km)
+            np.bitwise_xor(km, h, out=km)
+            _rotl_inplace(km, 23, tm)
+            np.multiply(km, P2, out=km)
+            np.add(km, P3, out=km)
+            np.copyto(h, km, where=use)
+            pos += use * 4
+            rest &= 3
+        flat = w.view(np.uint8).reshape(-1)
+        for j in range(3):
+            use = rest > j
+            if not use.any():
+                break
+            np.copyto(km, np.take(flat, row8[:m] + pos + j))
+            np.multiply(km, P5, out=km)
+            np.bitwise_xor(km, h, out=km)
+            _rotl_inplace(km, 11, tm)
+            np.multiply(km, P1, out=km)
+            np.copyto(h, km, where=use)
+        _avalanche_inplace(h, tm)
+    return out
 
 
 def _lanes64(mat: npt.NDArray[np.uint8], start: int, count: int) -> ArrayU64:

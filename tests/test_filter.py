@@ -169,9 +169,8 @@ def _scalar_filter(num_bytes: int, hashes: list[int]) -> SplitBlockBloomFilter:
     return bf
 
 
-def _uses_scatter(bf: SplitBlockBloomFilter, count: int) -> bool:
-    """The rule filter.insert_hashes follows (module docstring): scatter for big batches."""
-    return bf.num_bytes <= filter_module._SCATTER_MAX_BYTES and count * 8 >= bf.num_bytes // 4
+def _strategy(bf: SplitBlockBloomFilter, count: int) -> str:
+    return filter_module.insert_strategy(bf.num_bytes, count)
 
 
 hashes64 = st.integers(0, 2**64 - 1)
@@ -181,12 +180,12 @@ hashes64 = st.integers(0, 2**64 - 1)
 def batch(draw: st.DrawFn, scatter: bool) -> tuple[int, list[int]]:
     """A filter size and hashes that select one insert strategy; few distinct hashes repeat a lot
     and small filters put many values in one block."""
-    size = draw(st.sampled_from([32, 64, 128, 1024, 4096]))
+    size = draw(st.sampled_from([32, 64, 128, 1024, 4096, 65536]))
     threshold = size // 32  # count * 8 >= size // 4
     if scatter:
         count = draw(st.integers(max(threshold, 1), 3000))
     else:
-        count = draw(st.integers(1, max(threshold - 1, 1))) if threshold > 1 else 0
+        count = draw(st.integers(0, max(threshold - 1, 0)))
     pool = draw(st.lists(hashes64, min_size=1, max_size=max(1, count)))
     picks = draw(st.lists(st.integers(0, len(pool) - 1), min_size=count, max_size=count))
     return size, [pool[i] for i in picks]
@@ -197,19 +196,46 @@ def batch(draw: st.DrawFn, scatter: bool) -> tuple[int, list[int]]:
 def test_insert_scatter_equals_scalar(case: tuple[int, list[int]]) -> None:
     size, hashes = case
     bf = SplitBlockBloomFilter(size)
-    assert _uses_scatter(bf, len(hashes))
+    assert _strategy(bf, len(hashes)) == "scatter"
     bf.insert_hashes(np.array(hashes, dtype=np.uint64))
     assert bf.bitset == _scalar_filter(size, hashes).bitset
 
 
 @PROPERTY
 @given(batch(scatter=False))
-def test_insert_ufunc_at_equals_scalar(case: tuple[int, list[int]]) -> None:
+def test_insert_blocks_small_batches_equal_scalar(case: tuple[int, list[int]]) -> None:
     size, hashes = case
     bf = SplitBlockBloomFilter(size)
-    assert not _uses_scatter(bf, len(hashes))
+    if hashes:
+        assert _strategy(bf, len(hashes)) == "blocks"
     bf.insert_hashes(np.array(hashes, dtype=np.uint64))
     assert bf.bitset == _scalar_filter(size, hashes).bitset
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(hashes64, min_size=1, max_size=50), st.integers(1, 40), st.sampled_from([256 * 1024, MIB]))
+def test_insert_blocks_big_batches_equal_scalar(pool: list[int], repeats: int, size: int) -> None:
+    """Filters above 128 KiB: chunks of up to 8192 values, many sharing blocks, repeats too."""
+    rng = np.random.default_rng(len(pool) * 1000 + repeats)
+    hashes = np.concatenate([np.array(pool * repeats, dtype=np.uint64),
+                             rng.integers(0, 2**64, size=20_000, dtype=np.uint64)])
+    rng.shuffle(hashes)
+    bf = SplitBlockBloomFilter(size)
+    assert _strategy(bf, hashes.size) == "blocks"
+    bf.insert_hashes(hashes)
+    assert bf == _scalar_filter(size, hashes.tolist())
+
+
+def test_insert_blocks_hostile_collisions_fall_back_to_ufunc_at() -> None:
+    """Hundreds of distinct hashes in one block of one chunk exceed the rounds: still exact."""
+    rng = np.random.default_rng(3)
+    same_block = (np.uint64(0x12345678) << np.uint64(32)) | rng.integers(0, 2**32, size=500, dtype=np.uint64)
+    hashes = np.concatenate([same_block, rng.integers(0, 2**64, size=500, dtype=np.uint64)])
+    rng.shuffle(hashes)
+    bf = SplitBlockBloomFilter(MIB)
+    assert _strategy(bf, hashes.size) == "blocks"
+    bf.insert_hashes(hashes)
+    assert bf == _scalar_filter(MIB, hashes.tolist())
 
 
 @PROPERTY
@@ -233,13 +259,13 @@ def test_check_paths_agree_and_no_false_negatives(inserted: list[int], probes: l
     assert got.tolist() == [bf.check_hash(h) for h in probes]
 
 
-def test_large_filter_uses_ufunc_at_for_big_batches() -> None:
-    """Above 16 MiB the scatter array would be too big: ufunc.at, still equal to the scalar path."""
+def test_large_filter_big_batch() -> None:
+    """32 MiB: the "blocks" strategy with full chunks, still equal to the scalar path."""
     rng = np.random.default_rng(7)
     hashes = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
     hashes[1000:2000] = hashes[0]  # repeats
     bf = SplitBlockBloomFilter(32 * MIB)
-    assert not _uses_scatter(bf, hashes.size)
+    assert _strategy(bf, hashes.size) == "blocks"
     bf.insert_hashes(hashes)
     ref = _scalar_filter(32 * MIB, hashes.tolist())
     assert bf == ref
