@@ -99,7 +99,10 @@ def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_len
                 raise InvalidValueError(f"{value!r} does not fit FLOAT (float32)") from None
         return struct.pack("<d", float(value))
     if isinstance(value, str):
-        raw = value.encode("utf-8")
+        try:
+            raw = value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValueError(f"{ptype.name} string is not encodable as UTF-8 (lone surrogate)") from None
     elif isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)
     else:
@@ -199,6 +202,15 @@ def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -
 
 def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
     present = [v for v in values if v is not None]
+    kinds = set(map(type, present))
+    if ptype in _INT_RANGES and kinds <= {int}:
+        fast = _int_list(present, ptype)
+        if fast is not None:
+            return fast
+    if ptype is PhysicalType.BYTE_ARRAY and kinds <= {str, bytes}:
+        fast = _binary_list(present)
+        if fast is not None:
+            return fast
     if ptype in _INT_RANGES:
         bits = _INT_RANGES[ptype]
         words = np.array([_int_bits(v, bits) for v in present], dtype=np.uint64 if bits == 64 else np.uint32)
@@ -225,6 +237,29 @@ def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None
     offsets = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return hash_binary_arrays(offsets, np.frombuffer(b"".join(raw), dtype=np.uint8))
+
+
+def _int_list(present: list[int], ptype: PhysicalType) -> npt.NDArray[np.uint64] | None:
+    """Python ints converted by numpy in C; None (use the per-value path) if one exceeds int64."""
+    try:
+        arr = np.array(present, dtype=np.int64)
+    except OverflowError:
+        return None
+    return _hash_fixed_ints(arr, ptype)
+
+
+def _binary_list(present: list[str | bytes]) -> npt.NDArray[np.uint64] | None:
+    """str (UTF-8) and bytes converted by pyarrow in C; None (per-value path, which raises the
+    library's error) if pyarrow refuses one, e.g. a lone surrogate."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(present, type=pa.large_binary())
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        return None
+    from .arrow_values import hash_arrow
+
+    return hash_arrow(arr, PhysicalType.BYTE_ARRAY, None)
 
 
 def hash_values(values: Any, physical_type: PhysicalType | str | int, *,

@@ -380,3 +380,21 @@ def test_physical_type_coercion() -> None:
     assert PhysicalType.coerce(P.FLOAT) is P.FLOAT
     with pytest.raises(ValueError):
         PhysicalType.coerce("VARCHAR")
+
+
+def test_python_list_fast_paths_keep_the_scalar_semantics() -> None:
+    """Lists of str/bytes go through pyarrow and lists of ints through numpy; what those would
+    accept differently falls back to the per-value path and its errors."""
+    mixed = ["é", b"\xff\x00", "", b"", None, "x" * 40]
+    assert hash_values(mixed, P.BYTE_ARRAY).tolist() == _scalar(mixed, P.BYTE_ARRAY)
+    with pytest.raises(InvalidValueError):
+        hash_value("\ud800", P.BYTE_ARRAY)
+    with pytest.raises(InvalidValueError):
+        hash_values(["ok", "\ud800"], P.BYTE_ARRAY)
+    with pytest.raises(InvalidValueError):
+        hash_values(["ok", 1], P.BYTE_ARRAY)
+    with pytest.raises(InvalidValueError):
+        hash_values([1, True], P.INT64)
+    big = [2**64 - 1, -(2**63), 0]
+    assert hash_values(big, P.INT64).tolist() == _scalar(big, P.INT64)
+    assert hash_values(iter([1, None, 2]), P.INT32).tolist() == _scalar([1, 2], P.INT32)
