@@ -104,7 +104,9 @@ Run '{PROG} COMMAND --help' for a command's options and examples.
 _INSPECT_EPILOG = f"""\
 Shows, per row group and leaf column: whether a Bloom filter exists, whether it is encrypted, the
 key id, filter size (bitset bytes) and on-disk offset and length. Encrypted columns need their key
-to show filter details; without it they are listed as encrypted with unknown filter.
+to show filter details; without it they are listed as encrypted with unknown filter. A plaintext
+filter on an encrypted column is shown as "PLAINTEXT (leak)" (use 'audit' to fail on it).
+A directory is searched recursively and each Parquet file in it is shown (--json: a list).
 
 examples:
   {PROG} inspect data.parquet
@@ -116,6 +118,7 @@ examples:
 _PROBE_EPILOG = f"""\
 Answers, per row group, whether each value MAY be present ("maybe") or is certainly "absent",
 from the Bloom filters alone (no data page is read). A row group without a filter answers "maybe".
+A directory is searched recursively; each file is probed (--json: a list of the per-file objects).
 
 Values are text and are converted to the column's type: numbers for numeric columns, decimal
 strings for DECIMAL (12.50), ISO-8601 for dates and timestamps (2024-05-01, 2024-05-01T12:00:00;
@@ -126,6 +129,7 @@ examples:
   {PROG} probe enc.parquet.encrypted --column double_field --value 0.5 --json \\
       --key kf=text:0123456789012345 --key kc1=text:1234567890123450
   {PROG} probe events.parquet --column ts --value 2024-05-01T12:00:00Z
+  {PROG} probe warehouse/events/ --column user_id --value 42 --key-list-file keys.txt
 
 {EXIT_CODES_HELP}"""
 
@@ -190,12 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
                               parents=parents, formatter_class=_formatter, allow_abbrev=False)
 
     p = command("inspect", "show row groups, columns and their Bloom filters", _INSPECT_EPILOG)
-    p.add_argument("file", metavar="FILE", help="a Parquet file")
+    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(handler=_cmd_inspect)
 
     p = command("probe", "ask the Bloom filters whether values may be in each row group", _PROBE_EPILOG)
-    p.add_argument("file", metavar="FILE", help="a Parquet file")
+    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
     p.add_argument("--column", required=True, metavar="PATH", help="leaf column path, e.g. a.b.c")
     p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
                    help="a value to look up; repeatable")
@@ -344,43 +348,76 @@ def _print_json(obj: Any, out: TextIO) -> None:
 def _open_reader(path: str, keys: Any) -> Any:
     from .parquet import ParquetBloomReader
 
-    if os.path.isdir(path):
-        raise _CliUsage(f"{path}: is a directory, expected a Parquet file")
     return ParquetBloomReader(path, keys=keys)
 
 
 # --- commands --------------------------------------------------------------------------------
 
 
+def _files_of(path: str) -> tuple[list[str], bool]:
+    """(files, is_directory): a file as given, or the Parquet files under a directory."""
+    if not os.path.isdir(path):
+        if not os.path.exists(path):
+            raise CliError(f"{path}: No such file or directory", EXIT_USAGE)
+        return [path], False
+    from .parquet.discover import expand_paths
+
+    found = [p.path for p in expand_paths([path]) if p.problem is None]
+    if not found:
+        raise CliError(f"{path}: no Parquet files in this directory", EXIT_USAGE)
+    return found, True
+
+
+def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
+    """Run ``work`` on each file of ``path`` (one error stops everything: nothing is skipped
+    silently), with a progress bar over files for a directory."""
+    files, is_dir = _files_of(path)
+    results = []
+    with _progress_bar(os.path.basename(path.rstrip(os.sep)) or path, "files") as bar:
+        for i, file in enumerate(files):
+            if bar is not None and is_dir:
+                bar(i, len(files))
+            with _about(file):
+                results.append(work(file))
+    return results, is_dir
+
+
 def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     from .parquet.filter_storage import describe_with_storage
 
     keys = key_access_from_args(args)
-    with _about(args.file):
-        with _open_reader(args.file, keys) as reader:
-            description = describe_with_storage(reader)
+
+    def describe(file: str) -> dict[str, Any]:
+        with _open_reader(file, keys) as reader:
+            return describe_with_storage(reader)
+
+    descriptions, is_dir = _each_file(args.file, describe)
     if args.json:
-        _print_json(render.jsonable(description), out)
+        _print_json(render.jsonable(descriptions if is_dir else descriptions[0]), out)
     else:
-        out.write(render.inspect_table(description))
+        out.write("\n".join(render.inspect_table(d) for d in descriptions))
     return EXIT_OK
 
 
 def _cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
-    keys = key_access_from_args(args)
     from .parquet import value_from_text
 
+    keys = key_access_from_args(args)
     texts = list(dict.fromkeys(args.values))  # a value given twice is answered once
-    with _about(args.file):
-        with _open_reader(args.file, keys) as reader:
+
+    def probe(file: str) -> dict[str, Any]:
+        with _open_reader(file, keys) as reader:
             column = reader.column(args.column)
             values = [value_from_text(text, column) for text in texts]
-            result = reader.probe(column, values)
-    doc = render.probe_json(args.file, column.path, texts, result)
+            return render.probe_json(file, column.path, texts, reader.probe(column, values))
+
+    docs, is_dir = _each_file(args.file, probe)
     if args.json:
-        _print_json(doc, out)
+        _print_json(docs if is_dir else docs[0], out)
+    elif is_dir:
+        out.write(render.probe_files_table(docs, texts))
     else:
-        out.write(render.probe_table(doc))
+        out.write(render.probe_table(docs[0]))
     return EXIT_OK
 
 
@@ -548,6 +585,15 @@ def _dispatch(args_list: list[str], redact: Redactor, out: TextIO) -> int:
     return int(handler(args, out))
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -563,6 +609,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _emit_error(str(e), redact, err)
         return e.code
     except (_CliUsage, SecureBloomError, OSError) as e:
+        if isinstance(e, BrokenPipeError):  # `secure-bloom ... | head`: the reader left
+            _silence_stdout()
+            return 141
         if debug:
             err.write(redact("".join(traceback.format_exception(e))))
         _emit_error(_describe(None, e), redact, err)

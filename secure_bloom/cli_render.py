@@ -11,17 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["table", "jsonable", "inspect_table", "probe_json", "probe_table", "probe_summary",
-           "attach_summary", "audit_text"]
-
-_MAX_CELL = 40
-
+           "probe_files_table", "attach_summary", "audit_text"]
 
 def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     text = "-" if value is None else str(value)
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_CELL else text[:_MAX_CELL - 3] + "..."
+    return " ".join(text.split())
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> str:
@@ -187,6 +183,27 @@ def probe_table(doc: dict[str, Any]) -> str:
     missing = sum(1 for g in groups if not g["has_bloom_filter"])
     if missing:
         out.append(f"{_plural(missing, 'row group')} without a Bloom filter answer 'maybe'.\n")
+    return "".join(out)
+
+
+def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> str:
+    """Probe of a directory: one line per file and value with the row groups that may hold it,
+    then per value how many files and row groups can be skipped."""
+    from .parquet.audit_report import format_row_groups
+
+    rows = []
+    for doc in docs:
+        groups = doc["row_groups"]
+        for text in texts:
+            maybe = [g["row_group"] for g in groups if g["values"][text] == "maybe"]
+            rows.append([doc["file"], text, format_row_groups(maybe) if maybe else "none", len(groups)])
+    out = [table(["file", "value", "may be in row groups", "of"], rows), "\n"]
+    for text in texts:
+        files = sum(1 for d in docs if any(g["values"][text] == "maybe" for g in d["row_groups"]))
+        total = sum(len(d["row_groups"]) for d in docs)
+        maybe = sum(1 for d in docs for g in d["row_groups"] if g["values"][text] == "maybe")
+        out.append(f"value {text}: may be in {files} of {len(docs)} files ({maybe} of {total} row groups); "
+                   f"absent from {total - maybe} of {total} row groups\n")
     return "".join(out)
 
 

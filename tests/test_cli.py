@@ -221,6 +221,39 @@ def test_spark_files_with_key_list(capsys: pytest.CaptureFixture[str], spark_blo
     assert run(capsys, "inspect", gcm)[0] == 0
 
 
+def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                       tmp_path: Path) -> None:
+    d = tmp_path / "dataset" / "day=1"
+    d.mkdir(parents=True)
+    for name in ("src", "good"):
+        (d / f"part-{name}.parquet").write_bytes(audit_files[name].read_bytes())
+    kl = ["--key-list", lw.key_list()]
+    rc, out, _ = run(capsys, "probe", str(tmp_path / "dataset"), "--column", "ssn", "--value", "ssn-0060", "--json", *kl)
+    assert rc == 0
+    docs = json.loads(out)
+    assert [Path(doc["file"]).name for doc in docs] == ["part-good.parquet", "part-src.parquet"]
+    assert [g["has_bloom_filter"] for g in docs[0]["row_groups"]] == [True, True]
+    assert docs[0]["row_groups"][1]["values"] == {"ssn-0060": "maybe"}
+    assert [g["values"]["ssn-0060"] for g in docs[1]["row_groups"]] == ["maybe", "maybe"]  # no filters
+    rc, out, _ = run(capsys, "probe", str(tmp_path / "dataset"), "--column", "ssn", "--value", "ssn-0060", *kl)
+    assert "value ssn-0060: may be in 2 of 2 files" in out
+    rc, out, _ = run(capsys, "inspect", str(tmp_path / "dataset"), "--json", *kl)
+    assert rc == 0 and len(json.loads(out)) == 2
+
+
+def test_broken_pipe_is_quiet(audit_files: dict[str, Path]) -> None:
+    many = [a for i in range(4000) for a in ("--value", f"value-{i:06d}")]  # > a pipe buffer of JSON
+    proc = subprocess.Popen([sys.executable, "-m", "secure_bloom.cli", "probe", str(audit_files["good"]),
+                             "--column", "ssn", *many, "--json", "--key-list", lw.key_list()],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert err == ""
+
+
 # --- attach --------------------------------------------------------------------------------
 
 
@@ -322,6 +355,7 @@ def test_audit_junit_unwritable_is_error(capsys: pytest.CaptureFixture[str], aud
 def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
     junk = tmp_path / "junk.parquet"
     junk.write_bytes(b"this is not parquet, it is text" * 3)
+    (tmp_path / "empty").mkdir(exist_ok=True)
     return [
         ("missing file", ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1"], 2,
          "No such file or directory"),
@@ -335,7 +369,7 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
                               "--key", "kf=text:0123456789012345", "--key", "kc1=text:0000000000000000"], 2,
          "authentication failed"),
         ("missing key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1"], 2, "footer key 'kf'"),
-        ("directory", ["inspect", str(tmp_path)], 2, "is a directory"),
+        ("empty directory", ["inspect", str(tmp_path / "empty")], 2, "no Parquet files in this directory"),
         ("bad key spec", ["inspect", JAVA_BLOOM, "--key", "kf=text:short"], 2, "16, 24 or 32 bytes"),
         ("bad key list", ["inspect", JAVA_BLOOM, "--key-list", "kf=notbase64"], 2, "key list entry 1"),
         ("two key lists", ["inspect", JAVA_BLOOM, "--key-list", "a:b", "--key-list-file", "x"], 2, "not both"),
