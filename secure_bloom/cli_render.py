@@ -201,9 +201,9 @@ def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> s
     for text in texts:
         files = sum(1 for d in docs if any(g["values"][text] == "maybe" for g in d["row_groups"]))
         total = sum(len(d["row_groups"]) for d in docs)
-        maybe = sum(1 for d in docs for g in d["row_groups"] if g["values"][text] == "maybe")
-        out.append(f"value {text}: may be in {files} of {len(docs)} files ({maybe} of {total} row groups); "
-                   f"absent from {total - maybe} of {total} row groups\n")
+        hits = sum(1 for d in docs for g in d["row_groups"] if g["values"][text] == "maybe")
+        out.append(f"value {text}: may be in {files} of {len(docs)} files ({hits} of {total} row groups); "
+                   f"absent from {total - hits} of {total} row groups\n")
     return "".join(out)
 
 
