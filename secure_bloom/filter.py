@@ -244,10 +244,22 @@ class SplitBlockBloomFilter:
 
     # ---------------------------------------------------------------- numpy hash level
 
-    def _positions(self, h: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-        block = ((h >> np.uint64(32)) * np.uint64(self.num_blocks)) >> np.uint64(32)
-        bit = (h.astype(np.uint32)[:, None] * _SALT) >> np.uint32(27)
-        return block, bit
+    def _blocks_of(self, h: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
+        """``((h >> 32) * z) >> 32``; for z = 2^k that is ``h >> (64 - k)``, one operation."""
+        z = self.num_blocks
+        if z & (z - 1) == 0:
+            if z == 1:
+                return np.zeros(h.shape[0], dtype=np.intp)
+            return (h >> np.uint64(65 - z.bit_length())).astype(np.intp)
+        return (((h >> np.uint64(32)) * np.uint64(z)) >> np.uint64(32)).astype(np.intp)
+
+    @staticmethod
+    def _masks_of(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
+        """The (n, 8) word masks ``1 << ((key * SALT[i]) mod 2^32 >> 27)``, key = low 32 bits."""
+        masks = np.multiply(h.astype(np.uint32)[:, None], _SALT)
+        np.right_shift(masks, np.uint32(27), out=masks)
+        np.left_shift(np.uint32(1), masks, out=masks)
+        return masks
 
     def insert_hashes(self, hashes: Any) -> None:
         """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
@@ -267,8 +279,7 @@ class SplitBlockBloomFilter:
         salts = [np.uint32(s) for s in SALT]
         for start in range(0, h.size, _CHUNK):
             chunk = h[start:start + _CHUNK]
-            block = ((chunk >> np.uint64(32)) * np.uint64(z)) >> np.uint64(32)
-            base = block.astype(np.intp) * 32
+            base = self._blocks_of(chunk) * 32
             key = chunk.astype(np.uint32)
             bit = np.empty_like(key)
             idx = np.empty_like(base)
@@ -281,24 +292,37 @@ class SplitBlockBloomFilter:
         self._words.reshape(z, 8)[:] = packed.T
 
     def _insert_blocks(self, h: npt.NDArray[np.uint64]) -> None:
-        """Gather blocks, OR the masks in, scatter back, re-check; see the module docstring."""
+        """Gather blocks, OR the masks in, scatter back, re-check; see the module docstring.
+
+        A "stamp" per block (the last row of the chunk that wrote it) finds the rows another row
+        may have overwritten; only those are re-read, and only those whose bits really went
+        missing (a different value in the same block) go round again.
+        """
         blocks = self._words.reshape(-1, 8)
         as_void = self._words.view(_BLOCK)
         step = max(1, min(_BLOCK_CHUNK, self.num_blocks // 4))
+        stamp = np.empty(self.num_blocks, dtype=np.int32)
+        rows = np.arange(step, dtype=np.int32)
         for start in range(0, h.size, step):
-            block, bit = self._positions(h[start:start + step])
-            idx = block.astype(np.intp)
-            masks = np.left_shift(np.uint32(1), bit)
+            chunk = h[start:start + step]
+            idx = self._blocks_of(chunk)
+            masks = self._masks_of(chunk)
             for _ in range(_BLOCK_ROUNDS):
                 cur = np.take(blocks, idx, axis=0)
                 np.bitwise_or(cur, masks, out=cur)
                 as_void[idx] = cur.view(_BLOCK).reshape(-1)  # a repeated block: last write wins
-                np.take(blocks, idx, axis=0, out=cur)
-                np.bitwise_and(cur, masks, out=cur)
-                lost = (cur != masks).view(np.uint64).reshape(-1) != 0
+                order = rows[:idx.shape[0]]
+                stamp[idx] = order
+                overwritten = np.flatnonzero(stamp[idx] != order)
+                if overwritten.size == 0:
+                    break
+                idx, masks = idx[overwritten], np.take(masks, overwritten, axis=0)
+                got = np.take(blocks, idx, axis=0)
+                np.bitwise_and(got, masks, out=got)
+                lost = (got != masks).view(np.uint64).reshape(-1) != 0
                 if not lost.any():
                     break
-                idx, masks = idx[lost], masks[lost]
+                idx, masks = idx[lost], np.compress(lost, masks, axis=0)
             else:
                 slots = (idx * 8)[:, None] + np.arange(8, dtype=np.intp)
                 np.bitwise_or.at(self._words, slots.ravel(), masks.ravel())
@@ -309,10 +333,10 @@ class SplitBlockBloomFilter:
         out = np.empty(h.size, dtype=bool)
         blocks = self._words.reshape(-1, 8)
         for start in range(0, h.size, _CHUNK):
-            block, bit = self._positions(h[start:start + _CHUNK])
-            got = np.take(blocks, block.astype(np.intp), axis=0)
+            chunk = h[start:start + _CHUNK]
+            got = np.take(blocks, self._blocks_of(chunk), axis=0)
             np.invert(got, out=got)
-            np.bitwise_and(got, np.left_shift(np.uint32(1), bit), out=got)   # the bits not set
+            np.bitwise_and(got, self._masks_of(chunk), out=got)   # the bits not set
             missing = np.bitwise_or.reduce(got.view(np.uint64), axis=1)
             np.equal(missing, 0, out=out[start:start + _CHUNK])
         return out

@@ -416,3 +416,18 @@ def test_insert_value_types_dispatch() -> None:
     assert bf.might_contain(2.5, "FLOAT")
     assert bf.might_contain(b"\x01\x02\x03", "FIXED_LEN_BYTE_ARRAY", type_length=3)
     assert hash_values(1.5, "DOUBLE").tolist() == [hash_value(1.5, "DOUBLE")]
+
+
+@PROPERTY
+@given(st.integers(1, 40), st.lists(hashes64, max_size=2000))
+def test_non_power_of_two_filters_from_files_agree(blocks: int, hashes: list[int]) -> None:
+    """Files may hold any whole number of blocks: the block formula's general form, both paths."""
+    bf = SplitBlockBloomFilter.from_bitset(bytes(32 * blocks))
+    ref = SplitBlockBloomFilter.from_bitset(bytes(32 * blocks))
+    bf.insert_hashes(np.array(hashes, dtype=np.uint64))
+    for h in hashes:
+        ref.insert_hash(h)
+    assert bf == ref
+    assert bf.check_hashes(np.array(hashes, dtype=np.uint64)).all()
+    probes = [h ^ 0x5555 for h in hashes]
+    assert bf.check_hashes(np.array(probes, dtype=np.uint64)).tolist() == [bf.check_hash(p) for p in probes]
