@@ -102,8 +102,45 @@ def _partition_builder(num_bytes: int, hashing: ColumnHashing):  # type: ignore[
     return build
 
 
-def _or_bitsets(a: bytes, b: bytes) -> bytes:
-    return (np.frombuffer(a, dtype=np.uint8) | np.frombuffer(b, dtype=np.uint8)).tobytes()
+def _or_merge(batches: Iterator[Any]) -> Iterator[Any]:
+    """applyInArrow reducer: OR all bitsets of one group into one."""
+    import pyarrow as pa
+
+    merged = _or_column(pa.Table.from_batches(list(batches)).column("bitset"))
+    if merged is not None:
+        yield pa.RecordBatch.from_arrays([pa.array([merged], pa.binary())], names=["bitset"])
+
+
+def _or_column(column: Any) -> bytes | None:
+    """OR of every bitset in a pyarrow binary (chunked) column; None when empty."""
+    acc: np.ndarray | None = None
+    for value in column.to_pylist():
+        bits = np.frombuffer(value, dtype=np.uint8)
+        acc = bits.copy() if acc is None else np.bitwise_or(acc, bits, out=acc)
+    return None if acc is None else acc.tobytes()
+
+
+#: Arrow batch size for the build's own job: the numpy path costs ~70 ns/value on Spark's default
+#: 10,000-row batches and ~30 ns/value on 200,000-row ones (fixed costs per call dominate).
+_BUILD_BATCH_ROWS = 200_000
+_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+def _collect_with_large_batches(spark: Any, frame: Any) -> Any:
+    """``frame.toArrow()`` with larger Arrow batches, restoring the session's setting after."""
+    previous = spark.conf.get(_BATCH_CONF, None)
+    spark.conf.set(_BATCH_CONF, str(_BUILD_BATCH_ROWS))
+    try:
+        return frame.toArrow()
+    finally:
+        if previous is None:
+            spark.conf.unset(_BATCH_CONF)
+        else:
+            spark.conf.set(_BATCH_CONF, previous)
+
+
+#: Above this many partitions, bitsets are OR-merged on the executors before reaching the driver.
+_DRIVER_MERGE_MAX = 32
 
 
 def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = None, ndv: int | None = None,
@@ -111,9 +148,9 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
                        hashing: ColumnHashing | None = None) -> SplitBlockBloomFilter:
     """Build the Bloom filter of ``df[column]`` on the cluster.
 
-    Each partition builds a filter of the same size with the numpy path; the bitsets are
-    OR-merged with ``treeReduce``, so the result is bit-identical to a single-process build of the
-    same values. Size: ``num_bytes`` if given, else parquet-java's sizing for ``ndv`` (or Spark's
+    Each partition builds a filter of the same size with the numpy path (``mapInArrow``); the
+    bitsets are OR-merged (on the executors first when there are many partitions, then on the
+    driver), so the result is bit-identical to a single-process build of the same values. Size: ``num_bytes`` if given, else parquet-java's sizing for ``ndv`` (or Spark's
     ``approx_count_distinct`` when ``ndv`` is None) at ``fpp``, capped at ``max_bytes`` (parquet-java's
     default cap is 1 MiB). Nulls are skipped.
     """
@@ -128,10 +165,12 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
             ndv = int(df.select(F.approx_count_distinct(F.col(column))).first()[0])
         num_bytes = optimal_num_bytes(ndv, fpp, max_bytes)
     SplitBlockBloomFilter(num_bytes)  # validate before launching a job
-    bitsets = (df.select(F.col(column))
-               .mapInArrow(_partition_builder(num_bytes, hashing), "bitset binary")
-               .rdd.map(lambda row: bytes(row.bitset)))
-    if bitsets.isEmpty():
+    bitsets = df.select(F.col(column)).mapInArrow(_partition_builder(num_bytes, hashing), "bitset binary")
+    if df.rdd.getNumPartitions() > _DRIVER_MERGE_MAX:
+        bucket = (F.spark_partition_id() % _DRIVER_MERGE_MAX).alias("_bucket")
+        bitsets = bitsets.select(bucket, "bitset").groupBy("_bucket").applyInArrow(
+            lambda batches: _or_merge(b.select(["bitset"]) for b in batches), "bitset binary")
+    merged = _or_column(_collect_with_large_batches(df.sparkSession, bitsets).column("bitset"))
+    if merged is None:
         return SplitBlockBloomFilter(num_bytes)
-    merged = bitsets.treeReduce(_or_bitsets, depth=2)
     return SplitBlockBloomFilter.from_bitset(merged)
