@@ -26,9 +26,8 @@ from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from . import cli_render as render
-from .cli_keys import Redactor, _CliUsage, key_access_from_args, key_options_parent
+from .cli_keys import Redactor, UsageError, key_access_from_args, key_options_parent
 from .errors import (
-    AttachError,
     AuthenticationError,
     ColumnNotFoundError,
     InvalidValueError,
@@ -54,13 +53,14 @@ exit codes:
   2  usage error or could not check: bad options, a file that is missing or not Parquet, an unknown
      column, a value that does not fit the column, a missing or wrong key (audit: some file could not
      be checked and none had violations)
-  3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error"""
+  3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
+  141  stdout was closed early (e.g. piped into head); nothing is reported"""
 
 _DELEGATED = {"bench": "secure_bloom.bench", "demo": "secure_bloom.demo"}
 
 # Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
 _USAGE_ERRORS: tuple[type[BaseException], ...] = (
-    _CliUsage, ColumnNotFoundError, InvalidValueError, MalformedKeyMaterialError, NotParquetError,
+    UsageError, ColumnNotFoundError, InvalidValueError, MalformedKeyMaterialError, NotParquetError,
     MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
     NotADirectoryError, FileExistsError,
 )
@@ -258,19 +258,19 @@ def parse_column_spec(spec: str) -> tuple[str, int | None, float | None]:
             try:
                 ndv = int(value)
             except ValueError:
-                raise _CliUsage(f"--column {spec!r}: ndv must be an integer, got {value!r}") from None
+                raise UsageError(f"--column {spec!r}: ndv must be an integer, got {value!r}") from None
             if ndv < 0:
-                raise _CliUsage(f"--column {spec!r}: ndv must be >= 0")
+                raise UsageError(f"--column {spec!r}: ndv must be >= 0")
         elif name == "fpp":
             try:
                 fpp = _fpp(value)
             except argparse.ArgumentTypeError as e:
-                raise _CliUsage(f"--column {spec!r}: {e}") from None
+                raise UsageError(f"--column {spec!r}: {e}") from None
         else:
-            raise _CliUsage(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
+            raise UsageError(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
     path = ":".join(parts).strip()
     if not path:
-        raise _CliUsage(f"--column {spec!r}: empty column path")
+        raise UsageError(f"--column {spec!r}: empty column path")
     return path, ndv, fpp
 
 
@@ -320,7 +320,7 @@ def _about(path: str) -> Iterator[None]:
         yield
     except CliError:
         raise
-    except (SecureBloomError, OSError, _CliUsage) as e:
+    except (SecureBloomError, OSError, UsageError) as e:
         raise CliError(_describe(path, e), _exit_code(e)) from e
 
 
@@ -608,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             err.write(redact("".join(traceback.format_exception(e))))
         _emit_error(str(e), redact, err)
         return e.code
-    except (_CliUsage, SecureBloomError, OSError) as e:
+    except (UsageError, SecureBloomError, OSError) as e:
         if isinstance(e, BrokenPipeError):  # `secure-bloom ... | head`: the reader left
             _silence_stdout()
             return 141

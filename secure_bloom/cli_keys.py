@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
-           "Redactor", "REDACTED"]
+           "Redactor", "REDACTED", "UsageError"]
 
 ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
@@ -110,16 +110,17 @@ def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | 
     return KeyAccess(kms=kms, explicit=explicit, aad_prefix=aad_prefix)
 
 
-class _CliUsage(Exception):
-    """Raised for a usage problem found while building keys; the CLI maps it to exit code 2."""
+class UsageError(Exception):
+    """A command line that cannot work as given (the CLI's exit code 2); the message is one line
+    and names options and paths, never their secret values."""
 
 
-def _usage(message: str) -> _CliUsage:
-    return _CliUsage(message)
+def _usage(message: str) -> UsageError:
+    return UsageError(message)
 
 
-def _file_error(path: str, error: OSError) -> _CliUsage:
-    return _CliUsage(f"{path}: {error.strerror or type(error).__name__}")
+def _file_error(path: str, error: OSError) -> UsageError:
+    return UsageError(f"{path}: {error.strerror or type(error).__name__}")
 
 
 # --- redaction -------------------------------------------------------------------------------

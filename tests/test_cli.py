@@ -363,7 +363,7 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
         ("unknown column", ["probe", JAVA_BLOOM, "--column", "nope", "--value", "1", *KEYS], 2, "no leaf column 'nope'"),
         ("bad value", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "twelve", *KEYS], 2,
          "'twelve' is not a number"),
-        ("bad date", ["probe", PLAIN_BLOOM, "--column", "String", "--value", "hex:zz"], 2, "not valid hex"),
+        ("bad hex", ["probe", PLAIN_BLOOM, "--column", "String", "--value", "hex:zz"], 2, "not valid hex"),
         ("wrong footer key", ["inspect", JAVA_BLOOM, "--key", "kf=text:0123456789012399"], 2, "authentication failed"),
         ("wrong column key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1",
                               "--key", "kf=text:0123456789012345", "--key", "kc1=text:0000000000000000"], 2,
