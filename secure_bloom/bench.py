@@ -220,7 +220,7 @@ def run_benchmarks(n: int = 1_000_000, *, repeat: int = 3, scalar_sample: int = 
     result: dict[str, Any] = {
         "n": n, "repeat": repeat, "num_bytes": num_bytes, "scalar_sample": sample_n,
         "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-        "cpus": os.cpu_count(), "workloads": workloads, "crypto": _crypto_figures(num_bytes, repeat),
+        "cpus": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2), "workloads": workloads, "crypto": _crypto_figures(num_bytes, repeat),
         "targets": TARGETS,
     }
     result["verified"] = {
@@ -252,7 +252,10 @@ def _target_line(w: dict[str, Any]) -> str:
 def format_report(result: dict[str, Any]) -> str:
     """The human-readable table printed by :func:`main`."""
     lines = [f"secure_bloom benchmark: {result['n']:,} values into a {result['num_bytes']:,}-byte filter, "
-             f"median of {result['repeat']} runs (ns/value; lower is better)",
+             f"median of {result['repeat']} runs (wall clock, ns/value; lower is better)",
+             f"machine: {result['cpus']} CPUs, load average {result['load_average_1min']} at the end"
+             + (" - busy: other processes share the CPUs, figures are noisy"
+                if result["load_average_1min"] > (result["cpus"] or 1) else ""),
              f"scalar path timed on a sample of the first {result['scalar_sample']:,} values "
              "(hash_value + insert_hash / check_hash per value)", ""]
     header = f"{'workload':<32}{'path':<14}{'hash+insert':>12}{'hash+check':>12}"

@@ -18,7 +18,7 @@ Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) a
 (:meth:`insert_hashes`, :meth:`check_hashes`). The numpy insert never uses plain fancy-index
 ``|=`` alone (it drops repeated indices). It picks one of two strategies (:func:`insert_strategy`):
 
-* ``"scatter"`` - big batches on filters up to 128 KiB: set bytes of an unpacked bit array, one
+* ``"scatter"`` - big batches on filters up to 512 KiB: set bytes of an unpacked bit array, one
   word lane at a time (each lane's bits stay cache-sized), then pack it back;
 * ``"blocks"`` - everything else: in cache-sized chunks, gather each value's 32-byte block, OR its
   eight masks in, write the blocks back, then re-check; values whose block another value of the
@@ -53,10 +53,11 @@ __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bi
 #: BloomFilter.md "Technical Approach": the eight odd salt constants.
 SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 _SALT = np.array(SALT, dtype=np.uint32)
+_SALT_COLUMN = _SALT[:, None].copy()
 _BITS_PER_BLOCK = 256
 _CHUNK = 1 << 14            # values per numpy step: keeps every temporary in the CPU cache
-_SCATTER_MAX_BYTES = 128 << 10  # the unpacked bits (8x the filter) must stay cache-sized
-_BLOCK_CHUNK = 8192         # values per round of the "blocks" strategy (also <= blocks / 4)
+_SCATTER_MAX_BYTES = 512 << 10  # each lane of unpacked bits (= the filter size) stays cache-sized
+_BLOCK_CHUNK = 8192         # values per round of the "blocks" strategy (also <= blocks / 2)
 _BLOCK_ROUNDS = 8           # then np.bitwise_or.at for values still colliding (hostile hashes)
 _BLOCK = np.dtype((np.void, 32))
 DEFAULT_FPP = 0.01
@@ -255,8 +256,9 @@ class SplitBlockBloomFilter:
 
     @staticmethod
     def _masks_of(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
-        """The (n, 8) word masks ``1 << ((key * SALT[i]) mod 2^32 >> 27)``, key = low 32 bits."""
-        masks = np.multiply(h.astype(np.uint32)[:, None], _SALT)
+        """The word masks ``1 << ((key * SALT[i]) mod 2^32 >> 27)``, key = low 32 bits, as an
+        (8, n) array: row i holds word i's masks (long rows vectorise far better than (n, 8))."""
+        masks = np.multiply(_SALT_COLUMN, h.astype(np.uint32))
         np.right_shift(masks, np.uint32(27), out=masks)
         np.left_shift(np.uint32(1), masks, out=masks)
         return masks
@@ -300,7 +302,7 @@ class SplitBlockBloomFilter:
         """
         blocks = self._words.reshape(-1, 8)
         as_void = self._words.view(_BLOCK)
-        step = max(1, min(_BLOCK_CHUNK, self.num_blocks // 4))
+        step = max(1, min(_BLOCK_CHUNK, self.num_blocks // 2))
         stamp = np.empty(self.num_blocks, dtype=np.int32)
         rows = np.arange(step, dtype=np.int32)
         for start in range(0, h.size, step):
@@ -308,24 +310,24 @@ class SplitBlockBloomFilter:
             idx = self._blocks_of(chunk)
             masks = self._masks_of(chunk)
             for _ in range(_BLOCK_ROUNDS):
-                cur = np.take(blocks, idx, axis=0)
-                np.bitwise_or(cur, masks, out=cur)
+                cur = np.take(blocks, idx, axis=0)                 # (m, 8)
+                np.bitwise_or(cur.T, masks, out=cur.T)
                 as_void[idx] = cur.view(_BLOCK).reshape(-1)  # a repeated block: last write wins
                 order = rows[:idx.shape[0]]
                 stamp[idx] = order
                 overwritten = np.flatnonzero(stamp[idx] != order)
                 if overwritten.size == 0:
                     break
-                idx, masks = idx[overwritten], np.take(masks, overwritten, axis=0)
-                got = np.take(blocks, idx, axis=0)
-                np.bitwise_and(got, masks, out=got)
-                lost = (got != masks).view(np.uint64).reshape(-1) != 0
+                idx, masks = idx[overwritten], np.take(masks, overwritten, axis=1)
+                got = np.take(blocks, idx, axis=0).T
+                lost = np.bitwise_and(got, masks) != masks
+                lost = lost.any(axis=0)
                 if not lost.any():
                     break
-                idx, masks = idx[lost], np.compress(lost, masks, axis=0)
+                idx, masks = idx[lost], np.compress(lost, masks, axis=1)
             else:
                 slots = (idx * 8)[:, None] + np.arange(8, dtype=np.intp)
-                np.bitwise_or.at(self._words, slots.ravel(), masks.ravel())
+                np.bitwise_or.at(self._words, slots.ravel(), masks.T.ravel())
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent)."""
@@ -334,11 +336,10 @@ class SplitBlockBloomFilter:
         blocks = self._words.reshape(-1, 8)
         for start in range(0, h.size, _CHUNK):
             chunk = h[start:start + _CHUNK]
-            got = np.take(blocks, self._blocks_of(chunk), axis=0)
-            np.invert(got, out=got)
-            np.bitwise_and(got, self._masks_of(chunk), out=got)   # the bits not set
-            missing = np.bitwise_or.reduce(got.view(np.uint64), axis=1)
-            np.equal(missing, 0, out=out[start:start + _CHUNK])
+            got = np.take(blocks, self._blocks_of(chunk), axis=0).T          # (8, m) view
+            masks = self._masks_of(chunk)
+            np.bitwise_and(np.invert(got), masks, out=masks)                  # the bits not set
+            np.equal(np.bitwise_or.reduce(masks, axis=0), 0, out=out[start:start + _CHUNK])
         return out
 
     # ---------------------------------------------------------------- value level

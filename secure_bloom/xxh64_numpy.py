@@ -170,42 +170,53 @@ def xxh64_short(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
         _windows(data, starts[i:i + _CHUNK].astype(np.int64), w)
         np.add(length.astype(np.uint64), P5, out=h)
         lanes = length >> 3
+        # Each step computes into km and keeps it only where the row has that step; when every
+        # row of the chunk has it (the common case for similar lengths) it runs in h directly.
         for j in range(3):
             use = lanes > j
-            if not use.any():
+            every = bool(use.all())
+            if not every and not use.any():
                 break
+            dst = h if every else km
             np.multiply(w[:, j], P2, out=km)
             _rotl_inplace(km, 31, tm)
             np.multiply(km, P1, out=km)
-            np.bitwise_xor(km, h, out=km)
-            _rotl_inplace(km, 27, tm)
-            np.multiply(km, P1, out=km)
-            np.add(km, P4, out=km)
-            np.copyto(h, km, where=use)
+            np.bitwise_xor(km, h, out=dst)
+            _rotl_inplace(dst, 27, tm)
+            np.multiply(dst, P1, out=dst)
+            np.add(dst, P4, out=dst)
+            if not every:
+                np.copyto(h, km, where=use)
         pos = lanes * 8                          # byte offset of the tail within the window
         rest = length & 7
         use = rest >= 4
-        if use.any():
+        every = bool(use.all())
+        if every or use.any():
+            dst = h if every else km
             np.copyto(km, np.take(w.view(np.uint32).reshape(-1), row32[:m] + (pos >> 2)))
             np.multiply(km, P1, out=km)
-            np.bitwise_xor(km, h, out=km)
-            _rotl_inplace(km, 23, tm)
-            np.multiply(km, P2, out=km)
-            np.add(km, P3, out=km)
-            np.copyto(h, km, where=use)
+            np.bitwise_xor(km, h, out=dst)
+            _rotl_inplace(dst, 23, tm)
+            np.multiply(dst, P2, out=dst)
+            np.add(dst, P3, out=dst)
+            if not every:
+                np.copyto(h, km, where=use)
             pos += use * 4
             rest &= 3
         flat = w.view(np.uint8).reshape(-1)
         for j in range(3):
             use = rest > j
-            if not use.any():
+            every = bool(use.all())
+            if not every and not use.any():
                 break
+            dst = h if every else km
             np.copyto(km, np.take(flat, row8[:m] + pos + j))
             np.multiply(km, P5, out=km)
-            np.bitwise_xor(km, h, out=km)
-            _rotl_inplace(km, 11, tm)
-            np.multiply(km, P1, out=km)
-            np.copyto(h, km, where=use)
+            np.bitwise_xor(km, h, out=dst)
+            _rotl_inplace(dst, 11, tm)
+            np.multiply(dst, P1, out=dst)
+            if not every:
+                np.copyto(h, km, where=use)
         _avalanche_inplace(h, tm)
     return out
 

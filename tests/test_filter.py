@@ -213,9 +213,9 @@ def test_insert_blocks_small_batches_equal_scalar(case: tuple[int, list[int]]) -
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(hashes64, min_size=1, max_size=50), st.integers(1, 40), st.sampled_from([256 * 1024, MIB]))
+@given(st.lists(hashes64, min_size=1, max_size=50), st.integers(1, 40), st.sampled_from([MIB, 2 * MIB]))
 def test_insert_blocks_big_batches_equal_scalar(pool: list[int], repeats: int, size: int) -> None:
-    """Filters above 128 KiB: chunks of up to 8192 values, many sharing blocks, repeats too."""
+    """Filters above 512 KiB: chunks of up to 8192 values, many sharing blocks, repeats too."""
     rng = np.random.default_rng(len(pool) * 1000 + repeats)
     hashes = np.concatenate([np.array(pool * repeats, dtype=np.uint64),
                              rng.integers(0, 2**64, size=20_000, dtype=np.uint64)])
@@ -224,6 +224,18 @@ def test_insert_blocks_big_batches_equal_scalar(pool: list[int], repeats: int, s
     assert _strategy(bf, hashes.size) == "blocks"
     bf.insert_hashes(hashes)
     assert bf == _scalar_filter(size, hashes.tolist())
+
+
+def test_insert_scatter_at_its_largest_filter() -> None:
+    """512 KiB, the largest filter the scatter strategy takes, with repeats."""
+    rng = np.random.default_rng(11)
+    hashes = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    hashes[:5000] = hashes[5000:10000]
+    bf = SplitBlockBloomFilter(512 * 1024)
+    assert _strategy(bf, hashes.size) == "scatter"
+    bf.insert_hashes(hashes)
+    assert bf == _scalar_filter(512 * 1024, hashes.tolist())
+    assert _strategy(SplitBlockBloomFilter(MIB), hashes.size) == "blocks"
 
 
 def test_insert_blocks_hostile_collisions_fall_back_to_ufunc_at() -> None:
