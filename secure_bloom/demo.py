@@ -141,9 +141,8 @@ def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
     from secure_bloom.parquet.audit import audit
 
     report = audit([str(p) for p in paths], list(SENSITIVE), keys=keys)
-    data: dict[str, Any] = report.to_json() if hasattr(report, "to_json") else {}
-    if isinstance(data, str):
-        data = json.loads(data)
+    raw = report.to_json()
+    data: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else raw
     violations = data.get("violations", [])
     _say(f"   {len(paths)} file(s), sensitive columns {', '.join(SENSITIVE)}: "
          f"{'COMPLIANT' if report.is_compliant else 'VIOLATIONS'} ({len(violations)} violation(s))")

@@ -25,7 +25,7 @@ from thriftpy2.protocol.compact import TCompactProtocol, TCompactProtocolFactory
 from thriftpy2.thrift import TException, TType
 from thriftpy2.transport import TMemoryBuffer
 
-from .errors import MalformedThriftError
+from .errors import MalformedInputError, MalformedThriftError
 
 __all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS"]
 
@@ -89,7 +89,7 @@ class _BoundedBuffer:
         return out
 
 
-class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
+class _BoundedCompactProtocol(TCompactProtocol):
     """Compact protocol whose sizes are validated against the bytes that remain."""
 
     def __init__(self, trans: _BoundedBuffer) -> None:
@@ -134,12 +134,13 @@ class _BoundedCompactProtocol(TCompactProtocol):  # type: ignore[misc]
 
 
 def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
-          error: type[MalformedThriftError] | None = None) -> tuple[T, int]:
+          error: type[MalformedInputError] | None = None) -> tuple[T, int]:
     """Parse one ``cls`` structure from the start of ``data``.
 
     Returns ``(obj, consumed)`` where ``consumed`` counts the bytes up to and including the
     structure's STOP byte; what follows is the caller's business. Raises ``error`` (default
-    :class:`MalformedThriftError`, or a subclass the caller names) for anything invalid.
+    :class:`MalformedThriftError`; callers name their own :class:`MalformedInputError` subclass,
+    e.g. MalformedHeaderError) for anything invalid.
     """
     name = what or cls.__name__
     exc = error or MalformedThriftError
@@ -158,7 +159,7 @@ def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
     return obj, buf.pos
 
 
-def _check(obj: Any, where: str, exc: type[MalformedThriftError]) -> None:
+def _check(obj: Any, where: str, exc: type[MalformedInputError]) -> None:
     """Required fields present, unions with exactly one member, recursively."""
     spec = type(obj).thrift_spec
     is_union = type(obj).__name__ in _union_names()

@@ -162,7 +162,8 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
         hashing = spark_column_hashing(field.dataType, ts_type)
     if num_bytes is None:
         if ndv is None:
-            ndv = int(df.select(F.approx_count_distinct(F.col(column))).first()[0])
+            row = df.select(F.approx_count_distinct(F.col(column))).first()
+            ndv = int(row[0]) if row is not None else 0
         num_bytes = optimal_num_bytes(ndv, fpp, max_bytes)
     SplitBlockBloomFilter(num_bytes)  # validate before launching a job
     bitsets = df.select(F.col(column)).mapInArrow(_partition_builder(num_bytes, hashing), "bitset binary")

@@ -71,7 +71,9 @@ def _key_access(spec: WorkerKeys) -> KeyAccess:
     elif spec.transit_url is not None:
         kms = OpenBaoTransitKms(spec.transit_url, token=os.environ.get(spec.transit_token_env),
                                 mount=spec.transit_mount)
-    explicit = dict(spec.explicit) if spec.explicit else None
+    from ..kms import ExplicitKeys
+
+    explicit = ExplicitKeys(dict(spec.explicit)) if spec.explicit else None
     return KeyAccess(kms=kms, explicit=explicit, aad_prefix=spec.aad_prefix)
 
 
