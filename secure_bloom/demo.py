@@ -191,15 +191,23 @@ def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    labels = [f"{r['file'][:12]}\n{r['column']}\n{r['kind']}" for r in results]
+    def origin(r: dict[str, Any]) -> str:
+        return "pyarrow+attach" if r["file"].startswith("pyarrow") else "Spark"
+
+    labels = [f"{origin(r)}\n{r['column']}" for r in results]
     skipped = [r["skipped"] for r in results]
     colors = ["#2a9d8f" if r["kind"] == "absent" else "#e9c46a" for r in results]
-    fig, ax = plt.subplots(figsize=(max(8, len(results) * 0.6), 4))
+    fig, ax = plt.subplots(figsize=(max(8.0, len(results) * 0.55), 4.5))
+    ax.bar(range(len(results)), [r["row_groups"] for r in results], color="#eeeeee", label="row groups in file")
     ax.bar(range(len(results)), skipped, color=colors)
     ax.set_xticks(range(len(results)))
-    ax.set_xticklabels(labels, fontsize=6)
+    ax.set_xticklabels(labels, fontsize=7, rotation=60, ha="right")
     ax.set_ylabel("row groups skipped")
     ax.set_title("Row groups an encrypted Bloom filter lets a reader skip, per probe")
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color="#2a9d8f", label="absent value"), Patch(color="#e9c46a", label="present value"),
+                       Patch(color="#eeeeee", label="row groups in file")], loc="upper right", fontsize=8)
     fig.tight_layout()
     target = out / "row_groups_skipped.png"
     fig.savefig(target, dpi=120)
@@ -264,7 +272,11 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
             attached = out / "pyarrow_customers.bloom.parquet"
             attach_report = attach_bloom_filters(pa_file, attached, list(SENSITIVE), keys=keys, fpp=0.01,
                                                  overwrite=True)
-            _say(f"   attached -> {attached.name} ({attached.stat().st_size:,} bytes): {attach_report}")
+            filters = attach_report.filters
+            _say(f"   attached -> {attached.name} ({attached.stat().st_size:,} bytes): {len(filters)} filters "
+                 f"({sum(f.encrypted for f in filters)} encrypted with their column keys) over "
+                 f"{len({f.row_group for f in filters})} row groups, {sum(f.num_bytes for f in filters):,} "
+                 f"bitset bytes; verified {attach_report.verified_values:,} values after writing")
             report["pyarrow_refusal"] = refusal
             report["audit_attached"] = _audit([attached], keys)
             attached_probes = _probe_file(attached, keys, probes)
