@@ -137,13 +137,13 @@ def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[
     Values under 32 bytes go through :func:`xxh64_short` in one pass; longer ones are grouped by
     length and each group is hashed as a ``(count, length)`` matrix.
     """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n = offsets.shape[0] - 1
+    offs: npt.NDArray[np.int64] = np.asarray(offsets, dtype=np.int64)
+    n = offs.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     if n == 0:
         return out
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
+    starts = offs[:-1]
+    lengths = offs[1:] - starts
     long_rows = np.flatnonzero(lengths >= 32)
     if long_rows.size == 0:
         return xxh64_short(data, starts, lengths)

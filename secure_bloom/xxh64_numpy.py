@@ -34,12 +34,12 @@ ArrayU64 = npt.NDArray[np.uint64]
 
 
 def _rotl(x: ArrayU64, r: int) -> ArrayU64:
-    return (x << U64(r)) | (x >> U64(64 - r))  # type: ignore[no-any-return]
+    return (x << U64(r)) | (x >> U64(64 - r))
 
 
 def _round(acc: ArrayU64, lane: ArrayU64) -> ArrayU64:
     acc = acc + lane * P2
-    return _rotl(acc, 31) * P1  # type: ignore[no-any-return]
+    return _rotl(acc, 31) * P1
 
 
 def _avalanche(h: ArrayU64) -> ArrayU64:
@@ -47,7 +47,7 @@ def _avalanche(h: ArrayU64) -> ArrayU64:
     h = h * P2
     h = h ^ (h >> U64(29))
     h = h * P3
-    return h ^ (h >> U64(32))  # type: ignore[no-any-return]
+    return h ^ (h >> U64(32))
 
 
 def _start(n: int, length: int) -> ArrayU64:
@@ -140,6 +140,21 @@ def _windows(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], out: np
     rows[rest] = tail_view[starts[rest] - tail_base]
 
 
+def _merge_step(h: ArrayU64, term: ArrayU64, scratch: ArrayU64, use: npt.NDArray[np.bool_], rot: int,
+                prime: np.uint64, add: np.uint64 | None) -> None:
+    """``h = rotl(h ^ term, rot) * prime (+ add)`` for the rows in ``use``, computed in ``term``;
+    when every row of the chunk has this step (similar lengths) it runs in ``h`` directly."""
+    every = bool(use.all())
+    dst = h if every else term
+    np.bitwise_xor(term, h, out=dst)
+    _rotl_inplace(dst, rot, scratch)
+    np.multiply(dst, prime, out=dst)
+    if add is not None:
+        np.add(dst, add, out=dst)
+    if not every:
+        np.copyto(h, term, where=use)
+
+
 def xxh64_short(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
                 lengths: npt.NDArray[np.int64]) -> ArrayU64:
     """XXH64 of variable-length inputs shorter than 32 bytes: ``data[starts[i]:starts[i] + lengths[i]]``.
@@ -170,53 +185,31 @@ def xxh64_short(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
         _windows(data, starts[i:i + _CHUNK].astype(np.int64), w)
         np.add(length.astype(np.uint64), P5, out=h)
         lanes = length >> 3
-        # Each step computes into km and keeps it only where the row has that step; when every
-        # row of the chunk has it (the common case for similar lengths) it runs in h directly.
-        for j in range(3):
+        for j in range(3):                       # 8-byte lanes: h = rotl(h ^ round(0, lane), 27) * P1 + P4
             use = lanes > j
-            every = bool(use.all())
-            if not every and not use.any():
+            if not use.any():
                 break
-            dst = h if every else km
             np.multiply(w[:, j], P2, out=km)
             _rotl_inplace(km, 31, tm)
             np.multiply(km, P1, out=km)
-            np.bitwise_xor(km, h, out=dst)
-            _rotl_inplace(dst, 27, tm)
-            np.multiply(dst, P1, out=dst)
-            np.add(dst, P4, out=dst)
-            if not every:
-                np.copyto(h, km, where=use)
+            _merge_step(h, km, tm, use, 27, P1, P4)
         pos = lanes * 8                          # byte offset of the tail within the window
         rest = length & 7
         use = rest >= 4
-        every = bool(use.all())
-        if every or use.any():
-            dst = h if every else km
+        if use.any():                            # 4-byte lane: h = rotl(h ^ word * P1, 23) * P2 + P3
             np.copyto(km, np.take(w.view(np.uint32).reshape(-1), row32[:m] + (pos >> 2)))
             np.multiply(km, P1, out=km)
-            np.bitwise_xor(km, h, out=dst)
-            _rotl_inplace(dst, 23, tm)
-            np.multiply(dst, P2, out=dst)
-            np.add(dst, P3, out=dst)
-            if not every:
-                np.copyto(h, km, where=use)
+            _merge_step(h, km, tm, use, 23, P2, P3)
             pos += use * 4
             rest &= 3
         flat = w.view(np.uint8).reshape(-1)
-        for j in range(3):
+        for j in range(3):                       # single bytes: h = rotl(h ^ byte * P5, 11) * P1
             use = rest > j
-            every = bool(use.all())
-            if not every and not use.any():
+            if not use.any():
                 break
-            dst = h if every else km
             np.copyto(km, np.take(flat, row8[:m] + pos + j))
             np.multiply(km, P5, out=km)
-            np.bitwise_xor(km, h, out=dst)
-            _rotl_inplace(dst, 11, tm)
-            np.multiply(dst, P1, out=dst)
-            if not every:
-                np.copyto(h, km, where=use)
+            _merge_step(h, km, tm, use, 11, P1, None)
         _avalanche_inplace(h, tm)
     return out
 
