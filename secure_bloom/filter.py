@@ -83,13 +83,19 @@ def optimal_num_bits(ndv: int, fpp: float) -> int:
 
 
 def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
-    """parquet-java's bitset sizing: at least 32, next power of two, at most ``max_bytes``."""
+    """parquet-java's bitset sizing: at least 32, next power of two, at most ``max_bytes``.
+
+    A ``max_bytes`` that is not a power of two caps at the largest power of two below it
+    (parquet-java would use the cap itself, which may not even be whole blocks; we never write
+    such a filter).
+    """
     if not MIN_BITSET_BYTES <= max_bytes <= MAX_BITSET_BYTES:
         raise ValueError(f"max_bytes must be in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {max_bytes}")
+    cap = 1 << (int(max_bytes).bit_length() - 1)
     n = max(int(num_bytes), MIN_BITSET_BYTES)
     if n & (n - 1):
         n = 1 << n.bit_length()
-    return min(n, max_bytes)
+    return min(n, cap)
 
 
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> int:

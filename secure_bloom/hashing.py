@@ -183,7 +183,14 @@ def _hash_fixed_ints(arr: npt.NDArray[Any], ptype: PhysicalType) -> npt.NDArray[
 def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
     if arr.ndim != 1:
         arr = arr.reshape(-1)
-    if arr.dtype == object or arr.dtype.kind in "US":
+    if arr.dtype.kind == "S":
+        # numpy "S" arrays pad with NUL and drop trailing NULs on read: only a fixed width that
+        # equals the itemsize is unambiguous.
+        if width is not None and arr.dtype.itemsize == width:
+            return xxh64_rows(arr.view(np.uint8).reshape(-1, width))
+        raise InvalidValueError("numpy bytes ('S') arrays cannot hold trailing NUL bytes; pass a list of "
+                                "bytes or a pyarrow binary array")
+    if arr.dtype == object or arr.dtype.kind == "U":
         return _hash_sequence(arr.tolist(), ptype, width)
     if ptype in _INT_RANGES:
         return _hash_fixed_ints(arr, ptype)

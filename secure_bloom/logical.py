@@ -137,6 +137,8 @@ def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nan
     """
     if unit not in _UNIT_PER_SECOND:
         raise ValueError(f"unit must be millis, micros or nanos, got {unit!r}")
+    if not 0 <= nanos <= 999:
+        raise ValueError(f"nanos must be 0..999 (sub-microsecond part), got {nanos}")
     total = _epoch_nanos(value, nanos)
     divisor = 10**9 // _UNIT_PER_SECOND[unit]
     if total % divisor:

@@ -1,0 +1,47 @@
+"""Regressions for edge cases found in review: size caps, numpy bytes arrays, timestamp nanos."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from secure_bloom import SplitBlockBloomFilter
+from secure_bloom.errors import InvalidValueError
+from secure_bloom.filter import optimal_num_bytes, round_num_bytes
+from secure_bloom.hashing import hash_value, hash_values
+from secure_bloom.logical import encode_timestamp
+
+
+@pytest.mark.parametrize("cap,expected", [(1_000_000, 524_288), (1 << 20, 1 << 20), (33, 32), (100, 64)])
+def test_non_power_of_two_cap_gives_a_constructible_size(cap: int, expected: int) -> None:
+    size = round_num_bytes(10**9 // 8, cap)
+    assert size == expected
+    SplitBlockBloomFilter(size)  # every size we hand out must be accepted by the constructor
+    assert SplitBlockBloomFilter.for_ndv(10**7, 0.01, max_bytes=cap).num_bytes == expected
+    assert optimal_num_bytes(10, 0.01, cap) == 32
+
+
+def test_numpy_bytes_arrays_fixed_width_hash_every_byte() -> None:
+    values = [b"ab\x00\x00", b"\x00\x00\x00\x00", b"cdef"]
+    arr = np.array(values, dtype="S4")
+    got = hash_values(arr, "FIXED_LEN_BYTE_ARRAY", type_length=4)
+    assert list(got) == [hash_value(v, "FIXED_LEN_BYTE_ARRAY", type_length=4) for v in values]
+
+
+def test_numpy_bytes_arrays_are_refused_for_byte_array() -> None:
+    # b"a\x00" would silently become b"a": refuse rather than hash the wrong bytes.
+    with pytest.raises(InvalidValueError, match="trailing NUL"):
+        hash_values(np.array([b"a\x00"], dtype="S2"), "BYTE_ARRAY")
+
+
+@pytest.mark.parametrize("nanos", [-1, 1000])
+def test_timestamp_nanos_out_of_range(nanos: int) -> None:
+    with pytest.raises(ValueError, match="0..999"):
+        encode_timestamp(dt.datetime(2024, 1, 1), "nanos", nanos=nanos)
+
+
+def test_timestamp_nanos_in_range() -> None:
+    base = encode_timestamp(dt.datetime(2024, 1, 1), "nanos")
+    assert encode_timestamp(dt.datetime(2024, 1, 1), "nanos", nanos=999) == base + 999
