@@ -7,8 +7,8 @@ progress bars on stderr only when it is a terminal, and key material never print
 message that reaches stderr goes through a :class:`~secure_bloom.cli_keys.Redactor` built from the
 command line and environment *before* anything is parsed.
 
-Stdlib argparse only; tqdm for progress. ``bench`` and ``demo`` hand their arguments to
-``secure_bloom.bench.main`` / ``secure_bloom.demo.main``.
+Stdlib argparse only; tqdm for progress. ``bench``, ``bench-spark`` and ``demo`` hand their
+arguments to ``secure_bloom.bench.main`` / ``secure_bloom.spark.bench.main`` / ``secure_bloom.demo.main``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ exit codes:
   3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
   141  stdout was closed early (e.g. piped into head); nothing is reported"""
 
-_DELEGATED = {"bench": "secure_bloom.bench", "demo": "secure_bloom.demo"}
+_DELEGATED = {"bench": "secure_bloom.bench", "bench-spark": "secure_bloom.spark.bench", "demo": "secure_bloom.demo"}
 
 # Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
 _USAGE_ERRORS: tuple[type[BaseException], ...] = (

@@ -1,6 +1,6 @@
 """Benchmark of the distributed Bloom filter build (figures, not a test).
 
-``python -m secure_bloom.spark.bench`` (or ``secure-bloom bench --spark``) measures, on one machine:
+``secure-bloom bench-spark`` (or ``python -m secure_bloom.spark.bench``) measures, on one machine:
 
 * the distributed build of N values (default 10M, INT64 and STRING) with ``local[1]`` and
   ``local[2]``: the speed-up of the second core;
@@ -105,7 +105,7 @@ def run_spark_benchmark(n: int = 10_000_000, kinds: Sequence[str] = ("int64", "s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom bench --spark", description=__doc__,
+    parser = argparse.ArgumentParser(prog="secure-bloom bench-spark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000_000, help="values (default 10M)")
     parser.add_argument("--kinds", default="int64,string", help="comma list of int64,string")
