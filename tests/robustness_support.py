@@ -21,6 +21,8 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from secure_bloom.parquet import ParquetBloomReader
+
 DATA = Path(__file__).parent / "data" / "parquet-testing"
 TESTING_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 
@@ -141,3 +143,15 @@ def allocation_peak() -> Iterator[Callable[[], int]]:
         result["peak"] = tracemalloc.get_traced_memory()[1] - base
         if started:
             tracemalloc.stop()
+
+
+def read_everything(path: Path, keys: Any) -> dict[tuple[int, int], bytes | None]:
+    """Open, describe and read every filter; {(rg, col): bitset or None}. Errors propagate."""
+    out: dict[tuple[int, int], bytes | None] = {}
+    with ParquetBloomReader(path, keys) as reader:
+        reader.describe()
+        for rg in range(reader.num_row_groups):
+            for column in reader.columns:
+                bf = reader.bloom_filter(rg, column.ordinal)
+                out[(rg, column.ordinal)] = None if bf is None else bf.bitset
+    return out

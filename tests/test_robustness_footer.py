@@ -18,30 +18,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import DATA, PARQUET_VECTORS, TESTING_KEYS, allocation_peak, examples, mutated, vector
+from robustness_support import (DATA, PARQUET_VECTORS, TESTING_KEYS, allocation_peak, examples, mutated,
+                                read_everything, vector)
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, NotParquetError, SecureBloomError
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.tail import read_tail
 
-KEYS = KeyAccess(explicit=TESTING_KEYS)
 _WORK = Path(tempfile.mkdtemp(prefix="secure-bloom-robustness-"))
 
 
-def read_everything(path: Path, keys: KeyAccess = KEYS) -> dict[tuple[int, int], bytes | None]:
-    """Open, describe and read every filter; {(rg, col): bitset or None}. Errors propagate."""
-    out: dict[tuple[int, int], bytes | None] = {}
-    with ParquetBloomReader(path, keys) as reader:
-        reader.describe()
-        for rg in range(reader.num_row_groups):
-            for column in reader.columns:
-                bf = reader.bloom_filter(rg, column.ordinal)
-                out[(rg, column.ordinal)] = None if bf is None else bf.bitset
-    return out
-
-
-ORIGINAL = {name: read_everything(DATA / name) for name in PARQUET_VECTORS}
+ORIGINAL = {name: read_everything(DATA / name, KeyAccess(explicit=TESTING_KEYS)) for name in PARQUET_VECTORS}
 
 
 def _tail_biased(draw: Any, data: bytes) -> bytes:
@@ -59,7 +47,7 @@ def test_mutated_real_files_raise_only_library_errors(name: str, data: st.DataOb
     path = _WORK / f"mutated-{os.getpid()}-{name}"
     path.write_bytes(blob)
     try:
-        got = read_everything(path)
+        got = read_everything(path, KeyAccess(explicit=TESTING_KEYS))
     except SecureBloomError:
         return
     finally:
@@ -88,7 +76,7 @@ def test_garbage_files_of_every_small_size() -> None:
             path = _WORK / f"garbage-{size}"
             path.write_bytes((fill * size)[:size])
             with pytest.raises(SecureBloomError):
-                read_everything(path)
+                read_everything(path, KeyAccess(explicit=TESTING_KEYS))
 
 
 def _with_metadata(name: str, edit: Any, hole: int = 0) -> Path:

@@ -120,12 +120,30 @@ def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted:
 
 
 class _OutputFile:
-    """The temporary destination; the one place bytes are written."""
+    """The temporary destination; the one place bytes are written.
+
+    Where Linux allows it (``O_TMPFILE``) the file has no name until :meth:`publish` links it in,
+    so a process killed before that leaves nothing behind; elsewhere it is the hidden ``path``,
+    which the caller removes on failure.
+    """
 
     def __init__(self, path: Path, mode: int) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         self.written = 0
+        self.anonymous = False
+        if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
+            try:
+                self._fd = os.open(path.parent, os.O_TMPFILE | os.O_WRONLY, mode)
+                self.anonymous = True
+            except OSError:  # the filesystem has no O_TMPFILE
+                pass
+        if not self.anonymous:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+
+    @property
+    def readable_path(self) -> Path:
+        """A path that opens this file (also while it has no name)."""
+        return Path(f"/proc/self/fd/{self._fd}") if self.anonymous else self.path
 
     def write(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
@@ -134,8 +152,29 @@ class _OutputFile:
             view = view[n:]
             self.written += n
 
-    def sync_and_close(self) -> None:
+    def sync(self) -> None:
         os.fsync(self._fd)
+
+    def publish(self, target: Path) -> None:
+        """Give the synced file the name ``target`` (beside ``path``) atomically. An anonymous file
+        is linked in directly when ``target`` does not exist; to replace an existing ``target`` it
+        is linked in as ``path`` and renamed: a kill between those two calls is the only way
+        to leave a temporary file behind."""
+        if self.anonymous:
+            source = f"/proc/self/fd/{self._fd}"
+            directory = os.open(target.parent, os.O_RDONLY)
+            try:  # linkat(AT_SYMLINK_FOLLOW): os.link only passes it when given a dir fd
+                if not os.path.lexists(target):
+                    try:
+                        os.link(source, target.name, dst_dir_fd=directory, follow_symlinks=True)
+                        self.close()
+                        return
+                    except FileExistsError:
+                        pass
+                os.link(source, self.path.name, dst_dir_fd=directory, follow_symlinks=True)
+            finally:
+                os.close(directory)
+        os.replace(self.path, target)
         self.close()
 
     def close(self) -> None:
@@ -274,8 +313,8 @@ def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
     return checked
 
 
-def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> Path | None:
-    """Stage dst's external key material (a copy of src's); returns the staged temp file."""
+def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> _OutputFile | None:
+    """Stage dst's external key material (a copy of src's); returns the staged, synced file."""
     source, target = sidecar_path(src), sidecar_path(dst)
     data = source.read_bytes()
     if target.exists():
@@ -288,10 +327,11 @@ def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) 
     out = _OutputFile(staged, 0o600)
     try:
         out.write(data)
-        out.sync_and_close()
-    finally:
+        out.sync()
+    except BaseException:
         out.close()
-    return staged
+        raise
+    return out
 
 
 def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str],
@@ -394,13 +434,12 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
     tail = footer_bytes + struct.pack("<I", len(footer_bytes)) + reader.tail.magic
 
     staged_sidecar = None
-    if not same and _uses_external_material(reader):
-        staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
-
     tmp = dst_path.with_name(f".{dst_path.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
     out = _OutputFile(tmp, os.stat(src_path).st_mode & 0o777)
     try:
+        if not same and _uses_external_material(reader):
+            staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
         total = offset + len(tail)
         with open(src_path, "rb") as f:
             remaining = reader.tail.footer_offset
@@ -417,14 +456,17 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
         out.write(tail)
         if progress is not None:
             progress("copy", out.written, total)
-        out.sync_and_close()
+        out.sync()
+        verified = _verify(out.readable_path, keys, os.fspath(src_path), planned, kept)
+        # The sidecar first: a kill in between leaves dst absent (and its key material, a copy
+        # of src's), never a dst without its key material.
+        if staged_sidecar is not None:
+            staged_sidecar.publish(sidecar_path(dst_path))
+        out.publish(dst_path)
     finally:
         out.close()
-
-    verified = _verify(tmp, keys, os.fspath(src_path), planned, kept)
-    if staged_sidecar is not None:
-        os.replace(staged_sidecar, sidecar_path(dst_path))
-    os.replace(tmp, dst_path)
+        if staged_sidecar is not None:
+            staged_sidecar.close()
     _fsync_dir(dst_path.parent)
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
                                    encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,

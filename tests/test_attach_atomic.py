@@ -1,0 +1,262 @@
+"""attach never loses data: real process kills, a real full filesystem, a KMS failing mid-way.
+
+After every fault: ``src`` is byte-identical (SHA-256), ``dst`` is absent or complete and valid
+(every chosen column's filter decrypts, the table reads back equal to ``src``'s), and the
+directory holds nothing else (no temporary file, no orphan sidecar).
+
+* SIGKILL: a child process runs attach and kills itself with SIGKILL at a chosen point (after k
+  filters, after k copy blocks, before / after each rename, after verification), plus kills at
+  random moments from the outside;
+* ENOSPC: ``dst`` on a tmpfs mounted with a size smaller than the result (root only, else
+  skipped: tests/test_parquet_attach.py injects ENOSPC into the writer instead);
+* KMS: the key-list KMS of the file fails on its k-th call, for every k until attach succeeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, write_encrypted, write_plain
+
+from secure_bloom.errors import KmsUnavailableError, SecureBloomError
+from secure_bloom.kms import KeyListKms
+from secure_bloom.kms.sidecar import sidecar_path
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.attach import attach_bloom_filters
+
+COLUMNS = ["ssn", "id", "ts"]
+ROWS = 40_000  # ~1.5 MiB: several 1 MiB copy blocks, 40 chunks to filter
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess
+    from secure_bloom.parquet import attach as attach_module
+
+    src, dst, stage, when = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    counts = {}
+
+    def die_at(name):
+        counts[name] = counts.get(name, 0) + 1
+        if name == stage and counts[name] == when:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def progress(name, done, total):
+        die_at(name)
+
+    real_publish, real_verify = attach_module._OutputFile.publish, attach_module._verify
+
+    def publish(self, target):
+        die_at("before_publish")
+        real_publish(self, target)
+        die_at("after_publish")
+
+    def verify(*args):
+        result = real_verify(*args)
+        die_at("verified")
+        return result
+
+    attach_module._OutputFile.publish = publish
+    attach_module._verify = verify
+    keys = KeyAccess(kms=KeyListKms(os.environ["ATTACH_KEY_LIST"]))
+    attach_module.attach_bloom_filters(src, dst, sys.argv[5].split(","), keys, progress=progress,
+                                       overwrite=True)
+    print("finished")
+""")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _keys() -> KeyAccess:
+    return KeyAccess(kms=KeyListKms(TESTING_KEY_LIST))
+
+
+def _assert_intact(src: Path, digest: str, dst: Path, allowed: set[str]) -> bool:
+    """src unchanged; dst absent or complete; nothing else in the directory. True if dst exists."""
+    assert _digest(src) == digest
+    names = set(os.listdir(src.parent))
+    extra = names - allowed - {src.name, dst.name, sidecar_path(src).name}
+    dst_sidecar = sidecar_path(dst)
+    if dst_sidecar.exists():
+        # Published just before dst (so dst never lacks it): a kill between the two renames
+        # leaves this copy of src's key material (wrapped keys only) without dst.
+        assert dst_sidecar.read_bytes() == sidecar_path(src).read_bytes()
+        extra.discard(dst_sidecar.name)
+    assert not extra, f"left behind: {sorted(extra)}"
+    if not dst.exists():
+        return False
+    with ParquetBloomReader(dst, _keys()) as reader:
+        for rg in range(reader.num_row_groups):
+            for column in COLUMNS:
+                assert reader.bloom_filter(rg, column) is not None
+    assert read_encrypted(dst).equals(read_encrypted(src))
+    return True
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    root = tmp_path_factory.mktemp("attach-sources")
+    table = sample_table(ROWS)
+    yield {"internal": write_encrypted(root / "internal.parquet", table),
+           "external": write_encrypted(root / "external.parquet", table, internal_key_material=False,
+                                       plaintext_footer=True)}
+
+
+def _fresh(sources: dict[str, Path], kind: str, folder: Path) -> Path:
+    folder.mkdir()
+    src = folder / "src.parquet"
+    src.write_bytes(sources[kind].read_bytes())
+    if kind == "external":
+        sidecar_path(src).write_bytes(sidecar_path(sources[kind]).read_bytes())
+    return src
+
+
+def _run_child(src: Path, dst: Path, stage: str, when: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, ATTACH_KEY_LIST=TESTING_KEY_LIST)
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(src), str(dst), stage, str(when), ",".join(COLUMNS)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+KILL_POINTS = [("filters", 1), ("filters", 20), ("copy", 1), ("copy", 2), ("verified", 1),
+               ("before_publish", 1), ("after_publish", 1), ("before_publish", 2), ("after_publish", 2),
+               ("none", 0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["internal", "external"])
+@pytest.mark.parametrize(("stage", "when"), KILL_POINTS)
+@pytest.mark.parametrize("replacing", [False, True], ids=["new-dst", "replacing-dst"])
+def test_sigkill_at_every_stage(sources: dict[str, Path], tmp_path: Path, kind: str, stage: str,
+                                when: int, replacing: bool) -> None:
+    """External key material publishes two files (sidecar, then data), internal one."""
+    src = _fresh(sources, kind, tmp_path / "work")
+    digest = _digest(src)
+    dst = src.with_name("dst.parquet")
+    if replacing:  # an earlier, valid result is being replaced
+        attach_bloom_filters(src, dst, COLUMNS, _keys())
+        previous = _digest(dst)
+    publishes = 2 if kind == "external" and not replacing else 1  # a replaced sidecar is identical
+    child = _run_child(src, dst, stage, when)
+    out, err = child.communicate(timeout=300)
+    finished = b"finished" in out
+    reached = stage == "none" or (stage.endswith("publish") and when > publishes)
+    assert finished == reached, err.decode(errors="replace")[-2000:]
+    if not finished:
+        assert child.returncode == -signal.SIGKILL, err.decode(errors="replace")[-2000:]
+    exists = _assert_intact(src, digest, dst, set())
+    assert exists == (finished or replacing or (stage == "after_publish" and when == publishes))
+    if replacing and exists and not finished and stage != "after_publish":
+        assert _digest(dst) == previous  # killed before the rename: the old dst, untouched
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments(sources: dict[str, Path], tmp_path: Path) -> None:
+    rng = random.Random(7)
+    for i in range(6):
+        src = _fresh(sources, "internal" if i % 2 else "external", tmp_path / f"run{i}")
+        digest = _digest(src)
+        dst = src.with_name("dst.parquet")
+        child = _run_child(src, dst, "none", 0)
+        time.sleep(rng.uniform(0.2, 3.0))
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=300)
+        _assert_intact(src, digest, dst, set())
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs (the attached file needs ~1.5 MiB)."""
+    mount_point = tmp_path / "small-fs"
+    mount_point.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+                            capture_output=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_full_filesystem_leaves_nothing_behind(sources: dict[str, Path], tmp_path: Path,
+                                               small_filesystem: Path) -> None:
+    src = _fresh(sources, "internal", tmp_path / "work")
+    digest = _digest(src)
+    dst = small_filesystem / "dst.parquet"
+    with pytest.raises(SecureBloomError, match="No space left"):
+        attach_bloom_filters(src, dst, COLUMNS, _keys())
+    assert _digest(src) == digest
+    assert os.listdir(small_filesystem) == []
+    # The same attach fits once the filesystem is large enough: the failure was the disk.
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small_filesystem)], check=True)
+    attach_bloom_filters(src, dst, COLUMNS, _keys())
+    assert sorted(os.listdir(small_filesystem)) == ["dst.parquet"]
+
+
+class FailingOnCall:
+    """The real key-list KMS, failing (as an unreachable KMS does) from its ``fail_at``-th call on."""
+
+    def __init__(self, fail_at: int) -> None:
+        self._real = KeyListKms(TESTING_KEY_LIST)
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def _count(self) -> None:
+        self.calls += 1
+        if self.calls >= self.fail_at:
+            raise KmsUnavailableError(f"injected: KMS down at call {self.calls}")
+
+    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+        self._count()
+        return self._real.wrap_key(key_bytes, master_key_identifier)
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        self._count()
+        return self._real.unwrap_key(wrapped_key, master_key_identifier)
+
+
+@pytest.mark.parametrize("kind", ["internal", "external"])
+def test_kms_failing_mid_way(sources: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    src = _fresh(sources, kind, tmp_path / "work")
+    digest = _digest(src)
+    dst = src.with_name("dst.parquet")
+    failures = 0
+    for fail_at in range(1, 50):
+        kms: Any = FailingOnCall(fail_at)
+        try:
+            attach_bloom_filters(src, dst, COLUMNS, KeyAccess(kms=kms))
+        except SecureBloomError as e:
+            failures += 1
+            assert "injected" in str(e) or isinstance(e, SecureBloomError)
+            assert not _assert_intact(src, digest, dst, set())
+            continue
+        assert _assert_intact(src, digest, dst, set())
+        break
+    else:
+        pytest.fail("attach never succeeded")
+    assert failures >= 2  # the KMS failed at several different points before attach got through
+
+
+def test_plaintext_source_kill_before_rename(sources: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    src = write_plain(folder / "src.parquet", sample_table(ROWS))
+    digest = _digest(src)
+    dst = folder / "dst.parquet"
+    child = _run_child(src, dst, "before_publish", 1)
+    child.communicate(timeout=300)
+    assert child.returncode == -signal.SIGKILL
+    assert _digest(src) == digest and sorted(os.listdir(folder)) == ["src.parquet"]
