@@ -35,6 +35,7 @@ REDACTED = "<redacted>"
 _KEY_SPEC = re.compile(r"^[^=\s]+=(base64|hex|text):(.*)\Z", re.DOTALL)
 # Options whose *value* is secret. "--key-list-file" and "--kms-token-env" name places, not secrets.
 _SECRET_OPTIONS = ("--key", "--key-list")
+_TRUNCATED = "..."  # how messages mark a value they shortened (e.g. values._fail)
 _MIN_SECRET_CHARS = 4  # shorter strings would redact ordinary words; AES keys are >= 16 bytes
 
 
@@ -197,6 +198,12 @@ class Redactor:
         for secret in sorted(self._secrets, key=len, reverse=True):
             if secret in text:
                 text = text.replace(secret, REDACTED)
+        if _TRUNCATED in text:  # a message that cut an echoed value short can end in part of a secret
+            for secret in sorted(self._secrets, key=len, reverse=True):
+                for n in range(len(secret) - 1, _MIN_SECRET_CHARS - 1, -1):
+                    cut = secret[:n] + _TRUNCATED
+                    if cut in text:
+                        text = text.replace(cut, REDACTED + _TRUNCATED)
         return text
 
     def __len__(self) -> int:
