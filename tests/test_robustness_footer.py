@@ -22,7 +22,7 @@ from robustness_support import (DATA, PARQUET_VECTORS, TESTING_KEYS, allocation_
                                 read_everything, vector)
 
 from secure_bloom import thrift_codec
-from secure_bloom.errors import MalformedBitsetError, NotParquetError, SecureBloomError
+from secure_bloom.errors import MalformedBitsetError, MalformedThriftError, NotParquetError, SecureBloomError
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.tail import read_tail
 
@@ -122,4 +122,15 @@ def test_filter_locations_outside_the_data_region_are_refused(offset: int, lengt
 
     path = _with_metadata("data_index_bloom_encoding_with_length.parquet", edit)
     with pytest.raises(SecureBloomError):
+        read_everything(path, KeyAccess())
+
+
+@pytest.mark.parametrize("physical_type", [-1, 8, 14, 1 << 30])
+def test_unknown_physical_type_is_malformed_thrift(physical_type: int) -> None:
+    """Regression (atheris, fuzz_footer): PhysicalType(14) raised a bare ValueError."""
+    def edit(md: Any) -> None:
+        md.schema[1].type = physical_type
+
+    path = _with_metadata("data_index_bloom_encoding_stats.parquet", edit)
+    with pytest.raises(MalformedThriftError, match="unknown physical type"):
         read_everything(path, KeyAccess())

@@ -157,6 +157,8 @@ def leaf_columns(schema: Sequence[Any]) -> list[ColumnInfo]:
             continue
         if el.type is None:
             raise MalformedThriftError(f"schema leaf {'.'.join(path)!r} has no physical type")
+        if el.type not in PhysicalType._value2member_map_:
+            raise MalformedThriftError(f"schema leaf {'.'.join(path)!r} has unknown physical type {el.type}")
         leaves.append(ColumnInfo(
             path=".".join(path), path_in_schema=path, ordinal=len(leaves),
             physical_type=PhysicalType(el.type), type_length=el.type_length,
