@@ -151,3 +151,35 @@ def test_spark_reads_the_attached_file(spark: Any, tmp_path: Path) -> None:
         count = df.count()
     assert count == expected.num_rows
     assert [(r["id"], r["amount"]) for r in rows] == [(1234, Decimal("12.34"))]
+
+
+@pytest.mark.parametrize("variant", ["gcm_plaintext_footer", "ctr_footer"])
+def test_attach_to_a_spark_file(spark_bloom_files: SparkBloomFiles, tmp_path: Path, variant: str) -> None:
+    """parquet-java's footer survives a rewrite: the dictionary-only column ``cat`` (no filter from
+    Spark) gets one, Spark's other filters are kept, and parquet-java reads them all back."""
+    from secure_bloom import thrift_codec
+
+    f = spark_bloom_files.files[variant]
+    keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
+    with ParquetBloomReader(f.path, keys) as r:
+        assert thrift_codec.serialize(r.footer.metadata) == r.footer.metadata_thrift
+        for row in r._chunks:
+            for chunk in row:
+                meta = r._meta(chunk)
+                if chunk.meta_thrift is not None:
+                    assert thrift_codec.serialize(meta) == chunk.meta_thrift
+    dst = tmp_path / "attached.parquet"
+    report = attach_bloom_filters(f.path, dst, ["cat"], keys)
+    assert report.kept_filters == 3 * 10  # every other column's filter, in every row group
+    assert all(x.encrypted for x in report.filters) and all(x.ndv == 3 for x in report.filters)
+    columns = spark_bloom_files.columns
+    with ParquetBloomReader(dst, keys) as r:
+        for g in range(3):
+            assert r.probe("cat", ["red", "green", "blue"]).row_groups[g].has_bloom_filter
+            assert g in r.row_groups_maybe_containing("s", columns["s"].row_groups[g][7])
+    result = bloom_probe(dst, [ColumnProbe("cat", "string", ("red", "green", "blue", "purple")),
+                               ColumnProbe("i64", "int64", (columns["i64"].row_groups[2][5],))], f.hadoop_conf())
+    for rg in result["columns"]["cat"]["row_groups"]:
+        assert rg["has_bloom_filter"] and rg["found"]["red"] and rg["found"]["blue"]
+        assert rg["found"]["purple"] is False
+    assert result["columns"]["i64"]["row_groups"][2]["found"][str(columns["i64"].row_groups[2][5])] is True
