@@ -45,3 +45,43 @@ def test_timestamp_nanos_out_of_range(nanos: int) -> None:
 def test_timestamp_nanos_in_range() -> None:
     base = encode_timestamp(dt.datetime(2024, 1, 1), "nanos")
     assert encode_timestamp(dt.datetime(2024, 1, 1), "nanos", nanos=999) == base + 999
+
+
+def test_attach_without_footer_key_names_the_key_not_its_material(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from parquet_files import write_encrypted
+
+    from secure_bloom.errors import MissingKeyError
+    from secure_bloom.parquet import NO_KEYS
+    from secure_bloom.parquet.attach import attach_bloom_filters
+
+    src = write_encrypted(tmp_path / "signed.parquet", plaintext_footer=True)
+    with pytest.raises(MissingKeyError) as info:
+        attach_bloom_filters(src, tmp_path / "out.parquet", ["id"], keys=NO_KEYS)
+    message = str(info.value)
+    assert "'kf'" in message  # the master key id
+    for material in ("wrappedDEK", "wrappedKEK", "keyMaterialType", "{"):
+        assert material not in message
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_plaintext_filter_on_encrypted_column_is_named_and_isolated(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import leaky_writer as lw
+
+    from secure_bloom.errors import PlaintextFilterOnEncryptedColumnError
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+
+    src, dst = tmp_path / "src.parquet", tmp_path / "leak.parquet"
+    lw.write_pyarrow_encrypted(src)
+    keys = KeyAccess(kms=KeyListKms(lw.key_list()))
+    values = lw.table_values()
+    lw.inject_filters(src, dst, {"ssn": "plaintext", "email": "column_key"}, keys,
+                      values={"ssn": values["ssn"], "email": values["email"]})
+    with ParquetBloomReader(dst, keys=keys) as reader:
+        with pytest.raises(PlaintextFilterOnEncryptedColumnError, match="stored in plaintext"):
+            reader.bloom_filter(0, "ssn")
+        chunks = {(c.row_group, c.column): c for c in reader.chunks()}
+        assert chunks[(0, "ssn")].filter_error is not None and "plaintext" in chunks[(0, "ssn")].filter_error
+        assert chunks[(0, "email")].filter_error is None and chunks[(0, "email")].filter_num_bytes
+        assert reader.row_groups_maybe_containing("email", values["email"][1][0]) == [1]
+        assert reader.describe()  # one leaked chunk does not stop the rest from being described

@@ -52,7 +52,7 @@ from ..kms.material import KeyMetadata
 from ..kms.sidecar import _fsync_dir, sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import column_metadata_aad, encrypt_thrift_module
-from .footer import encode_footer
+from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
 from .schema import ColumnInfo
@@ -388,8 +388,8 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
     footer = reader.footer
     chosen = _choose_columns(reader, columns)
     if footer.encrypted and footer.footer_key is None:
-        raise MissingKeyError(f"{src_path}: the footer key {footer.footer_key_metadata!r} is needed to "
-                              "re-encrypt or re-sign the footer")
+        raise MissingKeyError(f"{src_path}: the footer key {key_id_of(footer.footer_key_metadata)!r} is needed "
+                              "to re-encrypt or re-sign the footer")
     chunks = [reader._chunks[rg][c.ordinal] for rg in range(reader.num_row_groups) for c in chosen]
     for chunk in chunks:            # every key, before pyarrow or any write
         if chunk.encryption != "plaintext":

@@ -33,8 +33,11 @@ from ..errors import (
     KeyNotFoundError,
     MalformedBitsetError,
     MalformedHeaderError,
+    MalformedModuleError,
     MalformedThriftError,
     MissingKeyError,
+    PlaintextFilterOnEncryptedColumnError,
+    SecureBloomError,
 )
 from ..filter import SplitBlockBloomFilter
 from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
@@ -59,7 +62,9 @@ class ChunkInfo:
 
     ``has_bloom_filter`` is None when the chunk's metadata is encrypted and its key unavailable.
     ``filter_num_bytes`` is the bitset size from the filter header (None when not read).
-    ``encryption`` is ``plaintext``, ``footer_key`` or ``column_key``.
+    ``encryption`` is ``plaintext``, ``footer_key`` or ``column_key``. ``filter_error`` says why
+    the chunk's metadata or filter could not be read (a missing key, a tampered or leaked filter);
+    one bad chunk never hides the others.
     """
 
     row_group: int
@@ -73,6 +78,7 @@ class ChunkInfo:
     bloom_filter_offset: int | None
     bloom_filter_length: int | None
     filter_num_bytes: int | None = None
+    filter_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -418,11 +424,26 @@ class ParquetBloomReader:
                     bf = self._read_plain(chunk, offset, length)
                 else:
                     key = self._key_for(chunk)
-                    bf = read_encrypted_bloom_filter(self._file, offset, key,  # type: ignore[arg-type]
-                                                     self.footer.require_file_aad(), chunk.rg_ordinal,
-                                                     chunk.column.ordinal, length=length)
+                    try:
+                        bf = read_encrypted_bloom_filter(self._file, offset, key,  # type: ignore[arg-type]
+                                                         self.footer.require_file_aad(), chunk.rg_ordinal,
+                                                         chunk.column.ordinal, length=length)
+                    except MalformedModuleError:
+                        self._raise_if_plaintext(chunk, offset, length)
+                        raise
         self._filters[cache_key] = bf
         return bf
+
+    def _raise_if_plaintext(self, chunk: _Chunk, offset: int, length: int | None) -> None:
+        """An encrypted column whose filter bytes are a *plaintext* filter: say so (a leak, what
+        arrow-rs writes), rather than report broken module framing."""
+        from .filter_storage import PLAINTEXT, read_filter_storage
+
+        storage = read_filter_storage(self._file, offset, length, self.tail.footer_offset)  # type: ignore[arg-type]
+        if storage.form == PLAINTEXT:
+            raise PlaintextFilterOnEncryptedColumnError(
+                f"row group {chunk.row_group}, column {chunk.column.path!r}: the column is encrypted but its "
+                "Bloom filter is stored in plaintext (it reveals the column's values)")
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
         """Every (row group, column) chunk; ``with_sizes`` reads each filter to report its size."""
@@ -437,12 +458,19 @@ class ParquetBloomReader:
         kmd = chunk.key_metadata if chunk.encryption == "column_key" else (
             self.footer.footer_key_metadata if chunk.encryption == "footer_key" else None)
         readable = chunk.meta is not None or (available and self.footer.file_aad is not None)
-        meta = self._meta(chunk) if readable else chunk.visible_meta
+        error = None
+        try:
+            meta = self._meta(chunk) if readable else chunk.visible_meta
+        except SecureBloomError as e:
+            meta, error = chunk.visible_meta, f"{type(e).__name__}: {e}"
         has = None if meta is None else meta.bloom_filter_offset is not None
         num_bytes = None
-        if has and with_sizes and available:
-            bf = self.bloom_filter(chunk.row_group, chunk.column.ordinal)
-            num_bytes = bf.num_bytes if bf is not None else None
+        if has and with_sizes and available and error is None:
+            try:
+                bf = self.bloom_filter(chunk.row_group, chunk.column.ordinal)
+                num_bytes = bf.num_bytes if bf is not None else None
+            except SecureBloomError as e:
+                error = f"{type(e).__name__}: {e}"
         return ChunkInfo(
             row_group=chunk.row_group, column=chunk.column.path, column_ordinal=chunk.column.ordinal,
             encrypted=chunk.encryption != "plaintext", encryption=chunk.encryption,
@@ -450,7 +478,7 @@ class ParquetBloomReader:
             has_bloom_filter=has,
             bloom_filter_offset=None if meta is None or meta.bloom_filter_offset is None else int(meta.bloom_filter_offset),
             bloom_filter_length=None if meta is None or meta.bloom_filter_length is None else int(meta.bloom_filter_length),
-            filter_num_bytes=num_bytes)
+            filter_num_bytes=num_bytes, filter_error=error)
 
     # ---------------------------------------------------------------- probes
 
