@@ -41,8 +41,6 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
         values = values.dictionary_decode()
     if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
         values = values.cast(pa.large_binary())  # drop_null has no kernel for view types
-    if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
-        values = values.cast(pa.large_binary())  # drop_null has no kernel for view types
     if values.null_count:
         values = pc.drop_null(values)
     typ = values.type
