@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,17 @@ def test_hung_server_times_out(openbao_fresh: OpenBaoServer) -> None:  # noqa: F
     finally:
         openbao_fresh.resume()
     assert isinstance(error, KmsUnavailableError) and "read timeout" in str(error)
-    assert kms.unwrap_key(wrapped, "k") == KEY  # recovers once the server answers again
+    # The same client recovers once the server answers again. A just-resumed server may first work
+    # through its backlog, slower than the 1 s read timeout on a loaded machine: poll, bounded.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            assert kms.unwrap_key(wrapped, "k") == KEY
+            break
+        except KmsUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def test_sealed_server_503_is_retried_then_unavailable(openbao_fresh: OpenBaoServer,  # noqa: F811
