@@ -51,6 +51,7 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
     if ptype is PhysicalType.INT96 and pa.types.is_timestamp(typ):
         return xxh64_rows(_int96_matrix(values))
     if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
+        assert width is not None  # _resolve gives FIXED_LEN_BYTE_ARRAY and INT96 their width
         if pa.types.is_fixed_size_binary(typ):
             if typ.byte_width != width:
                 raise InvalidValueError(f"{ptype.name}({width}) column given fixed_size_binary({typ.byte_width})")
@@ -96,8 +97,8 @@ def _binary_buffers(values: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArra
     large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
     _, offsets_buf, data_buf = values.buffers()
     off_dtype = np.int64 if large else np.int32
-    offsets = np.frombuffer(offsets_buf, dtype=off_dtype, count=len(values) + 1 + values.offset)
-    offsets = offsets[values.offset:].astype(np.int64)
+    raw_offsets = np.frombuffer(offsets_buf, dtype=off_dtype, count=len(values) + 1 + values.offset)
+    offsets: npt.NDArray[np.int64] = raw_offsets[values.offset:].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
     return offsets, data
 

@@ -220,8 +220,10 @@ def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None
             return fast
     if ptype in _INT_RANGES:
         bits = _INT_RANGES[ptype]
-        words = np.array([_int_bits(v, bits) for v in present], dtype=np.uint64 if bits == 64 else np.uint32)
-        return xxh64_u64(words) if bits == 64 else xxh64_u32(words)
+        ints = [_int_bits(v, bits) for v in present]
+        if bits == 64:
+            return xxh64_u64(np.array(ints, dtype=np.uint64))
+        return xxh64_u32(np.array(ints, dtype=np.uint32))
     if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
         for v in present:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):

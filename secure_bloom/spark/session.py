@@ -81,6 +81,7 @@ def _forget_cached_keys(spark: SparkSession) -> None:
     """parquet-java caches KMS clients (per token and KMS instance) and unwrapped keys for ten
     minutes; a new key list under the same default token would otherwise be ignored."""
     jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the SparkContext has no JVM gateway"
     jvm.org.apache.parquet.crypto.keytools.KeyToolkit.removeCacheEntriesForAllTokens()
 
 
@@ -135,7 +136,7 @@ def local_spark(app_name: str = "secure-bloom", cores: int = 2,
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -Dlog4j2.level=WARN")
     )
-    spark = configure_spark(builder).getOrCreate()
+    spark: SparkSession = configure_spark(builder).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     apply_policy(spark, policy)
     return spark
