@@ -252,10 +252,14 @@ def test_tampered_encrypted_column_metadata_fails_authentication(tmp_path: Path)
     data[pos + 40] ^= 0x01
     bad = tmp_path / "tampered.parquet"
     bad.write_bytes(bytes(data))
-    column_keys_only = KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]})  # footer not verifiable
-    with ParquetBloomReader(bad, column_keys_only) as r:
-        with pytest.raises(ModuleAuthenticationError, match="COLUMN_META_DATA"):
-            r.bloom_filter(0, "double_field")
+    # Keys given but not the footer's: the signed footer cannot be verified, so nothing is read
+    # (no silent downgrade to an unauthenticated footer).
+    column_keys_only = KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]})
+    with pytest.raises(MissingKeyError, match="signed plaintext footer cannot be verified"):
+        ParquetBloomReader(bad, column_keys_only)
+    # With every key, the footer signature (which covers the encrypted ColumnMetaData) catches it.
+    with pytest.raises(FooterSignatureError):
+        ParquetBloomReader(bad, EXPLICIT)
 
 
 def test_tampered_encrypted_footer_fails_authentication(tmp_path: Path) -> None:
@@ -374,12 +378,16 @@ def test_external_key_material_is_labelled_with_its_master_key_ids() -> None:
 
 
 def test_signed_footer_with_an_unknown_footer_master_key_stays_readable(tmp_path: Path) -> None:
-    """The KMS does not know kf: the plaintext footer opens unverified, plaintext columns probe,
-    encrypted columns still need their own key."""
+    """The KMS does not know kf: by default that is an error (no silent downgrade); with the
+    explicit opt-in the plaintext footer opens unverified, plaintext columns probe, encrypted
+    columns still need their own key."""
     from secure_bloom.kms import KeyListKms
 
     path = write_encrypted(tmp_path / "signed.parquet", plaintext_footer=True)
-    keys = KeyAccess(kms=KeyListKms({"kc2": TESTING_KEYS["kc2"]}))
+    kms = KeyListKms({"kc2": TESTING_KEYS["kc2"]})
+    with pytest.raises(MissingKeyError, match="cannot be verified"):
+        ParquetBloomReader(path, KeyAccess(kms=kms))
+    keys = KeyAccess(kms=kms, allow_unverified_footer=True)
     with ParquetBloomReader(path, keys) as r:
         assert r.footer.signature_verified is None and r.footer.footer_key is None
         assert r.row_groups_maybe_containing("id", 1) == [0, 1, 2]  # no filters: maybe everywhere

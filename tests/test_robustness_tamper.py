@@ -33,7 +33,10 @@ from secure_bloom.parquet.tail import read_tail
 BLOOM = "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 PLAIN_FOOTER = "encrypt_columns_plaintext_footer.parquet.encrypted"
 ALL_KEYS = KeyAccess(explicit=TESTING_KEYS)
-COLUMN_KEYS_ONLY = KeyAccess(explicit={k: v for k, v in TESTING_KEYS.items() if k != "kf"})
+# Column keys without the footer key: the signed footer is read unverified (explicit opt-in), so
+# the encrypted ColumnMetaData modules must authenticate on their own.
+COLUMN_KEYS_ONLY = KeyAccess(explicit={k: v for k, v in TESTING_KEYS.items() if k != "kf"},
+                             allow_unverified_footer=True)
 _WORK = Path(tempfile.mkdtemp(prefix="secure-bloom-tamper-"))
 
 

@@ -148,10 +148,15 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     kmd = metadata.footer_signing_key_metadata
     key: bytes | None = None
     if retriever is not None and keys.has_keys:
+        # Keys were given: the signature must be checked. Failing to obtain the signing key is an
+        # error, never a silent downgrade to an unauthenticated footer (an attacker who rewrites
+        # footer_signing_key_metadata must not be able to switch verification off).
         try:
             key = _footer_key(retriever, kmd, where)
-        except KeyManagementError:
-            key = None  # plaintext columns stay readable; the signature is reported unverified
+        except KeyManagementError as e:
+            if not keys.allow_unverified_footer:
+                raise type(e)(f"{e}; the signed plaintext footer cannot be verified without it "
+                              "(KeyAccess(allow_unverified_footer=True) reads it unverified)") from None
     verified: bool | None = None
     if key is not None and file_aad is not None:
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)

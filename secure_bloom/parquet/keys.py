@@ -31,12 +31,19 @@ class KeyAccess:
     ``kms``: a :class:`~secure_bloom.kms.KmsClient` or a factory
     ``(kms_instance_id, kms_instance_url) -> KmsClient``; ``explicit``: key ids -> keys
     (an :class:`ExplicitKeys` or a mapping); ``aad_prefix``: bytes or str (UTF-8).
+
+    ``allow_unverified_footer``: with keys given, a signed plaintext footer whose signing key
+    cannot be obtained is an error by default (otherwise whoever rewrites the footer's signing key
+    id could switch verification off). Set True to read such files anyway, with
+    ``footer.signature_verified`` left None: only plaintext columns and columns whose own keys are
+    available can then be read, and the footer itself is unauthenticated.
     """
 
     kms: Any = None
     explicit: ExplicitKeys | None = None
     aad_prefix: bytes | None = None
     cache_lifetime_s: float = 600.0
+    allow_unverified_footer: bool = False
     unwrapper: FileKeyUnwrapper = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -67,7 +74,8 @@ class KeyAccess:
 
     def __repr__(self) -> str:
         return (f"KeyAccess(kms={type(self.kms).__name__ if self.kms is not None else None}, "
-                f"explicit={self.explicit!r}, aad_prefix={'set' if self.aad_prefix is not None else None})")
+                f"explicit={self.explicit!r}, aad_prefix={'set' if self.aad_prefix is not None else None}"
+                + (", allow_unverified_footer=True)" if self.allow_unverified_footer else ")"))
 
 
 #: No keys at all: plaintext files, and plaintext columns of plaintext-footer files.
