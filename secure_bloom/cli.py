@@ -213,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
                    dest="columns", help="a column to build a filter for; repeatable")
     p.add_argument("--fpp", type=_fpp, default=0.01, metavar="P",
                    help="false-positive probability for columns without their own (default: %(default)s)")
+    p.add_argument("--max-bytes", type=_max_bytes, default=1 << 20, metavar="N",
+                   help="largest bitset per filter, a power of two from 32 to 134217728 "
+                        "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DST if it exists (DST = SRC replaces the file atomically)")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
@@ -234,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("rest", nargs=argparse.REMAINDER)
         p.set_defaults(handler=None)
     return parser
+
+
+def _max_bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--max-bytes must be an integer, got {text!r}") from None
+    if not 32 <= value <= 1 << 27 or value & (value - 1):
+        raise argparse.ArgumentTypeError(f"--max-bytes must be a power of two from 32 to {1 << 27}, got {value}")
+    return value
 
 
 def _fpp(text: str) -> float:
@@ -442,8 +455,8 @@ def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     with _about(args.src), _progress_bar("attach", "it") as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
-                                      overwrite=args.overwrite and not in_place, in_place=in_place,
-                                      progress=progress)
+                                      max_bytes=args.max_bytes, overwrite=args.overwrite and not in_place,
+                                      in_place=in_place, progress=progress)
     if args.json:
         _print_json(render.jsonable(report), out)
     else:

@@ -217,9 +217,14 @@ def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> s
     info = to_dict() if callable(to_dict) else result if isinstance(result, dict) else None
     filters = info.get("filters") if isinstance(info, dict) else None
     if isinstance(filters, list) and filters and all(isinstance(f, dict) for f in filters):
-        headers = [k for k in ("row_group", "column", "encrypted", "key_id", "num_bytes", "ndv", "fpp")
+        headers = [k for k in ("row_group", "column", "encrypted", "key_id", "num_bytes", "ndv", "expected_fpp")
                    if any(k in f for f in filters)]
-        lines.append(table(headers, [[f.get(h) for h in headers] for f in filters]))
+        rows = [[f"{f[h]:.3%}" if h == "expected_fpp" else f.get(h) for h in headers] for f in filters]
+        lines.append(table(headers, rows))
+        capped = [f for f in filters if f.get("capped")]
+        if capped:
+            lines.append(f"warning: {len(capped)} filter(s) hit the size cap (--max-bytes) and give a higher "
+                         "false-positive rate than requested; see expected_fpp\n")
     return "".join(lines)
 
 

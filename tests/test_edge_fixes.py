@@ -85,3 +85,22 @@ def test_plaintext_filter_on_encrypted_column_is_named_and_isolated(tmp_path) ->
         assert chunks[(0, "email")].filter_error is None and chunks[(0, "email")].filter_num_bytes
         assert reader.row_groups_maybe_containing("email", values["email"][1][0]) == [1]
         assert reader.describe()  # one leaked chunk does not stop the rest from being described
+
+
+def test_attach_reports_expected_fpp_and_the_size_cap(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from secure_bloom.cli import main
+    from secure_bloom.parquet.attach import attach_bloom_filters
+
+    src = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"v": pa.array(range(20_000), pa.int64())}), src, row_group_size=20_000)
+    roomy = attach_bloom_filters(src, tmp_path / "roomy.parquet", ["v"], fpp=0.01)
+    assert not roomy.filters[0].capped and roomy.filters[0].expected_fpp < 0.01
+    tight = attach_bloom_filters(src, tmp_path / "tight.parquet", ["v"], fpp=0.01, max_bytes=1024)
+    assert tight.filters[0].capped and tight.filters[0].num_bytes == 1024
+    assert tight.filters[0].expected_fpp > 0.5  # 20k values in 1 KiB: nearly every probe says "maybe"
+    assert main(["attach", str(src), str(tmp_path / "cli.parquet"), "--column", "v", "--max-bytes", "1024"]) == 0
+    assert "hit the size cap" in capsys.readouterr().out
+    assert main(["attach", str(src), str(tmp_path / "bad.parquet"), "--column", "v", "--max-bytes", "1000"]) == 2

@@ -46,7 +46,7 @@ from ..errors import (
     SecureBloomError,
     UnsupportedParquetFeatureError,
 )
-from ..filter import SplitBlockBloomFilter
+from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..hashing import PhysicalType, hash_values
 from ..kms.material import KeyMetadata
 from ..kms.sidecar import _fsync_dir, sidecar_path
@@ -85,6 +85,10 @@ class AttachedFilter:
     offset: int
     length: int
     replaced: bool
+    #: False-positive rate expected from the filter's size and ndv (``fpp_estimate``).
+    expected_fpp: float = 0.0
+    #: True when ``max_bytes`` made the filter smaller than the requested fpp needs.
+    capped: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ class _Planned:
     count: int
     sample: np.ndarray
     replaced: bool
+    capped: bool = False
     data: bytes = b""
     offset: int = 0
 
@@ -232,13 +237,14 @@ def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, 
     values = source.values(chunk.row_group, info)
     distinct = int(pc.count_distinct(values, mode="only_valid").as_py()) if ndv is None else int(ndv)
     bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
+    capped = optimal_num_bytes(distinct, fpp) > bf.num_bytes
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
     _cross_check(values, hashes, info)
     bf.insert_hashes(hashes)
     step = max(1, hashes.size // _SAMPLE)
     replaced = reader._meta(chunk).bloom_filter_offset is not None
     return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=hashes[::step][:_SAMPLE],
-                    replaced=replaced)
+                    replaced=replaced, capped=capped)
 
 
 def _cross_check(values: Any, hashes: np.ndarray, info: ColumnInfo) -> None:
@@ -471,7 +477,8 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
                                    encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),
-                                   replaced=p.replaced) for p in planned)
+                                   replaced=p.replaced, expected_fpp=p.bf.fpp_estimate(p.ndv),
+                                   capped=p.capped) for p in planned)
     return AttachReport(src=os.fspath(src_path), dst=os.fspath(dst_path), footer_mode=footer.mode,
                         filters=filters, kept_filters=len(kept), src_bytes=reader.tail.file_size,
                         dst_bytes=total, verified_values=verified)
