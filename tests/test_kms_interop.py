@@ -162,3 +162,33 @@ def test_pyarrow_external_material_then_ours_then_pyarrow(tmp_path: Path) -> Non
     assert all(m.double_wrapping for _, m in KeyMaterialStore.load(sidecar_path(path)).items())
     _check_our_unwrap(path, FileKeyUnwrapper(kms))
     assert _pyarrow_read(path, pyarrow_kms_client_factory(kms)).equals(TABLE)
+
+
+@pytest.mark.interop
+def test_parquet_java_unwraps_key_material_we_wrote(tmp_path: Path, spark: object) -> None:
+    """Our FileKeyWrapper re-wraps the sidecar (fresh KEKs and KEK ids, our JSON); parquet-java's
+    own key tools then unwrap it to open the file, and Spark reads every row."""
+    from secure_bloom.spark.harness import bloom_probe
+    from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
+    from secure_bloom.spark.session import applied_policy
+
+    data_file = _java_copy(tmp_path)
+    kms = KeyListKms(key_list_text(PARQUET_TESTING_KEYS))
+    before = KeyMaterialStore.load(sidecar_path(data_file))
+    assert rewrap_external_key_material(sidecar_path(data_file), kms) == 3
+    after = KeyMaterialStore.load(sidecar_path(data_file))
+    assert all(after.get(r).kek_id != before.get(r).kek_id for r in before.references())
+    policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(key_list_text(PARQUET_TESTING_KEYS)))
+    result = bloom_probe(data_file, [], policy.hadoop_conf(), all_columns=True)
+    assert result["encryption"] == "ENCRYPTED_FOOTER"
+    assert result["columns"]["integers"]["encrypted"] is True and result["columns"]["strings"]["encrypted"] is True
+    with applied_policy(spark, policy):
+        assert spark.read.parquet(str(data_file)).count() == 100  # type: ignore[attr-defined]
+    # parquet-java really used our material: with the pristine KEKs gone from the sidecar, a
+    # wrong master key list cannot open it.
+    wrong = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(
+        key_list_text({k: bytes(16) for k in PARQUET_TESTING_KEYS})))
+    from secure_bloom.errors import JvmError
+
+    with pytest.raises(JvmError):
+        bloom_probe(data_file, [], wrong.hadoop_conf(), all_columns=True)
