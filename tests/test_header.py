@@ -7,6 +7,7 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from robustness_support import varint
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError, MalformedInputError
@@ -26,17 +27,9 @@ UNIONS = bytes.fromhex("1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00")  # algorithm, h
 
 
 def _zigzag_varint(n: int) -> bytes:
+    """Thrift compact i32/i64: zigzag, then varint (kept to 70 bits so huge values stay encodable)."""
     z = (n << 1) ^ (n >> 63) if n < 0 else n << 1
-    z &= (1 << 70) - 1
-    out = bytearray()
-    while True:
-        byte = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return varint(z & ((1 << 70) - 1))
 
 
 def _header(num_bytes: int, unions: bytes = UNIONS) -> bytes:
