@@ -8,6 +8,8 @@ test can prove an unwrapped data key is the right one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import base64
 import struct
 import threading
@@ -113,3 +115,25 @@ def decrypt_footer(data: bytes, footer_key: bytes) -> DecryptedFooter:
     file_aad = bytes(algorithm.aad_prefix or b"") + bytes(algorithm.aad_file_unique)
     plaintext, _ = decrypt_module(tail[used:], footer_key, footer_aad(file_aad), module_type=ModuleType.FOOTER)
     return DecryptedFooter(file_aad, bytes(crypto.key_metadata), thrift_codec.parse(m.FileMetaData, plaintext)[0])
+
+
+#: Liveness bound for KMS calls expected to fail: far above timeout x attempts. Not a performance
+#: assertion: it only turns a hang into a test failure.
+NOT_A_HANG_S = 60.0
+
+
+def call_outcome(call: Callable[[], object]) -> BaseException | None:
+    """Run ``call`` in a thread; the exception it raised, or None. Fails the test if it hangs."""
+    box: list[BaseException | None] = [None]
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            box[0] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(NOT_A_HANG_S)
+    assert not thread.is_alive(), "the call hung"
+    return box[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kms_support import SettableClock
+from kms_support import SettableClock, call_outcome
 from openbao_server import OpenBaoServer, openbao_fresh  # noqa: F401  (fixture)
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
@@ -30,26 +30,8 @@ from secure_bloom.kms import FileKeyUnwrapper, FileKeyWrapper, KeyMaterial, KeyM
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
 pytestmark = pytest.mark.kms
-NOT_A_HANG_S = 60.0  # liveness bound, far above timeout x attempts; not a performance assertion
 MASTER_KEYS = ("kf", "kc1", "kc2")
 TRANSIT_POLICY = 'path "transit/*" { capabilities = ["create", "read", "update", "list"] }'
-
-
-def _outcome(call: Callable[[], object]) -> BaseException | None:
-    """Run ``call`` in a thread; the exception it raised (None if it returned). Fails on a hang."""
-    box: list[BaseException | None] = [None]
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as e:  # noqa: BLE001 - reported to the test
-            box[0] = e
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(NOT_A_HANG_S)
-    assert not thread.is_alive(), "hung"
-    return box[0]
 
 
 @pytest.fixture
@@ -93,7 +75,7 @@ def test_file_reads_with_openbao_healthy(bao: OpenBaoServer, tmp_path: Path) -> 
 def test_openbao_stopped(bao: OpenBaoServer, tmp_path: Path) -> None:
     path = _write(bao, tmp_path / "f.parquet")
     bao.stop()
-    error = _outcome(lambda: _read_all(path, _client(bao)))
+    error = call_outcome(lambda: _read_all(path, _client(bao)))
     assert isinstance(error, KmsUnavailableError), repr(error)
     assert "after 2 attempts" in str(error) and bao.url in str(error)
 
@@ -102,7 +84,7 @@ def test_openbao_hung(bao: OpenBaoServer, tmp_path: Path) -> None:
     path = _write(bao, tmp_path / "f.parquet")
     bao.pause()
     try:
-        error = _outcome(lambda: _read_all(path, _client(bao)))
+        error = call_outcome(lambda: _read_all(path, _client(bao)))
     finally:
         bao.resume()
     assert isinstance(error, KmsUnavailableError) and "read timeout" in str(error), repr(error)
@@ -114,7 +96,7 @@ def test_token_revoked(bao: OpenBaoServer, tmp_path: Path) -> None:
     _read_all(path, _client(bao, token))                 # the token works
     status, _ = bao.request("POST", "auth/token/revoke", {"token": token})
     assert status == 204
-    error = _outcome(lambda: _read_all(path, _client(bao, token)))
+    error = call_outcome(lambda: _read_all(path, _client(bao, token)))
     assert isinstance(error, KeyAccessDeniedError), repr(error)
     assert token not in str(error) and token not in repr(error)
 
@@ -123,7 +105,7 @@ def test_footer_master_key_deleted(bao: OpenBaoServer, tmp_path: Path) -> None:
     path = _write(bao, tmp_path / "f.parquet")
     status, _ = bao.request("DELETE", "transit/keys/kf")
     assert status == 204
-    error = _outcome(lambda: _read_all(path, _client(bao)))
+    error = call_outcome(lambda: _read_all(path, _client(bao)))
     assert isinstance(error, (MissingKeyError, KeyNotFoundError)), repr(error)
     assert "kf" in str(error)
 
@@ -134,7 +116,7 @@ def test_column_master_key_deleted(bao: OpenBaoServer, tmp_path: Path) -> None:
     with ParquetBloomReader(path, KeyAccess(kms=_client(bao))) as reader:
         assert reader.bloom_filter(0, "ts") is None      # kc2 still works
         for column in ("ssn", "amount"):
-            error = _outcome(lambda c=column: reader.bloom_filter(0, c))  # type: ignore[misc]
+            error = call_outcome(lambda c=column: reader.bloom_filter(0, c))  # type: ignore[misc]
             assert isinstance(error, KeyManagementError) and "kc1" in str(error), repr(error)
 
 
@@ -158,10 +140,10 @@ def test_cached_kek_is_served_within_its_lifetime_and_never_after(bao: OpenBaoSe
     clock.now += 99.9
     assert unwrapper.unwrap(key_metadata) == dek          # within the lifetime: the cached KEK
     clock.now += 0.1
-    error = _outcome(lambda: unwrapper.unwrap(key_metadata))
+    error = call_outcome(lambda: unwrapper.unwrap(key_metadata))
     assert isinstance(error, expected), repr(error)       # at the lifetime: OpenBao is asked again
     clock.now += 1000
-    assert isinstance(_outcome(lambda: unwrapper.unwrap(key_metadata)), expected)
+    assert isinstance(call_outcome(lambda: unwrapper.unwrap(key_metadata)), expected)
 
 
 def test_single_wrapped_keys_are_never_cached(bao: OpenBaoServer) -> None:
@@ -170,7 +152,7 @@ def test_single_wrapped_keys_are_never_cached(bao: OpenBaoServer) -> None:
     unwrapper = FileKeyUnwrapper(kms, cache_lifetime_s=1e9)
     assert unwrapper.unwrap(key_metadata) == dek
     assert bao.request("DELETE", "transit/keys/kc2")[0] == 204
-    assert isinstance(_outcome(lambda: unwrapper.unwrap(key_metadata)), KeyNotFoundError)
+    assert isinstance(call_outcome(lambda: unwrapper.unwrap(key_metadata)), KeyNotFoundError)
 
 
 # --------------------------------------------------------------------------- misbehaving servers
@@ -271,7 +253,7 @@ def test_misbehaving_server(tcp_server: Any, respond: Any, expected: type[Except
     dek_wrap = FileKeyUnwrapper(kms)
     material = KeyMaterial(master_key_id="kc1", wrapped_dek=WRAPPED, is_footer_key=False, double_wrapping=False)
     key_metadata = KeyMetadata(material=material).to_bytes()
-    error = _outcome(lambda: dek_wrap.unwrap(key_metadata))
+    error = call_outcome(lambda: dek_wrap.unwrap(key_metadata))
     assert isinstance(error, expected), repr(error)
     assert isinstance(error, SecureBloomError)
     assert "not-a-real-token" not in str(error) and len(str(error)) < 1000
@@ -282,6 +264,6 @@ def test_nothing_listening(tcp_server: Any) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     kms = OpenBaoTransitKms(f"http://127.0.0.1:{port}", "t", timeout=(1.0, 1.0), retries=2, backoff_s=0.01)
-    error = _outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
+    error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
     assert isinstance(error, KmsUnavailableError) and "after 3 attempts" in str(error)
 

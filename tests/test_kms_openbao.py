@@ -4,9 +4,7 @@ re-wrapping, permissions, unknown keys, and a KMS that is down, hung or sealed."
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +18,13 @@ from secure_bloom.errors import (AuthenticationError, KeyAccessDeniedError, KeyN
 from secure_bloom.kms import (FileKeyUnwrapper, FileKeyWrapper, KeyMaterialStore, OpenBaoTransitKms,
                               pyarrow_kms_client_factory, rewrap_external_key_material, sidecar_path)
 
-from kms_support import CountingKms, SettableClock, decrypt_footer, footer_key_metadata
+from kms_support import CountingKms, SettableClock, call_outcome, decrypt_footer, footer_key_metadata
 from openbao_server import OpenBaoServer, openbao, openbao_fresh  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.kms
 
 KEY = bytes(range(16))
 # A liveness bound, not a performance assertion: far above the worst case the client promises.
-NOT_A_HANG_S = 60.0
 
 
 def _kms(server: OpenBaoServer, **kwargs: Any) -> OpenBaoTransitKms:
@@ -41,23 +38,6 @@ def master_keys(openbao: OpenBaoServer) -> OpenBaoServer:  # noqa: F811
         kms.create_key(name)
     kms.create_key("footer_key")  # exists: no-op
     return openbao
-
-
-def _outcome(call: Callable[[], object]) -> BaseException | None:
-    """Run ``call`` in a thread; the exception it raised, or None. Fails if it hangs."""
-    box: list[BaseException | None] = [None]
-
-    def run() -> None:
-        try:
-            call()
-        except BaseException as e:
-            box[0] = e
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(NOT_A_HANG_S)
-    assert not thread.is_alive(), "the KMS call hung"
-    return box[0]
 
 
 # --- the happy path ----------------------------------------------------------------------------------
@@ -202,7 +182,7 @@ def test_server_stopped_mid_run(openbao_fresh: OpenBaoServer, caplog: pytest.Log
     wrapped = kms.wrap_key(KEY, "k")
     openbao_fresh.stop()
     caplog.set_level(logging.WARNING, logger="secure_bloom.kms.openbao")
-    error = _outcome(lambda: kms.unwrap_key(wrapped, "k"))
+    error = call_outcome(lambda: kms.unwrap_key(wrapped, "k"))
     assert isinstance(error, KmsUnavailableError) and "after 3 attempts" in str(error)
     assert len([r for r in caplog.records if "retry" in r.getMessage()]) == 2
 
@@ -213,7 +193,7 @@ def test_hung_server_times_out(openbao_fresh: OpenBaoServer) -> None:  # noqa: F
     wrapped = kms.wrap_key(KEY, "k")
     openbao_fresh.pause()  # accepts connections (kernel backlog), never answers
     try:
-        error = _outcome(lambda: kms.unwrap_key(wrapped, "k"))
+        error = call_outcome(lambda: kms.unwrap_key(wrapped, "k"))
     finally:
         openbao_fresh.resume()
     assert isinstance(error, KmsUnavailableError) and "read timeout" in str(error)
@@ -238,6 +218,6 @@ def test_sealed_server_503_is_retried_then_unavailable(openbao_fresh: OpenBaoSer
     status, _ = openbao_fresh.request("PUT", "sys/seal")
     assert status == 204
     caplog.set_level(logging.WARNING, logger="secure_bloom.kms.openbao")
-    error = _outcome(lambda: kms.unwrap_key(wrapped, "k"))
+    error = call_outcome(lambda: kms.unwrap_key(wrapped, "k"))
     assert isinstance(error, KmsUnavailableError) and "VaultDown" in str(error)
     assert len([r for r in caplog.records if "retry" in r.getMessage()]) == 2
