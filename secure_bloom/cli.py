@@ -8,7 +8,7 @@ message that reaches stderr goes through a :class:`~secure_bloom.cli_keys.Redact
 command line and environment *before* anything is parsed.
 
 Stdlib argparse only; tqdm for progress. ``bench``, ``bench-spark`` and ``demo`` hand their
-arguments to ``secure_bloom.bench.main`` / ``secure_bloom.spark.bench.main`` / ``secure_bloom.demo.main``.
+arguments to ``secure_bloom.tools.bench.main`` / ``secure_bloom.tools.bench_spark.main`` / ``secure_bloom.tools.demo.main``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ exit codes:
   3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
   141  stdout was closed early (e.g. piped into head); nothing is reported"""
 
-_DELEGATED = {"bench": "secure_bloom.bench", "bench-spark": "secure_bloom.spark.bench", "demo": "secure_bloom.demo"}
+_DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
+              "demo": "secure_bloom.tools.demo"}
 
 # Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
 _USAGE_ERRORS: tuple[type[BaseException], ...] = (

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from secure_bloom import bench
+from secure_bloom.tools import bench
 
 
 def test_run_benchmarks_small_without_java() -> None:

@@ -438,7 +438,7 @@ def test_missing_delegate_says_so_cleanly(capsys: pytest.CaptureFixture[str], mo
 
 
 def test_demo_delegates_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("secure_bloom.demo")
+    pytest.importorskip("secure_bloom.tools.demo")
     rc, out, _ = run(capsys, "demo", "--help")  # the delegate's own argparse answers
     assert rc == 0 and "usage:" in out
 

@@ -15,7 +15,7 @@ from secure_bloom.kms import KeyListKms
 from secure_bloom.logical import encode_int96
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.attach import attach_bloom_filters
-from secure_bloom.spark.harness import ColumnProbe, bloom_probe
+from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
 from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
 from secure_bloom.spark.session import applied_policy
 

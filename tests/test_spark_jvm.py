@@ -20,18 +20,20 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
 from secure_bloom.errors import JavaNotFoundError, JvmError
-from secure_bloom.spark.harness import (
+from secure_bloom.spark.jvm import run_java, secure_bloom_jar, spark_version
+from secure_bloom.tools.parquet_java import (
     ColumnProbe,
     bloom_bench,
     bloom_probe,
     format_value,
+    harness_jar,
     java_hashes,
     kms_unwrap,
     kms_wrap,
+    run_harness,
     write_int64_values,
     write_string_values,
 )
-from secure_bloom.spark.jvm import run_java, secure_bloom_jar, spark_version
 from secure_bloom.spark.policy import KeyListKmsConfig, TransitKmsConfig
 from secure_bloom.spark.session import applied_policy, configure_spark
 from spark_bloom_data import (
@@ -54,14 +56,32 @@ KEY_LIST_CONF = {"parquet.encryption.kms.client.class": "io.securebloom.KeyListK
 # --- the jar -------------------------------------------------------------------------------------
 
 
+def _classes(jar: Path) -> set[str]:
+    with zipfile.ZipFile(jar) as z:
+        return {n for n in z.namelist() if n.endswith(".class") and "$" not in n}
+
+
+def test_production_jar_holds_only_the_kms_clients(tmp_path: Path) -> None:
+    """What configure_spark puts on Spark's class path: the KMS clients (and the JSON reader the
+    transit client uses), never a test harness."""
+    assert _classes(secure_bloom_jar(tmp_path / "jars")) == {
+        "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class",
+        "io/securebloom/MiniJson.class"}
+
+
+def test_harness_jar_is_separate(tmp_path: Path) -> None:
+    cache = tmp_path / "jars"
+    harness = harness_jar(cache)
+    assert harness != secure_bloom_jar(cache)
+    assert {"io/securebloom/BloomProbe.class", "io/securebloom/BloomBench.class",
+            "io/securebloom/KmsTool.class", "io/securebloom/Cli.class"} <= _classes(harness)
+    assert not _classes(harness) & _classes(secure_bloom_jar(cache))
+
+
 def test_jar_is_built_once_and_cached(tmp_path: Path) -> None:
     cache = tmp_path / "jars"
     jar = secure_bloom_jar(cache)
     assert jar.parent == cache and len(jar.stem) == 64
-    with zipfile.ZipFile(jar) as z:
-        names = set(z.namelist())
-    for cls in ("KeyListKmsClient", "VaultTransitKmsClient", "BloomProbe", "BloomBench", "KmsTool"):
-        assert f"io/securebloom/{cls}.class" in names
     before = jar.stat()
     again = secure_bloom_jar(cache)
     after = again.stat()
@@ -91,7 +111,7 @@ def test_concurrent_builds_share_one_jar(tmp_path: Path) -> None:
 
 
 def test_run_java_reports_harness_errors() -> None:
-    proc = run_java("io.securebloom.BloomProbe", ["x.parquet", "--bogus", "1"], timeout=60)
+    proc = run_harness("BloomProbe", ["x.parquet", "--bogus", "1"], timeout=60)
     assert proc.returncode == 2
     err = json.loads(proc.stderr.strip().splitlines()[-1])
     assert "unknown option --bogus" in err["error"]
@@ -101,7 +121,7 @@ def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(JavaNotFoundError, match="java not found.*JAVA_HOME"):
-        run_java("io.securebloom.BloomProbe", ["--hash-only"])
+        run_java("io.securebloom.KeyListKmsClient", [])
     with pytest.raises(FileNotFoundError, match="javac not found"):
         secure_bloom_jar(tmp_path / "jars")
 

@@ -1,9 +1,13 @@
-"""Build and run secure_bloom's Java harnesses against the parquet-java that pyspark ships.
+"""Compile and run Java against the parquet-java that pyspark ships.
 
-The ``.java`` files under ``secure_bloom/spark/java/`` (package ``io.securebloom``: the KMS clients
-and the BloomProbe / BloomBench / KmsTool mains) compile into one jar, cached by content at
-``<cache root>/jars/<sha256>.jar``. The digest covers the sources, the Spark version and the names
-of the parquet/hadoop jars compiled against, so a new pyspark or an edited source gives a new jar.
+The production jar holds only what Spark needs on its class path: the ``.java`` files under
+``secure_bloom/spark/java/`` (package ``io.securebloom``: the KMS clients parquet-java loads by
+class name). Other source trees (the reference harnesses of :mod:`secure_bloom.tools.parquet_java`)
+compile into jars of their own with :func:`compiled_jar` and never reach Spark's class path.
+
+A jar is cached by content at ``<cache root>/jars/<sha256>.jar``. The digest covers the sources,
+the Spark version, the names of the parquet/hadoop jars compiled against and the jars on the extra
+class path, so a new pyspark or an edited source gives a new jar.
 Cache root: ``$SECURE_BLOOM_CACHE``, else ``$XDG_CACHE_HOME/secure-bloom``, else
 ``~/.cache/secure-bloom``. A build happens in a temporary directory beside the cache entry and is
 renamed into place, under a file lock, so concurrent processes never see a half-written jar.
@@ -32,6 +36,7 @@ __all__ = [
     "JAVA_RELEASE",
     "cache_root",
     "classpath",
+    "compiled_jar",
     "find_java",
     "java_sources",
     "run_java",
@@ -97,22 +102,24 @@ def find_java(tool: str = "java") -> Path:
     return Path(found)
 
 
-def java_sources() -> list[Path]:
-    """The shipped ``.java`` files, sorted."""
-    sources = sorted(_SOURCES.rglob("*.java"))
+def java_sources(source_root: Path = _SOURCES) -> list[Path]:
+    """The ``.java`` files under ``source_root`` (default: the production KMS clients), sorted."""
+    sources = sorted(Path(source_root).rglob("*.java"))
     if not sources:
-        raise JavaNotFoundError(f"no Java sources under {_SOURCES} (broken installation?)")
+        raise JavaNotFoundError(f"no Java sources under {source_root} (broken installation?)")
     return sources
 
 
-def _digest() -> str:
+def _digest(source_root: Path, extra_classpath: Sequence[Path]) -> str:
     h = hashlib.sha256()
     h.update(f"release={JAVA_RELEASE}\0spark={spark_version()}\0".encode())
     for jar in sorted(spark_jars_dir().glob("*.jar")):
         if jar.name.startswith(("parquet-", "hadoop-client-api")):
             h.update(f"jar={jar.name}\0".encode())
-    for src in java_sources():
-        h.update(src.relative_to(_SOURCES).as_posix().encode() + b"\0")
+    for extra in extra_classpath:  # our own jars are named by their content digest
+        h.update(f"extra={Path(extra).name}\0".encode())
+    for src in java_sources(source_root):
+        h.update(src.relative_to(source_root).as_posix().encode() + b"\0")
         h.update(src.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -146,13 +153,22 @@ def _write_jar(classes: Path, jar: Path) -> None:
 
 
 def secure_bloom_jar(cache_dir: Path | None = None) -> Path:
-    """The harness jar, compiled on first use and cached by content.
+    """The production jar (the KMS clients Spark loads), compiled on first use and cached by
+    content.
 
     ``cache_dir`` overrides ``cache_root() / "jars"``. Raises JavaNotFoundError without javac or
     pyspark, JvmError if compilation fails.
     """
+    return compiled_jar(_SOURCES, cache_dir=cache_dir)
+
+
+def compiled_jar(source_root: Path, *, cache_dir: Path | None = None,
+                 extra_classpath: Sequence[Path] = ()) -> Path:
+    """The ``.java`` files under ``source_root`` compiled against Spark's jars (and
+    ``extra_classpath``) into a jar cached by content; built under a file lock, renamed into
+    place, so concurrent processes never see a half-written jar."""
     jars_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "jars"
-    digest = _digest()
+    digest = _digest(Path(source_root), extra_classpath)
     final = jars_dir / f"{digest}.jar"
     if final.is_file():
         return final
@@ -164,9 +180,9 @@ def secure_bloom_jar(cache_dir: Path | None = None) -> Path:
         build = Path(tempfile.mkdtemp(prefix=".build-", dir=jars_dir))
         try:
             classes = build / "classes"
+            compile_cp = os.pathsep.join([*map(str, extra_classpath), str(spark_jars_dir() / "*")])
             cmd = [str(javac), "--release", JAVA_RELEASE, "-encoding", "UTF-8", "-nowarn",
-                   "-d", str(classes), "-cp", str(spark_jars_dir() / "*"),
-                   *map(str, java_sources())]
+                   "-d", str(classes), "-cp", compile_cp, *map(str, java_sources(source_root))]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
             if proc.returncode != 0:
                 raise JvmError(f"javac failed ({proc.returncode}): {proc.stderr.strip()[-4000:]}")
@@ -178,10 +194,11 @@ def secure_bloom_jar(cache_dir: Path | None = None) -> Path:
     return final
 
 
-def classpath(jar: Path | None = None) -> str:
-    """Our jar, then every jar of Spark (parquet-java, hadoop, slf4j/log4j)."""
-    ours = jar if jar is not None else secure_bloom_jar()
-    return os.pathsep.join([str(ours), str(spark_jars_dir() / "*")])
+def classpath(jars: Sequence[Path] | None = None) -> str:
+    """``jars`` (default: the production jar), then every jar of Spark (parquet-java, hadoop,
+    slf4j/log4j)."""
+    ours = list(jars) if jars is not None else [secure_bloom_jar()]
+    return os.pathsep.join([*map(str, ours), str(spark_jars_dir() / "*")])
 
 
 def run_java(
@@ -191,13 +208,15 @@ def run_java(
     *,
     stdin: str | None = None,
     jvm_args: Sequence[str] = _DEFAULT_JVM_ARGS,
+    jars: Sequence[Path] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``main_class`` on the JVM with Spark's jars and ours; text output captured, not checked.
+    """Run ``main_class`` on the JVM with Spark's jars and ``jars`` (default: the production jar);
+    text output captured, not checked.
 
     Pass secrets through ``stdin`` (with the harness's --conf-stdin), never in ``args``.
     Raises JavaNotFoundError without java; subprocess.TimeoutExpired after ``timeout`` seconds.
     """
-    cmd = [str(find_java("java")), *jvm_args, "-cp", classpath(), main_class, *args]
+    cmd = [str(find_java("java")), *jvm_args, "-cp", classpath(jars), main_class, *args]
     return subprocess.run(cmd, input=stdin if stdin is not None else "", capture_output=True,
                           text=True, timeout=timeout, check=False)
 
@@ -219,15 +238,17 @@ def run_json(
     timeout: float = 120.0,
     *,
     jvm_args: Sequence[str] = _DEFAULT_JVM_ARGS,
+    jars: Sequence[Path] | None = None,
 ) -> dict[str, Any]:
-    """Run one of our harness mains and return its JSON output.
+    """Run a main class that prints one JSON object (on the class path of :func:`run_java`) and
+    return that object.
 
     ``conf`` (Hadoop properties, secrets included) is sent on stdin with ``--conf-stdin``. A non-zero
     exit raises JvmError carrying the harness's one-line error message.
     """
     full_args = [*args, "--conf-stdin"] if conf is not None else list(args)
     proc = run_java(main_class, full_args, timeout, stdin=_conf_lines(conf or {}),
-                    jvm_args=jvm_args)
+                    jvm_args=jvm_args, jars=jars)
     if proc.returncode != 0:
         raise JvmError(f"{main_class} exited with {proc.returncode}: {_jvm_error(proc.stderr)}")
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -1,5 +1,9 @@
 """Python entry points to the Java harnesses: parquet-java as the reference for our Bloom filters.
 
+The harness classes (``tools/java``) compile into a jar of their own (:func:`harness_jar`), built
+against the production jar; it is used by the demo, the benchmarks and the tests, and never put
+on Spark's class path.
+
 * :func:`bloom_probe` - parquet-java opens a file (decrypting it with the Hadoop properties given,
   e.g. ``EncryptionPolicy.hadoop_conf()``), reads each row group's Bloom filter of the requested
   columns with ``ParquetFileReader.readBloomFilter`` and checks values (``BloomProbe`` main).
@@ -16,12 +20,13 @@ from __future__ import annotations
 import base64
 import math
 import struct
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from secure_bloom.spark.jvm import run_json
+from secure_bloom.spark.jvm import compiled_jar, run_java, run_json, secure_bloom_jar
 
 __all__ = [
     "ColumnProbe",
@@ -29,6 +34,8 @@ __all__ = [
     "bloom_bench",
     "bloom_probe",
     "format_value",
+    "harness_jar",
+    "run_harness",
     "java_hashes",
     "kms_unwrap",
     "kms_wrap",
@@ -39,6 +46,28 @@ __all__ = [
 ValueType = Literal["int32", "int64", "float", "double", "string", "binary-hex"]
 
 _PKG = "io.securebloom."
+_HARNESS_SOURCES = Path(__file__).parent / "java"
+
+
+def harness_jar(cache_dir: Path | None = None) -> Path:
+    """The reference-harness jar (BloomProbe, BloomBench, KmsTool), cached by content."""
+    return compiled_jar(_HARNESS_SOURCES, cache_dir=cache_dir,
+                        extra_classpath=[secure_bloom_jar(cache_dir)])
+
+
+def _jars() -> list[Path]:
+    return [harness_jar(), secure_bloom_jar()]
+
+
+def run_harness(main: str, args: Sequence[str] = (), timeout: float = 120.0, *,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run harness ``main`` (a short class name) and return the finished process, unchecked."""
+    return run_java(_PKG + main, args, timeout, stdin=stdin, jars=_jars())
+
+
+def _run_json(main: str, args: Sequence[str], conf: Mapping[str, str] | None, timeout: float,
+              **kwargs: Any) -> dict[str, Any]:
+    return run_json(_PKG + main, args, conf, timeout, jars=_jars(), **kwargs)
 
 
 def format_value(value: object, value_type: ValueType) -> str:
@@ -105,7 +134,7 @@ def bloom_probe(
         args.append("--hashes")
     if bitset_sha256:
         args.append("--bitset-sha256")
-    return run_json(_PKG + "BloomProbe", args, dict(hadoop_conf or {}), timeout)
+    return _run_json("BloomProbe", args, dict(hadoop_conf or {}), timeout)
 
 
 def java_hashes(value_type: ValueType, values: Sequence[object], timeout: float = 60.0) -> dict[str, int]:
@@ -113,7 +142,7 @@ def java_hashes(value_type: ValueType, values: Sequence[object], timeout: float 
     args = ["--hash-only", "--value-type", value_type]
     for v in values:
         args += ["--value", format_value(v, value_type)]
-    out = run_json(_PKG + "BloomProbe", args, None, timeout)
+    out = _run_json("BloomProbe", args, None, timeout)
     return {k: int(h, 16) for k, h in out["hashes"].items()}
 
 
@@ -152,8 +181,8 @@ def bloom_bench(
             "--warmup", str(warmup), "--reps", str(reps)]
     if n is not None:
         args += ["--n", str(n)]
-    return run_json(_PKG + "BloomBench", args, None, timeout,
-                    jvm_args=("-XX:+UseParallelGC", "-Xmx2g"))
+    return _run_json("BloomBench", args, None, timeout,
+                     jvm_args=("-XX:+UseParallelGC", "-Xmx2g"))
 
 
 def _client_class(client: str) -> str:
@@ -166,15 +195,15 @@ def kms_wrap(client: str, master_key_id: str, key: bytes, hadoop_conf: Mapping[s
     io.securebloom's). The key travels on stdin."""
     conf = dict(hadoop_conf)
     conf["secure_bloom.kmstool.key"] = base64.b64encode(key).decode()
-    out = run_json(_PKG + "KmsTool", ["wrap", "--client", _client_class(client),
-                                      "--master-key-id", master_key_id], conf, timeout)
+    out = _run_json("KmsTool", ["wrap", "--client", _client_class(client),
+                                "--master-key-id", master_key_id], conf, timeout)
     return str(out["wrapped"])
 
 
 def kms_unwrap(client: str, master_key_id: str, wrapped: str, hadoop_conf: Mapping[str, str],
                timeout: float = 60.0) -> tuple[int, str]:
     """``client.unwrapKey(wrapped, master_key_id)`` on the JVM; returns (key length, SHA-256 hex)."""
-    out = run_json(_PKG + "KmsTool", ["unwrap", "--client", _client_class(client),
-                                      "--master-key-id", master_key_id, "--wrapped", wrapped],
-                   dict(hadoop_conf), timeout)
+    out = _run_json("KmsTool", ["unwrap", "--client", _client_class(client),
+                                "--master-key-id", master_key_id, "--wrapped", wrapped],
+                    dict(hadoop_conf), timeout)
     return int(out["key_length"]), str(out["key_sha256"])

@@ -1,6 +1,6 @@
 """Benchmark of the distributed Bloom filter build (figures, not a test).
 
-``secure-bloom bench-spark`` (or ``python -m secure_bloom.spark.bench``) measures, on one machine:
+``secure-bloom bench-spark`` (or ``python -m secure_bloom.tools.bench_spark``) measures, on one machine:
 
 * the distributed build of N values (default 10M, INT64 and STRING) with ``local[1]`` and
   ``local[2]``: the speed-up of the second core;
@@ -52,8 +52,8 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
              with_parquet_java: bool) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from .build import build_bloom_filter
-    from .session import local_spark
+    from ..spark.build import build_bloom_filter
+    from ..spark.session import local_spark
 
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -331,7 +331,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
 
 
 def _parquet_java_probe(path: Path, policy: Any, probes: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    from secure_bloom.spark.harness import ColumnProbe, bloom_probe
+    from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
 
     result = bloom_probe(path, [ColumnProbe(c, "string", tuple(k["present"] + k["absent"]))
                                 for c, k in probes.items()], policy.hadoop_conf())

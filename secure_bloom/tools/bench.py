@@ -1,6 +1,6 @@
 """Benchmark: hash + insert and hash + check, numpy path vs scalar path vs parquet-java.
 
-``python -m secure_bloom.bench`` (also ``secure-bloom bench``) times, on one machine and in one run:
+``python -m secure_bloom.tools.bench`` (also ``secure-bloom bench``) times, on one machine and in one run:
 
 * N int64 values and N UTF-8 strings (about 24 bytes each; as a pyarrow string array and as a
   Python list) into a 1 MiB filter: ns/value for hash+insert and hash+check;
@@ -29,14 +29,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
-from .encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
-from .filter import SplitBlockBloomFilter
-from .hashing import PhysicalType, hash_value
+from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
+from ..filter import SplitBlockBloomFilter
+from ..hashing import PhysicalType, hash_value
 
 __all__ = ["run_benchmarks", "main", "make_int64_values", "make_string_values", "TARGETS"]
 
@@ -103,13 +103,10 @@ def _scalar_figures(sample: list[Any], ptype: PhysicalType, num_bytes: int) -> t
              "sample": len(sample), "all_found": found == len(sample)}, bf)
 
 
-def _java_figures(kind: str, values: Any, num_bytes: int, repeat: int) -> dict[str, Any]:
+def _java_figures(kind: Literal["int64", "string"], values: Any, num_bytes: int, repeat: int) -> dict[str, Any]:
     """parquet-java's BlockSplitBloomFilter via io.securebloom.BloomBench, or a skip note."""
-    try:
-        from .spark.jvm import run_json
-    except ImportError as e:  # pragma: no cover - the module ships with the package
-        return {"skipped": f"the Java harness is unavailable ({e})"}
-    from .errors import JavaNotFoundError, JvmError
+    from ..errors import JavaNotFoundError, JvmError
+    from .parquet_java import bloom_bench
 
     fd, path = tempfile.mkstemp(prefix=f"secure-bloom-bench-{kind}-", suffix=".bin")
     try:
@@ -118,10 +115,9 @@ def _java_figures(kind: str, values: Any, num_bytes: int, repeat: int) -> dict[s
                 out.write(np.ascontiguousarray(values, dtype="<i8").tobytes())
             else:
                 _write_length_prefixed(out, values)
-        args = ["--kind", kind, "--values-file", path, "--bytes", str(num_bytes),
-                "--warmup", "3", "--reps", str(max(repeat, 1))]
         try:
-            result = run_json("io.securebloom.BloomBench", args, timeout=900)
+            result = bloom_bench(kind, path, num_bytes=num_bytes, warmup=3, reps=max(repeat, 1),
+                                 timeout=900)
         except JavaNotFoundError as e:
             return {"skipped": f"java or pyspark is missing ({e}); parquet-java column skipped"}
         except (JvmError, OSError) as e:
@@ -285,7 +281,7 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m secure_bloom.bench``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
+    """``python -m secure_bloom.tools.bench``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
     parser = argparse.ArgumentParser(prog="secure-bloom bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000, help="values per workload (default 1,000,000)")
