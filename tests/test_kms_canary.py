@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from secure_bloom.errors import SecureBloomError
-from secure_bloom.kms import (DataKey, ExplicitKeys, FileKeyUnwrapper, FileKeyWrapper, KeyListKms,
+from secure_bloom.kms import (DataKey, ExplicitKeys, KeyUnwrapper, FileKeyWrapper, KeyListKms,
                               KeyMaterialStore, KeyMetadata, OpenBaoTransitKms, PyArrowKmsClient,
                               parse_key_spec, rewrap_external_key_material, sidecar_path)
 from secure_bloom.kms.cache import ExpiringCache
@@ -70,12 +70,12 @@ def test_repr_and_str_of_every_public_object(tmp_path: Path) -> None:
     store = KeyMaterialStore()
     data_key = wrapper.column_key("canary_master", store=store)
     footer_key = wrapper.footer_key("canary_master")
-    unwrapper = FileKeyUnwrapper(kms, explicit_keys=explicit)
+    unwrapper = KeyUnwrapper(kms, explicit_keys=explicit)
     assert unwrapper.unwrap(data_key.key_metadata, store=store) == data_key.key
     cache: ExpiringCache[str, bytes] = ExpiringCache(60)
     cache.get_or_create("k", lambda: CANARY)
     objects = [kms, KeyListKms(f"canary_master:{_b64(CANARY)}"), explicit, wrapper, data_key, footer_key,
-               DataKey(CANARY, b"kc", "m"), unwrapper, unwrapper.key_retriever(tmp_path / "f.parquet"),
+               DataKey(CANARY, b"kc", "m"), unwrapper, unwrapper.for_file(tmp_path / "f.parquet"),
                store, cache, PyArrowKmsClient(kms), OpenBaoTransitKms("http://127.0.0.1:9", CANARY_TOKEN),
                KeyMetadata.from_bytes(footer_key.key_metadata)]
     for obj in objects:
@@ -113,8 +113,8 @@ def test_exceptions_never_carry_key_text(tmp_path: Path) -> None:
             return CANARY_LONG
 
     md = FileKeyWrapper(LongKeyKms(), double_wrapping=False).column_key("m")
-    check_raises(lambda: FileKeyUnwrapper(LongKeyKms()).unwrap(md.key_metadata), extra=[md.key])
-    check_raises(lambda: FileKeyUnwrapper(None, explicit_keys={"kc": CANARY}).unwrap(b"kx"))
+    check_raises(lambda: KeyUnwrapper(LongKeyKms()).unwrap(md.key_metadata), extra=[md.key])
+    check_raises(lambda: KeyUnwrapper(None, explicit_keys={"kc": CANARY}).unwrap(b"kx"))
 
 
 def test_logs_of_a_full_flow_are_clean(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -126,7 +126,7 @@ def test_logs_of_a_full_flow_are_clean(tmp_path: Path, caplog: pytest.LogCapture
     keys = [wrapper.footer_key("canary_master", store=store), wrapper.column_key("canary_master", store=store)]
     store.save(sidecar_path(data_file))
     rewrap_external_key_material(sidecar_path(data_file), kms)
-    retriever = FileKeyUnwrapper(kms).key_retriever(data_file)
+    retriever = KeyUnwrapper(kms).for_file(data_file)
     assert [retriever(k.key_metadata) for k in keys] == [k.key for k in keys]
     unreachable = OpenBaoTransitKms("http://127.0.0.1:9", CANARY_TOKEN, retries=1, backoff_s=0.01)
     check_raises(lambda: unreachable.unwrap_key("vault:v1:AAAA", "k"))

@@ -26,7 +26,7 @@ from parquet_files import COLUMN_KEYS, crypto_factory, sample_table
 
 from secure_bloom.errors import (KeyAccessDeniedError, KeyManagementError, KeyNotFoundError, KmsUnavailableError,
                                  MalformedKeyMaterialError, MissingKeyError, SecureBloomError)
-from secure_bloom.kms import FileKeyUnwrapper, FileKeyWrapper, KeyMaterial, KeyMetadata, OpenBaoTransitKms
+from secure_bloom.kms import KeyUnwrapper, FileKeyWrapper, KeyMaterial, KeyMetadata, OpenBaoTransitKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
 pytestmark = pytest.mark.kms
@@ -129,7 +129,7 @@ def test_cached_kek_is_served_within_its_lifetime_and_never_after(bao: OpenBaoSe
     kms = _client(bao, token)
     dek, key_metadata = FileKeyWrapper(kms, double_wrapping=True).column_key("kc1")
     clock = SettableClock()
-    unwrapper = FileKeyUnwrapper(kms, cache_lifetime_s=100.0, _clock=clock)
+    unwrapper = KeyUnwrapper(kms, cache_lifetime_s=100.0, _clock=clock)
     assert unwrapper.unwrap(key_metadata) == dek          # KEK fetched from OpenBao and cached
     if fault == "key deleted":
         assert bao.request("DELETE", "transit/keys/kc1")[0] == 204
@@ -149,7 +149,7 @@ def test_cached_kek_is_served_within_its_lifetime_and_never_after(bao: OpenBaoSe
 def test_single_wrapped_keys_are_never_cached(bao: OpenBaoServer) -> None:
     kms = _client(bao)
     dek, key_metadata = FileKeyWrapper(kms, double_wrapping=False).column_key("kc2")
-    unwrapper = FileKeyUnwrapper(kms, cache_lifetime_s=1e9)
+    unwrapper = KeyUnwrapper(kms, cache_lifetime_s=1e9)
     assert unwrapper.unwrap(key_metadata) == dek
     assert bao.request("DELETE", "transit/keys/kc2")[0] == 204
     assert isinstance(call_outcome(lambda: unwrapper.unwrap(key_metadata)), KeyNotFoundError)
@@ -250,7 +250,7 @@ WRAPPED = "vault:v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 def test_misbehaving_server(tcp_server: Any, respond: Any, expected: type[Exception]) -> None:
     server = tcp_server(respond)
     kms = OpenBaoTransitKms(server.url, "not-a-real-token", timeout=(1.0, 1.0), retries=1, backoff_s=0.01)
-    dek_wrap = FileKeyUnwrapper(kms)
+    dek_wrap = KeyUnwrapper(kms)
     material = KeyMaterial(master_key_id="kc1", wrapped_dek=WRAPPED, is_footer_key=False, double_wrapping=False)
     key_metadata = KeyMetadata(material=material).to_bytes()
     error = call_outcome(lambda: dek_wrap.unwrap(key_metadata))

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from secure_bloom.errors import AuthenticationError
-from secure_bloom.kms import (FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata,
+from secure_bloom.kms import (KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata,
                               pyarrow_kms_client_factory, rewrap_external_key_material, sidecar_path)
 
 from kms_support import (EXTERNAL_JAVA_FILE, EXTERNAL_JAVA_SIDECAR, PARQUET_TESTING_KEYS, CountingKms,
@@ -62,7 +62,7 @@ def _pyarrow_read(data_file: Path, client_factory: object) -> pa.Table:
 
 def test_parquet_java_external_material_unwraps_to_the_file_keys() -> None:
     kms = CountingKms(KeyListKms(key_list_text(PARQUET_TESTING_KEYS)))
-    retriever = FileKeyUnwrapper(kms).key_retriever(EXTERNAL_JAVA_FILE)
+    retriever = KeyUnwrapper(kms).for_file(EXTERNAL_JAVA_FILE)
     data = EXTERNAL_JAVA_FILE.read_bytes()
     footer_key = retriever(footer_key_metadata(data))
     footer = decrypt_footer(data, footer_key)  # GCM: only the right key authenticates
@@ -81,7 +81,7 @@ def test_parquet_java_external_material_unwraps_to_the_file_keys() -> None:
 
 def test_parquet_java_file_wrong_master_key_fails_authentication() -> None:
     wrong = dict(PARQUET_TESTING_KEYS, kf=b"0123456789012346")
-    retriever = FileKeyUnwrapper(KeyListKms(wrong)).key_retriever(EXTERNAL_JAVA_FILE)
+    retriever = KeyUnwrapper(KeyListKms(wrong)).for_file(EXTERNAL_JAVA_FILE)
     with pytest.raises(AuthenticationError, match="master key 'kf'"):
         retriever(footer_key_metadata(EXTERNAL_JAVA_FILE.read_bytes()))
 
@@ -123,9 +123,9 @@ def _pyarrow_write(path: Path, client_factory: object, *, double: bool = True, i
     pq.write_table(TABLE, path, encryption_properties=props)
 
 
-def _check_our_unwrap(path: Path, unwrapper: FileKeyUnwrapper) -> None:
+def _check_our_unwrap(path: Path, unwrapper: KeyUnwrapper) -> None:
     data = path.read_bytes()
-    retriever = unwrapper.key_retriever(path)
+    retriever = unwrapper.for_file(path)
     footer = decrypt_footer(data, retriever(footer_key_metadata(data)))
     assert footer.metadata.num_rows == 20
     columns = footer.column_key_metadata()
@@ -140,7 +140,7 @@ def test_pyarrow_with_our_key_list_then_our_unwrapper(tmp_path: Path, double: bo
     path = tmp_path / "pa.parquet"
     _pyarrow_write(path, pyarrow_kms_client_factory(kms), double=double)
     assert KeyMetadata.from_bytes(footer_key_metadata(path.read_bytes())).internal_storage  # pyarrow default
-    _check_our_unwrap(path, FileKeyUnwrapper(kms))
+    _check_our_unwrap(path, KeyUnwrapper(kms))
     assert _pyarrow_read(path, pyarrow_kms_client_factory(kms)).equals(TABLE)
 
 
@@ -148,8 +148,8 @@ def test_pyarrow_kms_client_subclass_plugs_into_our_unwrapper(tmp_path: Path) ->
     client = IndependentKeyListClient(PARQUET_TESTING_KEYS)
     path = tmp_path / "pa.parquet"
     _pyarrow_write(path, lambda config: IndependentKeyListClient(PARQUET_TESTING_KEYS))
-    _check_our_unwrap(path, FileKeyUnwrapper(client))  # the pyarrow instance, unchanged
-    _check_our_unwrap(path, FileKeyUnwrapper(KeyListKms(PARQUET_TESTING_KEYS)))  # same wrap format
+    _check_our_unwrap(path, KeyUnwrapper(client))  # the pyarrow instance, unchanged
+    _check_our_unwrap(path, KeyUnwrapper(KeyListKms(PARQUET_TESTING_KEYS)))  # same wrap format
 
 
 def test_pyarrow_external_material_then_ours_then_pyarrow(tmp_path: Path) -> None:
@@ -157,10 +157,10 @@ def test_pyarrow_external_material_then_ours_then_pyarrow(tmp_path: Path) -> Non
     path = tmp_path / "ext.parquet"
     _pyarrow_write(path, pyarrow_kms_client_factory(kms), double=False, internal=False)
     assert not KeyMetadata.from_bytes(footer_key_metadata(path.read_bytes())).internal_storage
-    _check_our_unwrap(path, FileKeyUnwrapper(kms))
+    _check_our_unwrap(path, KeyUnwrapper(kms))
     rewrap_external_key_material(sidecar_path(path), kms, double_wrapping=True)
     assert all(m.double_wrapping for _, m in KeyMaterialStore.load(sidecar_path(path)).items())
-    _check_our_unwrap(path, FileKeyUnwrapper(kms))
+    _check_our_unwrap(path, KeyUnwrapper(kms))
     assert _pyarrow_read(path, pyarrow_kms_client_factory(kms)).equals(TABLE)
 
 

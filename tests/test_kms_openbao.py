@@ -15,7 +15,7 @@ import pytest
 
 from secure_bloom.errors import (AuthenticationError, KeyAccessDeniedError, KeyNotFoundError,
                                  KmsUnavailableError, MalformedKeyMaterialError)
-from secure_bloom.kms import (FileKeyUnwrapper, FileKeyWrapper, KeyMaterialStore, OpenBaoTransitKms,
+from secure_bloom.kms import (KeyUnwrapper, FileKeyWrapper, KeyMaterialStore, OpenBaoTransitKms,
                               pyarrow_kms_client_factory, rewrap_external_key_material, sidecar_path)
 
 from kms_support import CountingKms, SettableClock, call_outcome, decrypt_footer, footer_key_metadata
@@ -98,7 +98,7 @@ def test_pyarrow_external_material_rotation_rewrap(master_keys: OpenBaoServer, t
     assert path.read_bytes() == data
     decryption = factory.file_decryption_properties(pe.KmsConnectionConfig(), parquet_file_path=str(path))
     assert pq.read_table(path, decryption_properties=decryption).equals(table)
-    retriever = FileKeyUnwrapper(kms).key_retriever(path)
+    retriever = KeyUnwrapper(kms).for_file(path)
     footer = decrypt_footer(data, retriever(footer_key_metadata(data)))
     (column_md,) = footer.column_key_metadata().values()
     assert footer.column_metadata("b", retriever(column_md)).path_in_schema == ["b"]
@@ -110,8 +110,8 @@ def test_unwrapper_calls_openbao_once_for_1000_files(master_keys: OpenBaoServer)
     files = [wrapper.column_key("finance_key") for _ in range(1000)]  # 1000 files' key_metadata
     assert kms.wraps == 1
     clock = SettableClock()
-    unwrapper = FileKeyUnwrapper(kms, _clock=clock)
-    assert all(unwrapper.key_retriever()(f.key_metadata) == f.key for f in files)
+    unwrapper = KeyUnwrapper(kms, _clock=clock)
+    assert all(unwrapper.for_file()(f.key_metadata) == f.key for f in files)
     assert kms.unwraps == 1
     clock.now += 600  # the KEK's cache lifetime is over
     assert unwrapper.unwrap(files[0].key_metadata) == files[0].key

@@ -1,4 +1,4 @@
-"""FileKeyWrapper / FileKeyUnwrapper / ExpiringCache / rewrap_external_key_material with the real
+"""FileKeyWrapper / KeyUnwrapper / ExpiringCache / rewrap_external_key_material with the real
 key-list KMS (SPEC_NOTES 7). Call counts go through CountingKms, a labelled test double."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from secure_bloom.errors import (AuthenticationError, KeyManagementError, KeyNotFoundError,
                                  MalformedKeyMaterialError, MissingKeyError)
-from secure_bloom.kms import (FileKeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMaterial,
+from secure_bloom.kms import (KeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMaterial,
                               KeyMaterialStore, KeyMetadata, rewrap_external_key_material, sidecar_path)
 from secure_bloom.kms.cache import ExpiringCache
 
@@ -41,7 +41,7 @@ def test_internal_round_trip(kms: CountingKms, bits: int, double: bool) -> None:
     assert footer.double_wrapping is double and (footer.kek_id is not None) is double
     if double:
         assert len(base64.b64decode(footer.kek_id or "")) == 16
-    unwrapper = FileKeyUnwrapper(KeyListKms(KEYS))
+    unwrapper = KeyUnwrapper(KeyListKms(KEYS))
     assert unwrapper.unwrap(footer_md) == footer_dek
     assert unwrapper.unwrap(column_md) == column_dek
 
@@ -74,8 +74,8 @@ def test_unwrapper_kek_cache_and_expiry(kms: CountingKms) -> None:
     wrapper = FileKeyWrapper(KeyListKms(KEYS))
     mds = [wrapper.column_key("pii_key") for _ in range(1000)]  # 1000 "files", one KEK
     clock = SettableClock()
-    unwrapper = FileKeyUnwrapper(kms, cache_lifetime_s=600, _clock=clock)
-    assert all(unwrapper.key_retriever()(md.key_metadata) == md.key for md in mds)
+    unwrapper = KeyUnwrapper(kms, cache_lifetime_s=600, _clock=clock)
+    assert all(unwrapper.for_file()(md.key_metadata) == md.key for md in mds)
     assert kms.unwraps == 1
     clock.now += 600
     assert unwrapper.unwrap(mds[0].key_metadata) == mds[0].key
@@ -89,7 +89,7 @@ def test_unwrapper_cache_is_keyed_by_master_key(kms: CountingKms) -> None:
     """A KEK cached for one master key is never served for material naming another."""
     wrapper = FileKeyWrapper(KeyListKms(KEYS))
     dek, md = wrapper.column_key("pii_key")
-    unwrapper = FileKeyUnwrapper(kms)
+    unwrapper = KeyUnwrapper(kms)
     assert unwrapper.unwrap(md) == dek
     forged = json.loads(md)
     forged["masterKeyID"] = "finance_key"
@@ -101,7 +101,7 @@ def test_unwrapper_cache_is_keyed_by_master_key(kms: CountingKms) -> None:
 def test_unwrapper_threads_share_one_kms_call(kms: CountingKms) -> None:
     wrapper = FileKeyWrapper(KeyListKms(KEYS))
     keys = [wrapper.column_key("finance_key") for _ in range(200)]
-    unwrapper = FileKeyUnwrapper(kms)
+    unwrapper = KeyUnwrapper(kms)
     errors: list[BaseException] = []
     barrier = threading.Barrier(8)
 
@@ -138,7 +138,7 @@ def test_external_storage_round_trip(tmp_path: Path, kms: CountingKms) -> None:
         seen.append((kms_instance_id, kms_instance_url))
         return KeyListKms(KEYS)
 
-    retriever = FileKeyUnwrapper(factory).key_retriever(data_file)
+    retriever = KeyUnwrapper(factory).for_file(data_file)
     assert retriever(columns[1].key_metadata) == columns[1].key  # column first: the sidecar's footer names the KMS
     assert retriever(footer.key_metadata) == footer.key
     assert retriever(columns[0].key_metadata) == columns[0].key
@@ -154,16 +154,16 @@ def test_kms_instance_resolution() -> None:
         seen.append((kms_instance_id, kms_instance_url))
         return KeyListKms(KEYS)
 
-    retriever = FileKeyUnwrapper(factory).key_retriever()
+    retriever = KeyUnwrapper(factory).for_file()
     retriever(footer.key_metadata)
     retriever(column.key_metadata)  # remembers the footer's instance
-    FileKeyUnwrapper(factory).unwrap(column.key_metadata)  # no footer seen: DEFAULT
-    FileKeyUnwrapper(factory, kms_instance_id="override", kms_instance_url="u").unwrap(footer.key_metadata)
+    KeyUnwrapper(factory).unwrap(column.key_metadata)  # no footer seen: DEFAULT
+    KeyUnwrapper(factory, kms_instance_id="override", kms_instance_url="u").unwrap(footer.key_metadata)
     assert seen == [("inst-1", "url-1"), ("DEFAULT", "DEFAULT"), ("override", "u")]
 
 
 def test_explicit_key_ids_and_missing_sources(tmp_path: Path) -> None:
-    unwrapper = FileKeyUnwrapper(explicit_keys={"kf": b"0123456789012345"})
+    unwrapper = KeyUnwrapper(explicit_keys={"kf": b"0123456789012345"})
     assert unwrapper.unwrap(b"kf") == b"0123456789012345"
     with pytest.raises(MissingKeyError, match="'kx'"):
         unwrapper.unwrap(b"kx")
@@ -171,12 +171,12 @@ def test_explicit_key_ids_and_missing_sources(tmp_path: Path) -> None:
     with pytest.raises(MissingKeyError, match="no KMS|has none"):
         unwrapper.unwrap(md)
     with pytest.raises(MissingKeyError, match="plain key id"):
-        FileKeyUnwrapper(KeyListKms(KEYS)).unwrap(b"kf")
+        KeyUnwrapper(KeyListKms(KEYS)).unwrap(b"kf")
     external = KeyMetadata(key_reference="columnKey0").to_bytes()
     with pytest.raises(MissingKeyError, match="columnKey0"):
-        FileKeyUnwrapper(KeyListKms(KEYS)).unwrap(external)
+        KeyUnwrapper(KeyListKms(KEYS)).unwrap(external)
     with pytest.raises(KeyNotFoundError, match="does not exist"):
-        FileKeyUnwrapper(KeyListKms(KEYS)).key_retriever(tmp_path / "f.parquet")(external)
+        KeyUnwrapper(KeyListKms(KEYS)).for_file(tmp_path / "f.parquet")(external)
 
 
 def test_tampered_material_is_refused() -> None:
@@ -185,11 +185,11 @@ def test_tampered_material_is_refused() -> None:
     blob = bytearray(base64.b64decode(md["wrappedDEK"]))
     blob[-1] ^= 1
     with pytest.raises(AuthenticationError, match=r"KEK .* of master key 'pii_key'"):
-        FileKeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "wrappedDEK": base64.b64encode(bytes(blob)).decode()}).encode())
+        KeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "wrappedDEK": base64.b64encode(bytes(blob)).decode()}).encode())
     with pytest.raises(MalformedKeyMaterialError):
-        FileKeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "keyEncryptionKeyID": "@@"}).encode())
+        KeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "keyEncryptionKeyID": "@@"}).encode())
     with pytest.raises(KeyNotFoundError, match="'nope'"):
-        FileKeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "masterKeyID": "nope"}).encode())
+        KeyUnwrapper(KeyListKms(KEYS)).unwrap(json.dumps({**md, "masterKeyID": "nope"}).encode())
 
 
 def test_kms_returning_bad_values_is_caught() -> None:
@@ -204,7 +204,7 @@ def test_kms_returning_bad_values_is_caught() -> None:
         FileKeyWrapper(WrongTypes()).column_key("m")
     md = FileKeyWrapper(KeyListKms({"m": bytes(16)}), double_wrapping=False).column_key("m").key_metadata
     with pytest.raises(MalformedKeyMaterialError, match="5-byte key"):
-        FileKeyUnwrapper(WrongTypes()).unwrap(md)
+        KeyUnwrapper(WrongTypes()).unwrap(md)
 
 
 def test_wrapper_argument_checks() -> None:
@@ -273,11 +273,11 @@ def test_rewrap_external_key_material(tmp_path: Path) -> None:
     rewrapped = KeyMaterialStore.load(path)
     assert all(m.double_wrapping for _, m in rewrapped.items())
     assert rewrapped.footer_material is not None and rewrapped.footer_material.kms_instance_id == "DEFAULT"
-    retriever = FileKeyUnwrapper(new_kms).key_retriever(data_file)
+    retriever = KeyUnwrapper(new_kms).for_file(data_file)
     for reference, dek in deks.items():
         assert retriever(KeyMetadata(key_reference=reference).to_bytes()) == dek
     with pytest.raises(AuthenticationError):
-        FileKeyUnwrapper(old_kms).key_retriever(data_file)(KeyMetadata(key_reference="footerKey").to_bytes())
+        KeyUnwrapper(old_kms).for_file(data_file)(KeyMetadata(key_reference="footerKey").to_bytes())
 
 
 def test_rewrap_leaves_sidecar_alone_on_failure(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from robustness_support import DATA, TESTING_KEYS, examples, mutated
 
 from secure_bloom.errors import MalformedKeyMaterialError, SecureBloomError
-from secure_bloom.kms import (ExplicitKeys, FileKeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMaterial,
+from secure_bloom.kms import (ExplicitKeys, KeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMaterial,
                               KeyMaterialStore, KeyMetadata, parse_key_spec)
 from secure_bloom.kms.key_list import parse_key_list
 from secure_bloom.kms.local_wrap import unwrap_locally
@@ -72,7 +72,7 @@ def _resolve(key_metadata: bytes) -> None:
     """Parse and unwrap; only library errors; a key that comes back is an AES key."""
     store = KeyMaterialStore.from_json(SIDECAR)
     try:
-        key = FileKeyUnwrapper(KMS, explicit_keys=TESTING_KEYS).unwrap(key_metadata, store=store)
+        key = KeyUnwrapper(KMS, explicit_keys=TESTING_KEYS).unwrap(key_metadata, store=store)
     except SecureBloomError:
         return
     assert len(key) in (16, 24, 32)
@@ -100,7 +100,7 @@ def test_mutated_material_json(data: st.DataObject) -> None:
     except MalformedKeyMaterialError:
         return
     try:
-        FileKeyUnwrapper(KMS).unwrap_material(material)
+        KeyUnwrapper(KMS).unwrap_material(material)
     except SecureBloomError:
         pass
 
@@ -115,7 +115,7 @@ def test_mutated_sidecar(data: st.DataObject) -> None:
         return
     for reference in store.references():
         try:
-            FileKeyUnwrapper(KMS).unwrap_material(store.get(reference), footer_material=store.footer_material)
+            KeyUnwrapper(KMS).unwrap_material(store.get(reference), footer_material=store.footer_material)
         except SecureBloomError:
             pass
 

@@ -29,7 +29,7 @@ from robustness_support import DATA
 
 from secure_bloom import cli
 from secure_bloom.errors import SecureBloomError
-from secure_bloom.kms import FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata, sidecar_path
+from secure_bloom.kms import KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata, sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.attach import attach_bloom_filters
 from secure_bloom.parquet.audit import audit
@@ -77,7 +77,7 @@ def _write(path: Path, *, plaintext_footer: bool, external: bool) -> Path:
 
 def _data_keys(path: Path) -> Iterator[bytes]:
     """The DEKs of a file (what the canary master keys protect), via its key material."""
-    retriever = FileKeyUnwrapper(KeyListKms(MASTER)).key_retriever(path)
+    retriever = KeyUnwrapper(KeyListKms(MASTER)).for_file(path)
     metadata = [bytes(m) for m in _key_metadata(path)]
     for kmd in metadata:
         yield retriever(kmd)

@@ -21,8 +21,8 @@ Writing (the file layer calls this)::
 
 Reading::
 
-    unwrapper = FileKeyUnwrapper(kms, explicit_keys=None)     # KEK cache shared across files
-    key_for = unwrapper.key_retriever(data_file)              # per file: key_metadata -> key
+    unwrapper = KeyUnwrapper(kms, explicit_keys=None)         # KEK cache shared across files
+    key_for = unwrapper.for_file(data_file)                   # FileKeyUnwrapper: one file
     footer_dek = key_for(file_crypto_metadata.key_metadata)
 
 Values: :class:`KeyMaterial` (PKMT1 JSON, byte-identical to parquet-java), :class:`KeyMetadata`
@@ -47,14 +47,14 @@ from .material import KeyMaterial, KeyMetadata
 from .openbao import OpenBaoTransitKms
 from .rotation import rewrap_external_key_material
 from .sidecar import KeyMaterialStore, sidecar_path
-from .unwrapper import FileKeyRetriever, FileKeyUnwrapper
+from .unwrapper import FileKeyUnwrapper, KeyUnwrapper
 from .wrapper import DataKey, FileKeyWrapper
 
 __all__ = [
     "KmsClient", "KmsClientFactory", "DEFAULT_KMS_INSTANCE_ID", "DEFAULT_KMS_INSTANCE_URL",
     "KeyListKms", "OpenBaoTransitKms", "ExplicitKeys", "parse_key_spec",
     "KeyMaterial", "KeyMetadata", "KeyMaterialStore", "sidecar_path",
-    "FileKeyWrapper", "DataKey", "FileKeyUnwrapper", "FileKeyRetriever",
+    "FileKeyWrapper", "DataKey", "KeyUnwrapper", "FileKeyUnwrapper",
     "rewrap_external_key_material", "pyarrow_kms_client_factory", "PyArrowKmsClient",
 ]
 

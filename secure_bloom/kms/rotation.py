@@ -18,7 +18,7 @@ from ..errors import KeyManagementError
 from .client import KmsClient
 from .material import KeyMaterial
 from .sidecar import KeyMaterialStore
-from .unwrapper import FileKeyUnwrapper
+from .unwrapper import KeyUnwrapper
 from .wrapper import FileKeyWrapper
 
 __all__ = ["rewrap_external_key_material"]
@@ -37,8 +37,8 @@ def rewrap_external_key_material(sidecar: str | os.PathLike[str], kms: KmsClient
     path = Path(sidecar)
     old = KeyMaterialStore.load(path)
     footer = old.footer_material
-    reader = FileKeyUnwrapper(unwrap_kms or kms, cache_lifetime_s=0)
-    verifier = FileKeyUnwrapper(kms, cache_lifetime_s=0)
+    reader = KeyUnwrapper(unwrap_kms or kms, cache_lifetime_s=0)
+    verifier = KeyUnwrapper(kms, cache_lifetime_s=0)
     writers: dict[bool, FileKeyWrapper] = {}
     new: dict[str, KeyMaterial] = {}
     for reference, material in old.items():

@@ -1,6 +1,6 @@
 """Reading side of key tools: key_metadata -> data key (SPEC_NOTES 7).
 
-:class:`FileKeyUnwrapper` accepts every kind of key_metadata a Parquet reader meets:
+:class:`KeyUnwrapper` accepts every kind of key_metadata a Parquet reader meets:
 
 * internal key material (JSON with ``"internalStorage":true``);
 * a reference into the external sidecar ``_KEY_MATERIAL_FOR_<file>.json``;
@@ -33,13 +33,15 @@ from .local_wrap import decode_base64, unwrap_locally
 from .material import KeyMaterial, KeyMetadata
 from .sidecar import KeyMaterialStore, sidecar_path
 
-__all__ = ["FileKeyUnwrapper", "FileKeyRetriever"]
+__all__ = ["KeyUnwrapper", "FileKeyUnwrapper"]
 
 _KmsInstance = tuple[str, str]
 
 
-class FileKeyUnwrapper:
-    """Turns key_metadata into data keys, with a thread-safe, expiring KEK cache."""
+class KeyUnwrapper:
+    """Turns key_metadata into data keys, with a thread-safe, expiring KEK cache shared by every
+    file read with the same KMS credentials (parquet-java keeps the same caches per access token).
+    :meth:`for_file` gives the per-file :class:`FileKeyUnwrapper`."""
 
     def __init__(self, kms: KmsClient | KmsClientFactory | None = None, *,
                  explicit_keys: ExplicitKeys | Mapping[str, bytes] | None = None,
@@ -86,13 +88,13 @@ class FileKeyUnwrapper:
         return unwrap_locally(material.wrapped_dek, kek, kek_id,
                               wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
 
-    def key_retriever(self, data_file: str | os.PathLike[str] | None = None) -> FileKeyRetriever:
+    def for_file(self, data_file: str | os.PathLike[str] | None = None) -> FileKeyUnwrapper:
         """A per-file ``key_metadata -> key`` callable (parquet-java's DecryptionKeyRetriever).
 
         It loads the sidecar of ``data_file`` the first time a key reference needs it, and
         remembers the footer's KMS instance for the file's column keys.
         """
-        return FileKeyRetriever(self, data_file)
+        return FileKeyUnwrapper(self, data_file)
 
     def clear_caches(self) -> None:
         """Forget cached KEKs and KMS clients (e.g. after revoking access)."""
@@ -140,7 +142,7 @@ class FileKeyUnwrapper:
         return self._clients.get_or_create(instance, lambda: factory(*instance))  # type: ignore[operator]
 
     def __repr__(self) -> str:
-        return (f"FileKeyUnwrapper(kms={self._kms!r}, explicit_keys={self._explicit!r}, "
+        return (f"KeyUnwrapper(kms={self._kms!r}, explicit_keys={self._explicit!r}, "
                 f"cache_lifetime_s={self._keks.lifetime_s})")
 
 
@@ -156,10 +158,11 @@ def _checked_key(key: object, master_key_id: str) -> bytes:
     return bytes(key)
 
 
-class FileKeyRetriever:
-    """``retriever(key_metadata) -> key`` for the keys of one Parquet file. Thread-safe."""
+class FileKeyUnwrapper:
+    """``unwrapper(key_metadata) -> key`` for the keys of one Parquet file, as parquet-java's
+    FileKeyUnwrapper (its DecryptionKeyRetriever). Thread-safe."""
 
-    def __init__(self, unwrapper: FileKeyUnwrapper, data_file: str | os.PathLike[str] | None) -> None:
+    def __init__(self, unwrapper: KeyUnwrapper, data_file: str | os.PathLike[str] | None) -> None:
         self._unwrapper = unwrapper
         self.data_file = None if data_file is None else os.fspath(data_file)
         self._lock = threading.Lock()
@@ -180,4 +183,4 @@ class FileKeyRetriever:
         return key
 
     def __repr__(self) -> str:
-        return f"FileKeyRetriever(data_file={self.data_file!r})"
+        return f"FileKeyUnwrapper(data_file={self.data_file!r})"

@@ -1,7 +1,7 @@
 """What a caller brings to open encrypted Parquet files: one small frozen value, :class:`KeyAccess`.
 
 Keys are never given directly to the file layer; they are resolved from each file's
-``key_metadata`` (SPEC_NOTES 7) through :class:`secure_bloom.kms.FileKeyUnwrapper`:
+``key_metadata`` (SPEC_NOTES 7) through :class:`secure_bloom.kms.KeyUnwrapper`:
 
 * key tools material, internal or in the ``_KEY_MATERIAL_FOR_<file>.json`` sidecar -> ``kms``;
 * a plain key id (``kf``, ``kc1``) -> ``explicit`` (:class:`~secure_bloom.kms.ExplicitKeys`);
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kms import ExplicitKeys, FileKeyRetriever, FileKeyUnwrapper
+from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyUnwrapper
 
 __all__ = ["KeyAccess", "NO_KEYS"]
 
@@ -44,7 +44,7 @@ class KeyAccess:
     aad_prefix: bytes | None = None
     cache_lifetime_s: float = 600.0
     allow_unverified_footer: bool = False
-    unwrapper: FileKeyUnwrapper = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    unwrapper: KeyUnwrapper = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         explicit = self.explicit
@@ -60,7 +60,7 @@ class KeyAccess:
                 raise TypeError(f"aad_prefix must be bytes or str, got {type(prefix).__name__}")
             object.__setattr__(self, "aad_prefix", bytes(prefix))
         if self.unwrapper is None:
-            object.__setattr__(self, "unwrapper", FileKeyUnwrapper(
+            object.__setattr__(self, "unwrapper", KeyUnwrapper(
                 self.kms, explicit_keys=self.explicit, cache_lifetime_s=self.cache_lifetime_s))
 
     @property
@@ -68,9 +68,9 @@ class KeyAccess:
         """True if any key source (KMS or explicit keys) is set."""
         return self.kms is not None or self.explicit is not None
 
-    def retriever(self, data_file: str | os.PathLike[str]) -> FileKeyRetriever:
+    def retriever(self, data_file: str | os.PathLike[str]) -> FileKeyUnwrapper:
         """``key_metadata -> key`` for the file at ``data_file`` (finds its sidecar beside it)."""
-        return self.unwrapper.key_retriever(data_file)
+        return self.unwrapper.for_file(data_file)
 
     def __repr__(self) -> str:
         return (f"KeyAccess(kms={type(self.kms).__name__ if self.kms is not None else None}, "
