@@ -1,0 +1,79 @@
+"""The states that travel between layers, as enums rather than strings.
+
+Each enum's values are the strings the JSON outputs (``inspect --json``, probe and audit reports)
+have always used, and every member *is* that string (``str`` subclass), so ``json.dumps`` and
+``==`` against the old literals keep working while a typo becomes an ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+
+__all__ = ["PhysicalType", "ChunkEncryption", "FilterForm", "FooterMode", "Verdict"]
+
+
+class PhysicalType(IntEnum):
+    """Parquet physical types (parquet.thrift ``Type``), with the same numbers."""
+
+    BOOLEAN = 0
+    INT32 = 1
+    INT64 = 2
+    INT96 = 3
+    FLOAT = 4
+    DOUBLE = 5
+    BYTE_ARRAY = 6
+    FIXED_LEN_BYTE_ARRAY = 7
+
+    @classmethod
+    def coerce(cls, value: PhysicalType | str | int) -> PhysicalType:
+        """Accept a member, its name (case-insensitive) or its Thrift number."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                raise ValueError(f"unknown physical type {value!r}") from None
+        return cls(int(value))
+
+
+class _StrEnum(str, Enum):
+    """A string-valued enum whose ``str()`` is its value (as ``enum.StrEnum`` on Python 3.11+)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class ChunkEncryption(_StrEnum):
+    """How a column chunk is protected (Encryption.md, "ColumnChunk crypto metadata")."""
+
+    PLAINTEXT = "plaintext"
+    FOOTER_KEY = "footer_key"
+    COLUMN_KEY = "column_key"
+
+    @property
+    def encrypted(self) -> bool:
+        return self is not ChunkEncryption.PLAINTEXT
+
+
+class FooterMode(_StrEnum):
+    """The three footer layouts (Encryption.md, "File format")."""
+
+    PLAINTEXT = "plaintext"
+    SIGNED = "plaintext_signed"
+    ENCRYPTED = "encrypted"
+
+
+class FilterForm(_StrEnum):
+    """How a chunk's Bloom filter bytes are stored, judged from their framing alone."""
+
+    PLAINTEXT = "plaintext"
+    ENCRYPTED = "encrypted"
+    GARBAGE = "garbage"
+
+
+class Verdict(_StrEnum):
+    """A Bloom filter's answer for one value: it may be there, or it is certainly absent."""
+
+    MAYBE = "maybe"
+    ABSENT = "absent"
