@@ -46,6 +46,7 @@ from .errors import (
     MalformedKeyMaterialError,
     MissingKeyError,
     NotParquetError,
+    NotRegularFileError,
     SecureBloomError,
 )
 
@@ -61,7 +62,8 @@ EXIT_CODES_HELP = """\
 exit codes:
   0  success (audit: every file compliant)
   1  audit found violations
-  2  usage error or could not check: bad options, a file that is missing or not Parquet, an unknown
+  2  usage error or could not check: bad options, a file that is missing, not Parquet or not a regular
+     file (a FIFO), a directory that cannot be read (after the output for the rest), an unknown
      column, a value that does not fit the column, a missing or wrong key (audit: some file could not
      be checked and none had violations)
   3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
@@ -72,7 +74,7 @@ _DELEGATED = {"bench": "secure_bloom.bench", "bench-spark": "secure_bloom.spark.
 # Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
 _USAGE_ERRORS: tuple[type[BaseException], ...] = (
     UsageError, ColumnNotFoundError, InvalidValueError, MalformedKeyMaterialError, NotParquetError,
-    MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
+    NotRegularFileError, MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
     NotADirectoryError, FileExistsError,
 )
 

@@ -451,6 +451,9 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
     junk = tmp_path / "junk.parquet"
     junk.write_bytes(b"this is not parquet, it is text" * 3)
     (tmp_path / "empty").mkdir(exist_ok=True)
+    fifo = tmp_path / "fifo.parquet"  # it used to hang inspect (open() waits for a writer)
+    if not fifo.exists():
+        os.mkfifo(fifo)
     return [
         ("missing file", ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1"], 2,
          "No such file or directory"),
@@ -465,6 +468,7 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
          "authentication failed"),
         ("missing key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1"], 2, "footer key 'kf'"),
         ("empty directory", ["inspect", str(tmp_path / "empty")], 2, "no Parquet files in this directory"),
+        ("a FIFO", ["inspect", str(fifo)], 2, "fifo.parquet: is a FIFO, not a regular file; not read"),
         ("bad key spec", ["inspect", JAVA_BLOOM, "--key", "kf=text:short"], 2, "16, 24 or 32 bytes"),
         ("bad key list", ["inspect", JAVA_BLOOM, "--key-list", "kf=notbase64"], 2, "key list entry 1"),
         ("two key lists", ["inspect", JAVA_BLOOM, "--key-list", "a:b", "--key-list-file", "x"], 2, "not both"),

@@ -15,7 +15,13 @@ codes:
   wrong one); allowed with ``allow_footer_key``;
 * ``FILTER_UNREADABLE``: the filter fails to authenticate under the column key (and the footer
   key) or does not parse: damaged or tampered;
-* ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name.
+* ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name. A name that matches
+  no column in ANY file read is reported by :attr:`AuditReport.unknown_columns` (a typo must not
+  pass: the report's exit code is then 2).
+
+Files are found by :func:`~secure_bloom.parquet.discover.discover` (by content, symlinks
+followed); what it could not search or read is one could-not-check result each, and the files it
+found not to be Parquet are listed in :attr:`AuditReport.skipped`.
 
 A file or chunk that cannot be examined (missing key, not Parquet, KMS down, encrypted footer
 without its key) is *could not check*, never a pass. Sensitive names match a leaf path exactly,
