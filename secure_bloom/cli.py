@@ -14,10 +14,13 @@ arguments to ``secure_bloom.tools.bench.main`` / ``secure_bloom.tools.bench_spar
 from __future__ import annotations
 
 import argparse
+import contextvars
+import difflib
 import importlib
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +29,15 @@ from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from . import cli_render as render
-from .cli_keys import Redactor, UsageError, key_access_from_args, key_options_parent
+from .cli_keys import (
+    ARGV_KEY_WARNING,
+    Redactor,
+    UsageError,
+    key_access_from_args,
+    key_options_parent,
+    looks_like_key_material,
+)
+from .display import json_safe, visible, visible_lines
 from .errors import (
     AuthenticationError,
     ColumnNotFoundError,
@@ -35,6 +46,7 @@ from .errors import (
     MalformedKeyMaterialError,
     MissingKeyError,
     NotParquetError,
+    NotRegularFileError,
     SecureBloomError,
 )
 
@@ -50,7 +62,8 @@ EXIT_CODES_HELP = """\
 exit codes:
   0  success (audit: every file compliant)
   1  audit found violations
-  2  usage error or could not check: bad options, a file that is missing or not Parquet, an unknown
+  2  usage error or could not check: bad options, a file that is missing, not Parquet or not a regular
+     file (a FIFO), a directory that cannot be read (after the output for the rest), an unknown
      column, a value that does not fit the column, a missing or wrong key (audit: some file could not
      be checked and none had violations)
   3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
@@ -62,7 +75,7 @@ _DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.
 # Errors that mean "the command as given cannot work" -> 2; everything else -> 3.
 _USAGE_ERRORS: tuple[type[BaseException], ...] = (
     UsageError, ColumnNotFoundError, InvalidValueError, MalformedKeyMaterialError, NotParquetError,
-    MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
+    NotRegularFileError, MissingKeyError, KeyNotFoundError, AuthenticationError, FileNotFoundError, IsADirectoryError,
     NotADirectoryError, FileExistsError,
 )
 
@@ -76,7 +89,12 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing and exiting, so main() can redact the message."""
+    """argparse that raises instead of printing and exiting, so main() can redact the message.
+
+    Usage errors never echo an argument's value: unknown arguments are named only when they are
+    option names (``--key-lst``), and quoted values in argparse's messages are hidden
+    (:func:`_parse`), because a misspelt option's value is often a key or token.
+    """
 
     def error(self, message: str) -> NoReturn:
         command = self.prog[len(PROG):].strip()
@@ -93,10 +111,15 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 
 _MAIN_EPILOG = f"""\
 examples:
-  {PROG} inspect data.parquet.encrypted --key-list "$(cat keys/dev-key-list.txt)"
+  {PROG} inspect data.parquet.encrypted --key-list-file keys/dev-key-list.txt
   {PROG} probe data.parquet --column email --value alice@example.com --json
-  {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001 --key-list ...
-  {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml --key-list ...
+  export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt     # or give --key-list-file each time
+  {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001
+  {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml
+
+Keys: give the key list in a file (--key-list-file or $SECURE_BLOOM_KEY_LIST_FILE) or in
+$SECURE_BLOOM_KEY_LIST, not with --key-list/--key: a command line is visible to every local user
+(ps) and stays in shell history (a warning says so when key material arrives that way).
 
 Run '{PROG} COMMAND --help' for a command's options and examples.
 
@@ -150,7 +173,10 @@ examples:
 _AUDIT_EPILOG = f"""\
 Checks that no Bloom filter leaks a sensitive column: in every file and row group, each sensitive
 column has no filter, or a filter encrypted with that column's own key. Directories are searched
-recursively for *.parquet, *.parquet.encrypted and Spark part files.
+recursively (symbolic links followed, each directory once; hidden and _ directories too) and
+every file is recognised as Parquet by its content (PAR1/PARE magic), whatever its name (Hive's
+000000_0, Impala's .parq); other files are listed as skipped. A directory, file or link that
+cannot be read (or a FIFO) is "could not check", as is a sensitive column found in no file.
 
 Violation codes:
   PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN  a readable filter on an encrypted column (arrow-rs does this)
@@ -169,8 +195,10 @@ examples:
   {PROG} audit lake/ --sensitive ssn --junit-xml audit.xml --kms-url https://bao:8200 \\
       --kms-token-env BAO_TOKEN
 
-exit codes (audit):
-  0  every file compliant   1  violations found   2  some file could not be checked (no violations)
+exit codes (audit), first match wins:
+  1  violations found (even if something else could not be checked)
+  2  something could not be checked, or a --sensitive column is in none of the files read
+  0  every file compliant
   3  the audit itself failed (e.g. the JUnit file cannot be written)"""
 
 
@@ -355,7 +383,7 @@ def _exit_code(error: BaseException) -> int:
 
 
 def _print_json(obj: Any, out: TextIO) -> None:
-    json.dump(obj, out, indent=2, sort_keys=False, ensure_ascii=False)
+    out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))
     out.write("\n")
 
 
@@ -368,18 +396,28 @@ def _open_reader(path: str, keys: Any) -> Any:
 # --- commands --------------------------------------------------------------------------------
 
 
+# What a command could not check (paths under a directory it could not read): reported on stderr
+# after the command's output, and the exit code is then EXIT_USAGE (see _dispatch).
+_UNCHECKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("unchecked", default=None)
+
+
 def _files_of(path: str) -> tuple[list[str], bool]:
-    """(files, is_directory): a file as given, or the Parquet files under a directory."""
+    """(files, is_directory): a file as given, or the Parquet files under a directory. What could
+    not be searched under a directory is recorded in ``_UNCHECKED``, not dropped."""
     if not os.path.isdir(path):
         if not os.path.exists(path):
             raise CliError(f"{path}: No such file or directory", EXIT_USAGE)
         return [path], False
-    from .parquet.discover import expand_paths
+    from .parquet.discover import discover
 
-    found = [p.path for p in expand_paths([path]) if p.problem is None]
-    if not found:
-        raise CliError(f"{path}: no Parquet files in this directory", EXIT_USAGE)
-    return found, True
+    found = discover([path])
+    problems = [f"{p.path}: {p.problem}" for p in found.problems]
+    if not found.files:
+        raise CliError("; ".join(problems) or f"{path}: no Parquet files in this directory", EXIT_USAGE)
+    unchecked = _UNCHECKED.get()
+    if unchecked is not None:
+        unchecked.extend(problems)
+    return list(found.files), True
 
 
 def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
@@ -478,28 +516,30 @@ def _cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
                        progress=progress)
     if args.junit_xml:
         try:
-            with open(args.junit_xml, "w", encoding="utf-8") as f:
+            with open(args.junit_xml, "w", encoding="utf-8", errors="backslashreplace") as f:
                 f.write(report.to_junit_xml())
         except OSError as e:
             raise CliError(_describe(args.junit_xml, e), EXIT_ERROR) from e
     if args.json:
-        out.write(report.to_json())
+        out.write(json_safe(report.to_json()))
         out.write("\n")
     else:
         out.write(render.audit_text(report))
     return int(report.exit_code)
 
 
-class _RedactingStream:
-    """A text stream that scrubs every write: a delegate (bench, demo) prints with its own
-    argparse and may echo an argument, key material included."""
+class _FilteredStream:
+    """A text stream that passes every write through ``transform``: the redactor for a delegate
+    (bench, demo prints with its own argparse and may echo key material), or
+    :func:`~secure_bloom.display.visible_lines` for human-readable output (no terminal escape
+    from a column or file name reaches the terminal)."""
 
-    def __init__(self, stream: TextIO, redact: Redactor) -> None:
+    def __init__(self, stream: TextIO, transform: Callable[[str], str]) -> None:
         self._stream = stream
-        self._redact = redact
+        self._transform = transform
 
     def write(self, text: str) -> int:
-        self._stream.write(self._redact(text))
+        self._stream.write(self._transform(text))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:
@@ -509,8 +549,8 @@ class _RedactingStream:
 @contextmanager
 def _redacted_std_streams(redact: Redactor) -> Iterator[None]:
     saved = sys.stdout, sys.stderr
-    sys.stdout = _RedactingStream(saved[0], redact)
-    sys.stderr = _RedactingStream(saved[1], redact)
+    sys.stdout = _FilteredStream(saved[0], redact)
+    sys.stderr = _FilteredStream(saved[1], redact)
     try:
         yield
     finally:
@@ -582,21 +622,100 @@ def _emit_error(message: str, redact: Redactor, err: TextIO) -> None:
     err.write(f"{PROG}: error: {line}\n")
 
 
-def _dispatch(args_list: list[str], redact: Redactor, out: TextIO) -> int:
+_OPTION_NAME = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,31}\Z")
+_NOT_SHOWN = "<not shown>"
+
+
+def _vocabulary(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string and command name of ``parser`` and its subcommands."""
+    words: set[str] = set()
+    for action in parser._actions:
+        words.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                words.add(name)
+                words |= _vocabulary(sub)
+    return words
+
+
+def _unrecognized(extras: list[str], vocabulary: set[str]) -> str:
+    """Names the unknown OPTIONS only; other words (values, stray positionals) are counted, never
+    shown: they are often key material given to a misspelt option."""
+    names = list(dict.fromkeys(a.split("=", 1)[0] for a in extras if _OPTION_NAME.match(a.split("=", 1)[0])))
+    hidden = sum(1 for a in extras if a.split("=", 1)[0] not in names or "=" in a)
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, [w for w in vocabulary if w.startswith("-")], n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    message = f"unrecognized option{'s' if len(names) > 1 else ''} {', '.join(parts)}" if names else ""
+    if hidden:
+        what = f"{hidden} unexpected value{'s' if hidden > 1 else ''} ({_NOT_SHOWN}: may be key material)"
+        message = f"{message}, and {what}" if message else f"unrecognized arguments: {what}"
+    return message
+
+
+def _hide_values(message: str, args_list: list[str], vocabulary: set[str]) -> str:
+    """``message`` with every quoted argument value replaced: argparse quotes values it rejects
+    (an invalid command, an explicit argument to a flag, a value of the wrong type)."""
+    words = set(args_list) | {a.split("=", 1)[1] for a in args_list if a.startswith("-") and "=" in a}
+    for word in sorted(words - vocabulary, key=len, reverse=True):
+        if word:
+            for quoted in (repr(word), f"'{word}'", f'"{word}"'):
+                message = message.replace(quoted, f"'{_NOT_SHOWN}'")
+    return message
+
+
+def _parse(parser: argparse.ArgumentParser, args_list: list[str]) -> argparse.Namespace:
+    vocabulary = _vocabulary(parser)
+    try:
+        args, extras = parser.parse_known_args(args_list)
+    except CliError as e:
+        raise CliError(_hide_values(str(e), args_list, vocabulary), e.code) from None
+    if extras:
+        command = getattr(args, "command", None)
+        prefix = f"{command}: " if command else ""
+        raise CliError(f"{prefix}{_unrecognized(extras, vocabulary)} (see '{PROG} --help')", EXIT_USAGE)
+    return args
+
+
+def _refuse_key_shaped_paths(args: argparse.Namespace) -> None:
+    """A key list given where a path goes would be echoed in a report on stdout: refuse it."""
+    given = [getattr(args, name, None) for name in ("file", "src", "dst")] + list(getattr(args, "paths", None) or [])
+    for path in given:
+        if isinstance(path, str) and not os.path.lexists(path) and looks_like_key_material(path):
+            raise CliError(f"{args.command}: a PATH argument looks like key material ({_NOT_SHOWN}); give keys "
+                           "with --key-list-file or $SECURE_BLOOM_KEY_LIST_FILE", EXIT_USAGE)
+
+
+def _dispatch(args_list: list[str], redact: Redactor, out: TextIO, err: TextIO) -> int:
     _, delegated, rest = _split_delegated(args_list)
     if delegated is not None:
         with _redacted_std_streams(redact):
             return _run_delegated(delegated, rest)
     parser = build_parser()
     try:
-        args = parser.parse_args(args_list)
+        args = _parse(parser, args_list)
     except SystemExit as e:  # --help / --version
         return int(e.code or 0) if isinstance(e.code, int) else EXIT_OK
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(out)
         return EXIT_USAGE
-    return int(handler(args, out))
+    _refuse_key_shaped_paths(args)
+    if (getattr(args, "key_list", None) is not None or getattr(args, "key", None)) and _progress_enabled(err):
+        # Interactive only: there a typed key reaches shell history; a script's stderr stays one line.
+        err.write(f"{PROG}: warning: {ARGV_KEY_WARNING}\n")
+    unchecked: list[str] = []
+    token = _UNCHECKED.set(unchecked)
+    try:
+        code = int(handler(args, out if getattr(args, "json", False) else _FilteredStream(out, visible_lines)))
+    finally:
+        _UNCHECKED.reset(token)
+    if unchecked:
+        out.flush()
+        raise CliError(f"could not check {len(unchecked)} path{'s' if len(unchecked) > 1 else ''} (the output "
+                       f"above is incomplete): {'; '.join(visible(u) for u in unchecked)}", max(code, EXIT_USAGE))
+    return code
 
 
 def _silence_stdout() -> None:
@@ -616,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         with _library_logging(debug, redact, err):
-            return _dispatch(args_list, redact, out)
+            return _dispatch(args_list, redact, out, err)
     except CliError as e:
         if debug:
             err.write(redact("".join(traceback.format_exception(e))))

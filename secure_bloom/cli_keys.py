@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
-           "Redactor", "REDACTED", "UsageError"]
+           "Redactor", "REDACTED", "UsageError", "looks_like_key_material", "ARGV_KEY_WARNING"]
 
 ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
@@ -35,8 +35,48 @@ REDACTED = "<redacted>"
 _KEY_SPEC = re.compile(r"^[^=\s]+=(base64|hex|text):(.*)\Z", re.DOTALL)
 # Options whose *value* is secret. "--key-list-file" and "--kms-token-env" name places, not secrets.
 _SECRET_OPTIONS = ("--key", "--key-list")
+_KNOWN_OPTIONS = ("--key", "--key-list", "--key-list-file", "--kms-token-env", "--kms-url", "--kms-mount")
 _TRUNCATED = "..."  # how messages mark a value they shortened (e.g. values._fail)
 _MIN_SECRET_CHARS = 4  # shorter strings would redact ordinary words; AES keys are >= 16 bytes
+_AES_KEY_BYTES = (16, 24, 32)
+# Shapes of secrets on a command line: a key-list entry ``id:BASE64``, bare Base64 or hex of an AES
+# key, a Vault/OpenBao token (``hvs.``, ``s.``, ...). Used where the CLI cannot know what a word
+# means (an unknown option's value, a stray positional) to treat it as secret.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}\Z")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})\Z")
+_TOKEN = re.compile(r"(?:hv[sbr]|[sbr])\.[A-Za-z0-9_.-]{16,}\Z")
+# An unknown option whose name says its value is secret (e.g. a hoped-for --kms-token).
+_SECRET_OPTION_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
+
+#: The one-line warning printed when key material arrives in argv (item: keys in ``ps``).
+ARGV_KEY_WARNING = ("key material given on the command line (--key-list, --key) is visible to other local "
+                    "users (ps) and kept in shell history; prefer --key-list-file PATH or "
+                    f"${ENV_KEY_LIST_FILE}")
+
+
+def _is_key_bytes_text(text: str) -> bool:
+    if _HEX.match(text):
+        return True
+    if not _BASE64.match(text):
+        return False
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            if len(decode(text + "=" * (-len(text) % 4))) in _AES_KEY_BYTES:
+                return True
+        except (binascii.Error, ValueError):
+            pass
+    return False
+
+
+def looks_like_key_material(text: str) -> bool:
+    """True for a word shaped like a key spec, a key list (entry), AES key bytes or a KMS token.
+    (Bare Base64 counts only with upper case, lower case and digits, as random keys have.)"""
+    text = text.strip()
+    mixed = all(any(test(c) for c in text) for test in (str.isupper, str.islower, str.isdigit))
+    if _KEY_SPEC.match(text) or _TOKEN.match(text) or _HEX.match(text) or (mixed and _is_key_bytes_text(text)):
+        return True
+    entries = [e.strip() for line in text.splitlines() for e in line.split(",") if e.strip()]
+    return any(":" in e and _is_key_bytes_text(e.partition(":")[2].strip()) for e in entries)
 
 
 def key_options_parent() -> argparse.ArgumentParser:
@@ -243,6 +283,12 @@ class Redactor:
                 token_vars.append(value)
             if _KEY_SPEC.match(arg) or (arg.startswith("--") and _KEY_SPEC.match(inline)):
                 red.add_key_spec(inline if arg.startswith("--") else arg)
+            word = inline if name.startswith("--") and eq else arg
+            if looks_like_key_material(word) and not os.path.lexists(word):  # e.g. after a misspelt option
+                red.add_key_list(word)
+            if name.startswith("-") and value is not None and name not in _KNOWN_OPTIONS \
+                    and any(w in name.lower() for w in _SECRET_OPTION_WORDS):
+                red.add_text(value)  # --kms-token VALUE, --password=VALUE: not ours, but secret
         if environ.get(ENV_KEY_LIST):
             red.add_key_list(environ[ENV_KEY_LIST])
         for var in token_vars:

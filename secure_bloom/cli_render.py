@@ -1,7 +1,8 @@
 """Human-readable output of the ``secure-bloom`` commands: compact tables and one-line summaries.
 
 Pure functions from the library's result values (``describe()`` dicts, ``ProbeResult``,
-``AuditReport``) to text; no I/O. JSON output does not pass through here except
+``AuditReport``) to text; no I/O. Names from files (file, column, key ids) and values pass through
+:func:`~secure_bloom.display.visible`: no control character or terminal escape is printed raw. JSON output does not pass through here except
 :func:`probe_json`, which keys the answers by the values exactly as the user typed them.
 """
 
@@ -10,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .display import visible
+
 __all__ = ["table", "jsonable", "inspect_table", "probe_json", "probe_table", "probe_summary",
            "probe_files_table", "attach_summary", "audit_text"]
 
 def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = "-" if value is None else str(value)
+    text = "-" if value is None else visible(str(value))
     return " ".join(text.split())
 
 
@@ -82,11 +85,11 @@ def _encryption_label(chunk: dict[str, Any]) -> str:
 
 def inspect_table(desc: dict[str, Any]) -> str:
     """``inspect`` without ``--json``: file facts, the columns, then one row per chunk."""
-    out = [f"file: {desc.get('file')} ({desc.get('file_size')} bytes, {desc.get('num_rows')} rows, "
+    out = [f"file: {visible(str(desc.get('file')))} ({desc.get('file_size')} bytes, {desc.get('num_rows')} rows, "
            f"{_plural(int(desc.get('num_row_groups') or 0), 'row group')})\n",
            _footer_line(desc.get("footer") or {}) + "\n"]
     if desc.get("created_by"):
-        out.append(f"created by: {desc['created_by']}\n")
+        out.append(f"created by: {visible(str(desc['created_by']))}\n")
     columns = desc.get("columns") or []
     out.append("\ncolumns:\n")
     out.append(table(["#", "column", "type", "encrypted", "key id"],
@@ -102,8 +105,8 @@ def inspect_table(desc: dict[str, Any]) -> str:
                          _stored(ch), _encryption_label(ch), ch.get("key_id"), ch.get("filter_num_bytes"),
                          ch.get("bloom_filter_offset"), ch.get("bloom_filter_length")])
             if ch.get("filter_problem"):
-                problems.append(f"row group {rg.get('row_group')}, column {ch.get('column')!r}: "
-                                f"{ch['filter_problem']}")
+                problems.append(visible(f"row group {rg.get('row_group')}, column {ch.get('column')!r}: "
+                                        f"{ch['filter_problem']}"))
     out.append("\nBloom filters:\n")
     out.append(table(["rg", "column", "filter", "stored", "column encryption", "key id", "bitset bytes",
                       "offset", "length"], rows))
@@ -234,26 +237,33 @@ def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> s
 def audit_text(report: Any) -> str:
     """Per file: PASS / FAIL / COULD NOT CHECK with the reasons, then a summary and the verdict."""
     out = [f"audit of {_plural(len(report.files), 'file')}; sensitive columns: "
-           f"{', '.join(report.sensitive_columns)}"
+           f"{visible(', '.join(report.sensitive_columns))}"
            f"{' (filters under the footer key allowed)' if report.allow_footer_key else ''}\n\n"]
     labels = {"pass": "PASS", "violation": "FAIL", "could_not_check": "COULD NOT CHECK"}
     for fr in report.files:
-        out.append(f"{labels.get(fr.status.value, fr.status.value.upper())}  {fr.file}\n")
+        out.append(f"{labels.get(fr.status.value, fr.status.value.upper())}  {visible(fr.file)}\n")
         if fr.error is not None:
-            out.append(f"    [{fr.error_kind}] {fr.error}\n")
+            out.append(f"    [{fr.error_kind}] {visible(fr.error)}\n")
         for col in fr.columns:
             for f in col.findings:
-                out.append(f"    {f.code.value} ({f.severity.value}): {f.message}\n")
+                out.append(f"    {f.code.value} ({f.severity.value}): {visible(f.message)}\n")
             for reason in col.unchecked:
-                out.append(f"    COULD NOT CHECK: {reason}\n")
+                out.append(f"    COULD NOT CHECK: {visible(reason)}\n")
+    for path, reason in report.skipped:
+        out.append(f"SKIPPED  {visible(path)}: {reason}\n")
+    unknown = report.unknown_columns
+    for column in unknown:
+        out.append(f"UNKNOWN COLUMN  {visible(column)}: in none of the files read (misspelt?)\n")
     d = report.to_dict()["summary"]
     out.append(f"\nsummary: {d['compliant']} compliant, {d['with_violations']} with violations, "
-               f"{d['could_not_check']} could not be checked; {_plural(d['violations'], 'violation')}, "
-               f"{_plural(d['warnings'], 'warning')}\n")
+               f"{d['could_not_check']} could not be checked, {d['skipped']} skipped (not Parquet); "
+               f"{_plural(d['violations'], 'violation')}, {_plural(d['warnings'], 'warning')}\n")
     if report.is_compliant:
         verdict = "COMPLIANT: no Bloom filter leaks a sensitive column"
     elif report.violations:
         verdict = "NOT COMPLIANT: violations found"
+    elif unknown and not report.could_not_check:
+        verdict = f"INCOMPLETE: sensitive column(s) {visible(', '.join(unknown))} in no file (this is not a pass)"
     else:
         verdict = "INCOMPLETE: some files could not be checked (this is not a pass)"
     out.append(f"result: {verdict}\n")

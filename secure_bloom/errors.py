@@ -37,6 +37,7 @@ Rules kept across the code base:
     │   ├── ColumnNotFoundError (LookupError)
     │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle
     │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
+    │   ├── NotRegularFileError          a FIFO, socket or device where a file was expected
     │   └── AttachError                  attach could not complete; the source is untouched
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing
@@ -68,6 +69,7 @@ __all__ = [
     "ColumnNotFoundError",
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
+    "NotRegularFileError",
     "AttachError",
     "JvmError",
     "JavaNotFoundError",
@@ -188,6 +190,11 @@ class UnsupportedParquetFeatureError(ParquetFileError):
 
 class PlaintextFilterOnEncryptedColumnError(ParquetFileError):
     """Refused: writing a plaintext Bloom filter for an encrypted column would reveal its values."""
+
+
+class NotRegularFileError(ParquetFileError):
+    """The path names a FIFO, socket or device, not a regular file: refused without reading it
+    (a read could block forever). A directory raises the builtin ``IsADirectoryError`` instead."""
 
 
 class AttachError(ParquetFileError):

@@ -14,6 +14,8 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import leaky_writer as lw
@@ -24,7 +26,10 @@ from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
 from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.audit import audit, audit_file, match_sensitive
 from secure_bloom.parquet.audit_report import Code, Severity, Status
-from secure_bloom.parquet.discover import expand_paths, is_parquet_name
+from secure_bloom.errors import NotRegularFileError
+from secure_bloom.fileio import open_regular_file
+from secure_bloom.kms.sidecar import KeyMaterialStore
+from secure_bloom.parquet.discover import Skipped, discover, is_parquet_name
 from secure_bloom.parquet.filter_storage import (
     ENCRYPTED,
     GARBAGE,
@@ -181,12 +186,30 @@ def test_filter_bytes_that_are_neither_form_are_unreadable(files: dict[str, Path
     assert {(f.code, f.row_groups) for f in report.violations} == {(Code.FILTER_UNREADABLE, (1,))}
 
 
-def test_missing_column_is_a_warning(files: dict[str, Path], keys: KeyAccess) -> None:
-    report = audit(files["good"], ["ssn", "no_such_column"], keys=keys)
-    assert report.is_compliant and report.exit_code == 0
+def test_column_missing_from_some_files_is_a_warning(files: dict[str, Path], keys: KeyAccess,
+                                                     tmp_path: Path) -> None:
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), other)
+    report = audit([files["good"], other], ["ssn"], keys=keys)
+    assert report.is_compliant and report.exit_code == 0 and report.unknown_columns == ()
     (warning,) = report.warnings
     assert warning.code is Code.SENSITIVE_COLUMN_MISSING and warning.severity is Severity.WARNING
-    assert report.files[0].columns[1].status is Status.MISSING
+    assert warning.file == str(other) and report.files[1].columns[0].status is Status.MISSING
+
+
+def test_sensitive_column_in_no_file_is_not_a_pass(files: dict[str, Path], keys: KeyAccess) -> None:
+    """A typo in --sensitive ("sns") used to pass with exit 0: a name that matches no column in
+    any file read is reported and the audit is incomplete (exit 2), still with the per-file warning."""
+    report = audit(files["good"], ["ssn", "sns"], keys=keys)
+    assert report.unknown_columns == ("sns",)
+    assert not report.is_compliant and report.exit_code == 2
+    assert [w.code for w in report.warnings] == [Code.SENSITIVE_COLUMN_MISSING]
+    assert report.to_dict()["unknown_sensitive_columns"] == ["sns"]
+    suite = ET.fromstring(report.to_junit_xml()).find("testsuite")
+    assert suite is not None and suite.get("errors") == "1"
+    assert [e.get("type") for e in suite.iter("error")] == ["SENSITIVE_COLUMN_UNKNOWN"]
+    leaked = audit([files["leak"]], ["ssn", "sns"], keys=keys)
+    assert leaked.exit_code == 1  # a violation still outranks it
 
 
 # --- files that cannot be checked ----------------------------------------------------------
@@ -241,20 +264,97 @@ def test_directories_expand_to_parquet_files(files: dict[str, Path], keys: KeyAc
     shutil.copy(files["leak"], root / "year=2024" / "month=01" / "part-00000-abc-c000.snappy.parquet")
     shutil.copy(files["good"], root / "year=2024" / "part-00001")
     shutil.copy(files["good"], root / "year=2024" / "b.parquet.encrypted")
-    shutil.copy(files["leak"], root / ".hidden" / "x.parquet")
+    shutil.copy(files["leak"], root / ".hidden" / "x.parquet")  # Parquet by content: audited, not skipped
     for skipped in ("_SUCCESS", ".part-00000.crc", "_KEY_MATERIAL_FOR_a.parquet.json", "notes.txt"):
         (root / skipped).write_text("x")
-    found = [os.path.relpath(p.path, root) for p in expand_paths([root])]
-    assert found == ["a.parquet", "year=2024/b.parquet.encrypted", "year=2024/part-00001",
-                     "year=2024/month=01/part-00000-abc-c000.snappy.parquet"]
+    found = discover([root])
+    assert [os.path.relpath(p, root) for p in found.files] == [
+        "a.parquet", ".hidden/x.parquet", "year=2024/b.parquet.encrypted", "year=2024/part-00001",
+        "year=2024/month=01/part-00000-abc-c000.snappy.parquet"]
+    assert found.skipped == (Skipped(str(root / "notes.txt"), "not Parquet (no PAR1/PARE magic)"),)
     calls: list[tuple[int, int, str]] = []
     report = audit(root, ["ssn"], keys=keys, progress=lambda d, t, p: calls.append((d, t, p)))
-    assert [r.status for r in report.files] == [Status.PASS, Status.PASS, Status.PASS, Status.VIOLATION]
-    assert [(d, t) for d, t, _ in calls] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [r.status for r in report.files] == [Status.PASS, Status.VIOLATION, Status.PASS, Status.PASS,
+                                                Status.VIOLATION]
+    assert [(d, t) for d, t, _ in calls] == [(0, 5), (1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+    assert report.skipped == ((str(root / "notes.txt"), "not Parquet (no PAR1/PARE magic)"),)
+
+
+def test_parquet_found_by_content_and_through_symlinks(files: dict[str, Path], keys: KeyAccess,
+                                                       tmp_path: Path) -> None:
+    """Hive's 000000_0, Impala's .parq and a file in a symlinked directory were never checked and
+    the audit passed with exit 0; a directory linked twice (and a link loop) is searched once."""
+    root = tmp_path / "lake"
+    elsewhere = tmp_path / "elsewhere"
+    (root / "hive").mkdir(parents=True)
+    elsewhere.mkdir()
+    shutil.copy(files["leak"], root / "hive" / "000000_0")
+    shutil.copy(files["leak"], root / "impala.parq")
+    shutil.copy(files["leak"], elsewhere / "data")
+    (root / "linked").symlink_to(elsewhere)
+    (root / "linked-again").symlink_to(elsewhere)
+    (root / "hive" / "loop").symlink_to(root)
+    (root / "hive" / "000001_0").write_text("a Hive text file, not Parquet\n")
+    found = discover([root])
+    assert [os.path.relpath(p, root) for p in found.files] == ["impala.parq", "hive/000000_0", "linked/data"]
+    assert [(os.path.relpath(s.path, root), s.reason) for s in found.skipped] == [
+        ("linked-again", f"the same directory as {root / 'linked'}, searched once"),
+        ("hive/000001_0", "not Parquet (no PAR1/PARE magic)"),
+        ("hive/loop", f"the same directory as {root}, searched once")]
+    report = audit(root, ["ssn"], keys=keys)
+    assert report.exit_code == 1
+    assert [f.code for f in report.violations] == [Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN] * 3
+
+
+def test_unreadable_entries_are_reported_not_skipped(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:
+    """A dangling link, a link loop and a FIFO in a directory: each is "could not check" (exit 2),
+    and the readable file is still audited; the FIFO is never opened for a blocking read."""
+    root = tmp_path / "dir"
+    root.mkdir()
+    shutil.copy(files["good"], root / "a.parquet")
+    (root / "gone.parquet").symlink_to(tmp_path / "deleted.parquet")
+    (root / "self").symlink_to(root / "self")
+    os.mkfifo(root / "pipe.parquet")
+    report = audit(root, ["ssn"], keys=keys)
+    assert [(os.path.basename(r.file), r.status, r.error_kind) for r in report.files] == [
+        ("a.parquet", Status.PASS, None),
+        ("gone.parquet", Status.COULD_NOT_CHECK, "DANGLING_SYMLINK"),
+        ("pipe.parquet", Status.COULD_NOT_CHECK, "NOT_REGULAR_FILE"),
+        ("self", Status.COULD_NOT_CHECK, "DANGLING_SYMLINK")]
+    assert report.exit_code == 2
+    assert "is a FIFO, not a regular file" in report.files[2].error  # type: ignore[operator]
+    shutil.copy(files["leak"], root / "leak.parquet")
+    assert audit(root, ["ssn"], keys=keys).exit_code == 1  # a violation outranks "could not check"
+
+
+def test_a_fifo_given_as_a_file_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "data.parquet"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFileError, match=r"data\.parquet: is a FIFO, not a regular file"):
+        ParquetBloomReader(fifo)
+    report = audit(fifo, ["ssn"])
+    assert (report.exit_code, report.files[0].error_kind) == (2, "NOT_REGULAR_FILE")
+
+
+def test_a_fifo_sidecar_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "_KEY_MATERIAL_FOR_x.parquet.json"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFileError, match=r"is a FIFO, not a regular file"):
+        KeyMaterialStore.load(fifo)
+
+
+def test_open_regular_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"PAR1")
+    with open_regular_file(tmp_path / "f") as f:
+        assert f.read() == b"PAR1"
+    with pytest.raises(IsADirectoryError, match="Is a directory"):
+        open_regular_file(tmp_path)
+    with pytest.raises(NotRegularFileError, match="is a character device"):
+        open_regular_file("/dev/null")
 
 
 @pytest.mark.parametrize("name,expected", [
-    ("x.parquet", True), ("x.PARQUET", True), ("x.parquet.encrypted", True), ("part-00000", True),
+    ("x.parquet", True), ("x.PARQUET", True), ("x.parquet.encrypted", True), ("part-00000", True), ("x.parq", True),
     ("part-00000-1.c000.snappy.parquet", True), ("_SUCCESS", False), (".x.parquet", False),
     ("_KEY_MATERIAL_FOR_x.parquet.json", False), ("part-00000.crc", False), ("x.csv", False),
 ])
@@ -282,7 +382,8 @@ def test_json_report(files: dict[str, Path], keys: KeyAccess) -> None:
     doc = json.loads(report.to_json())
     assert doc["compliant"] is False and doc["exit_code"] == 1
     assert doc["summary"] == {"files": 2, "compliant": 1, "with_violations": 1, "could_not_check": 0,
-                              "violations": 1, "warnings": 0}
+                              "violations": 1, "warnings": 0, "skipped": 0}
+    assert doc["unknown_sensitive_columns"] == [] and doc["skipped"] == []
     (violation,) = doc["violations"]
     assert violation["code"] == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
     assert violation["file"] == str(files["leak"]) and violation["row_groups"] == [0, 1]
@@ -297,7 +398,7 @@ def test_junit_xml_one_testcase_per_file_and_column(files: dict[str, Path], keys
     suite = root.find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    assert len(cases) == 4 * 3 == int(suite.get("tests", "0"))
+    assert len(cases) == 4 * 3 + 1 == int(suite.get("tests", "0"))  # + "nope" is in no file
     by = {(c.get("classname"), c.get("name")): c for c in cases}
     leak = by[(str(files["leak"]), "ssn")].find("failure")
     assert leak is not None and leak.get("type") == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
@@ -305,7 +406,8 @@ def test_junit_xml_one_testcase_per_file_and_column(files: dict[str, Path], keys
     assert by[(str(files["good"]), "ssn")].find("failure") is None
     assert by[(str(files["good"]), "nope")].find("skipped") is not None
     assert by[(str(tmp_path / "missing.parquet"), "ssn")].find("error") is not None
-    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("2", "3", "3")
+    assert by[("sensitive columns", "nope")].find("error").get("type") == "SENSITIVE_COLUMN_UNKNOWN"  # type: ignore[union-attr]
+    assert (suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("2", "4", "3")
 
 
 # --- the framing classifier ----------------------------------------------------------------

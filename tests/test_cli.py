@@ -85,6 +85,15 @@ def test_help_explains_with_examples(capsys: pytest.CaptureFixture[str]) -> None
     assert "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN" in run(capsys, "audit", "--help")[1]
 
 
+def test_help_teaches_key_files_not_keys_in_argv(capsys: pytest.CaptureFixture[str]) -> None:
+    """The top-level example used to pass the whole key list in argv ($(cat keys...))."""
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0
+    assert '--key-list "$(cat' not in out and "--key-list ..." not in out
+    assert "inspect data.parquet.encrypted --key-list-file keys/dev-key-list.txt" in out
+    assert "export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt" in out
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "--version") == (0, f"secure-bloom {__version__}\n", "")
 
@@ -349,6 +358,92 @@ def test_audit_junit_unwritable_is_error(capsys: pytest.CaptureFixture[str], aud
     assert rc == 3 and ONE_LINE_ERROR.match(err)
 
 
+def test_inspect_and_audit_escape_control_characters(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Column and file names are the file writer's: an ANSI escape in them reached the terminal raw."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    red = "\x1b[31mred\x1b[0m"
+    path = tmp_path / "evil\x1b]0;title\x07.parquet"
+    pq.write_table(pa.table({red: ["a"], "ssn": ["b"]}), path)
+    rc, out, _ = run(capsys, "inspect", str(path))
+    assert rc == 0 and "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[31mred\\x1b[0m" in out and "evil\\x1b]0;title\\x07.parquet" in out
+    rc, out, _ = run(capsys, "audit", str(path), "--sensitive", f"ssn,{red}")
+    assert rc == 1 and "\x1b" not in out and "\\x1b[31mred" in out
+    rc, out, _ = run(capsys, "inspect", str(path), "--json")
+    assert rc == 0 and json.loads(out)["columns"][0]["path"] == red  # JSON keeps the exact name
+
+
+def test_audit_reports_are_valid_for_any_file_name(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    """A non-UTF-8 file name crashed --junit-xml (UnicodeEncodeError, exit 3, empty file) and a
+    control character made XML that does not parse; the JSON and text reports must not crash either."""
+    d = tmp_path / "names"
+    d.mkdir()
+    undecodable = os.fsdecode(os.fsencode(str(d)) + b"/bad\xff.parquet")
+    control = str(d / "ctl\x01\x1b.parquet")
+    for name in (undecodable, control):
+        Path(name).write_bytes(audit_files["good"].read_bytes())
+    junit = tmp_path / "audit.xml"
+    kl = ["--key-list", lw.key_list()]
+    rc, out, err = run(capsys, "audit", str(d), "--sensitive", "ssn", "--junit-xml", str(junit), *kl)
+    assert (rc, err) == (0, "")
+    assert "bad\\xff.parquet" in out and "ctl\\x01\\x1b.parquet" in out
+    cases = ET.parse(junit).getroot().iter("testcase")
+    assert sorted(Path(c.get("classname", "")).name for c in cases) == ["bad\\xff.parquet", "ctl\\x01\\x1b.parquet"]
+    rc, out, _ = run(capsys, "audit", str(d), "--sensitive", "ssn", "--json", *kl)
+    assert rc == 0
+    assert sorted(f["file"] for f in json.loads(out)["files"]) == sorted([undecodable, control])
+
+
+def _without_dac_override() -> None:
+    """preexec_fn: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so that
+    the exec'd process, even as root, obeys file permissions (chmod 000 then really blocks)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_unreadable_subdirectory_does_not_hide_violations(audit_files: dict[str, Path], tmp_path: Path) -> None:
+    """One unreadable subdirectory made inspect say "no Parquet files" and audit report
+    NO_PARQUET_FILES (exit 2), hiding the leak in the readable file. A real EACCES: the CLI runs
+    with the permission-override capabilities dropped (root otherwise reads a mode-000 directory)."""
+    root = tmp_path / "lake"
+    (root / "ok").mkdir(parents=True)
+    (root / "locked").mkdir()
+    (root / "ok" / "leak.parquet").write_bytes(audit_files["leak"].read_bytes())
+    (root / "locked" / "x.parquet").write_bytes(audit_files["good"].read_bytes())
+    key_file = tmp_path / "keys.txt"
+    key_file.write_text(lw.key_list())
+    (root / "locked").chmod(0)
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv, "--key-list-file", str(key_file)],
+                              capture_output=True, text=True, timeout=120, env=dict(os.environ),
+                              preexec_fn=_without_dac_override if os.geteuid() == 0 else None)
+
+    try:
+        probe = subprocess.run(["ls", str(root / "locked")], capture_output=True,
+                               preexec_fn=_without_dac_override if os.geteuid() == 0 else None)
+        assert probe.returncode != 0, "the directory must really be unreadable for the test to mean anything"
+        audited = cli("audit", str(root), "--sensitive", "ssn", "--json")
+        inspected = cli("inspect", str(root))
+    finally:
+        (root / "locked").chmod(0o755)
+    assert audited.returncode == 1, audited.stderr
+    doc = json.loads(audited.stdout)
+    assert [(Path(f["file"]).name, f["status"], (f["error"] or {}).get("kind")) for f in doc["files"]] == [
+        ("locked", "could_not_check", "UNREADABLE_DIRECTORY"), ("leak.parquet", "violation", None)]
+    assert inspected.returncode == 2
+    assert "file: " + str(root / "ok" / "leak.parquet") in inspected.stdout
+    assert inspected.stderr == (f"secure-bloom: error: could not check 1 path (the output above is incomplete): "
+                                f"{root / 'locked'}: cannot read directory: Permission denied\n")
+
+
 # --- errors: one line, right exit code, no traceback ---------------------------------------
 
 
@@ -356,6 +451,9 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
     junk = tmp_path / "junk.parquet"
     junk.write_bytes(b"this is not parquet, it is text" * 3)
     (tmp_path / "empty").mkdir(exist_ok=True)
+    fifo = tmp_path / "fifo.parquet"  # it used to hang inspect (open() waits for a writer)
+    if not fifo.exists():
+        os.mkfifo(fifo)
     return [
         ("missing file", ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1"], 2,
          "No such file or directory"),
@@ -370,10 +468,11 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
          "authentication failed"),
         ("missing key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1"], 2, "footer key 'kf'"),
         ("empty directory", ["inspect", str(tmp_path / "empty")], 2, "no Parquet files in this directory"),
+        ("a FIFO", ["inspect", str(fifo)], 2, "fifo.parquet: is a FIFO, not a regular file; not read"),
         ("bad key spec", ["inspect", JAVA_BLOOM, "--key", "kf=text:short"], 2, "16, 24 or 32 bytes"),
         ("bad key list", ["inspect", JAVA_BLOOM, "--key-list", "kf=notbase64"], 2, "key list entry 1"),
         ("two key lists", ["inspect", JAVA_BLOOM, "--key-list", "a:b", "--key-list-file", "x"], 2, "not both"),
-        ("unknown option", ["inspect", JAVA_BLOOM, "--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
+        ("unknown option", ["inspect", JAVA_BLOOM, "--frobnicate"], 2, "unrecognized option --frobnicate"),
         ("missing option", ["probe", JAVA_BLOOM, "--column", "x"], 2, "--value"),
         ("KMS token not set", ["inspect", JAVA_BLOOM, "--kms-url", "http://127.0.0.1:9", "--kms-token-env",
                                "SECURE_BLOOM_TEST_UNSET_VARIABLE"], 2, "needs a token"),
@@ -478,6 +577,8 @@ def test_progress_bar_only_on_a_terminal(audit_files: dict[str, Path]) -> None:
         os.close(master)
     drawn = b"".join(chunks).decode(errors="replace")
     assert "audit" in drawn and "files" in drawn
+    # Key material in argv, typed at a terminal: one warning line (ps, shell history).
+    assert drawn.count("secure-bloom: warning: key material given on the command line") == 1
     piped = run_process("audit", str(audit_files["src"].parent), "--sensitive", "ssn", "--key-list", lw.key_list())
     assert piped.returncode == 1 and piped.stderr == ""
 
@@ -553,6 +654,38 @@ def test_redactor_covers_every_encoding() -> None:
     for form in _forms(key) | {"abcdefghijklmnop", b"abcdefghijklmnop".hex()}:
         assert form not in red(f"error: ... {form} ..."), form
     assert red("column 'ssn' needs key 'kc1'") == "column 'ssn' needs key 'kc1'"
+
+
+def test_usage_errors_never_echo_argument_values(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A misspelt key option, a key list given as a positional and an invented --kms-token used to
+    print the secret in argparse's "unrecognized arguments" / "invalid choice" messages."""
+    key = os.urandom(16)
+    entry = f"kf:{base64.b64encode(key).decode()}"
+    token = "hvs." + secrets.token_hex(12)
+    forbidden = _forms(key) | {token, token[4:]}
+    hidden = "(<not shown>: may be key material) (see 'secure-bloom --help')"
+    cases = [
+        (["inspect", PLAIN_BLOOM, "--key-lst", entry],
+         f"inspect: unrecognized option --key-lst (did you mean --key-list?), and 1 unexpected value {hidden}"),
+        (["inspect", PLAIN_BLOOM, f"--keylist={entry}"],
+         f"inspect: unrecognized option --keylist (did you mean --key-list?), and 1 unexpected value {hidden}"),
+        (["inspect", PLAIN_BLOOM, entry], f"inspect: unrecognized arguments: 1 unexpected value {hidden}"),
+        (["inspect", PLAIN_BLOOM, "--kms-token", token],
+         f"inspect: unrecognized option --kms-token (did you mean --kms-token-env?), and 1 unexpected value {hidden}"),
+        (["--kms-token", token, "inspect", PLAIN_BLOOM], "argument COMMAND: invalid choice: '<not shown>'"),
+        (["inspect", PLAIN_BLOOM, f"--json={token}"], "inspect: argument --json: ignored explicit argument "
+                                                       "'<not shown>' (see 'secure-bloom inspect --help')"),
+        (["audit", str(tmp_path), entry, "--sensitive", "ssn"],
+         "audit: a PATH argument looks like key material (<not shown>); give keys with --key-list-file or "
+         "$SECURE_BLOOM_KEY_LIST_FILE"),
+    ]
+    for argv, message in cases:
+        for debug in ([], ["--debug"]):
+            rc, out, err = run(capsys, *argv, *debug)
+            assert rc == 2, argv
+            assert not [f for f in forbidden if f in out + err], argv
+            assert message in err.splitlines()[-1], (argv, err)
+            assert debug or ONE_LINE_ERROR.match(err), err
 
 
 # --- a real KMS ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import KeyNotFoundError, MalformedKeyMaterialError
+from ..fileio import open_regular_file
 from ._java_json import java_hashmap_json
 from .material import FOOTER_KEY_REFERENCE, KeyMaterial, column_key_reference
 
@@ -115,7 +116,7 @@ class KeyMaterialStore:
     def load(cls, path: str | os.PathLike[str]) -> KeyMaterialStore:
         """Read a sidecar file. A missing file raises :class:`KeyNotFoundError`."""
         try:
-            with open(path, "rb") as f:
+            with open_regular_file(path) as f:
                 data = f.read(_MAX_SIDECAR_BYTES + 1)
         except FileNotFoundError:
             raise KeyNotFoundError(f"external key material file {os.fspath(path)} does not exist") from None

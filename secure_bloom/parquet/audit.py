@@ -15,7 +15,13 @@ codes:
   wrong one); allowed with ``allow_footer_key``;
 * ``FILTER_UNREADABLE``: the filter fails to authenticate under the column key (and the footer
   key) or does not parse: damaged or tampered;
-* ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name.
+* ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name. A name that matches
+  no column in ANY file read is reported by :attr:`AuditReport.unknown_columns` (a typo must not
+  pass: the report's exit code is then 2).
+
+Files are found by :func:`~secure_bloom.parquet.discover.discover` (by content, symlinks
+followed); what it could not search or read is one could-not-check result each, and the files it
+found not to be Parquet are listed in :attr:`AuditReport.skipped`.
 
 A file or chunk that cannot be examined (missing key, not Parquet, KMS down, encrypted footer
 without its key) is *could not check*, never a pass. Sensitive names match a leaf path exactly,
@@ -39,11 +45,13 @@ from ..errors import (
     MalformedInputError,
     MissingKeyError,
     NotParquetError,
+    NotRegularFileError,
     SecureBloomError,
     UnsupportedParquetFeatureError,
 )
+from ..fileio import open_regular_file
 from .audit_report import AuditReport, Code, ColumnResult, FileResult, Finding, location
-from .discover import expand_paths
+from .discover import discover
 from .filter_storage import GARBAGE, PLAINTEXT, read_filter_storage
 from .keys import NO_KEYS, KeyAccess
 from .reader import ChunkInfo, ParquetBloomReader
@@ -74,6 +82,7 @@ def match_sensitive(name: str, columns: Sequence[ColumnInfo]) -> tuple[ColumnInf
 _ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (FileNotFoundError, "FILE_NOT_FOUND"),
     (NotParquetError, "NOT_PARQUET"),
+    (NotRegularFileError, "NOT_REGULAR_FILE"),
     (MissingKeyError, "MISSING_KEY"),
     (KmsUnavailableError, "KMS_UNAVAILABLE"),
     (KeyAccessDeniedError, "KEY_ACCESS_DENIED"),
@@ -210,7 +219,7 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str], *
     """Audit one file. Never raises for a problem with the file: that is a could-not-check result."""
     file = os.fspath(path)
     try:
-        with ParquetBloomReader(file, keys=keys) as reader, open(file, "rb") as raw:
+        with ParquetBloomReader(file, keys=keys) as reader, open_regular_file(file) as raw:
             columns = reader.columns
             matched = {name: match_sensitive(name, columns) for name in sensitive_columns}
             wanted = {leaf.path for leaves in matched.values() for leaf in leaves}
@@ -254,16 +263,18 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sens
         raise ValueError("sensitive_columns names no column")
     if not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
-    targets = expand_paths(paths)
+    found = discover(paths)
+    targets = found.entries
     results: list[FileResult] = []
     for done, target in enumerate(targets):
         if progress is not None:
             progress(done, len(targets), target.path)
         if target.problem is not None:
-            kind = "FILE_NOT_FOUND" if "No such file" in target.problem else "NO_PARQUET_FILES"
-            results.append(FileResult(file=target.path, error=f"{target.path}: {target.problem}", error_kind=kind))
+            results.append(FileResult(file=target.path, error=f"{target.path}: {target.problem}",
+                                      error_kind=target.kind))
             continue
         results.append(audit_file(target.path, names, keys=keys, allow_footer_key=allow_footer_key))
     if progress is not None:
         progress(len(targets), len(targets), "")
-    return AuditReport(files=tuple(results), sensitive_columns=names, allow_footer_key=allow_footer_key)
+    return AuditReport(files=tuple(results), sensitive_columns=names, allow_footer_key=allow_footer_key,
+                       skipped=tuple((s.path, s.reason) for s in found.skipped))

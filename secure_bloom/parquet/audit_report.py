@@ -6,8 +6,12 @@ it PASSES (no filter, or every filter encrypted with the column's own key), has 
 available: never a pass), or the column is MISSING from the file (a warning). A file that cannot
 be opened at all has one :class:`FileResult` with ``error`` set.
 
-Exit status of a report (:attr:`AuditReport.exit_code`): 0 compliant, 1 any violation,
-2 nothing violated but something could not be checked.
+Exit status of a report (:attr:`AuditReport.exit_code`), in this order of precedence:
+1 if any violation was found (whatever else could not be checked), else 2 if anything could not
+be checked (a file or directory that could not be read, a file that is not Parquet, a missing
+key) or a sensitive column matched no column in any file that was read (a misspelt name must
+not pass), else 0. Files found and not read because they are not Parquet are listed in
+``skipped`` and do not change the status.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from ..display import visible, visible_lines
 
 __all__ = ["Code", "Severity", "Status", "Finding", "ColumnResult", "FileResult", "AuditReport", "EXPLANATIONS",
            "location", "format_row_groups"]
@@ -192,6 +198,8 @@ class AuditReport:
     files: tuple[FileResult, ...]
     sensitive_columns: tuple[str, ...]
     allow_footer_key: bool = False
+    #: ``(path, reason)`` of each file found under a directory and not read (not Parquet).
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -210,13 +218,24 @@ class AuditReport:
         return tuple(r for r in self.files if r.status is Status.COULD_NOT_CHECK)
 
     @property
+    def unknown_columns(self) -> tuple[str, ...]:
+        """Sensitive names that matched no column in any file that was read (misspelt?). Empty
+        when no file could be read (that is already "could not check")."""
+        read = [r for r in self.files if r.error is None]
+        if not read:
+            return ()
+        return tuple(name for name in self.sensitive_columns
+                     if all(c.status is Status.MISSING for r in read for c in r.columns if c.column == name))
+
+    @property
     def is_compliant(self) -> bool:
-        """True only if every file was fully checked and nothing violated the policy."""
-        return bool(self.files) and all(r.status is Status.PASS for r in self.files)
+        """True only if every file was fully checked, every sensitive name matched a column in
+        some file, and nothing violated the policy."""
+        return bool(self.files) and all(r.status is Status.PASS for r in self.files) and not self.unknown_columns
 
     @property
     def exit_code(self) -> int:
-        """0 compliant, 1 violations, 2 could not check (and no violation)."""
+        """1 violations; else 2 could not check or unknown column; else 0 (module doc)."""
         if self.violations:
             return 1
         return 0 if self.is_compliant else 2
@@ -234,8 +253,11 @@ class AuditReport:
                 "could_not_check": len(self.could_not_check),
                 "violations": len(self.violations),
                 "warnings": len(self.warnings),
+                "skipped": len(self.skipped),
             },
+            "unknown_sensitive_columns": list(self.unknown_columns),
             "files": [r.to_dict() for r in self.files],
+            "skipped": [{"path": path, "reason": reason} for path, reason in self.skipped],
             "violations": [f.to_dict() for f in self.violations],
             "warnings": [f.to_dict() for f in self.warnings],
         }
@@ -247,7 +269,10 @@ class AuditReport:
         """JUnit XML: one testcase per file x sensitive column (classname = file, name = column).
 
         Violations are ``<failure>``s, could-not-check results ``<error>``s, and a column missing
-        from a file is ``<skipped>`` (a warning), so CI dashboards show each class distinctly.
+        from a file is ``<skipped>`` (a warning), so CI dashboards show each class distinctly. A
+        sensitive name that matched no column in any file is one more ``<error>`` testcase.
+        Every name and message is passed through :func:`~secure_bloom.display.visible`, so the
+        XML is well-formed whatever bytes a file name holds.
         """
         suite = ET.Element("testsuite", name="secure-bloom audit")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -277,10 +302,20 @@ class AuditReport:
                     counts["skipped"] += 1
                     warning = next((f.message for f in col.findings), "column not in file")
                     ET.SubElement(case, "skipped", message=warning)
+        for column in self.unknown_columns:
+            counts["tests"] += 1
+            counts["errors"] += 1
+            case = ET.SubElement(suite, "testcase", classname="sensitive columns", name=column)
+            msg = f"sensitive column {column!r} is in none of the files read (misspelt?): not a pass"
+            ET.SubElement(case, "error", type="SENSITIVE_COLUMN_UNKNOWN", message=msg).text = msg
         for name, value in counts.items():
             suite.set(name, str(value))
         totals = {k: v for k, v in suite.attrib.items() if k != "name"}
         root = ET.Element("testsuites", {"name": "secure-bloom", **totals})
         root.append(suite)
+        for el in root.iter():
+            el.attrib = {k: visible(v) for k, v in el.attrib.items()}
+            if el.text:
+                el.text = visible_lines(el.text)
         ET.indent(root)
         return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

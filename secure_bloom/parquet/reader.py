@@ -39,6 +39,7 @@ from ..errors import (
     PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
 )
+from ..fileio import open_regular_file
 from ..filter import SplitBlockBloomFilter
 from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
 from ..modules import ModuleType
@@ -181,7 +182,7 @@ class ParquetBloomReader:
         if not isinstance(self.keys, KeyAccess):
             raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
         self._lock = threading.Lock()
-        self._file = _RecordingFile(open(self.path, "rb"))
+        self._file = _RecordingFile(open_regular_file(self.path))
         try:
             self.tail: FileTail = read_tail(self._file, self.path)  # type: ignore[arg-type]
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
