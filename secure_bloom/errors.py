@@ -35,9 +35,12 @@ Rules kept across the code base:
     ├── ParquetFileError
     │   ├── NotParquetError (ValueError)    not a Parquet file / bad magic / bad footer length
     │   ├── ColumnNotFoundError (LookupError)
+    │   ├── AmbiguousColumnError (LookupError)  a dotted path names more than one leaf
     │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle
     │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
     │   └── AttachError                  attach could not complete; the source is untouched
+    │       ├── DestinationExistsError (FileExistsError)  dst exists (or appeared) without overwrite
+    │       └── SourceChangedError       the source changed or was replaced while attach read it
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing
 """
@@ -66,9 +69,12 @@ __all__ = [
     "ParquetFileError",
     "NotParquetError",
     "ColumnNotFoundError",
+    "AmbiguousColumnError",
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
     "AttachError",
+    "DestinationExistsError",
+    "SourceChangedError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -182,6 +188,11 @@ class ColumnNotFoundError(ParquetFileError, LookupError):
     """No leaf column has the given path."""
 
 
+class AmbiguousColumnError(ParquetFileError, LookupError):
+    """A dotted column path matches more than one leaf (a column named ``a.b`` and a field ``b`` of
+    a group ``a``); name the leaf by its list of path parts instead."""
+
+
 class UnsupportedParquetFeatureError(ParquetFileError):
     """The file is valid but uses a feature secure_bloom does not handle."""
 
@@ -193,6 +204,15 @@ class PlaintextFilterOnEncryptedColumnError(ParquetFileError):
 class AttachError(ParquetFileError):
     """attach_bloom_filters could not complete. The source file is untouched and no partial
     destination is left behind."""
+
+
+class DestinationExistsError(AttachError, FileExistsError):
+    """The destination exists (or appeared while attach ran, or is a dangling symlink) and
+    overwriting was not asked for: it was left as it is."""
+
+
+class SourceChangedError(AttachError):
+    """The source file was modified or replaced while attach read it: nothing was published."""
 
 
 # --- the JVM side (secure_bloom.spark) --------------------------------------------------------

@@ -57,9 +57,9 @@ CHILD = textwrap.dedent("""
 
     real_publish, real_verify = attach_module._OutputFile.publish, attach_module._verify
 
-    def publish(self, target):
+    def publish(self, target, **kwargs):
         die_at("before_publish")
-        real_publish(self, target)
+        real_publish(self, target, **kwargs)
         die_at("after_publish")
 
     def verify(*args):

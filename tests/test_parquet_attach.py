@@ -420,3 +420,46 @@ def test_arrow_arrays_are_hashed_in_the_stored_unit() -> None:
     with pytest.raises(AttachError, match="hashes differently"):
         attach_module._cross_check(seconds, wrong, millis)
     attach_module._cross_check(seconds, hash_values(leaf_values(seconds, millis), PhysicalType.INT64), millis)
+
+
+def test_replacing_a_leaked_plaintext_filter_leaves_none_of_its_bytes(tmp_path: Path) -> None:
+    """arrow-rs shape: a plaintext filter on an encrypted column. attach rebuilds it encrypted and
+    zeroes the old bytes (every other offset stays valid), so the output has no copy of the leak
+    and the audit, orphan scan included, passes."""
+    import leaky_writer as lw
+
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet.audit import audit
+
+    keys = KeyAccess(kms=KeyListKms(lw.key_list()))
+    src, leak, dst = tmp_path / "src.parquet", tmp_path / "leak.parquet", tmp_path / "dst.parquet"
+    lw.write_pyarrow_encrypted(src)
+    lw.inject_filters(src, leak, {"ssn": "plaintext", "email": "column_key"}, keys, values=lw.table_values())
+    with ParquetBloomReader(leak, keys) as r:
+        old = [(c.bloom_filter_offset, c.bloom_filter_length) for c in r.chunks(with_sizes=False) if c.column == "ssn"]
+    leaked = leak.read_bytes()
+    old_bytes = [leaked[o:o + n] for o, n in old]  # type: ignore[operator]
+    assert all(b.startswith(b"\x15") for b in old_bytes)  # plaintext headers
+
+    report = attach_bloom_filters(leak, dst, ["ssn"], keys)
+    assert [f.replaced for f in report.filters] == [True, True] and report.kept_filters == 2
+    out = dst.read_bytes()
+    for (offset, length), data in zip(old, old_bytes):
+        assert out[offset:offset + length] == bytes(length)  # type: ignore[operator]
+        assert data[16:] not in out  # the bitset is nowhere else either
+    assert out[:old[0][0]] == leaked[:old[0][0]]  # type: ignore[index]
+    assert audit(dst, ["ssn", "email"], keys=keys).is_compliant
+    with ParquetBloomReader(dst, keys) as r:
+        assert r.row_groups_maybe_containing("ssn", "ssn-0007") == [0]
+        assert r.row_groups_maybe_containing("ssn", "ssn-0077") == [1]
+    assert _read_lw(dst, keys).equals(_read_lw(leak, keys))
+
+
+def _read_lw(path: Path, keys: KeyAccess) -> pa.Table:
+    import pyarrow.parquet.encryption as pe
+
+    from secure_bloom.kms import pyarrow_kms_client_factory
+
+    factory = pe.CryptoFactory(pyarrow_kms_client_factory(keys.kms))
+    props = factory.file_decryption_properties(pe.KmsConnectionConfig(), pe.DecryptionConfiguration())
+    return pq.read_table(path, decryption_properties=props)
