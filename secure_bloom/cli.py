@@ -442,10 +442,9 @@ def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if not os.path.isfile(args.src):
         what = "is a directory, expected a Parquet file" if os.path.isdir(args.src) else "No such file or directory"
         raise CliError(f"{args.src}: {what}", EXIT_USAGE)
-    exists = os.path.exists(args.dst)
-    if exists and not args.overwrite:
+    if os.path.lexists(args.dst) and not args.overwrite:  # a dangling symlink exists too
         raise CliError(f"{args.dst}: already exists (use --overwrite to replace it)", EXIT_USAGE)
-    in_place = exists and os.path.samefile(args.src, args.dst)
+    in_place = os.path.exists(args.dst) and os.path.samefile(args.src, args.dst)
     columns = list(dict.fromkeys(path for path, _, _ in specs))
     ndv = {path: n for path, n, _ in specs if n is not None}
     per_column_fpp = {path: p for path, _, p in specs if p is not None}

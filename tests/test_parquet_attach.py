@@ -463,3 +463,30 @@ def _read_lw(path: Path, keys: KeyAccess) -> pa.Table:
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(keys.kms))
     props = factory.file_decryption_properties(pe.KmsConnectionConfig(), pe.DecryptionConfiguration())
     return pq.read_table(path, decryption_properties=props)
+
+
+def test_in_place_on_a_symlink_replaces_its_target(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "data.parquet")
+    link = tmp_path / "link.parquet"
+    link.symlink_to("data.parquet")
+    report = attach_bloom_filters(link, link, ["id"], in_place=True)
+    assert report.dst == str(link)
+    assert link.is_symlink() and os.readlink(link) == "data.parquet"
+    with ParquetBloomReader(src) as r:
+        assert [r.bloom_filter(g, "id") is not None for g in range(r.num_row_groups)] == [True, True, True]
+    assert _leftovers(tmp_path) == []
+
+
+def test_dangling_symlink_destination_exists(tmp_path: Path) -> None:
+    from secure_bloom.errors import DestinationExistsError
+
+    src = write_plain(tmp_path / "src.parquet")
+    dst = tmp_path / "dst.parquet"
+    dst.symlink_to("nowhere.parquet")
+    with pytest.raises(DestinationExistsError, match="exists; pass overwrite=True"):
+        attach_bloom_filters(src, dst, ["id"])
+    assert dst.is_symlink() and os.readlink(dst) == "nowhere.parquet" and not (tmp_path / "nowhere.parquet").exists()
+    attach_bloom_filters(src, dst, ["id"], overwrite=True)  # asked for: the link is replaced
+    assert not dst.is_symlink()
+    with ParquetBloomReader(dst) as r:
+        assert r.bloom_filter(0, "id") is not None
