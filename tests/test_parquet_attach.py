@@ -490,3 +490,20 @@ def test_dangling_symlink_destination_exists(tmp_path: Path) -> None:
     assert not dst.is_symlink()
     with ParquetBloomReader(dst) as r:
         assert r.bloom_filter(0, "id") is not None
+
+
+def test_attach_refuses_an_ambiguous_path_and_takes_path_parts(tmp_path: Path) -> None:
+    from secure_bloom.errors import AmbiguousColumnError
+
+    src = tmp_path / "amb.parquet"
+    pq.write_table(pa.table({"a.b": pa.array(["top1", "top2"]), "a": pa.array([{"b": "nested1"}, {"b": "n2"}])}), src)
+    with pytest.raises(AmbiguousColumnError, match=r"""'a.b' is ambiguous: it names the leaves \["a.b"\] and \["a", "b"\]"""):
+        attach_bloom_filters(src, tmp_path / "x.parquet", ["a.b"])
+    assert not (tmp_path / "x.parquet").exists()
+    for parts, other, values in ((("a.b",), ("a", "b"), ["top1", "top2"]), (("a", "b"), ("a.b",), ["nested1", "n2"])):
+        dst = tmp_path / f"{len(parts)}.parquet"
+        attach_bloom_filters(src, dst, [parts])
+        with ParquetBloomReader(dst) as r:
+            assert r.bloom_filter(0, other) is None
+            assert r.probe(r.column(parts), values + ["elsewhere"]).row_groups[0].values == \
+                ((values[0], MAYBE), (values[1], MAYBE), ("elsewhere", ABSENT))

@@ -60,7 +60,7 @@ from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
 from .regions import Region, filter_extent, merge, metadata_regions
-from .schema import ColumnInfo
+from .schema import ColumnInfo, ColumnRef
 from .values import hash_for_column
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
@@ -314,7 +314,7 @@ def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
             "know); attaching would drop them, so nothing was written")
 
 
-def _choose_columns(reader: ParquetBloomReader, columns: Iterable[str | ColumnInfo]) -> list[ColumnInfo]:
+def _choose_columns(reader: ParquetBloomReader, columns: Iterable[ColumnRef]) -> list[ColumnInfo]:
     chosen: list[ColumnInfo] = []
     for name in columns:
         info = reader.column(name)
@@ -481,7 +481,7 @@ def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) 
 
 
 def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str],
-                         columns: Iterable[str | ColumnInfo], keys: KeyAccess | None = None, *,
+                         columns: Iterable[ColumnRef], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
                          max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
@@ -545,7 +545,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
 
 
 def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target: Path,
-            columns: Iterable[str | ColumnInfo], keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int,
+            columns: Iterable[ColumnRef], keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int,
             overwrite: bool, same: bool, progress: Progress | None, tmp_paths: list[Path]) -> AttachReport:
     src_path = source.path
     footer = reader.footer
