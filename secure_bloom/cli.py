@@ -229,7 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("probe", "ask the Bloom filters whether values may be in each row group", _PROBE_EPILOG)
     p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
-    p.add_argument("--column", required=True, metavar="PATH", help="leaf column path, e.g. a.b.c")
+    p.add_argument("--column", required=True, metavar="PATH", type=column_arg,
+                   help="leaf column path, e.g. a.b.c; where a column's own name holds a dot, give the "
+                        "path as a JSON array of its parts: '[\"a.b\"]' (a column named a.b) vs "
+                        "'[\"a\", \"b\"]' (field b of group a)")
     p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
                    help="a value to look up; repeatable")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -239,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", metavar="SRC", help="the Parquet file to read")
     p.add_argument("dst", metavar="DST", help="the file to write")
     p.add_argument("--column", required=True, action="append", metavar="PATH[:ndv=N][:fpp=P]",
-                   dest="columns", help="a column to build a filter for; repeatable")
+                   dest="columns", help="a column to build a filter for; repeatable. PATH is dotted, or a "
+                                        "JSON array of path parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
     p.add_argument("--fpp", type=_fpp, default=0.01, metavar="P",
                    help="false-positive probability for columns without their own (default: %(default)s)")
     p.add_argument("--max-bytes", type=_max_bytes, default=1 << 20, metavar="N",
@@ -288,8 +292,23 @@ def _fpp(text: str) -> float:
     return value
 
 
-def parse_column_spec(spec: str) -> tuple[str, int | None, float | None]:
-    """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts."""
+def column_arg(text: str) -> str | tuple[str, ...]:
+    """A --column path: dotted text, or a JSON array of path parts (``["a.b"]`` names a column
+    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``)."""
+    if not text.lstrip().startswith("["):
+        return text
+    try:
+        parts = json.loads(text)
+    except ValueError:
+        raise UsageError(f"--column {text!r}: not a JSON array of path parts") from None
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) and p for p in parts):
+        raise UsageError(f"--column {text!r}: a JSON path must be a non-empty array of names, e.g. [\"a.b\"]")
+    return tuple(parts)
+
+
+def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None]:
+    """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts;
+    PATH may be a JSON array of path parts (:func:`column_arg`)."""
     parts = spec.split(":")
     ndv: int | None = None
     fpp: float | None = None
@@ -313,7 +332,7 @@ def parse_column_spec(spec: str) -> tuple[str, int | None, float | None]:
     path = ":".join(parts).strip()
     if not path:
         raise UsageError(f"--column {spec!r}: empty column path")
-    return path, ndv, fpp
+    return column_arg(path), ndv, fpp
 
 
 # --- shared helpers --------------------------------------------------------------------------
@@ -481,16 +500,17 @@ def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if not os.path.isfile(args.src):
         what = "is a directory, expected a Parquet file" if os.path.isdir(args.src) else "No such file or directory"
         raise CliError(f"{args.src}: {what}", EXIT_USAGE)
-    exists = os.path.exists(args.dst)
-    if exists and not args.overwrite:
+    if os.path.lexists(args.dst) and not args.overwrite:  # a dangling symlink exists too
         raise CliError(f"{args.dst}: already exists (use --overwrite to replace it)", EXIT_USAGE)
-    in_place = exists and os.path.samefile(args.src, args.dst)
+    in_place = os.path.exists(args.dst) and os.path.samefile(args.src, args.dst)
     columns = list(dict.fromkeys(path for path, _, _ in specs))
-    ndv = {path: n for path, n, _ in specs if n is not None}
-    per_column_fpp = {path: p for path, _, p in specs if p is not None}
+    # per-column options are keyed by the dotted path, as the report names the columns
+    dotted = {path: path if isinstance(path, str) else ".".join(path) for path in columns}
+    ndv = {dotted[path]: n for path, n, _ in specs if n is not None}
+    per_column_fpp = {dotted[path]: p for path, _, p in specs if p is not None}
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
-        fpp = {path: per_column_fpp.get(path, args.fpp) for path in columns}
+        fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
     with _about(args.src), _progress_bar("attach", "it") as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
@@ -499,7 +519,7 @@ def _cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _print_json(render.jsonable(report), out)
     else:
-        out.write(render.attach_summary(args.src, args.dst, columns, report))
+        out.write(render.attach_summary(args.src, args.dst, [dotted[path] for path in columns], report))
     return EXIT_OK
 
 

@@ -35,10 +35,13 @@ Rules kept across the code base:
     ├── ParquetFileError
     │   ├── NotParquetError (ValueError)    not a Parquet file / bad magic / bad footer length
     │   ├── ColumnNotFoundError (LookupError)
+    │   ├── AmbiguousColumnError (LookupError)  a dotted path names more than one leaf
     │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle
     │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
     │   ├── NotRegularFileError          a FIFO, socket or device where a file was expected
     │   └── AttachError                  attach could not complete; the source is untouched
+    │       ├── DestinationExistsError (FileExistsError)  dst exists (or appeared) without overwrite
+    │       └── SourceChangedError       the source changed or was replaced while attach read it
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing
 """
@@ -67,10 +70,13 @@ __all__ = [
     "ParquetFileError",
     "NotParquetError",
     "ColumnNotFoundError",
+    "AmbiguousColumnError",
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
     "NotRegularFileError",
     "AttachError",
+    "DestinationExistsError",
+    "SourceChangedError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -184,6 +190,11 @@ class ColumnNotFoundError(ParquetFileError, LookupError):
     """No leaf column has the given path."""
 
 
+class AmbiguousColumnError(ParquetFileError, LookupError):
+    """A dotted column path matches more than one leaf (a column named ``a.b`` and a field ``b`` of
+    a group ``a``); name the leaf by its list of path parts instead."""
+
+
 class UnsupportedParquetFeatureError(ParquetFileError):
     """The file is valid but uses a feature secure_bloom does not handle."""
 
@@ -200,6 +211,15 @@ class NotRegularFileError(ParquetFileError):
 class AttachError(ParquetFileError):
     """attach_bloom_filters could not complete. The source file is untouched and no partial
     destination is left behind."""
+
+
+class DestinationExistsError(AttachError, FileExistsError):
+    """The destination exists (or appeared while attach ran, or is a dangling symlink) and
+    overwriting was not asked for: it was left as it is."""
+
+
+class SourceChangedError(AttachError):
+    """The source file was modified or replaced while attach read it: nothing was published."""
 
 
 # --- the JVM side (secure_bloom.spark) --------------------------------------------------------

@@ -15,6 +15,7 @@ directory holds nothing else (no temporary file, no orphan sidecar).
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import random
 import signal
@@ -26,10 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, write_encrypted, write_plain
 
-from secure_bloom.errors import KmsUnavailableError, SecureBloomError
+from secure_bloom.errors import KmsUnavailableError, SecureBloomError, SourceChangedError
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
@@ -57,9 +59,9 @@ CHILD = textwrap.dedent("""
 
     real_publish, real_verify = attach_module._OutputFile.publish, attach_module._verify
 
-    def publish(self, target):
+    def publish(self, target, **kwargs):
         die_at("before_publish")
-        real_publish(self, target)
+        real_publish(self, target, **kwargs)
         die_at("after_publish")
 
     def verify(*args):
@@ -260,3 +262,118 @@ def test_plaintext_source_kill_before_rename(sources: dict[str, Path], tmp_path:
     child.communicate(timeout=300)
     assert child.returncode == -signal.SIGKILL
     assert _digest(src) == digest and sorted(os.listdir(folder)) == ["src.parquet"]
+
+
+# --- the source read once, the destination never replaced by surprise, in-place serialised -------
+
+
+def test_source_replaced_while_attaching_is_refused(tmp_path: Path) -> None:
+    """The source renamed over while its filters are built: the pages must not come from the new
+    file (under the old footer): attach reads one descriptor and refuses to publish."""
+    src, dst = write_plain(tmp_path / "src.parquet"), tmp_path / "dst.parquet"
+    other = write_plain(tmp_path / "other.parquet", sample_table(4000).slice(1000))  # other values, no smaller
+
+    def replace_source(stage: str, done: int, total: int) -> None:
+        if stage == "filters" and done == 1:
+            os.replace(other, src)
+
+    with pytest.raises(SourceChangedError, match="was replaced or removed while attach read it"):
+        attach_bloom_filters(src, dst, ["id", "ssn"], progress=replace_source)
+    assert not dst.exists() and sorted(os.listdir(tmp_path)) == ["src.parquet"]
+
+
+def test_source_modified_while_attaching_is_refused(tmp_path: Path) -> None:
+    src, dst = write_plain(tmp_path / "src.parquet"), tmp_path / "dst.parquet"
+    os.utime(src, ns=(10**18, 10**18))  # so that the write below surely changes the mtime
+
+    def scribble(stage: str, done: int, total: int) -> None:
+        if stage == "filters" and done == 1:
+            with open(src, "r+b") as f:
+                f.seek(100)
+                f.write(b"\xff")
+
+    with pytest.raises(SourceChangedError, match="was modified while attach read it"):
+        attach_bloom_filters(src, dst, ["id"], progress=scribble)
+    assert not dst.exists()
+
+
+def _attach_worker(src: str, dst: str, columns: list[str], in_place: bool, events: dict[str, Any],
+                   results: Any) -> None:
+    """One attach in its own process. At the first built filter: wait at ``events["barrier"]``
+    (both processes are then past their checks), set ``events["set"]``, wait (boundedly) for
+    ``events["wait"]`` once ``events["started"]`` is set. ``events["started"]`` is set before
+    attach starts unless "wait" is given."""
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage != "filters" or done != 1:
+            return
+        if "barrier" in events:
+            events["barrier"].wait(timeout=120)
+        if "set" in events:
+            events["set"].set()
+        if "wait" in events:
+            events["started"].wait(timeout=120)  # the other attach is running...
+            events["wait"].wait(timeout=5)         # ...and may get as far as having parsed the file
+
+    if "started" in events and "wait" not in events:
+        events["started"].set()
+    try:
+        attach_bloom_filters(src, dst, columns, in_place=in_place, progress=progress)
+        results.put((columns[0], "ok"))
+    except SecureBloomError as e:
+        results.put((columns[0], f"{type(e).__name__}: {e}"))
+
+
+def _run_workers(jobs: list[tuple[Any, ...]]) -> dict[str, str]:
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_attach_worker, args=(*job, results)) for job in jobs]
+    for p in procs:
+        p.start()
+    out = dict(results.get(timeout=300) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return out
+
+
+def test_destination_that_appears_meanwhile_is_never_replaced(tmp_path: Path) -> None:
+    """Two processes attach to the same new dst, both past the "dst does not exist" check: one
+    publishes, the other must fail and leave that file alone (linkat, never rename over)."""
+    src, dst = write_plain(tmp_path / "src.parquet"), tmp_path / "dst.parquet"
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    out = _run_workers([(str(src), str(dst), [column], False, {"barrier": barrier}) for column in ("id", "ssn")])
+    assert sorted(out.values())[1] == "ok", out
+    loser = next(c for c, r in out.items() if r != "ok")
+    assert out[loser].startswith(f"DestinationExistsError: destination {dst} appeared while attach ran")
+    winner = "ssn" if loser == "id" else "id"
+    with ParquetBloomReader(dst) as r:
+        assert r.bloom_filter(0, winner) is not None and r.bloom_filter(0, loser) is None
+    assert sorted(os.listdir(tmp_path)) == ["dst.parquet", "src.parquet"]
+
+
+def test_concurrent_in_place_attaches_lose_no_filters(tmp_path: Path) -> None:
+    """Two in-place attaches of one file (columns id and ssn): the first holds the file's lock
+    from parse to publish, the second waits and then adds its filters to the first's result.
+    Without the lock both parse the original and the last rename drops the other's filters."""
+    src = write_plain(tmp_path / "src.parquet")
+    table = pq.read_table(src)
+    ctx = multiprocessing.get_context("spawn")
+    started, parsed = ctx.Event(), ctx.Event()
+    results = ctx.Queue()
+    first = ctx.Process(target=_attach_worker, args=(str(src), str(src), ["id"], True,
+                                                     {"wait": parsed, "started": started}, results))
+    second = ctx.Process(target=_attach_worker, args=(str(src), str(src), ["ssn"], True,
+                                                      {"started": started, "set": parsed}, results))
+    first.start()
+    second.start()
+    out = dict(results.get(timeout=300) for _ in range(2))
+    for p in (first, second):
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert out == {"id": "ok", "ssn": "ok"}
+    with ParquetBloomReader(src) as r:
+        for rg in range(r.num_row_groups):
+            assert r.bloom_filter(rg, "id") is not None and r.bloom_filter(rg, "ssn") is not None
+    assert pq.read_table(src).equals(table)
+    assert sorted(os.listdir(tmp_path)) == ["src.parquet"]

@@ -72,6 +72,8 @@ def files(tmp_path_factory: pytest.TempPathFactory, keys: KeyAccess) -> dict[str
     for name, (src, modes) in variants.items():
         out[name] = d / f"{name}.parquet.encrypted"
         lw.inject_filters(out[src], out[name], modes, keys, values=values)
+    out["orphan"] = d / "orphan.parquet.encrypted"  # the leak's filters replaced, their bytes left
+    lw.inject_filters(out["leak"], out["orphan"], {"ssn": "column_key"}, keys, values=values)
     return out
 
 
@@ -105,6 +107,40 @@ def test_plaintext_filter_on_encrypted_column_as_arrow_rs_writes(files: dict[str
     assert (finding.leaf, finding.row_groups) == ("ssn", (0, 1))
     assert "plaintext" in finding.message and "row groups 0, 1" in finding.message
     assert report.files[0].columns[1].status is Status.PASS  # email's filters are fine
+
+
+def test_orphaned_plaintext_filter_that_no_column_references(files: dict[str, Path], keys: KeyAccess) -> None:
+    """The leak's plaintext filters replaced by encrypted ones but their bytes left in the file
+    (what attach did): every reference is fine, the bytes are still readable by anyone."""
+    report = audit(files["orphan"], ["ssn", "email", "id"], keys=keys)
+    assert codes(report) == {("ssn", "ORPHANED_PLAINTEXT_FILTER"), ("email", "ORPHANED_PLAINTEXT_FILTER"),
+                             ("id", "SENSITIVE_COLUMN_NOT_ENCRYPTED")}
+    assert report.exit_code == 1
+    ssn_finding = next(f for f in report.violations if f.leaf == "ssn")
+    with ParquetBloomReader(files["leak"], keys) as r:
+        leaked = [c.bloom_filter_offset for c in r.chunks(with_sizes=False) if c.column == "ssn"]
+    assert ssn_finding.detail.startswith(f"2 unreferenced plaintext filter(s): offset {leaked[0]} ")
+    assert f"offset {leaked[1]} " in ssn_finding.detail and ssn_finding.row_groups == ()
+    assert audit(files["good"], ["ssn", "email"], keys=keys).is_compliant  # no orphans there
+
+
+def test_orphan_scan_reads_only_gaps_and_stops_at_its_budget() -> None:
+    import io
+
+    from secure_bloom.parquet.regions import OrphanFilter, find_plaintext_filters, gaps, merge
+
+    bf = SplitBlockBloomFilter(64)
+    bf.insert([b"secret"], PhysicalType.BYTE_ARRAY)
+    blob = bf.to_bytes()
+    data = b"PAR1" + bytes(100) + blob + b"\x15" * 50 + blob
+    regions = merge([(0, 4), (104 + len(blob) + 50, len(data))])  # the second copy is referenced
+    assert gaps(regions, 4, len(data)) == [(4, 104 + len(blob) + 50)]
+    found, unscanned = find_plaintext_filters(io.BytesIO(data), gaps(regions, 4, len(data)))
+    assert (found, unscanned) == ([OrphanFilter(104, len(blob), 64)], 0)
+    found, unscanned = find_plaintext_filters(io.BytesIO(data), [(4, len(data))], budget=50)
+    assert (found, unscanned) == ([], len(data) - 4 - 50)
+    # a header whose bitset would run past the gap is not a filter
+    assert find_plaintext_filters(io.BytesIO(data), [(104, 104 + len(blob) - 1)]) == ([], 0)
 
 
 def test_plaintext_filter_found_without_any_key(files: dict[str, Path]) -> None:

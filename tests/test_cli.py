@@ -299,17 +299,42 @@ def test_attach_in_place(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert chunk["filter_num_bytes"] == 32  # 14 values at 1 % -> one block (was 1024 bytes)
 
 
+def test_probe_ambiguous_dotted_path_and_json_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "amb.parquet"
+    pq.write_table(pa.table({"a.b": pa.array(["top"]), "a": pa.array([{"b": "nested"}])}), path)
+    rc, _, err = run(capsys, "probe", str(path), "--column", "a.b", "--value", "top")
+    assert rc != 0 and ONE_LINE_ERROR.match(err), err
+    assert """it names the leaves ["a.b"] and ["a", "b"]""" in err and """--column '["a.b"]'""" in err
+    for column, leaf in (('["a.b"]', "a.b"), ('["a", "b"]', "a.b")):
+        rc, out, err = run(capsys, "probe", str(path), "--column", column, "--value", "top", "--json")
+        assert (rc, err) == (0, ""), err
+        assert json.loads(out)["column"] == leaf
+    rc, out, _ = run(capsys, "attach", str(path), str(tmp_path / "out.parquet"), "--column", '["a", "b"]:ndv=1')
+    assert rc == 0 and "Bloom filters for a.b" in out
+    rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a", "b"]',
+                     "--value", "nested", "--value", "top", "--json")
+    assert json.loads(out)["row_groups"][0]["values"] == {"nested": "maybe", "top": "absent"}
+    rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a.b"]', "--value", "top", "--json")
+    assert json.loads(out)["row_groups"][0] == {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
+                                                "values": {"top": "maybe"}}
+
+
 @pytest.mark.parametrize("spec,expected", [
     ("email", ("email", None, None)),
     ("a.b.c:ndv=1000", ("a.b.c", 1000, None)),
     ("ssn:fpp=0.001:ndv=5", ("ssn", 5, 0.001)),
     ("odd:name", ("odd:name", None, None)),
+    ('["a.b"]:ndv=3', (("a.b",), 3, None)),
+    ('["a", "b:c"]', (("a", "b:c"), None, None)),
 ])
 def test_parse_column_spec(spec: str, expected: tuple[str, int | None, float | None]) -> None:
     assert parse_column_spec(spec) == expected
 
 
-@pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1"])
+@pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1", "[a.b]", "[]", '["a", 1]'])
 def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str) -> None:
     rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--column", spec)
     assert rc == 2 and ONE_LINE_ERROR.match(err), err

@@ -420,3 +420,90 @@ def test_arrow_arrays_are_hashed_in_the_stored_unit() -> None:
     with pytest.raises(AttachError, match="hashes differently"):
         attach_module._cross_check(seconds, wrong, millis)
     attach_module._cross_check(seconds, hash_values(leaf_values(seconds, millis), PhysicalType.INT64), millis)
+
+
+def test_replacing_a_leaked_plaintext_filter_leaves_none_of_its_bytes(tmp_path: Path) -> None:
+    """arrow-rs shape: a plaintext filter on an encrypted column. attach rebuilds it encrypted and
+    zeroes the old bytes (every other offset stays valid), so the output has no copy of the leak
+    and the audit, orphan scan included, passes."""
+    import leaky_writer as lw
+
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet.audit import audit
+
+    keys = KeyAccess(kms=KeyListKms(lw.key_list()))
+    src, leak, dst = tmp_path / "src.parquet", tmp_path / "leak.parquet", tmp_path / "dst.parquet"
+    lw.write_pyarrow_encrypted(src)
+    lw.inject_filters(src, leak, {"ssn": "plaintext", "email": "column_key"}, keys, values=lw.table_values())
+    with ParquetBloomReader(leak, keys) as r:
+        old = [(c.bloom_filter_offset, c.bloom_filter_length) for c in r.chunks(with_sizes=False) if c.column == "ssn"]
+    leaked = leak.read_bytes()
+    old_bytes = [leaked[o:o + n] for o, n in old]  # type: ignore[operator]
+    assert all(b.startswith(b"\x15") for b in old_bytes)  # plaintext headers
+
+    report = attach_bloom_filters(leak, dst, ["ssn"], keys)
+    assert [f.replaced for f in report.filters] == [True, True] and report.kept_filters == 2
+    out = dst.read_bytes()
+    for (offset, length), data in zip(old, old_bytes):
+        assert out[offset:offset + length] == bytes(length)  # type: ignore[operator]
+        assert data[16:] not in out  # the bitset is nowhere else either
+    assert out[:old[0][0]] == leaked[:old[0][0]]  # type: ignore[index]
+    assert audit(dst, ["ssn", "email"], keys=keys).is_compliant
+    with ParquetBloomReader(dst, keys) as r:
+        assert r.row_groups_maybe_containing("ssn", "ssn-0007") == [0]
+        assert r.row_groups_maybe_containing("ssn", "ssn-0077") == [1]
+    assert _read_lw(dst, keys).equals(_read_lw(leak, keys))
+
+
+def _read_lw(path: Path, keys: KeyAccess) -> pa.Table:
+    import pyarrow.parquet.encryption as pe
+
+    from secure_bloom.kms import pyarrow_kms_client_factory
+
+    factory = pe.CryptoFactory(pyarrow_kms_client_factory(keys.kms))
+    props = factory.file_decryption_properties(pe.KmsConnectionConfig(), pe.DecryptionConfiguration())
+    return pq.read_table(path, decryption_properties=props)
+
+
+def test_in_place_on_a_symlink_replaces_its_target(tmp_path: Path) -> None:
+    src = write_plain(tmp_path / "data.parquet")
+    link = tmp_path / "link.parquet"
+    link.symlink_to("data.parquet")
+    report = attach_bloom_filters(link, link, ["id"], in_place=True)
+    assert report.dst == str(link)
+    assert link.is_symlink() and os.readlink(link) == "data.parquet"
+    with ParquetBloomReader(src) as r:
+        assert [r.bloom_filter(g, "id") is not None for g in range(r.num_row_groups)] == [True, True, True]
+    assert _leftovers(tmp_path) == []
+
+
+def test_dangling_symlink_destination_exists(tmp_path: Path) -> None:
+    from secure_bloom.errors import DestinationExistsError
+
+    src = write_plain(tmp_path / "src.parquet")
+    dst = tmp_path / "dst.parquet"
+    dst.symlink_to("nowhere.parquet")
+    with pytest.raises(DestinationExistsError, match="exists; pass overwrite=True"):
+        attach_bloom_filters(src, dst, ["id"])
+    assert dst.is_symlink() and os.readlink(dst) == "nowhere.parquet" and not (tmp_path / "nowhere.parquet").exists()
+    attach_bloom_filters(src, dst, ["id"], overwrite=True)  # asked for: the link is replaced
+    assert not dst.is_symlink()
+    with ParquetBloomReader(dst) as r:
+        assert r.bloom_filter(0, "id") is not None
+
+
+def test_attach_refuses_an_ambiguous_path_and_takes_path_parts(tmp_path: Path) -> None:
+    from secure_bloom.errors import AmbiguousColumnError
+
+    src = tmp_path / "amb.parquet"
+    pq.write_table(pa.table({"a.b": pa.array(["top1", "top2"]), "a": pa.array([{"b": "nested1"}, {"b": "n2"}])}), src)
+    with pytest.raises(AmbiguousColumnError, match=r"""'a.b' is ambiguous: it names the leaves \["a.b"\] and \["a", "b"\]"""):
+        attach_bloom_filters(src, tmp_path / "x.parquet", ["a.b"])
+    assert not (tmp_path / "x.parquet").exists()
+    for parts, other, values in ((("a.b",), ("a", "b"), ["top1", "top2"]), (("a", "b"), ("a.b",), ["nested1", "n2"])):
+        dst = tmp_path / f"{len(parts)}.parquet"
+        attach_bloom_filters(src, dst, [parts])
+        with ParquetBloomReader(dst) as r:
+            assert r.bloom_filter(0, other) is None
+            assert r.probe(r.column(parts), values + ["elsewhere"]).row_groups[0].values == \
+                ((values[0], MAYBE), (values[1], MAYBE), ("elsewhere", ABSENT))

@@ -395,3 +395,33 @@ def test_signed_footer_with_an_unknown_footer_master_key_stays_readable(tmp_path
         r.bloom_filter(0, "ts")  # kc2 is known
         with pytest.raises(MissingKeyError, match="'ssn'.*'kc1'"):
             r.bloom_filter(0, "ssn")
+
+
+def _ambiguous_file(path: Path) -> Path:
+    """A top-level column named ``a.b`` and the field ``b`` of a struct ``a``: both are "a.b"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"a.b": pa.array(["top1", "top2"]), "a": pa.array([{"b": "nested1"}, {"b": "nested2"}])})
+    pq.write_table(table, path)
+    return path
+
+
+def test_an_ambiguous_dotted_path_is_an_error_that_names_both(tmp_path: Path) -> None:
+    from secure_bloom.errors import AmbiguousColumnError
+
+    with ParquetBloomReader(_ambiguous_file(tmp_path / "amb.parquet")) as r:
+        with pytest.raises(AmbiguousColumnError,
+                           match=r"""column 'a.b' is ambiguous: it names the leaves \["a.b"\] and \["a", "b"\]; """
+                                 r"""name one by its path parts \(API: a tuple such as \('a.b',\); CLI: --column '\["a.b"\]'\)"""):
+            r.column("a.b")
+        with pytest.raises(AmbiguousColumnError, match="ambiguous"):
+            r.probe("a.b", ["top1"])
+        top, nested = r.column(("a.b",)), r.column(["a", "b"])
+        assert (top.ordinal, top.path_in_schema, nested.ordinal, nested.path_in_schema) == \
+            (0, ("a.b",), 1, ("a", "b"))
+        assert r.column(nested) is nested and r.column(top) is top  # a ColumnInfo is never ambiguous
+        with pytest.raises(ColumnNotFoundError, match=r"""no leaf column \["a", "c"\]"""):
+            r.column(("a", "c"))
+        with pytest.raises(TypeError, match="got float"):
+            r.column(1.5)  # type: ignore[arg-type]

@@ -26,7 +26,9 @@ re-serialise to its original bytes: a field this library does not know would oth
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -40,10 +42,12 @@ from .. import thrift_codec
 from ..encrypted_filter import encrypt_bloom_filter
 from ..errors import (
     AttachError,
+    DestinationExistsError,
     InvalidValueError,
     MissingKeyError,
     PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
+    SourceChangedError,
     UnsupportedParquetFeatureError,
 )
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
@@ -55,7 +59,8 @@ from .crypto_context import column_metadata_aad, encrypt_thrift_module
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
-from .schema import ColumnInfo
+from .regions import Region, filter_extent, merge, metadata_regions
+from .schema import ColumnInfo, ColumnRef
 from .values import hash_for_column
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
@@ -159,25 +164,46 @@ class _OutputFile:
     def sync(self) -> None:
         os.fsync(self._fd)
 
-    def publish(self, target: Path) -> None:
-        """Give the synced file the name ``target`` (beside ``path``) atomically. An anonymous file
-        is linked in directly when ``target`` does not exist; to replace an existing ``target`` it
-        is linked in as ``path`` and renamed: a kill between those two calls is the only way
-        to leave a temporary file behind."""
-        if self.anonymous:
-            source = f"/proc/self/fd/{self._fd}"
-            directory = os.open(target.parent, os.O_RDONLY)
-            try:  # linkat(AT_SYMLINK_FOLLOW): os.link only passes it when given a dir fd
-                if not os.path.lexists(target):
-                    try:
-                        os.link(source, target.name, dst_dir_fd=directory, follow_symlinks=True)
-                        self.close()
-                        return
-                    except FileExistsError:
-                        pass
-                os.link(source, self.path.name, dst_dir_fd=directory, follow_symlinks=True)
-            finally:
-                os.close(directory)
+    def publish(self, target: Path, *, replace: bool) -> None:
+        """Give the synced file the name ``target`` (beside ``path``) atomically.
+
+        Without ``replace`` the file is hard-linked in (``linkat``), which never replaces
+        anything: a ``target`` that exists, appeared meanwhile or is a dangling symlink raises
+        :class:`DestinationExistsError` and is left as it is. With ``replace`` an anonymous file
+        is linked in as ``path`` and renamed over ``target``: a kill between those two calls is
+        the only way to leave a temporary file behind."""
+        try:
+            if self.anonymous:
+                source = f"/proc/self/fd/{self._fd}"
+                directory = os.open(target.parent, os.O_RDONLY)
+                try:  # linkat(AT_SYMLINK_FOLLOW): os.link only passes it when given a dir fd
+                    if not replace or not os.path.lexists(target):
+                        try:
+                            os.link(source, target.name, dst_dir_fd=directory, follow_symlinks=True)
+                            self.close()
+                            return
+                        except FileExistsError:
+                            if not replace:
+                                raise
+                    os.link(source, self.path.name, dst_dir_fd=directory, follow_symlinks=True)
+                finally:
+                    os.close(directory)
+            elif not replace:
+                try:
+                    os.link(self.path, target)
+                except FileExistsError:
+                    raise
+                except OSError:  # no hard links on this filesystem: check, then rename (a small race)
+                    if os.path.lexists(target):
+                        raise FileExistsError(target) from None
+                else:
+                    self.path.unlink()
+                    self.close()
+                    return
+        except FileExistsError:
+            raise DestinationExistsError(
+                f"destination {target} appeared while attach ran; it was left as it is (pass overwrite=True "
+                "to replace it)") from None
         os.replace(self.path, target)
         self.close()
 
@@ -185,6 +211,81 @@ class _OutputFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class _Source:
+    """The source, opened once: the footer, the filters, the values (pyarrow) and the copied
+    pages are all read through this one descriptor (``readable_path`` reopens the same inode),
+    so they all come from one file even if ``path`` is replaced meanwhile.
+
+    ``lock`` (in place) takes an exclusive ``flock`` held until :meth:`close`: a second in-place
+    attach of the same file waits, then reads the file the first one published.
+    :meth:`check_unchanged` refuses a source that was modified or replaced since it was opened.
+    """
+
+    def __init__(self, path: Path, *, lock: bool) -> None:
+        self.path = path
+        while True:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise AttachError(f"source {path} is not a regular file")
+                if lock:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if _identity(os.stat(path))[:2] != _identity(os.fstat(fd))[:2]:
+                        os.close(fd)  # replaced while we waited for the lock: open the new file
+                        continue
+            except BaseException:
+                os.close(fd)
+                raise
+            break
+        self.fd = fd
+        self.stat = os.fstat(fd)
+        fd_dir = next((d for d in ("/proc/self/fd", "/dev/fd") if os.path.isdir(d)), None)
+        self.readable_path = f"{fd_dir}/{fd}" if fd_dir is not None else os.fspath(path)
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`SourceChangedError` if the file was written to, or ``path`` now names
+        another file, since it was opened."""
+        if _identity(os.fstat(self.fd)) != _identity(self.stat):
+            raise SourceChangedError(f"source {self.path} was modified while attach read it; nothing was written")
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            now = None
+        if now is None or _identity(now) != _identity(self.stat):
+            raise SourceChangedError(f"source {self.path} was replaced or removed while attach read it; "
+                                     "nothing was written")
+
+    def copy_to(self, out: _OutputFile, size: int, zero: list[Region], progress: Progress | None,
+                total: int) -> None:
+        """Write bytes ``[0, size)`` of the source to ``out``, with the ``zero`` regions zeroed."""
+        pos = 0
+        while pos < size:
+            block = os.pread(self.fd, min(_COPY_BLOCK, size - pos), pos)
+            if not block:
+                raise SourceChangedError(f"{self.path} shrank while being copied")
+            end = pos + len(block)
+            hits = [(max(s, pos) - pos, min(e, end) - pos) for s, e in zero if s < end and e > pos]
+            if hits:
+                buf = bytearray(block)
+                for s, e in hits:
+                    buf[s:e] = bytes(e - s)
+                block = bytes(buf)
+            out.write(block)
+            pos = end
+            if progress is not None:
+                progress("copy", out.written, total)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # releases the lock
+            self.fd = -1
 
 
 @dataclass
@@ -206,13 +307,6 @@ def _per_column(option: Any, column: str, default: Any) -> Any:
     return default if option is None else option
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
 def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
     if thrift_codec.serialize(thrift_obj) != bytes(original):
         raise UnsupportedParquetFeatureError(
@@ -220,7 +314,7 @@ def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
             "know); attaching would drop them, so nothing was written")
 
 
-def _choose_columns(reader: ParquetBloomReader, columns: Iterable[str | ColumnInfo]) -> list[ColumnInfo]:
+def _choose_columns(reader: ParquetBloomReader, columns: Iterable[ColumnRef]) -> list[ColumnInfo]:
     chosen: list[ColumnInfo] = []
     for name in columns:
         info = reader.column(name)
@@ -300,6 +394,52 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
     return metadata
 
 
+def _location(meta: Any) -> tuple[int, int | None] | None:
+    if meta is None or meta.bloom_filter_offset is None:
+        return None
+    return int(meta.bloom_filter_offset), None if meta.bloom_filter_length is None else int(meta.bloom_filter_length)
+
+
+def _stale_filters(reader: ParquetBloomReader, source: _Source, chunks: list[_Chunk], metas: list[Any],
+                   other_filters: list[Any]) -> list[Region]:
+    """The bytes of the filters about to be replaced, to be zeroed in the copy: a replaced
+    filter must not stay readable (a plaintext one on an encrypted column is a leak that no
+    reference points to any more). Zeroing keeps every other offset valid. A filter whose bytes
+    overlap anything else the file references is refused for an encrypted column (it cannot be
+    removed safely) and left as it is otherwise."""
+    data_end = reader.tail.footer_offset
+    with open(source.fd, "rb", closefd=False) as raw:
+        def extent(location: tuple[int, int | None]) -> Region | None:
+            offset, length = location
+            if not 4 <= offset < data_end:
+                return None
+            return filter_extent(raw, offset, length, data_end)
+
+        keep = metadata_regions(reader.footer.metadata, metas)
+        for meta in other_filters:
+            location = _location(meta)
+            region = extent(location) if location is not None else None
+            if region is not None:
+                keep.append(region)
+        keep = merge(keep)
+        stale: dict[Region, list[_Chunk]] = {}
+        for chunk in chunks:
+            location = _location(reader._meta(chunk))
+            region = extent(location) if location is not None else None
+            if region is not None:
+                stale.setdefault(region, []).append(chunk)
+    out = []
+    for (start, end), owners in stale.items():
+        if any(s < end and start < e for s, e in keep):
+            if any(c.encryption != "plaintext" for c in owners):
+                raise AttachError(
+                    f"the existing Bloom filter of column {owners[0].column.path!r} (bytes {start}..{end}) "
+                    "overlaps other data of the file, so it cannot be removed; nothing was written")
+            continue
+        out.append((start, end))
+    return merge(out)
+
+
 def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
             kept: dict[tuple[int, int], SplitBlockBloomFilter]) -> int:
     checked = 0
@@ -341,7 +481,7 @@ def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) 
 
 
 def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str],
-                         columns: Iterable[str | ColumnInfo], keys: KeyAccess | None = None, *,
+                         columns: Iterable[ColumnRef], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
                          max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
@@ -350,20 +490,27 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
 
     ``fpp`` and ``ndv`` are one value for every column or a mapping column path -> value (a
     missing ``ndv`` entry means "count the chunk's distinct values"). ``dst == src`` needs
-    ``in_place=True`` (still atomic); an existing ``dst`` needs ``overwrite=True``. Existing
-    filters of other columns are kept; those of the chosen columns are rebuilt.
+    ``in_place=True`` (still atomic; a symlink is followed and its target replaced; a concurrent
+    in-place attach of the same file waits for this one); an existing ``dst`` (a dangling
+    symlink included) needs ``overwrite=True``, and without it a ``dst`` that appears while
+    attach runs is never replaced (:class:`DestinationExistsError`). Existing filters of other
+    columns are kept; those of the chosen columns are rebuilt, and the bytes of a replaced filter
+    are zeroed in the copy. Everything is read from one open descriptor of ``src``; if ``src`` is
+    modified or replaced meanwhile, :class:`SourceChangedError` and nothing is written.
     """
     keys = keys if keys is not None else NO_KEYS
     src_path, dst_path = Path(src), Path(dst)
     if not src_path.is_file():
         raise AttachError(f"source {src_path} is not a file")
-    same = dst_path.exists() and _same_file(src_path, dst_path)
+    same = dst_path.exists() and os.path.samefile(src_path, dst_path)
     if same and not in_place:
         raise AttachError(f"destination {dst_path} is the source; pass in_place=True to replace it atomically")
-    if dst_path.exists() and not same and not overwrite:
-        raise AttachError(f"destination {dst_path} exists; pass overwrite=True to replace it")
-    if not dst_path.parent.is_dir():
-        raise AttachError(f"destination directory {dst_path.parent} does not exist")
+    if os.path.lexists(dst_path) and not same and not overwrite:
+        raise DestinationExistsError(f"destination {dst_path} exists; pass overwrite=True to replace it")
+    # In place, the file itself is replaced, not a symlink that names it.
+    target = Path(os.path.realpath(dst_path)) if same else dst_path
+    if not target.parent.is_dir():
+        raise AttachError(f"destination directory {target.parent} does not exist")
 
     columns = list(columns)
     if not columns:
@@ -375,22 +522,32 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
             raise ValueError(f"ndv must be a non-negative int, got {n!r}")
     tmp_paths: list[Path] = []
+    source = None
     try:
-        with ParquetBloomReader(src_path, keys) as reader:
-            report = _attach(reader, src_path, dst_path, columns, keys, fpp, ndv, max_bytes, overwrite, same,
-                             progress, tmp_paths)
+        source = _Source(src_path, lock=same)
+        with ParquetBloomReader(source.readable_path, keys, key_material_file=src_path) as reader:
+            reader.path = os.fspath(src_path)  # messages name the file, not the descriptor
+            report = _attach(reader, source, dst_path, target, columns, keys, fpp, ndv, max_bytes, overwrite,
+                             same, progress, tmp_paths)
     except BaseException as e:
         for path in tmp_paths:
             path.unlink(missing_ok=True)
+        if source is not None and source.readable_path != os.fspath(src_path):
+            e.args = tuple(a.replace(source.readable_path, os.fspath(src_path)) if isinstance(a, str) else a
+                           for a in e.args)
         if isinstance(e, (SecureBloomError, KeyboardInterrupt, SystemExit)):
             raise
         raise AttachError(f"attach {src_path} -> {dst_path} failed: {type(e).__name__}: {e}") from e
+    finally:
+        if source is not None:
+            source.close()
     return report
 
 
-def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns: Iterable[str | ColumnInfo],
-            keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int, overwrite: bool, same: bool,
-            progress: Progress | None, tmp_paths: list[Path]) -> AttachReport:
+def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target: Path,
+            columns: Iterable[ColumnRef], keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int,
+            overwrite: bool, same: bool, progress: Progress | None, tmp_paths: list[Path]) -> AttachReport:
+    src_path = source.path
     footer = reader.footer
     chosen = _choose_columns(reader, columns)
     if footer.encrypted and footer.footer_key is None:
@@ -403,6 +560,8 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
         reader._meta(chunk)
     kept: dict[tuple[int, int], SplitBlockBloomFilter] = {}
     chosen_ordinals = {c.ordinal for c in chosen}
+    metas: list[Any] = [reader._meta(chunk) for chunk in chunks]
+    other_filters: list[Any] = []   # metadata of the filters that stay
     for row in reader._chunks:
         for chunk in row:
             if chunk.column.ordinal in chosen_ordinals:
@@ -410,19 +569,24 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
             try:
                 meta = reader._meta(chunk)
             except MissingKeyError:
+                if chunk.visible_meta is not None:
+                    other_filters.append(chunk.visible_meta)
                 continue            # copied verbatim; without its key it cannot be re-read
+            metas.append(meta)
+            other_filters.append(meta)
             if meta.bloom_filter_offset is not None:
                 bf = reader.bloom_filter(chunk.row_group, chunk.column.ordinal)
                 if bf is not None:
                     kept[(chunk.row_group, chunk.column.ordinal)] = bf
 
+    stale = _stale_filters(reader, source, chunks, metas, other_filters)
     decryption = decryption_properties(footer, [c.key_metadata for c in chunks if c.encryption == "column_key"],
                                        keys, src_path)
     planned: list[_Planned] = []
-    with ArrowChunkSource(src_path, decryption) as source:
+    with ArrowChunkSource(source.readable_path, decryption) as values:
         for i, chunk in enumerate(chunks):
             path = chunk.column.path
-            planned.append(_build(reader, source, chunk, float(_per_column(fpp, path, DEFAULT_FPP)),
+            planned.append(_build(reader, values, chunk, float(_per_column(fpp, path, DEFAULT_FPP)),
                                   _per_column(ndv, path, None), max_bytes))
             if progress is not None:
                 progress("filters", i + 1, len(chunks))
@@ -440,23 +604,14 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
     tail = footer_bytes + struct.pack("<I", len(footer_bytes)) + reader.tail.magic
 
     staged_sidecar = None
-    tmp = dst_path.with_name(f".{dst_path.name}.{os.urandom(6).hex()}.attach.tmp")
+    tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
-    out = _OutputFile(tmp, os.stat(src_path).st_mode & 0o777)
+    out = _OutputFile(tmp, source.stat.st_mode & 0o777)
     try:
         if not same and _uses_external_material(reader):
             staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
         total = offset + len(tail)
-        with open(src_path, "rb") as f:
-            remaining = reader.tail.footer_offset
-            while remaining:
-                block = f.read(min(_COPY_BLOCK, remaining))
-                if not block:
-                    raise AttachError(f"{src_path} shrank while being copied")
-                out.write(block)
-                remaining -= len(block)
-                if progress is not None:
-                    progress("copy", out.written, total)
+        source.copy_to(out, reader.tail.footer_offset, stale, progress, total)
         for p in planned:
             out.write(p.data)
         out.write(tail)
@@ -464,16 +619,17 @@ def _attach(reader: ParquetBloomReader, src_path: Path, dst_path: Path, columns:
             progress("copy", out.written, total)
         out.sync()
         verified = _verify(out.readable_path, keys, os.fspath(src_path), planned, kept)
+        source.check_unchanged()
         # The sidecar first: a kill in between leaves dst absent (and its key material, a copy
         # of src's), never a dst without its key material.
         if staged_sidecar is not None:
-            staged_sidecar.publish(sidecar_path(dst_path))
-        out.publish(dst_path)
+            staged_sidecar.publish(sidecar_path(dst_path), replace=overwrite)
+        out.publish(target, replace=overwrite or same)
     finally:
         out.close()
         if staged_sidecar is not None:
             staged_sidecar.close()
-    _fsync_dir(dst_path.parent)
+    _fsync_dir(target.parent)
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
                                    encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),

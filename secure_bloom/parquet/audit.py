@@ -15,6 +15,10 @@ codes:
   wrong one); allowed with ``allow_footer_key``;
 * ``FILTER_UNREADABLE``: the filter fails to authenticate under the column key (and the footer
   key) or does not parse: damaged or tampered;
+* ``ORPHANED_PLAINTEXT_FILTER``: the bytes between everything the footer references (pages,
+  page indexes, filters) hold a plaintext filter (canonical header + a bitset that fits), e.g.
+  one a tool replaced without removing; reported on every encrypted sensitive column, since no
+  reference says whose it is (:mod:`~secure_bloom.parquet.regions`);
 * ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name. A name that matches
   no column in ANY file read is reported by :attr:`AuditReport.unknown_columns` (a typo must not
   pass: the report's exit code is then 2).
@@ -55,6 +59,7 @@ from .discover import discover
 from .filter_storage import GARBAGE, PLAINTEXT, read_filter_storage
 from .keys import NO_KEYS, KeyAccess
 from .reader import ChunkInfo, ParquetBloomReader
+from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
 from .schema import ColumnInfo
 
 __all__ = ["audit", "audit_file", "match_sensitive", "Progress"]
@@ -198,6 +203,33 @@ class _FileAuditor:
         return True
 
 
+def _check_orphans(reader: ParquetBloomReader, raw: BinaryIO, chunks: Sequence[ChunkInfo],
+                   states: Sequence[_Leaf]) -> None:
+    """ORPHANED_PLAINTEXT_FILTER on each of ``states`` (the encrypted sensitive leaves) when a
+    gap between the referenced regions holds a plaintext filter."""
+    data_end = reader.tail.footer_offset
+    regions = metadata_regions(reader.footer.metadata)
+    visible = [cc.meta_data for rg in reader.footer.metadata.row_groups for cc in rg.columns
+               if cc.meta_data is not None]
+    locations = {(c.bloom_filter_offset, c.bloom_filter_length) for c in chunks}
+    locations |= {(m.bloom_filter_offset, m.bloom_filter_length) for m in visible}
+    for offset, length in locations:
+        if offset is None or not 4 <= offset < data_end:
+            continue
+        extent = filter_extent(raw, offset, length, data_end)
+        regions.append(extent or (offset, offset + (length or 1)))
+    orphans, unscanned = find_plaintext_filters(raw, gaps(merge(regions), 4, data_end))
+    if orphans:
+        where = ", ".join(f"offset {o.offset} ({o.num_bytes}-byte bitset)" for o in orphans[:5])
+        detail = f"{len(orphans)} unreferenced plaintext filter(s): {where}{', ...' if len(orphans) > 5 else ''}"
+        for state in states:
+            state.findings.setdefault((Code.ORPHANED_PLAINTEXT_FILTER, detail), [])
+    if unscanned:
+        for state in states:
+            state.unchecked.setdefault(f"{unscanned} bytes no column references were not scanned for orphaned "
+                                       "plaintext filters (scan budget exceeded)", [])
+
+
 def _column_result(file: str, name: str, leaves: Sequence[ColumnInfo], states: dict[str, _Leaf]) -> ColumnResult:
     if not leaves:
         return ColumnResult(column=name, findings=(Finding(Code.SENSITIVE_COLUMN_MISSING, file, name, name, ()),))
@@ -226,9 +258,13 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str], *
             states = {leaf: _Leaf({}, {}) for leaf in wanted}
             if wanted:
                 auditor = _FileAuditor(reader, raw, allow_footer_key)
-                for chunk in reader.chunks(with_sizes=False):
+                chunks = reader.chunks(with_sizes=False)
+                for chunk in chunks:
                     if chunk.column in wanted:
                         auditor.check_chunk(chunk, states[chunk.column])
+                encrypted = [states[leaf.path] for leaf in columns if leaf.path in wanted and leaf.encrypted]
+                if encrypted:
+                    _check_orphans(reader, raw, chunks, encrypted)
             results = tuple(_column_result(file, name, matched[name], states) for name in sensitive_columns)
             return FileResult(file=file, columns=results, row_groups=reader.num_row_groups)
     except (SecureBloomError, OSError) as e:

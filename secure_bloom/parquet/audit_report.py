@@ -37,6 +37,7 @@ class Code(str, Enum):
     FILTER_UNDER_FOOTER_KEY = "FILTER_UNDER_FOOTER_KEY"
     FILTER_UNREADABLE = "FILTER_UNREADABLE"
     SENSITIVE_COLUMN_MISSING = "SENSITIVE_COLUMN_MISSING"
+    ORPHANED_PLAINTEXT_FILTER = "ORPHANED_PLAINTEXT_FILTER"
 
 
 class Severity(str, Enum):
@@ -68,6 +69,10 @@ EXPLANATIONS = {
         "the Bloom filter fails to authenticate or parse: the file was damaged or tampered with",
     Code.SENSITIVE_COLUMN_MISSING:
         "the file has no column with this name (check the spelling; nothing to leak here)",
+    Code.ORPHANED_PLAINTEXT_FILTER:
+        "the encrypted file holds a plaintext Bloom filter that no column references (left behind when "
+        "a filter was replaced): anyone who can read the file can test it for values, and it may "
+        "describe this column",
 }
 
 _SEVERITY = {code: Severity.WARNING if code is Code.SENSITIVE_COLUMN_MISSING else Severity.VIOLATION

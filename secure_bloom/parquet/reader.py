@@ -46,7 +46,7 @@ from ..modules import ModuleType
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
 from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
-from .schema import ColumnInfo, leaf_columns
+from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .tail import PLAIN_MAGIC, FileTail, read_tail
 from .values import display_value, hash_for_column
 
@@ -290,18 +290,10 @@ class ParquetBloomReader:
     def bytes_read(self) -> int:
         return sum(n for _, n in self._file.ranges)
 
-    def column(self, column: str | int | ColumnInfo) -> ColumnInfo:
-        """A leaf column by dotted path, ordinal, or ColumnInfo."""
-        if isinstance(column, ColumnInfo):
-            column = column.path
-        if isinstance(column, int) and not isinstance(column, bool):
-            if 0 <= column < len(self._columns):
-                return self._columns[column]
-            raise ColumnNotFoundError(f"{self.path}: no column ordinal {column} ({len(self._columns)} columns)")
-        if isinstance(column, str) and column in self._by_path:
-            return self._by_path[column]
-        names = ", ".join(c.path for c in self._columns[:20]) + (", ..." if len(self._columns) > 20 else "")
-        raise ColumnNotFoundError(f"{self.path}: no leaf column {column!r} (columns: {names})")
+    def column(self, column: ColumnRef) -> ColumnInfo:
+        """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
+        ColumnInfo; a dotted path two leaves share raises :class:`AmbiguousColumnError`."""
+        return find_column(self._columns, column, self.path)
 
     # ---------------------------------------------------------------- keys and metadata
 

@@ -8,14 +8,15 @@ are mapped to their logical equivalents when ``logicalType`` is absent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
-from ..errors import MalformedThriftError
+from ..errors import AmbiguousColumnError, ColumnNotFoundError, MalformedThriftError
 from ..hashing import PhysicalType
 
-__all__ = ["ColumnInfo", "leaf_columns"]
+__all__ = ["ColumnInfo", "ColumnRef", "leaf_columns", "find_column"]
 
 _CONVERTED = {0: "UTF8", 1: "MAP", 2: "MAP_KEY_VALUE", 3: "LIST", 4: "ENUM", 5: "DECIMAL", 6: "DATE",
               7: "TIME_MILLIS", 8: "TIME_MICROS", 9: "TIMESTAMP_MILLIS", 10: "TIMESTAMP_MICROS",
@@ -167,3 +168,46 @@ def leaf_columns(schema: Sequence[Any]) -> list[ColumnInfo]:
     if pos != len(schema):
         raise MalformedThriftError(f"schema has {len(schema) - pos} elements outside the tree")
     return leaves
+
+
+#: How a caller names a leaf column: dotted path (``"a.b"``), path parts (``("a", "b")`` for the
+#: field ``b`` of group ``a``, ``("a.b",)`` for a column named ``a.b``), ordinal, or ColumnInfo.
+ColumnRef = Union[str, int, ColumnInfo, tuple[str, ...], list[str]]
+
+
+def _parts_text(parts: Sequence[str]) -> str:
+    return json.dumps(list(parts), ensure_ascii=False)
+
+
+def find_column(columns: Sequence[ColumnInfo], column: ColumnRef, where: str) -> ColumnInfo:
+    """The leaf ``column`` names among ``columns`` (see :data:`ColumnRef`).
+
+    A dotted path that more than one leaf has (a column named ``a.b`` and the field ``b`` of a
+    group ``a``) raises :class:`AmbiguousColumnError` naming each by its path parts; a
+    ColumnInfo or a list/tuple of parts always names one leaf. ``where`` prefixes messages.
+    """
+    if isinstance(column, ColumnInfo):
+        column = column.path_in_schema
+    if isinstance(column, int) and not isinstance(column, bool):
+        if 0 <= column < len(columns):
+            return columns[column]
+        raise ColumnNotFoundError(f"{where}: no column ordinal {column} ({len(columns)} columns)")
+    if isinstance(column, (tuple, list)) and column and all(isinstance(p, str) for p in column):
+        parts = tuple(column)
+        found = [c for c in columns if c.path_in_schema == parts]
+        shown = _parts_text(parts)
+    elif isinstance(column, str):
+        found = [c for c in columns if c.path == column]
+        shown = repr(column)
+    else:
+        raise TypeError(f"a column is a dotted path, a list of path parts, an ordinal or a ColumnInfo, "
+                        f"got {type(column).__name__}")
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = " and ".join(_parts_text(c.path_in_schema) for c in found)
+        raise AmbiguousColumnError(
+            f"{where}: column {shown} is ambiguous: it names the leaves {names}; name one by its path parts "
+            f"(API: a tuple such as {tuple(found[0].path_in_schema)!r}; CLI: --column '{_parts_text(found[0].path_in_schema)}')")
+    names = ", ".join(c.path for c in columns[:20]) + (", ..." if len(columns) > 20 else "")
+    raise ColumnNotFoundError(f"{where}: no leaf column {shown} (columns: {names})")
