@@ -15,6 +15,7 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
 from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
 from secure_bloom.hashing import PhysicalType, hash_value, hash_values
+from secure_bloom.header import MAX_BITSET_BYTES
 
 DATA = Path(__file__).parent / "data"
 VECTORS = DATA / "parquet-testing"
@@ -74,8 +75,8 @@ def test_sizing_arguments_checked() -> None:
             optimal_num_bits(10, fpp)
     with pytest.raises(ValueError):
         optimal_num_bits(-1, 0.01)
-    with pytest.raises(ValueError):
-        round_num_bytes(64, max_bytes=16)
+    with pytest.raises(ValueError, match="max_bytes must be in"):
+        round_num_bytes(64, max_bytes=0)
     with pytest.raises(ValueError):
         round_num_bytes(64, max_bytes=256 * MIB)
 
@@ -379,8 +380,8 @@ def test_from_bytes_strictness() -> None:
         SplitBlockBloomFilter.from_bytes(raw + b"\x00")
     with pytest.raises(MalformedHeaderError):
         SplitBlockBloomFilter.from_bytes(raw[:-1])
-    for bad in (b"", b"\x00" * 31, b"\x00" * 33):
-        with pytest.raises(MalformedBitsetError):
+    for bad in (b"", b"\x00" * 31, b"\x00" * (MAX_BITSET_BYTES + 1)):
+        with pytest.raises(MalformedBitsetError, match="at least one 32-byte block"):
             SplitBlockBloomFilter.from_bitset(bad)
 
 
@@ -443,3 +444,12 @@ def test_non_power_of_two_filters_from_files_agree(blocks: int, hashes: list[int
     assert bf.check_hashes(np.array(hashes, dtype=np.uint64)).all()
     probes = [h ^ 0x5555 for h in hashes]
     assert bf.check_hashes(np.array(probes, dtype=np.uint64)).tolist() == [bf.check_hash(p) for p in probes]
+
+
+def test_a_max_of_32_bytes_or_less_is_ignored_as_parquet_java_does() -> None:
+    """Issue 15 item 23: BlockSplitBloomFilter honours only a maximum above 32 bytes; ndv=1000 at
+    fpp 0.01 with max 32 is 2048 bytes in parquet-java (it was 32 here)."""
+    assert optimal_num_bytes(1000, 0.01, max_bytes=32) == 2048
+    assert optimal_num_bytes(1000, 0.01, max_bytes=1) == 2048
+    assert SplitBlockBloomFilter.for_ndv(1000, 0.01, max_bytes=16).num_bytes == 2048
+    assert optimal_num_bytes(1000, 0.01, max_bytes=64) == 64  # above 32 the max holds
