@@ -133,6 +133,11 @@ def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
     return arr.reshape(-1)
 
 
+def _maybe_in_block(k: int) -> float:
+    """Chance that a random hash finds its eight bits set in a block holding ``k`` values."""
+    return float((1.0 - (31.0 / 32.0) ** k) ** 8)
+
+
 class SplitBlockBloomFilter:
     """A Parquet split-block Bloom filter.
 
@@ -217,22 +222,26 @@ class SplitBlockBloomFilter:
     def fpp_estimate(self, n_inserted: int) -> float:
         """Expected false-positive rate after ``n_inserted`` distinct values.
 
-        Values per block follow Poisson(lambda = n / z); a block holding k values answers a
-        random probe "maybe" with probability (1 - (31/32)^k)^8.
+        A block holding k values answers a random probe "maybe" with probability
+        (1 - (31/32)^k)^8; the values per block follow Binomial(n, 1/z) exactly (one block: all n
+        in it), so the estimate also holds for the smallest filters.
         """
         if n_inserted < 0:
             raise ValueError("n_inserted must be >= 0")
-        if n_inserted == 0:
+        n, z = int(n_inserted), self.num_blocks
+        if n == 0:
             return 0.0
-        lam = n_inserted / self.num_blocks
-        lo = max(0, int(lam - 12 * math.sqrt(lam) - 10))
-        hi = int(lam + 12 * math.sqrt(lam) + 30)
-        total = 0.0
-        log_lam = math.log(lam)
-        for k in range(lo, hi + 1):
-            pk = math.exp(k * log_lam - lam - math.lgamma(k + 1))
-            total += pk * (1.0 - (31.0 / 32.0) ** k) ** 8
-        return total
+        if z == 1:
+            return _maybe_in_block(n)
+        mean, log_p, log_q = n / z, -math.log(z), math.log1p(-1.0 / z)
+        spread = 12 * math.sqrt(mean) + 30
+        log_n = math.lgamma(n + 1)
+        total = mass = 0.0
+        for k in range(max(0, int(mean - spread)), min(n, int(mean + spread)) + 1):
+            pk = math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+            total += pk * _maybe_in_block(k)
+            mass += pk
+        return min(1.0, total / mass)  # / mass: lgamma's rounding at large n cancels out
 
     # ---------------------------------------------------------------- scalar hash level
 

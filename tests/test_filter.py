@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -453,3 +454,22 @@ def test_a_max_of_32_bytes_or_less_is_ignored_as_parquet_java_does() -> None:
     assert optimal_num_bytes(1000, 0.01, max_bytes=1) == 2048
     assert SplitBlockBloomFilter.for_ndv(1000, 0.01, max_bytes=16).num_bytes == 2048
     assert optimal_num_bytes(1000, 0.01, max_bytes=64) == 64  # above 32 the max holds
+
+
+@pytest.mark.parametrize(("num_bytes", "n"), [(32, 1), (32, 10), (32, 200), (64, 20), (96, 40), (256, 60),
+                                              (1000, 300), (1024, 1500), (1 << 16, 50_000)])
+def test_fpp_estimate_matches_the_measured_rate_small_and_large(num_bytes: int, n: int) -> None:
+    """Issue 15 item 19: the estimate must hold for tiny filters too (a 32-byte filter holding 200
+    values answers "maybe" to almost everything). Random hashes, fixed seed, 4-sigma tolerance."""
+    rng = np.random.default_rng(num_bytes * 7919 + n)
+    header = filter_module.serialize_header(num_bytes)
+    trials, probes = 24, 4000
+    rates = []
+    for _ in range(trials):  # the estimate is an expectation over filters: average several
+        bf = SplitBlockBloomFilter.from_bytes(header + bytes(num_bytes))
+        bf.insert_hashes(rng.integers(0, 2**64, size=n, dtype=np.uint64))
+        rates.append(float(bf.check_hashes(rng.integers(0, 2**64, size=probes, dtype=np.uint64)).mean()))
+    estimate = bf.fpp_estimate(n)
+    spread = float(np.std(rates, ddof=1)) / math.sqrt(trials)
+    noise = math.sqrt(max(estimate * (1 - estimate), 1e-4) / (trials * probes))
+    assert abs(float(np.mean(rates)) - estimate) <= 4 * (spread + noise) + 0.001, (np.mean(rates), estimate)

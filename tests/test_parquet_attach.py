@@ -513,3 +513,18 @@ def test_attach_nanos_view_and_uuid_columns_without_pandas(tmp_path: Path) -> No
             bf = r.bloom_filter(0, column)
             assert bf is not None, column
             assert [bf.check_hash(_xxh64(raw)) for raw in raws] == [True] * n, column
+
+
+def test_expected_fpp_counts_the_values_inserted_not_the_ndv_given(tmp_path: Path) -> None:
+    """Issue 15 item 19: --column ssn:ndv=1 gave a 32-byte filter holding 2,000 values and reported
+    expected_fpp 0.000% while it answers "maybe" to every probe. The estimate comes from the
+    distinct values inserted and matches the measured rate."""
+    src = write_plain(tmp_path / "src.parquet", row_group_size=2000)
+    report = attach_bloom_filters(src, tmp_path / "out.parquet", ["ssn"], ndv=1)
+    f = report.filters[0]
+    assert (f.num_bytes, f.ndv, f.values) == (32, 1, 2000)
+    with ParquetBloomReader(tmp_path / "out.parquet") as r:
+        bf = r.bloom_filter(0, "ssn")
+        assert bf is not None
+        measured = float(bf.might_contain_many([f"absent-{i}" for i in range(4000)], "BYTE_ARRAY").mean())
+    assert measured == 1.0 and f.expected_fpp == pytest.approx(1.0, abs=1e-6)
