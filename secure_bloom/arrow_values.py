@@ -60,8 +60,13 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
             return _hash_fixed_from_binary(values, ptype, width)
     if ptype is PhysicalType.INT32 and (pa.types.is_integer(typ) or pa.types.is_date32(typ)
                                         or pa.types.is_time32(typ)):
-        ints = values.cast(pa.int64()) if pa.types.is_integer(typ) else values.cast(pa.int32())
-        arr = ints.to_numpy(zero_copy_only=False)
+        if pa.types.is_uint64(typ):  # a cast to int64 would raise pyarrow's error above 2^63
+            arr = values.to_numpy(zero_copy_only=False)
+            if arr.size and arr.max() >= (1 << 32):
+                raise InvalidValueError("value does not fit INT32")
+        else:
+            ints = values.cast(pa.int64()) if pa.types.is_integer(typ) else values.cast(pa.int32())
+            arr = ints.to_numpy(zero_copy_only=False)
         if typ.bit_width == 64 or typ == pa.uint32():
             lo, hi = -(1 << 31), (1 << 32)
             if arr.size and (arr.min() < lo or arr.max() >= hi):
@@ -155,8 +160,10 @@ def _fixed_matrix(values: pa.Array, width: int) -> npt.NDArray[np.uint8]:
 
 def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
     typ = values.type
-    nbytes = typ.byte_width  # 16 (decimal128) or 32 (decimal256): little-endian two's complement
+    nbytes = typ.byte_width  # 4, 8, 16 or 32 (decimal32 .. decimal256): little-endian two's complement
     le = _fixed_matrix(values, nbytes)
+    if ptype is PhysicalType.INT64 and nbytes < 8:
+        le = _sign_extend(le, 8)
     if ptype is PhysicalType.INT32:
         low = np.ascontiguousarray(le[:, :4]).view("<i4").reshape(-1)
         _check_sign_extension(le, 4)
@@ -167,8 +174,7 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
     if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
         assert width is not None
         if width > nbytes:
-            sign = np.where(le[:, -1:] >= 0x80, 0xFF, 0x00).astype(np.uint8)
-            le = np.hstack([le, np.repeat(sign, width - nbytes, axis=1)])
+            le = _sign_extend(le, width)
         else:
             _check_sign_extension(le, width)
         return xxh64_rows(np.ascontiguousarray(le[:, :width][:, ::-1]))
@@ -181,6 +187,12 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
 
         return hash_values(raw, PhysicalType.BYTE_ARRAY)
     raise InvalidValueError(f"cannot hash a decimal as {ptype.name}")
+
+
+def _sign_extend(le: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
+    """Widen little-endian two's complement rows to ``width`` bytes."""
+    sign = np.where(le[:, -1:] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+    return np.hstack([le, np.repeat(sign, width - le.shape[1], axis=1)])
 
 
 def _check_sign_extension(le: npt.NDArray[np.uint8], keep: int) -> None:

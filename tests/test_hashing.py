@@ -429,3 +429,24 @@ def test_int96_outside_the_julian_day_range_is_refused() -> None:
     """A timestamp[s] far beyond year 9999 has no 4-byte Julian day: a clear error, not a wrapped day."""
     with pytest.raises(InvalidValueError, match="outside the INT96 range"):
         hash_values(pa.array([(1 << 62)], pa.timestamp("s")), P.INT96)
+
+
+@pytest.mark.parametrize("typ", [pa.decimal32(9, 2), pa.decimal64(18, 2)])
+def test_narrow_arrow_decimals_widen_exactly(typ: pa.DataType) -> None:
+    """Audit of issue 15 item 1: decimal32 as INT64 crashed in a numpy view; every physical type
+    of a narrow decimal hashes as the same values in decimal128."""
+    arr = pa.array([Decimal("-1.23"), Decimal("4.56"), None, Decimal("-0.01")], typ)
+    wide = arr.cast(pa.decimal128(18, 2))
+    for ptype, width in ((P.INT32, None), (P.INT64, None), (P.FIXED_LEN_BYTE_ARRAY, 16), (P.BYTE_ARRAY, None)):
+        assert hash_values(arr, ptype, type_length=width).tolist() == \
+            hash_values(wide, ptype, type_length=width).tolist() == \
+            [hash_value(encode_decimal(v, ptype, scale=2, type_length=width), ptype, type_length=width)
+             for v in ("-1.23", "4.56", "-0.01")]
+
+
+def test_uint64_arrow_values_beyond_int32_are_our_error() -> None:
+    """A uint64 array for an INT32 column: our InvalidValueError, not pyarrow's cast error."""
+    assert hash_values(pa.array([7, 2**32 - 1], pa.uint64()), P.INT32).tolist() == \
+        [hash_value(7, P.INT32), hash_value(2**32 - 1, P.INT32)]
+    with pytest.raises(InvalidValueError, match="does not fit INT32"):
+        hash_values(pa.array([2**63 + 5], pa.uint64()), P.INT32)
