@@ -8,7 +8,8 @@ files raise :class:`UnsupportedParquetFeatureError`.
 
 Values come back as the leaf column's Arrow array, in the form :func:`secure_bloom.filter.
 SplitBlockBloomFilter.insert` hashes exactly as Parquet writers do (INT96 timestamps are turned
-back into their 12 raw bytes, FLOAT16 into 2 little-endian bytes, extension types into storage).
+back into their 12 stored bytes from a nanosecond and a second read, exact for every date;
+FLOAT16 into 2 little-endian bytes, extension types into storage, view types into large_binary).
 """
 
 from __future__ import annotations
