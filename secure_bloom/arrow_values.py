@@ -27,7 +27,7 @@ from .errors import InvalidValueError
 from .hashing import PhysicalType, hash_binary_arrays
 from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
 
-__all__ = ["hash_arrow"]
+__all__ = ["hash_arrow", "int96_rows"]
 
 
 def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
@@ -60,8 +60,13 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
             return _hash_fixed_from_binary(values, ptype, width)
     if ptype is PhysicalType.INT32 and (pa.types.is_integer(typ) or pa.types.is_date32(typ)
                                         or pa.types.is_time32(typ)):
-        ints = values.cast(pa.int64()) if pa.types.is_integer(typ) else values.cast(pa.int32())
-        arr = ints.to_numpy(zero_copy_only=False)
+        if pa.types.is_uint64(typ):  # a cast to int64 would raise pyarrow's error above 2^63
+            arr = values.to_numpy(zero_copy_only=False)
+            if arr.size and arr.max() >= (1 << 32):
+                raise InvalidValueError("value does not fit INT32")
+        else:
+            ints = values.cast(pa.int64()) if pa.types.is_integer(typ) else values.cast(pa.int32())
+            arr = ints.to_numpy(zero_copy_only=False)
         if typ.bit_width == 64 or typ == pa.uint32():
             lo, hi = -(1 << 31), (1 << 32)
             if arr.size and (arr.min() < lo or arr.max() >= hi):
@@ -119,17 +124,31 @@ def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | 
 
 
 _JULIAN_DAY_OF_EPOCH = 2440588
-_NANOS_PER_DAY = 86_400 * 10**9
+_SECONDS_PER_DAY = 86_400
+_NANOS_PER_SECOND = 10**9
+_UNITS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def int96_rows(days: npt.NDArray[np.int64], nanos_of_day: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    """The 12 INT96 bytes of each (days since 1970-01-01, nanoseconds of the day): 8 bytes LE
+    nanos of day, then 4 bytes LE Julian day. A Julian day outside 0..2^32-1 cannot be stored."""
+    julian = days.astype(np.int64) + _JULIAN_DAY_OF_EPOCH
+    if julian.size and (julian.min() < 0 or julian.max() >= (1 << 32)):
+        raise InvalidValueError("timestamp is outside the INT96 range (Julian day 0..2^32-1)")
+    out = np.empty((julian.shape[0], 12), dtype=np.uint8)
+    out[:, :8] = nanos_of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
+    out[:, 8:] = julian.astype("<u4").view(np.uint8).reshape(-1, 4)
+    return out
 
 
 def _int96_matrix(values: pa.Array) -> npt.NDArray[np.uint8]:
-    """Legacy INT96 timestamps (Spark's default): 8 bytes LE nanos of day, 4 bytes LE Julian day."""
-    nanos = values.cast(pa.timestamp("ns", tz=values.type.tz)).view(pa.int64()).to_numpy(zero_copy_only=False)
-    days, nanos_of_day = np.divmod(nanos.astype(np.int64), _NANOS_PER_DAY)
-    out = np.empty((nanos.shape[0], 12), dtype=np.uint8)
-    out[:, :8] = nanos_of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
-    out[:, 8:] = (days + _JULIAN_DAY_OF_EPOCH).astype("<u4").view(np.uint8).reshape(-1, 4)
-    return out
+    """Legacy INT96 timestamps (Spark's default) from the array's own unit, in integer arithmetic:
+    a cast to nanoseconds would overflow outside 1677-2262 (0001-01-01, 9999-12-31)."""
+    per_second = _UNITS_PER_SECOND[values.type.unit]
+    counts = values.view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+    days, units_of_day = np.divmod(counts, _SECONDS_PER_DAY * per_second)  # floor: of-day >= 0
+    nanos_of_day = units_of_day.astype(np.uint64) * np.uint64(_NANOS_PER_SECOND // per_second)
+    return int96_rows(days, nanos_of_day)
 
 
 def _fixed_matrix(values: pa.Array, width: int) -> npt.NDArray[np.uint8]:
@@ -141,8 +160,10 @@ def _fixed_matrix(values: pa.Array, width: int) -> npt.NDArray[np.uint8]:
 
 def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
     typ = values.type
-    nbytes = typ.byte_width  # 16 (decimal128) or 32 (decimal256): little-endian two's complement
+    nbytes = typ.byte_width  # 4, 8, 16 or 32 (decimal32 .. decimal256): little-endian two's complement
     le = _fixed_matrix(values, nbytes)
+    if ptype is PhysicalType.INT64 and nbytes < 8:
+        le = _sign_extend(le, 8)
     if ptype is PhysicalType.INT32:
         low = np.ascontiguousarray(le[:, :4]).view("<i4").reshape(-1)
         _check_sign_extension(le, 4)
@@ -153,8 +174,7 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
     if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
         assert width is not None
         if width > nbytes:
-            sign = np.where(le[:, -1:] >= 0x80, 0xFF, 0x00).astype(np.uint8)
-            le = np.hstack([le, np.repeat(sign, width - nbytes, axis=1)])
+            le = _sign_extend(le, width)
         else:
             _check_sign_extension(le, width)
         return xxh64_rows(np.ascontiguousarray(le[:, :width][:, ::-1]))
@@ -167,6 +187,12 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
 
         return hash_values(raw, PhysicalType.BYTE_ARRAY)
     raise InvalidValueError(f"cannot hash a decimal as {ptype.name}")
+
+
+def _sign_extend(le: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
+    """Widen little-endian two's complement rows to ``width`` bytes."""
+    sign = np.where(le[:, -1:] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+    return np.hstack([le, np.repeat(sign, width - le.shape[1], axis=1)])
 
 
 def _check_sign_extension(le: npt.NDArray[np.uint8], keep: int) -> None:

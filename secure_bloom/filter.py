@@ -10,7 +10,9 @@ hash ``h``::
     for i in 0..7:  word[i] of block  |=  1 << ((key * SALT[i]) mod 2^32 >> 27)
 
 A value may be present iff all eight bits are set. The bitset on disk is the words in order,
-each little-endian. Sizing follows parquet-java (:func:`optimal_num_bytes`): bits for (ndv, fpp)
+each little-endian. A bitset read from a file may end in 1..31 bytes that are no whole block
+(parquet-java caps filters at ``parquet.bloom.filter.max.bytes`` unrounded): as in parquet-java,
+z = floor(numBytes / 32) and the tail is kept as stored, never read or written. Sizing follows parquet-java (:func:`optimal_num_bytes`): bits for (ndv, fpp)
 are ``-8 ndv / ln(1 - fpp^(1/8))``, then rounded as BlockSplitBloomFilter rounds them, to a power
 of two in [32 bytes, 128 MiB].
 
@@ -86,11 +88,14 @@ def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     """parquet-java's bitset sizing: at least 32, next power of two, at most ``max_bytes``.
 
     A ``max_bytes`` that is not a power of two caps at the largest power of two below it
-    (parquet-java would use the cap itself, which may not even be whole blocks; we never write
-    such a filter).
+    (parquet-java would use the cap itself, which may not even be whole blocks, and Arrow C++
+    refuses such filters; we never write one). A ``max_bytes`` of 32 or less is ignored (the cap
+    is 128 MiB), as parquet-java ignores it.
     """
-    if not MIN_BITSET_BYTES <= max_bytes <= MAX_BITSET_BYTES:
-        raise ValueError(f"max_bytes must be in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {max_bytes}")
+    if not 0 < max_bytes <= MAX_BITSET_BYTES:
+        raise ValueError(f"max_bytes must be in [1, {MAX_BITSET_BYTES}], got {max_bytes}")
+    if max_bytes <= MIN_BITSET_BYTES:
+        max_bytes = MAX_BITSET_BYTES  # BlockSplitBloomFilter honours only a maximum above 32 bytes
     cap = 1 << (int(max_bytes).bit_length() - 1)
     n = max(int(num_bytes), MIN_BITSET_BYTES)
     if n & (n - 1):
@@ -128,6 +133,11 @@ def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
     return arr.reshape(-1)
 
 
+def _maybe_in_block(k: int) -> float:
+    """Chance that a random hash finds its eight bits set in a block holding ``k`` values."""
+    return float((1.0 - (31.0 / 32.0) ** k) ** 8)
+
+
 class SplitBlockBloomFilter:
     """A Parquet split-block Bloom filter.
 
@@ -136,7 +146,7 @@ class SplitBlockBloomFilter:
     serialised header + bitset.
     """
 
-    __slots__ = ("_words",)
+    __slots__ = ("_words", "_tail")
 
     def __init__(self, num_bytes: int) -> None:
         if isinstance(num_bytes, bool) or not isinstance(num_bytes, (int, np.integer)):
@@ -145,6 +155,7 @@ class SplitBlockBloomFilter:
         if not MIN_BITSET_BYTES <= n <= MAX_BITSET_BYTES or n & (n - 1):
             raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {n}")
         self._words = np.zeros(n // 4, dtype="<u4")
+        self._tail = b""
 
     # ---------------------------------------------------------------- construction
 
@@ -155,13 +166,16 @@ class SplitBlockBloomFilter:
 
     @classmethod
     def from_bitset(cls, bitset: bytes | bytearray | memoryview) -> SplitBlockBloomFilter:
-        """A filter over a copy of ``bitset`` (whole blocks; any count a file may hold)."""
+        """A filter over a copy of ``bitset``: any size from 32 bytes to 128 MiB a file may hold;
+        floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java)."""
         raw = memoryview(bitset).cast("B")
-        if len(raw) == 0 or len(raw) % BYTES_PER_BLOCK or len(raw) > MAX_BITSET_BYTES:
+        if not MIN_BITSET_BYTES <= len(raw) <= MAX_BITSET_BYTES:
             raise MalformedBitsetError(
-                f"bitset of {len(raw)} bytes is not 1..{MAX_BITSET_BYTES // BYTES_PER_BLOCK} whole 32-byte blocks")
+                f"bitset of {len(raw)} bytes is outside {MIN_BITSET_BYTES}..{MAX_BITSET_BYTES} (at least one 32-byte block)")
+        whole = len(raw) - len(raw) % BYTES_PER_BLOCK
         obj = cls.__new__(cls)
-        obj._words = np.frombuffer(raw, dtype="<u4").copy()
+        obj._words = np.frombuffer(raw[:whole], dtype="<u4").copy()
+        obj._tail = bytes(raw[whole:])
         return obj
 
     @classmethod
@@ -185,45 +199,49 @@ class SplitBlockBloomFilter:
         return serialize_header(self.num_bytes) + self.bitset
 
     def copy(self) -> SplitBlockBloomFilter:
-        return SplitBlockBloomFilter.from_bitset(self._words.tobytes())
+        return SplitBlockBloomFilter.from_bitset(self.bitset)
 
     # ---------------------------------------------------------------- properties
 
     @property
     def num_bytes(self) -> int:
-        return int(self._words.nbytes)
+        return int(self._words.nbytes) + len(self._tail)
 
     @property
     def num_blocks(self) -> int:
-        return self.num_bytes // BYTES_PER_BLOCK
+        return int(self._words.nbytes) // BYTES_PER_BLOCK
 
     @property
     def bitset(self) -> bytes:
-        """The bitset as stored on disk (words in order, each little-endian)."""
-        return self._words.tobytes()
+        """The bitset as stored on disk (words in order, each little-endian, then any tail bytes)."""
+        return self._words.tobytes() + self._tail
 
     def bits_set(self) -> int:
-        return int(np.unpackbits(self._words.view(np.uint8)).sum())
+        return int(np.unpackbits(self._words.view(np.uint8)).sum())  # bits of the blocks (not the tail)
 
     def fpp_estimate(self, n_inserted: int) -> float:
         """Expected false-positive rate after ``n_inserted`` distinct values.
 
-        Values per block follow Poisson(lambda = n / z); a block holding k values answers a
-        random probe "maybe" with probability (1 - (31/32)^k)^8.
+        A block holding k values answers a random probe "maybe" with probability
+        (1 - (31/32)^k)^8; the values per block follow Binomial(n, 1/z) exactly (one block: all n
+        in it), so the estimate also holds for the smallest filters.
         """
         if n_inserted < 0:
             raise ValueError("n_inserted must be >= 0")
-        if n_inserted == 0:
+        n, z = int(n_inserted), self.num_blocks
+        if n == 0:
             return 0.0
-        lam = n_inserted / self.num_blocks
-        lo = max(0, int(lam - 12 * math.sqrt(lam) - 10))
-        hi = int(lam + 12 * math.sqrt(lam) + 30)
-        total = 0.0
-        log_lam = math.log(lam)
-        for k in range(lo, hi + 1):
-            pk = math.exp(k * log_lam - lam - math.lgamma(k + 1))
-            total += pk * (1.0 - (31.0 / 32.0) ** k) ** 8
-        return total
+        if z == 1:
+            return _maybe_in_block(n)
+        mean, log_p, log_q = n / z, -math.log(z), math.log1p(-1.0 / z)
+        spread = 12 * math.sqrt(mean) + 30
+        log_n = math.lgamma(n + 1)
+        total = mass = 0.0
+        for k in range(max(0, int(mean - spread)), min(n, int(mean + spread)) + 1):
+            pk = math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+            total += pk * _maybe_in_block(k)
+            mass += pk
+        return min(1.0, total / mass)  # / mass: lgamma's rounding at large n cancels out
 
     # ---------------------------------------------------------------- scalar hash level
 
@@ -379,6 +397,7 @@ class SplitBlockBloomFilter:
             raise ValueError(f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes")
         out = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
         out._words = self._words | other._words
+        out._tail = bytes(a | b for a, b in zip(self._tail, other._tail))
         return out
 
     def __or__(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:
@@ -387,7 +406,8 @@ class SplitBlockBloomFilter:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SplitBlockBloomFilter):
             return NotImplemented
-        return self.num_bytes == other.num_bytes and bool(np.array_equal(self._words, other._words))
+        return (self.num_bytes == other.num_bytes and bool(np.array_equal(self._words, other._words))
+                and self._tail == other._tail)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 

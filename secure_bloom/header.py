@@ -10,7 +10,9 @@ Spec: Parquet BloomFilter.md "File Format" and parquet.thrift ``BloomFilterHeade
     }
 
 numBytes = 1024 serialises to the 16 bytes ``15 80 10 1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00``.
-Readers accept only BLOCK / XXHASH / UNCOMPRESSED and 0 < numBytes <= 128 MiB, a multiple of 32.
+Readers accept only BLOCK / XXHASH / UNCOMPRESSED and 32 <= numBytes <= 128 MiB. numBytes need not
+be a multiple of 32 (parquet-java caps filters at ``parquet.bloom.filter.max.bytes`` unrounded):
+floor(numBytes / 32) blocks are indexed and the tail bytes are kept as stored (SPEC_NOTES 3).
 
 Decrypted headers written by parquet-java carry zero padding after the Thrift STOP (it encrypts
 its whole serialisation buffer: SPEC_NOTES section 6); :func:`parse_header_plaintext` accepts
@@ -60,8 +62,10 @@ def validate_num_bytes(num_bytes: int, available: int | None = None) -> int:
     """Check a declared bitset size before anything is allocated for it."""
     if not 0 < num_bytes <= MAX_BITSET_BYTES:
         raise MalformedHeaderError(f"numBytes {num_bytes} outside 1..{MAX_BITSET_BYTES}")
-    if num_bytes % BYTES_PER_BLOCK:
-        raise MalformedHeaderError(f"numBytes {num_bytes} is not a multiple of {BYTES_PER_BLOCK}")
+    if num_bytes < BYTES_PER_BLOCK:
+        # parquet-java would index block 0 of a filter with no whole block and read past its end.
+        raise MalformedHeaderError(f"numBytes {num_bytes} is less than one {BYTES_PER_BLOCK}-byte block; "
+                                   "no reader can probe such a filter")
     if available is not None and num_bytes > available:
         raise MalformedHeaderError(f"numBytes {num_bytes} exceeds the {available} bytes available")
     return num_bytes

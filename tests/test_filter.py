@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
 from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
 from secure_bloom.hashing import PhysicalType, hash_value, hash_values
+from secure_bloom.header import MAX_BITSET_BYTES
 
 DATA = Path(__file__).parent / "data"
 VECTORS = DATA / "parquet-testing"
@@ -74,8 +76,8 @@ def test_sizing_arguments_checked() -> None:
             optimal_num_bits(10, fpp)
     with pytest.raises(ValueError):
         optimal_num_bits(-1, 0.01)
-    with pytest.raises(ValueError):
-        round_num_bytes(64, max_bytes=16)
+    with pytest.raises(ValueError, match="max_bytes must be in"):
+        round_num_bytes(64, max_bytes=0)
     with pytest.raises(ValueError):
         round_num_bytes(64, max_bytes=256 * MIB)
 
@@ -379,8 +381,8 @@ def test_from_bytes_strictness() -> None:
         SplitBlockBloomFilter.from_bytes(raw + b"\x00")
     with pytest.raises(MalformedHeaderError):
         SplitBlockBloomFilter.from_bytes(raw[:-1])
-    for bad in (b"", b"\x00" * 31, b"\x00" * 33):
-        with pytest.raises(MalformedBitsetError):
+    for bad in (b"", b"\x00" * 31, b"\x00" * (MAX_BITSET_BYTES + 1)):
+        with pytest.raises(MalformedBitsetError, match="at least one 32-byte block"):
             SplitBlockBloomFilter.from_bitset(bad)
 
 
@@ -443,3 +445,31 @@ def test_non_power_of_two_filters_from_files_agree(blocks: int, hashes: list[int
     assert bf.check_hashes(np.array(hashes, dtype=np.uint64)).all()
     probes = [h ^ 0x5555 for h in hashes]
     assert bf.check_hashes(np.array(probes, dtype=np.uint64)).tolist() == [bf.check_hash(p) for p in probes]
+
+
+def test_a_max_of_32_bytes_or_less_is_ignored_as_parquet_java_does() -> None:
+    """Issue 15 item 23: BlockSplitBloomFilter honours only a maximum above 32 bytes; ndv=1000 at
+    fpp 0.01 with max 32 is 2048 bytes in parquet-java (it was 32 here)."""
+    assert optimal_num_bytes(1000, 0.01, max_bytes=32) == 2048
+    assert optimal_num_bytes(1000, 0.01, max_bytes=1) == 2048
+    assert SplitBlockBloomFilter.for_ndv(1000, 0.01, max_bytes=16).num_bytes == 2048
+    assert optimal_num_bytes(1000, 0.01, max_bytes=64) == 64  # above 32 the max holds
+
+
+@pytest.mark.parametrize(("num_bytes", "n"), [(32, 1), (32, 10), (32, 200), (64, 20), (96, 40), (256, 60),
+                                              (1000, 300), (1024, 1500), (1 << 16, 50_000)])
+def test_fpp_estimate_matches_the_measured_rate_small_and_large(num_bytes: int, n: int) -> None:
+    """Issue 15 item 19: the estimate must hold for tiny filters too (a 32-byte filter holding 200
+    values answers "maybe" to almost everything). Random hashes, fixed seed, 4-sigma tolerance."""
+    rng = np.random.default_rng(num_bytes * 7919 + n)
+    header = filter_module.serialize_header(num_bytes)
+    trials, probes = 24, 4000
+    rates = []
+    for _ in range(trials):  # the estimate is an expectation over filters: average several
+        bf = SplitBlockBloomFilter.from_bytes(header + bytes(num_bytes))
+        bf.insert_hashes(rng.integers(0, 2**64, size=n, dtype=np.uint64))
+        rates.append(float(bf.check_hashes(rng.integers(0, 2**64, size=probes, dtype=np.uint64)).mean()))
+    estimate = bf.fpp_estimate(n)
+    spread = float(np.std(rates, ddof=1)) / math.sqrt(trials)
+    noise = math.sqrt(max(estimate * (1 - estimate), 1e-4) / (trials * probes))
+    assert abs(float(np.mean(rates)) - estimate) <= 4 * (spread + noise) + 0.001, (np.mean(rates), estimate)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from secure_bloom.errors import InvalidValueError
+from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.hashing import PhysicalType, hash_binary_arrays, hash_value, hash_values, plain_bytes
 from secure_bloom.logical import encode_date, encode_decimal, encode_timestamp
 from secure_bloom.xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
@@ -398,3 +399,54 @@ def test_python_list_fast_paths_keep_the_scalar_semantics() -> None:
     big = [2**64 - 1, -(2**63), 0]
     assert hash_values(big, P.INT64).tolist() == _scalar(big, P.INT64)
     assert hash_values(iter([1, None, 2]), P.INT32).tolist() == _scalar([1, 2], P.INT32)
+
+
+def _int96_from_calendar(when: dt.datetime) -> bytes:
+    """INT96 bytes from the calendar, independently of the library (Julian day of 1970-01-01 is 2440588)."""
+    of_day = ((when.hour * 60 + when.minute) * 60 + when.second) * 10**9 + when.microsecond * 1000
+    julian = (when.date() - dt.date(1970, 1, 1)).days + 2440588
+    return of_day.to_bytes(8, "little") + julian.to_bytes(4, "little")
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us"])
+def test_int96_from_arrow_timestamps_beyond_the_nanosecond_range(unit: str) -> None:
+    """Issue 15 item 1: insert(timestamp[us] array, "INT96") raised pyarrow's ArrowInvalid for
+    9999-12-31 / 0001-01-01 (a cast through nanoseconds); the hashes come from the array's own unit."""
+    keep = {"s": 0, "ms": 1000, "us": 1}[unit]
+    whens = [dt.datetime(9999, 12, 31, 23, 59, 59, 999999), dt.datetime(1, 1, 1), dt.datetime(1677, 9, 21),
+             dt.datetime(1969, 12, 31, 23, 59, 59, 999999), dt.datetime(2262, 4, 12, 1)]
+    whens = [w.replace(microsecond=w.microsecond // keep * keep if keep else 0) for w in whens]
+    expected = [xxhash.xxh64_intdigest(_int96_from_calendar(w)) for w in whens]
+    for typ in (pa.timestamp(unit), pa.timestamp(unit, tz="Europe/Paris")):  # tz-aware arrays hold UTC counts
+        arr = pa.array(whens + [None], pa.timestamp(unit)).cast(typ)
+        assert hash_values(arr, P.INT96).tolist() == expected
+    bf = SplitBlockBloomFilter(1024)
+    assert bf.insert(pa.array(whens, pa.timestamp(unit)), "INT96") == len(whens)
+    assert bf.might_contain(_int96_from_calendar(whens[0]), "INT96")
+
+
+def test_int96_outside_the_julian_day_range_is_refused() -> None:
+    """A timestamp[s] far beyond year 9999 has no 4-byte Julian day: a clear error, not a wrapped day."""
+    with pytest.raises(InvalidValueError, match="outside the INT96 range"):
+        hash_values(pa.array([(1 << 62)], pa.timestamp("s")), P.INT96)
+
+
+@pytest.mark.parametrize("typ", [pa.decimal32(9, 2), pa.decimal64(18, 2)])
+def test_narrow_arrow_decimals_widen_exactly(typ: pa.DataType) -> None:
+    """Audit of issue 15 item 1: decimal32 as INT64 crashed in a numpy view; every physical type
+    of a narrow decimal hashes as the same values in decimal128."""
+    arr = pa.array([Decimal("-1.23"), Decimal("4.56"), None, Decimal("-0.01")], typ)
+    wide = arr.cast(pa.decimal128(18, 2))
+    for ptype, width in ((P.INT32, None), (P.INT64, None), (P.FIXED_LEN_BYTE_ARRAY, 16), (P.BYTE_ARRAY, None)):
+        assert hash_values(arr, ptype, type_length=width).tolist() == \
+            hash_values(wide, ptype, type_length=width).tolist() == \
+            [hash_value(encode_decimal(v, ptype, scale=2, type_length=width), ptype, type_length=width)
+             for v in ("-1.23", "4.56", "-0.01")]
+
+
+def test_uint64_arrow_values_beyond_int32_are_our_error() -> None:
+    """A uint64 array for an INT32 column: our InvalidValueError, not pyarrow's cast error."""
+    assert hash_values(pa.array([7, 2**32 - 1], pa.uint64()), P.INT32).tolist() == \
+        [hash_value(7, P.INT32), hash_value(2**32 - 1, P.INT32)]
+    with pytest.raises(InvalidValueError, match="does not fit INT32"):
+        hash_values(pa.array([2**63 + 5], pa.uint64()), P.INT32)

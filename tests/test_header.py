@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from robustness_support import varint
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError, MalformedInputError
-from secure_bloom.filter import SplitBlockBloomFilter
+from secure_bloom.filter import SALT, SplitBlockBloomFilter
 from secure_bloom.header import (
     MAX_BITSET_BYTES,
     MAX_HEADER_BYTES,
@@ -60,7 +61,7 @@ def test_header_matches_thrift_codec() -> None:
     assert thrift_codec.serialize(parsed) == HEADER_1024
 
 
-@pytest.mark.parametrize("num_bytes", [0, -32, -1, 31, 33, 1000, MAX_BITSET_BYTES + 32, 2**31 - 1, 2**40, -(2**40)])
+@pytest.mark.parametrize("num_bytes", [0, -32, -1, 1, 31, MAX_BITSET_BYTES + 1, 2**31 - 1, 2**40, -(2**40)])
 def test_bad_num_bytes_refused(num_bytes: int) -> None:
     raw = _header(num_bytes)
     with pytest.raises(MalformedHeaderError):
@@ -201,3 +202,43 @@ def test_parquet_java_padding_accepted_and_nothing_else() -> None:
         parse_header_plaintext(HEADER_1024 + b"\x00" * MAX_HEADER_BYTES)
     with pytest.raises(MalformedHeaderError):
         parse_header_plaintext(HEADER_1024[:-1])
+
+
+@pytest.mark.parametrize("num_bytes", [33, 63, 1000, 1001, 31_250 * 32 + 7])
+def test_num_bytes_not_a_multiple_of_32_is_read_as_parquet_java_reads_it(num_bytes: int) -> None:
+    """Issue 15 item 23 (SPEC_NOTES 3): parquet-java writes numBytes = parquet.bloom.filter.max.bytes
+    unrounded (e.g. 1000) and indexes floor(numBytes / 32) blocks; the tail bytes are kept as stored,
+    so the filter re-serialises byte for byte."""
+    rng = np.random.default_rng(num_bytes)
+    bitset = rng.integers(0, 256, size=num_bytes, dtype=np.uint8).tobytes()
+    raw = _header(num_bytes) + bitset
+    bf = SplitBlockBloomFilter.from_bytes(raw)
+    z = num_bytes // 32
+    assert (bf.num_bytes, bf.num_blocks) == (num_bytes, z)
+    assert bf.to_bytes() == raw and bf.copy() == bf
+    words = np.frombuffer(bitset[:z * 32], dtype="<u4").reshape(z, 8)
+    hashes = rng.integers(0, 2**64, size=2000, dtype=np.uint64)
+
+    def java_find(h: int) -> bool:  # findHash, written out: block ((h >>> 32) * numBlocks) >> 32
+        block = ((h >> 32) * z) >> 32
+        key = h & 0xFFFFFFFF
+        return all(int(words[block, i]) >> (((key * salt) & 0xFFFFFFFF) >> 27) & 1 for i, salt in enumerate(SALT))
+
+    assert bf.check_hashes(hashes).tolist() == [java_find(int(h)) for h in hashes]
+    empty = SplitBlockBloomFilter.from_bytes(_header(num_bytes) + b"\x00" * num_bytes)
+    empty.insert_hashes(hashes)
+    scalar = SplitBlockBloomFilter.from_bytes(_header(num_bytes) + b"\x00" * num_bytes)
+    for h in hashes[:300]:
+        scalar.insert_hash(int(h))
+    assert bool(empty.check_hashes(hashes).all()) and bool(scalar.check_hashes(hashes[:300]).all())
+    assert empty.bitset[z * 32:] == b"\x00" * (num_bytes % 32)  # the tail is never written
+    assert scalar.bitset[:z * 32] == _scalar_reference(hashes[:300], z)
+
+
+def _scalar_reference(hashes: np.ndarray, z: int) -> bytes:
+    words = np.zeros((z, 8), dtype="<u4")
+    for h in map(int, hashes):
+        block, key = ((h >> 32) * z) >> 32, h & 0xFFFFFFFF
+        for i, salt in enumerate(SALT):
+            words[block, i] |= np.uint32(1 << (((key * salt) & 0xFFFFFFFF) >> 27))
+    return words.tobytes()

@@ -416,10 +416,118 @@ def test_arrow_arrays_are_hashed_in_the_stored_unit() -> None:
     assert leaf_values(pa.array([3], pa.time32("s")), time_ms).cast(pa.int32()).to_pylist() == [3000]
     date = dataclasses.replace(millis, physical_type=PhysicalType.INT32, logical_type="DATE", time_unit=None)
     assert leaf_values(pa.array([dt.date(1970, 1, 3)], pa.date64()), date).type == pa.date32()
-    wrong = hash_values(seconds, PhysicalType.INT64)  # seconds hashed as if they were the stored millis
-    with pytest.raises(AttachError, match="hashes differently"):
-        attach_module._cross_check(seconds, wrong, millis)
-    attach_module._cross_check(seconds, hash_values(leaf_values(seconds, millis), PhysicalType.INT64), millis)
+    # The cross-check probes the stored min / max (footer statistics, plain bytes) in the new filter.
+    stats = thrift_codec.idl().Statistics(min_value=(1000).to_bytes(8, "little"), max_value=(2000).to_bytes(8, "little"))
+    wrong = SplitBlockBloomFilter(32)
+    wrong.insert_hashes(hash_values(seconds, PhysicalType.INT64))  # seconds hashed as if they were the stored millis
+    with pytest.raises(AttachError, match="not in the filter built from the values pyarrow read"):
+        attach_module._cross_check(wrong, stats, millis)
+    right = SplitBlockBloomFilter(32)
+    right.insert_hashes(hash_values(leaf_values(seconds, millis), PhysicalType.INT64))
+    attach_module._cross_check(right, stats, millis)
+
+
+_EPOCH_DAY = dt.date(1970, 1, 1)
+
+
+def _int96_stored(when: dt.datetime, extra_nanos: int = 0) -> bytes:
+    """INT96 bytes computed from the calendar, independently of the library: nanoseconds of the day
+    (8 bytes LE), then the Julian day (4 bytes LE; 1970-01-01 is Julian day 2440588)."""
+    of_day = ((when.hour * 60 + when.minute) * 60 + when.second) * 10**9 + when.microsecond * 1000 + extra_nanos
+    julian = (when.date() - _EPOCH_DAY).days + 2440588
+    return of_day.to_bytes(8, "little") + julian.to_bytes(4, "little")
+
+
+def _xxh64(raw: bytes) -> int:
+    import xxhash
+
+    return int(xxhash.xxh64_intdigest(raw))
+
+
+def test_attach_int96_hashes_the_stored_bytes_of_extreme_timestamps(tmp_path: Path) -> None:
+    """Issue 15 item 1: INT96 read by pyarrow in nanoseconds wraps outside 1677-2262, and the
+    filter was built from the wrapped values: 9999-12-31 answered "absent". The filter must hold
+    the 12 bytes the file stores (found in its plain, uncompressed data page)."""
+    extremes = [dt.datetime(9999, 12, 31, 23, 59, 59, 999999), dt.datetime(9999, 12, 31), dt.datetime(1, 1, 1),
+                dt.datetime(1, 1, 1, 0, 0, 0, 1), dt.datetime(1677, 9, 21), dt.datetime(2262, 4, 12),
+                dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59, 999999)]
+    ns_edges = [-(1 << 63) + 1, (1 << 63) - 1, -1, 0]
+    table = pa.table({"ts": pa.array(extremes + [None], pa.timestamp("us")),
+                      "ns": pa.array(ns_edges + [None] * (len(extremes) + 1 - len(ns_edges)), pa.timestamp("ns"))})
+    src = write_plain(tmp_path / "int96.parquet", table, use_deprecated_int96_timestamps=True,
+                      use_dictionary=False, compression="NONE")
+    stored = {"ts": [_int96_stored(v) for v in extremes],
+              "ns": [_int96_stored(dt.datetime(1970, 1, 1) + dt.timedelta(days=d, microseconds=n // 1000), n % 1000)
+                     for d, n in (divmod(v, 86_400 * 10**9) for v in ns_edges)]}
+    data = src.read_bytes()
+    for raw in stored["ts"] + stored["ns"]:
+        assert raw in data  # the independent computation is what the page holds
+    dst = tmp_path / "out.parquet"
+    attach_bloom_filters(src, dst, ["ts", "ns"])
+    with ParquetBloomReader(dst) as r:
+        for column, raws in stored.items():
+            bf = r.bloom_filter(0, column)
+            assert bf is not None
+            assert [bf.check_hash(_xxh64(raw)) for raw in raws] == [True] * len(raws)
+        assert r.row_groups_maybe_containing("ts", dt.datetime(9999, 12, 31)) == [0]
+        assert r.row_groups_maybe_containing("ts", dt.datetime(1, 1, 1)) == [0]
+
+
+def test_attach_nanos_view_and_uuid_columns_without_pandas(tmp_path: Path) -> None:
+    """Issue 15 item 14: TIMESTAMP(NANOS) / TIME(NANOS) failed without pandas (the cross-check
+    called to_pylist) and string_view, binary_view and arrow.uuid had no count_distinct kernel.
+    Run in a process where pandas cannot be imported; every stored value is then found."""
+    import subprocess
+    import sys
+    import uuid
+
+    n = 50
+    uuids = [uuid.UUID(int=(i * 0x9E3779B97F4A7C15) % (1 << 128)) for i in range(n)]
+    table = pa.table({
+        "ts_ns": pa.array([(1 << 63) - 1 - i * 999_999_937 for i in range(n)], pa.timestamp("ns")),
+        "t_ns": pa.array([86_399_999_999_999 - i * 1_000_001 for i in range(n)], pa.time64("ns")),
+        "sv": pa.array([f"s{i}" * (i % 20) for i in range(n)], pa.string_view()),
+        "bv": pa.array([bytes([i]) * (i % 40) for i in range(n)], pa.binary_view()),
+        "id": pa.array([u.bytes for u in uuids], pa.uuid()),
+    })
+    src = write_plain(tmp_path / "src.parquet", table)
+    dst = tmp_path / "out.parquet"
+    script = ("import sys\n"
+              "class NoPandas:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name.split('.')[0] == 'pandas':\n"
+              "            raise ModuleNotFoundError(name)\n"
+              "sys.meta_path.insert(0, NoPandas())\n"
+              "from secure_bloom.parquet import attach_bloom_filters\n"
+              f"attach_bloom_filters({str(src)!r}, {str(dst)!r}, ['ts_ns', 't_ns', 'sv', 'bv', 'id'])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stored = {"ts_ns": [((1 << 63) - 1 - i * 999_999_937).to_bytes(8, "little", signed=True) for i in range(n)],
+              "t_ns": [(86_399_999_999_999 - i * 1_000_001).to_bytes(8, "little") for i in range(n)],
+              "sv": [(f"s{i}" * (i % 20)).encode() for i in range(n)],
+              "bv": [bytes([i]) * (i % 40) for i in range(n)],
+              "id": [u.bytes for u in uuids]}
+    with ParquetBloomReader(dst) as r:
+        for column, raws in stored.items():
+            bf = r.bloom_filter(0, column)
+            assert bf is not None, column
+            assert [bf.check_hash(_xxh64(raw)) for raw in raws] == [True] * n, column
+
+
+def test_expected_fpp_counts_the_values_inserted_not_the_ndv_given(tmp_path: Path) -> None:
+    """Issue 15 item 19: --column ssn:ndv=1 gave a 32-byte filter holding 2,000 values and reported
+    expected_fpp 0.000% while it answers "maybe" to every probe. The estimate comes from the
+    distinct values inserted and matches the measured rate."""
+    src = write_plain(tmp_path / "src.parquet", row_group_size=2000)
+    report = attach_bloom_filters(src, tmp_path / "out.parquet", ["ssn"], ndv=1)
+    f = report.filters[0]
+    assert (f.num_bytes, f.ndv, f.values) == (32, 1, 2000)
+    with ParquetBloomReader(tmp_path / "out.parquet") as r:
+        bf = r.bloom_filter(0, "ssn")
+        assert bf is not None
+        measured = float(bf.might_contain_many([f"absent-{i}" for i in range(4000)], "BYTE_ARRAY").mean())
+    assert measured == 1.0 and f.expected_fpp == pytest.approx(1.0, abs=1e-6)
 
 
 def test_replacing_a_leaked_plaintext_filter_leaves_none_of_its_bytes(tmp_path: Path) -> None:

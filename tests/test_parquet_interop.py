@@ -24,7 +24,7 @@ from secure_bloom.parquet import MAYBE, KeyAccess, ParquetBloomReader, attach_bl
 from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe, format_value
 from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
 from secure_bloom.spark.session import applied_policy
-from spark_bloom_data import SparkBloomFiles
+from spark_bloom_data import SparkBloomFiles, make_policy, random_key_list, standard_dataframe, write_parquet
 
 pytestmark = pytest.mark.interop
 
@@ -64,6 +64,27 @@ def test_reader_finds_every_spark_value_in_its_row_group(spark_bloom_files: Spar
                     assert sum(a == MAYBE for a in others) <= len(others) * 0.05, (col.path, g)
                 else:
                     assert set(answers) == {MAYBE}  # no filter: never "absent"
+
+
+def test_reader_uses_parquet_java_filters_capped_at_a_max_that_is_no_multiple_of_32(spark: Any,
+                                                                                     tmp_path: Path) -> None:
+    """Issue 15 item 23: with parquet.bloom.filter.max.bytes=1000 parquet-java writes 1000-byte
+    bitsets (31 blocks and 8 unused bytes); they were refused ("not a multiple of 32"). Every
+    value is found in its own row group, and the bitset keeps all 1000 bytes."""
+    key_list = random_key_list()
+    policy = make_policy(KeyListKmsConfig(key_list), bloom_filter_max_bytes=1000)
+    path = write_parquet(spark, standard_dataframe(spark), tmp_path / "max1000", policy)
+    from spark_bloom_data import expected_columns
+
+    columns = {name: col for name, col in expected_columns().items() if col.has_filter}
+    with ParquetBloomReader(path, KeyAccess(kms=KeyListKms(key_list))) as r:
+        for col in columns.values():
+            n = len(col.row_groups[0])
+            result = r.probe(col.path, [v for group in col.row_groups for v in group])
+            for g, rg in enumerate(result.row_groups):
+                bf = r.bloom_filter(g, col.path)
+                assert bf is not None and (bf.num_bytes, bf.num_blocks, len(bf.bitset)) == (1000, 31, 1000), col.path
+                assert [a for _, a in rg.values][g * n:(g + 1) * n] == [MAYBE] * n, (col.path, g)
 
 
 def test_reader_takes_logical_values_for_spark_types(spark_bloom_files: SparkBloomFiles) -> None:

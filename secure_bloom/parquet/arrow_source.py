@@ -8,7 +8,8 @@ files raise :class:`UnsupportedParquetFeatureError`.
 
 Values come back as the leaf column's Arrow array, in the form :func:`secure_bloom.filter.
 SplitBlockBloomFilter.insert` hashes exactly as Parquet writers do (INT96 timestamps are turned
-back into their 12 raw bytes, FLOAT16 into 2 little-endian bytes, extension types into storage).
+back into their 12 stored bytes from a nanosecond and a second read, exact for every date;
+FLOAT16 into 2 little-endian bytes, extension types into storage, view types into large_binary).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_values import int96_rows
 from ..errors import MissingKeyError, UnsupportedParquetFeatureError
 from ..hashing import PhysicalType
 from ..kms.client import is_kms_client
@@ -32,7 +34,6 @@ from .schema import ColumnInfo
 
 __all__ = ["ArrowChunkSource", "decryption_properties", "leaf_values"]
 
-_JULIAN_EPOCH_DAY = 2440588
 _NANOS_PER_DAY = 86_400 * 10**9
 
 
@@ -78,14 +79,21 @@ def _fixed(raw: np.ndarray, width: int) -> pa.Array:
                                                 [None, pa.py_buffer(np.ascontiguousarray(raw).tobytes())])
 
 
-def _int96_bytes(values: pa.Array) -> pa.Array:
-    """timestamp -> the 12 INT96 bytes: nanos of day (8, LE) then Julian day (4, LE). Nulls dropped."""
-    nanos = pc.drop_null(values).cast(pa.timestamp("ns")).view(pa.int64()).to_numpy(zero_copy_only=False)
-    days, of_day = np.divmod(nanos.astype(np.int64), _NANOS_PER_DAY)
-    out = np.empty((nanos.shape[0], 12), dtype=np.uint8)
-    out[:, :8] = of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
-    out[:, 8:] = (days + _JULIAN_EPOCH_DAY).astype("<u4").view(np.uint8).reshape(-1, 4)
-    return _fixed(out, 12)
+def _int96_bytes(nanos: pa.Array, seconds: pa.Array) -> pa.Array:
+    """The 12 stored INT96 bytes of each value, from two pyarrow reads of the same column.
+
+    pyarrow turns INT96 into ``(julian_day - 2440588) * units_per_day + nanos_of_day / nanos_per_unit``
+    in 64-bit wrap-around arithmetic: in seconds that is exact for every Julian day, in nanoseconds
+    it is exact modulo 2^64 (it wraps outside 1677-2262). The day comes from the seconds, the
+    nanoseconds of the day from the difference, so the bytes are the stored ones whenever the
+    nanoseconds of the day are below one day (as every writer stores them). Nulls dropped.
+    """
+    secs = pc.drop_null(seconds).view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+    wrapped = pc.drop_null(nanos).view(pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+    days = np.floor_divide(secs, 86_400)
+    with np.errstate(over="ignore"):
+        of_day = wrapped - days.view(np.uint64) * np.uint64(_NANOS_PER_DAY)
+    return _fixed(int96_rows(days, of_day), 12)
 
 
 def _float16_bytes(values: pa.Array) -> pa.Array:
@@ -112,24 +120,18 @@ def _in_column_unit(values: pa.Array, column: ColumnInfo) -> pa.Array:
 
 
 def _hashable(values: pa.Array, column: ColumnInfo) -> pa.Array:
-    if isinstance(values.type, pa.ExtensionType):
+    if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
-    if column.physical_type is PhysicalType.INT96 and pa.types.is_timestamp(values.type):
-        return _int96_bytes(values)
+    if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())  # count_distinct has no kernel for view types
     if pa.types.is_float16(values.type):
         return _float16_bytes(values)
     return _in_column_unit(values, column)
 
 
-def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnInfo) -> pa.Array:
-    """The leaf values of ``column`` from the array of its top-level field.
-
-    Struct fields are followed by name (parent nulls applied); a standard three-level list
-    (``<name>.list.element``) is flattened. Other nesting raises
-    :class:`UnsupportedParquetFeatureError`.
-    """
+def _leaf(array: pa.ChunkedArray | pa.Array, column: ColumnInfo) -> pa.Array:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     parts = list(column.path_in_schema[1:])
@@ -151,7 +153,18 @@ def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnInfo) -> pa.Arr
             f"column {column.path!r}: nesting of Arrow type {array.type} is not supported for attach")
     if pa.types.is_nested(array.type):
         raise UnsupportedParquetFeatureError(f"column {column.path!r} is not a primitive leaf in Arrow ({array.type})")
-    return _hashable(array, column)
+    return array
+
+
+def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnInfo) -> pa.Array:
+    """The leaf values of ``column`` from the array of its top-level field.
+
+    Struct fields are followed by name (parent nulls applied); a standard three-level list
+    (``<name>.list.element``) is flattened. Other nesting raises
+    :class:`UnsupportedParquetFeatureError`. INT96 columns need two reads: see
+    :meth:`ArrowChunkSource.values`.
+    """
+    return _hashable(_leaf(array, column), column)
 
 
 class ArrowChunkSource:
@@ -160,15 +173,34 @@ class ArrowChunkSource:
     def __init__(self, path: str | os.PathLike[str], decryption: Any) -> None:
         import pyarrow.parquet as pq
 
-        self._file = pq.ParquetFile(os.fspath(path), decryption_properties=decryption)
+        self._path = os.fspath(path)
+        self._decryption = decryption
+        self._file = pq.ParquetFile(self._path, decryption_properties=decryption, coerce_int96_timestamp_unit="ns")
+        self._seconds: Any = None  # the same file with INT96 read as seconds (opened on demand)
+
+    def _read(self, file: Any, row_group: int, column: ColumnInfo) -> pa.Array:
+        table = file.read_row_group(row_group, columns=[column.path_in_schema[0]], use_threads=False)
+        return _leaf(table.column(0), column)
 
     def values(self, row_group: int, column: ColumnInfo) -> pa.Array:
-        top = column.path_in_schema[0]
-        table = self._file.read_row_group(row_group, columns=[top], use_threads=False)
-        return leaf_values(table.column(0), column)
+        nanos = self._read(self._file, row_group, column)
+        if column.physical_type is PhysicalType.INT96:
+            return _int96_bytes(nanos, self.int96_seconds(row_group, column))
+        return _hashable(nanos, column)
+
+    def int96_seconds(self, row_group: int, column: ColumnInfo) -> pa.Array:
+        """An INT96 column as pyarrow reads it in seconds (exact for every stored day)."""
+        import pyarrow.parquet as pq
+
+        if self._seconds is None:
+            self._seconds = pq.ParquetFile(self._path, decryption_properties=self._decryption,
+                                           coerce_int96_timestamp_unit="s")
+        return self._read(self._seconds, row_group, column)
 
     def close(self) -> None:
         self._file.close()
+        if self._seconds is not None:
+            self._seconds.close()
 
     def __enter__(self) -> ArrowChunkSource:
         return self

@@ -43,7 +43,6 @@ from ..encrypted_filter import encrypt_bloom_filter
 from ..errors import (
     AttachError,
     DestinationExistsError,
-    InvalidValueError,
     MissingKeyError,
     PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
@@ -51,7 +50,7 @@ from ..errors import (
     UnsupportedParquetFeatureError,
 )
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
-from ..hashing import PhysicalType, hash_values
+from ..hashing import PhysicalType, hash_value, hash_values
 from ..kms.material import KeyMetadata
 from ..kms.sidecar import _fsync_dir, sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
@@ -61,7 +60,6 @@ from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
 from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
-from .values import hash_for_column
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
            "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
@@ -71,7 +69,6 @@ DEFAULT_FPP = 0.01
 DEFAULT_MAX_BYTES = 1 << 20
 _COPY_BLOCK = 1 << 20
 _SAMPLE = 64
-_CROSS_CHECK = 16
 
 #: ``progress(stage, done, total)``; stages "filters" (chunks built) and "copy" (bytes written).
 Progress = Callable[[str, int, int], None]
@@ -297,6 +294,7 @@ class _Planned:
     sample: np.ndarray
     replaced: bool
     capped: bool = False
+    inserted_distinct: int = 0
     data: bytes = b""
     offset: int = 0
 
@@ -333,27 +331,53 @@ def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, 
     bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
     capped = optimal_num_bytes(distinct, fpp) > bf.num_bytes
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
-    _cross_check(values, hashes, info)
     bf.insert_hashes(hashes)
+    meta = reader._meta(chunk)
+    _cross_check(bf, meta.statistics, info)
     step = max(1, hashes.size // _SAMPLE)
-    replaced = reader._meta(chunk).bloom_filter_offset is not None
+    replaced = meta.bloom_filter_offset is not None
     return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=hashes[::step][:_SAMPLE],
-                    replaced=replaced, capped=capped)
+                    replaced=replaced, capped=capped,
+                    inserted_distinct=distinct if ndv is None else int(np.unique(hashes).size))
 
 
-def _cross_check(values: Any, hashes: np.ndarray, info: ColumnInfo) -> None:
-    """The Arrow (buffer) hashes of the first values must equal the hashes of the same values
-    taken one by one as Python values: a guard against an Arrow type whose stored form differs
-    from what the file holds (units, widths). Values Python cannot represent are skipped."""
-    head = pc.drop_null(values)[:_CROSS_CHECK]
-    for i, value in enumerate(head.to_pylist() if len(head) else []):
-        try:
-            expected = hash_for_column(value, info)
-        except (InvalidValueError, ValueError, TypeError, OverflowError):
+_STORED_WIDTH = {PhysicalType.INT32: 4, PhysicalType.INT64: 8, PhysicalType.FLOAT: 4, PhysicalType.DOUBLE: 8,
+                 PhysicalType.INT96: 12}
+
+
+def _stored_values(statistics: Any, info: ColumnInfo) -> list[bytes]:
+    """The chunk's min and max as the file stores them (plain encoding, no length prefix): values
+    the chunk holds, read without pyarrow. Left out: inexact (truncated) bounds, values of the
+    wrong width, and floating-point zeros and NaN (writers put -0.0 / +0.0 in bounds in place of
+    either zero, and leave NaN out)."""
+    if statistics is None:
+        return []
+    width = _STORED_WIDTH.get(info.physical_type, info.type_length)
+    is_float = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE) or info.logical_type == "FLOAT16"
+    out: list[bytes] = []
+    for raw, exact in ((statistics.min_value, statistics.is_min_value_exact),
+                       (statistics.max_value, statistics.is_max_value_exact),
+                       (statistics.min, None), (statistics.max, None)):
+        if raw is None or exact is False or (width is not None and len(raw) != width):
             continue
-        if int(hashes[i]) != expected:
-            raise AttachError(f"column {info.path!r} ({info.type_name}): Arrow type {values.type} hashes "
-                              "differently from the values it holds; refusing to write a wrong filter")
+        raw = bytes(raw)
+        if is_float:
+            number = np.frombuffer(raw, dtype={2: "<f2", 4: "<f4", 8: "<f8"}[len(raw)])[0]
+            if number == 0 or np.isnan(number):
+                continue
+        out.append(raw)
+    return out
+
+
+def _cross_check(bf: SplitBlockBloomFilter, statistics: Any, info: ColumnInfo) -> None:
+    """The chunk's stored min and max (footer statistics: the physical bytes as written, not
+    values pyarrow converted) must be "maybe" in the new filter: a guard, independent of the
+    Arrow read, against a conversion that does not give back what the file holds."""
+    for raw in _stored_values(statistics, info):
+        if not bf.check_hash(hash_value(raw, PhysicalType.BYTE_ARRAY)):
+            raise AttachError(f"column {info.path!r} ({info.type_name}): a value the chunk stores (its statistics' "
+                              f"min or max, 0x{raw.hex()[:64]}) is not in the filter built from the values pyarrow "
+                              "read; refusing to write a wrong filter")
 
 
 def _uses_external_material(reader: ParquetBloomReader) -> bool:
@@ -633,7 +657,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
                                    encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),
-                                   replaced=p.replaced, expected_fpp=p.bf.fpp_estimate(p.ndv),
+                                   replaced=p.replaced, expected_fpp=p.bf.fpp_estimate(p.inserted_distinct),
                                    capped=p.capped) for p in planned)
     return AttachReport(src=os.fspath(src_path), dst=os.fspath(dst_path), footer_mode=footer.mode,
                         filters=filters, kept_filters=len(kept), src_bytes=reader.tail.file_size,

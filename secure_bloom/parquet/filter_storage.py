@@ -73,7 +73,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
         return FilterStorage(GARBAGE, detail="the bitset module is missing")
     (second,) = struct.unpack_from("<I", read_at(second_at, LENGTH_PREFIX), 0)
     num_bytes = second - _GCM_OVERHEAD
-    if not MIN_BITSET_BYTES <= num_bytes <= MAX_BITSET_BYTES or num_bytes % 32:
+    if not MIN_BITSET_BYTES <= num_bytes <= MAX_BITSET_BYTES:
         return FilterStorage(GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
     end = second_at + LENGTH_PREFIX + second
     if (length is not None and end != length) or end > available:
