@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import struct
+import sys
 from decimal import Decimal
 
 import pytest
@@ -91,3 +94,105 @@ def test_boolean_column_refused(spark):  # type: ignore[no-untyped-def]
     df = spark.range(3).selectExpr("id % 2 = 0 as flag")
     with pytest.raises(InvalidValueError, match="no Parquet Bloom filter"):
         build_bloom_filter(df, "flag", num_bytes=64)
+
+
+# --- the Spark-side build against parquet-java's own filter (issue 15 item 27) ---------------------
+
+_EXTREME_ROWS = 12
+_F32_MAX = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
+_F32_MIN_SUB = struct.unpack("<f", struct.pack("<I", 1))[0]
+_UTC = dt.timezone.utc
+_TS_EXTREMES = [dt.datetime(1, 1, 1, tzinfo=_UTC), dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
+                dt.datetime(1970, 1, 1, tzinfo=_UTC), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC)]
+
+
+def _extreme_frame(spark, columns):  # type: ignore[no-untyped-def]
+    """One row per index, each column cycling through its values (a column of fewer values repeats)."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField(name, data_type) for name, (data_type, _) in columns.items()])
+    rows = [tuple(values[i % len(values)] for _, values in columns.values()) for i in range(_EXTREME_ROWS)]
+    return spark.createDataFrame(rows, schema).coalesce(1)
+
+
+def _spark_columns():  # type: ignore[no-untyped-def]
+    from pyspark.sql import types as T
+
+    top = 10**38 - 1
+    return {
+        "b8": (T.ByteType(), [-128, 127, 0, -1]),
+        "i16": (T.ShortType(), [-(2**15), 2**15 - 1, 0]),
+        "i32": (T.IntegerType(), [-(2**31), 2**31 - 1, 0, -1]),
+        "i64": (T.LongType(), [-(2**63), 2**63 - 1, 0, -1]),
+        "f32": (T.FloatType(), [0.0, -0.0, math.inf, -math.inf, math.nan, _F32_MIN_SUB, _F32_MAX, -_F32_MAX]),
+        "f64": (T.DoubleType(), [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, sys.float_info.max,
+                                 -sys.float_info.min]),
+        "s": (T.StringType(), ["", "\u00e9" * 50_000, "\x00", "\U0001f600"]),
+        "bin": (T.BinaryType(), [b"", bytes(range(256)) * 300, b"\x00"]),
+        "day": (T.DateType(), [dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1970, 1, 1), dt.date(1969, 12, 31)]),
+        "ts": (T.TimestampType(), _TS_EXTREMES),
+        "ntz": (T.TimestampNTZType(), [t.replace(tzinfo=None) for t in _TS_EXTREMES]),
+        "d9": (T.DecimalType(9, 2), [Decimal("9999999.99"), Decimal("-9999999.99"), Decimal("0.01")]),
+        "d18": (T.DecimalType(18, 2), [Decimal(10**18 - 1).scaleb(-2), Decimal(1 - 10**18).scaleb(-2), Decimal(0)]),
+        "d38": (T.DecimalType(38, 0), [Decimal(top), Decimal(-top), Decimal(0), Decimal(1)]),
+    }
+
+
+def _parquet_java_bitsets(spark, frame, tmp_path, timestamp_type):  # type: ignore[no-untyped-def]
+    """Spark writes ``frame`` (one row group, no dictionary: every chunk gets a filter of 128 bytes,
+    ndv 64 at fpp 0.01); returns {column: (numBytes, bitset SHA-256)} as parquet-java reads them."""
+    from spark_bloom_data import write_parquet
+
+    from secure_bloom.tools.parquet_java import bloom_probe
+
+    options = {"parquet.enable.dictionary": "false"}
+    for name in frame.columns:
+        options[f"parquet.bloom.filter.enabled#{name}"] = "true"
+        options[f"parquet.bloom.filter.expected.ndv#{name}"] = "64"
+    path = write_parquet(spark, frame, tmp_path / "spark", None, timestamp_type=timestamp_type, **options)
+    result = bloom_probe(path, all_columns=True, bitset_sha256=True)
+    out = {}
+    for name, col in result["columns"].items():
+        (rg,) = col["row_groups"]
+        assert rg["has_bloom_filter"], name
+        out[name] = (rg["num_bytes"], rg["bitset_sha256"])
+    return out
+
+
+def _our_bitsets(spark, frame, sizes, timestamp_type):  # type: ignore[no-untyped-def]
+    import hashlib
+
+    from secure_bloom.spark.build import build_bloom_filter
+
+    previous = spark.conf.get("spark.sql.parquet.outputTimestampType")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", timestamp_type)
+    try:
+        return {name: (size, hashlib.sha256(build_bloom_filter(frame, name, num_bytes=size).bitset).hexdigest())
+                for name, (size, _) in sizes.items()}
+    finally:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", previous)
+
+
+def test_build_equals_parquet_javas_filter_for_every_spark_type(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """build_bloom_filter gives the bitset parquet-java wrote for the same column, bit for bit, for
+    each Spark type at its extremes (timestamps as TIMESTAMP_MICROS)."""
+    frame = _extreme_frame(spark, _spark_columns()).cache()
+    java = _parquet_java_bitsets(spark, frame, tmp_path, "TIMESTAMP_MICROS")
+    assert {size for size, _ in java.values()} == {128}
+    assert _our_bitsets(spark, frame, java, "TIMESTAMP_MICROS") == java
+    frame.unpersist()
+
+
+@pytest.mark.parametrize("timestamp_type,values", [
+    ("TIMESTAMP_MILLIS", _TS_EXTREMES[:1] + [_TS_EXTREMES[1].replace(microsecond=999000)] + _TS_EXTREMES[2:3]),
+    ("INT96", [dt.datetime(1677, 9, 22, tzinfo=_UTC), dt.datetime(2262, 4, 11, tzinfo=_UTC),
+               dt.datetime(1970, 1, 1, tzinfo=_UTC), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC)]),
+    pytest.param("INT96", _TS_EXTREMES[:2], marks=pytest.mark.xfail(
+        strict=True, reason="issue 15 item 1: insert(timestamp[us], INT96) outside 1677-2262"), id="INT96-years-1-9999"),
+])
+def test_build_equals_parquet_javas_timestamp_filter(spark, tmp_path, timestamp_type, values):  # type: ignore[no-untyped-def]
+    from pyspark.sql import types as T
+
+    frame = _extreme_frame(spark, {"ts": (T.TimestampType(), values)})
+    java = _parquet_java_bitsets(spark, frame, tmp_path, timestamp_type)
+    assert _our_bitsets(spark, frame, java, timestamp_type) == java

@@ -7,6 +7,8 @@ on Spark's class path.
 * :func:`bloom_probe` - parquet-java opens a file (decrypting it with the Hadoop properties given,
   e.g. ``EncryptionPolicy.hadoop_conf()``), reads each row group's Bloom filter of the requested
   columns with ``ParquetFileReader.readBloomFilter`` and checks values (``BloomProbe`` main).
+* :func:`bloom_verify` - parquet-java reads every stored value of each chunk from the data pages,
+  hashes it with its own hash and looks it up in the chunk's filter (``BloomVerify`` main).
 * :func:`java_hashes` - parquet-java's ``BloomFilter.hash`` of values (XXH64, SPEC_NOTES 2).
 * :func:`bloom_bench` - times ``BlockSplitBloomFilter`` on a values file (``BloomBench`` main).
 * :func:`kms_wrap` / :func:`kms_unwrap` - one wrapKey / unwrapKey call of a JVM KmsClient
@@ -33,6 +35,7 @@ __all__ = [
     "ValueType",
     "bloom_bench",
     "bloom_probe",
+    "bloom_verify",
     "format_value",
     "harness_jar",
     "run_harness",
@@ -135,6 +138,30 @@ def bloom_probe(
     if bitset_sha256:
         args.append("--bitset-sha256")
     return _run_json("BloomProbe", args, dict(hadoop_conf or {}), timeout)
+
+
+def bloom_verify(
+    path: str | Path,
+    hadoop_conf: Mapping[str, str] | None = None,
+    columns: Iterable[str] = (),
+    *,
+    list_values: bool = False,
+    timeout: float = 300.0,
+) -> dict[str, Any]:
+    """parquet-java checks ``path``'s Bloom filters against the values it reads from the pages.
+
+    ``result["columns"][column]["row_groups"][g]`` has ``has_bloom_filter``, ``num_values``,
+    ``num_distinct``, ``missing`` (distinct stored values parquet-java's findHash does not find) and
+    ``missing_values`` (hex of their plain encoding); with ``list_values`` also ``values`` (every
+    distinct stored value, hex of the plain encoding). ``columns`` empty: every non-boolean leaf.
+    See ``BloomVerify.java``. Raises JvmError if parquet-java fails.
+    """
+    args = [str(path)]
+    for column in columns:
+        args += ["--column", column]
+    if list_values:
+        args.append("--list-values")
+    return _run_json("BloomVerify", args, dict(hadoop_conf or {}), timeout)
 
 
 def java_hashes(value_type: ValueType, values: Sequence[object], timeout: float = 60.0) -> dict[str, int]:

@@ -257,7 +257,8 @@ public final class BloomProbe {
     }
   }
 
-  private static FileDecryptionProperties decryption(Configuration conf, Path path) {
+  /** Decryption properties for {@code path} from the Hadoop properties (null: a plaintext file). */
+  static FileDecryptionProperties decryption(Configuration conf, Path path) {
     String explicit = conf.getTrimmed(EXPLICIT_KEYS_PROPERTY);
     if (explicit != null && !explicit.isEmpty()) {
       Map<String, byte[]> keys = KeyListKmsClient.parseKeyList(explicit);
