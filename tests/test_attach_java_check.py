@@ -251,34 +251,21 @@ def test_a_missing_value_is_reported(tmp_path: Path) -> None:
     assert "values" not in rg
 
 
-def _xfail(item: int, what: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"issue 15 item {item}: {what}")
-
-
-_BEYOND_DATETIME = "attach._cross_check calls to_pylist() outside its try (OverflowError)"
-
-
 @pytest.mark.parametrize("arrow_type,values,encode", [
-    pytest.param(pa.time64("ns"), [0, 86_399_999_999_999, 1], _le("q"), id="time_ns",
-                 marks=_xfail(14, "TIME(NANOS) in attach")),
+    pytest.param(pa.time64("ns"), [0, 86_399_999_999_999, 1], _le("q"), id="time_ns"),
     pytest.param(pa.timestamp("s"), [I64_MAX // 1000, -(I64_MAX // 1000)], lambda v: struct.pack("<q", v * 1000).hex(),
-                 id="timestamp_s_int64_extremes", marks=_xfail(14, _BEYOND_DATETIME)),
-    pytest.param(pa.timestamp("ms"), [I64_MAX, -I64_MAX, I64_MIN], _le("q"), id="timestamp_ms_int64_extremes",
-                 marks=_xfail(14, _BEYOND_DATETIME)),
-    pytest.param(pa.timestamp("us", tz="UTC"), [I64_MAX, -I64_MAX], _le("q"), id="timestamp_us_int64_extremes",
-                 marks=_xfail(14, _BEYOND_DATETIME)),
-    pytest.param(pa.string_view(), ["", "x" * 100, "a"], lambda v: v.encode().hex(), id="string_view",
-                 marks=_xfail(14, "string_view in attach")),
-    pytest.param(pa.binary_view(), [b"", b"\x00" * 100, b"a"], lambda v: v.hex(), id="binary_view",
-                 marks=_xfail(14, "binary_view in attach")),
-    pytest.param(pa.uuid(), [b"\x00" * 16, b"\xff" * 16, bytes(range(16))], lambda v: v.hex(), id="uuid",
-                 marks=_xfail(14, "arrow.uuid in attach")),
+                 id="timestamp_s_int64_extremes"),
+    pytest.param(pa.timestamp("ms"), [I64_MAX, -I64_MAX, I64_MIN], _le("q"), id="timestamp_ms_int64_extremes"),
+    pytest.param(pa.timestamp("us", tz="UTC"), [I64_MAX, -I64_MAX], _le("q"), id="timestamp_us_int64_extremes"),
+    pytest.param(pa.string_view(), ["", "x" * 100, "a"], lambda v: v.encode().hex(), id="string_view"),
+    pytest.param(pa.binary_view(), [b"", b"\x00" * 100, b"a"], lambda v: v.hex(), id="binary_view"),
+    pytest.param(pa.uuid(), [b"\x00" * 16, b"\xff" * 16, bytes(range(16))], lambda v: v.hex(), id="uuid"),
 ])
 def test_parquet_java_finds_values_of_one_column(tmp_path: Path, arrow_type: pa.DataType, values: list[Any],
                                                  encode: Callable[[Any], str]) -> None:
-    """Types and values that fail today, one column each: two row groups holding ``values``. Sized
-    from the chunk's own distinct count, as a user's attach is (string_view / binary_view fail
-    there): one-block filters, so the hash is checked here and the block index by the tests above."""
+    """Types and values that once failed (issue 15 items 1 and 14), one column each: two row groups
+    holding ``values``. Sized from the chunk's own distinct count, as a user's attach is: one-block
+    filters, so the hash is checked here and the block index by the tests above."""
     table = pa.table({"v": pa.array(values * 2, arrow_type)})
     src = write_encrypted(tmp_path / "src.parquet", table, column_keys={"kc1": ["v"]}, row_group_size=len(values),
                           coerce_timestamps=None)
@@ -290,8 +277,7 @@ def test_parquet_java_finds_values_of_one_column(tmp_path: Path, arrow_type: pa.
 @pytest.mark.parametrize("values", [
     pytest.param([dt.datetime(2024, 3, 1, 12, 0, 0, 1), dt.datetime(1970, 1, 1), dt.datetime(1677, 9, 22),
                   dt.datetime(2262, 4, 11, 23, 47, 16, 854775)], id="nanosecond-range"),
-    pytest.param([dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)], id="years-1-and-9999",
-                 marks=_xfail(1, "INT96 outside 1677-2262 in attach")),
+    pytest.param([dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)], id="years-1-and-9999"),
 ])
 def test_int96_extremes(tmp_path: Path, values: list[dt.datetime]) -> None:
     """Legacy INT96 timestamps: parquet-java reads the 12 stored bytes and hashes them as they are."""

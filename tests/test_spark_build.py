@@ -187,8 +187,7 @@ def test_build_equals_parquet_javas_filter_for_every_spark_type(spark, tmp_path)
     ("TIMESTAMP_MILLIS", _TS_EXTREMES[:1] + [_TS_EXTREMES[1].replace(microsecond=999000)] + _TS_EXTREMES[2:3]),
     ("INT96", [dt.datetime(1677, 9, 22, tzinfo=_UTC), dt.datetime(2262, 4, 11, tzinfo=_UTC),
                dt.datetime(1970, 1, 1, tzinfo=_UTC), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC)]),
-    pytest.param("INT96", _TS_EXTREMES[:2], marks=pytest.mark.xfail(
-        strict=True, reason="issue 15 item 1: insert(timestamp[us], INT96) outside 1677-2262"), id="INT96-years-1-9999"),
+    pytest.param("INT96", _TS_EXTREMES[:2], id="INT96-years-1-9999"),  # issue 15 item 1
 ])
 def test_build_equals_parquet_javas_timestamp_filter(spark, tmp_path, timestamp_type, values):  # type: ignore[no-untyped-def]
     from pyspark.sql import types as T
