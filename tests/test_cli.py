@@ -188,6 +188,87 @@ def test_probe_row_group_without_filter_answers_maybe(capsys: pytest.CaptureFixt
          "values": [{"value": "123456789", "answer": "maybe"}]}]
 
 
+@pytest.fixture(scope="module")
+def typed_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One row group, pyarrow's own Bloom filters on: strings that look like our prefixes, numbers
+    that start with '-', -0.0, TIME(NANOS), and UTC / wall-clock timestamps."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path_factory.mktemp("typed") / "typed.parquet"
+    n = 300
+    strings = ["hex:ab", "text:x", "-abc"] + [f"s{i}" for i in range(n - 3)]
+    doubles = [-1e5, float("-inf"), -0.0] + [i + 0.5 for i in range(n - 3)]
+    times = [((12 * 60 + 34) * 60 + 56) * 10**9 + 123_456_789 + i for i in range(n)]
+    base = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    instants = [base + dt.timedelta(seconds=61 * i) for i in range(n)]
+    table = pa.table({"s": strings, "d": pa.array(doubles, pa.float64()), "t": pa.array(times, pa.time64("ns")),
+                      "ts": pa.array(instants, pa.timestamp("us", tz="UTC")),
+                      "wall": pa.array([t.replace(tzinfo=None) for t in instants], pa.timestamp("us"))})
+    pq.write_table(table, path, bloom_filter_options={c: {"ndv": 1000, "fpp": 0.01} for c in table.column_names})
+    return path
+
+
+def probe_answers(capsys: pytest.CaptureFixture[str], path: Path, column: str, *options: str) -> list[str]:
+    rc, out, err = run(capsys, "probe", str(path), "--column", column, "--json", *options)
+    assert (rc, err) == (0, ""), err
+    return [v["answer"] for v in json.loads(out)["row_groups"][0]["values"]]
+
+
+def test_probe_string_column_takes_prefixes_literally(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 10): 'hex:ab' and 'text:x' stored in a STRING column answered absent."""
+    assert probe_answers(capsys, typed_file, "s", "--value", "hex:ab", "--value", "text:x") == ["maybe", "maybe"]
+    help_text = run(capsys, "probe", "--help")[1]
+    assert "Text is taken literally for string columns" in help_text
+
+
+def test_probe_values_may_start_with_a_dash(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 19): --value -1e5 / -inf / -abc failed with 'expected one argument'."""
+    assert probe_answers(capsys, typed_file, "d", "--value", "-1e5", "--value", "-inf") == ["maybe", "maybe"]
+    assert probe_answers(capsys, typed_file, "s", "--value", "-abc") == ["maybe"]
+    # as with getopt, the word after --value is the value whatever it looks like
+    assert len(probe_answers(capsys, typed_file, "s", "--value", "--json")) == 1
+
+
+def test_probe_zero_finds_negative_zero(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 11): 0 answered absent for a column holding -0.0; nan is always maybe."""
+    assert probe_answers(capsys, typed_file, "d", "--value", "0", "--value", "nan", "--value", "-nan") == [
+        "maybe"] * 3
+
+
+def test_probe_time_nanos_text_keeps_every_digit(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 21): 12:34:56.123456789 was cut to micros and answered absent."""
+    assert probe_answers(capsys, typed_file, "t", "--value", "12:34:56.123456789",
+                         "--value", "12:34:56.123456790") == ["maybe", "maybe"]
+
+
+def test_probe_naive_text_on_a_utc_column_needs_timezone(capsys: pytest.CaptureFixture[str],
+                                                         typed_file: Path) -> None:
+    """Regression (issue 15 item 26): naive text was taken as UTC; now it needs --timezone or an offset."""
+    rc, out, err = run(capsys, "probe", str(typed_file), "--column", "ts", "--value", "2024-05-01T14:00:00")
+    assert (rc, out) == (2, "")
+    assert "column 'ts'" in err and "naive" in err and "--timezone" in err
+    assert probe_answers(capsys, typed_file, "ts", "--value", "2024-05-01T14:00:00", "--timezone",
+                         "Europe/Paris") == ["maybe"]
+    assert probe_answers(capsys, typed_file, "ts", "--value", "2024-05-01T12:00:00Z") == ["maybe"]
+    assert probe_answers(capsys, typed_file, "wall", "--value", "2024-05-01T12:00:00") == ["maybe"]
+    rc, _, err = run(capsys, "probe", str(typed_file), "--column", "ts", "--value", "x", "--timezone", "Mars/X")
+    assert rc == 2 and "unknown time zone 'Mars/X'" in err
+
+
+def test_probe_keeps_one_answer_per_value_typed(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 24): answers are a list labelled by the text typed; none collapse."""
+    rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0.0",
+                     "--value", "0", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["values"] == ["0", "0.0", "0"]
+    assert doc["row_groups"][0]["values"] == [{"value": v, "answer": "maybe"} for v in ("0", "0.0", "0")]
+    rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0")
+    assert out.count("value 0: may be in row group 0; absent from 0 of 1") == 2
+
+
 # --- Spark-written files -------------------------------------------------------------------
 
 
