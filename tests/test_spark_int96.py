@@ -44,14 +44,14 @@ def test_int96_timestamps_spark_and_attach(spark: Any, tmp_path: Path) -> None:
         assert reader.column("ts").physical_type.name == "INT96"
         assert all(not c.has_bloom_filter for c in reader.chunks() if c.column == "ts")
         # No filter: every row group "maybe", never "absent".
-        assert reader.row_groups_maybe_containing("ts", present) == [0, 1]
+        assert reader.row_groups_maybe_containing("ts", present, timezone="UTC") == [0, 1]
 
     attached = tmp_path / "attached.parquet"
     attach_bloom_filters(data_file, attached, ["ts"], keys=keys)
     with ParquetBloomReader(attached, keys=keys) as reader:
         assert all(c.has_bloom_filter and c.encrypted for c in reader.chunks() if c.column == "ts")
-        assert reader.row_groups_maybe_containing("ts", present) == [1]
-        assert reader.row_groups_maybe_containing("ts", BASE - dt.timedelta(days=3)) == []
+        assert reader.row_groups_maybe_containing("ts", present, timezone="UTC") == [1]
+        assert reader.row_groups_maybe_containing("ts", BASE - dt.timedelta(days=3), timezone="UTC") == []
     # parquet-java hashes INT96 as its raw 12 bytes: it finds the value in the filter we attached.
     raw = encode_int96(present)
     result = bloom_probe(attached, [ColumnProbe("ts", "binary-hex", (raw,))], policy.hadoop_conf())
