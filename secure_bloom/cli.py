@@ -145,14 +145,24 @@ from the Bloom filters alone (no data page is read). A row group without a filte
 A directory is searched recursively; each file is probed (--json: a list of the per-file objects).
 
 Values are text and are converted to the column's type: numbers for numeric columns, decimal
-strings for DECIMAL (12.50), ISO-8601 for dates and timestamps (2024-05-01, 2024-05-01T12:00:00;
-naive means UTC), hex:... for the raw bytes of binary, fixed-length and INT96 columns.
+strings for DECIMAL (12.50), ISO-8601 for dates, times and timestamps (2024-05-01,
+2024-05-01T12:00:00.123456789+02:00: up to 9 fractional digits, refused rather than cut when the
+column's unit is coarser). A value may start with '-' (--value -1e5). Answers follow SQL equality:
+0 also finds -0.0, and nan is always "maybe" (writers hash NaN bits inconsistently).
+
+Text is taken literally for string columns. For binary (non-string), fixed-length and INT96
+columns, hex:... gives raw bytes and text:... takes the rest literally (text:hex:ab is "hex:ab").
+
+Timestamp columns holding UTC instants (isAdjustedToUTC, and Spark's INT96) need an instant: give
+an offset (Z, +02:00) or --timezone for naive text (both instants are asked where a local time
+repeats at a DST change). Local (wall-clock) timestamp columns take naive text as it is.
 
 examples:
   {PROG} probe data.parquet --column email --value alice@example.com --value bob@example.com
   {PROG} probe enc.parquet.encrypted --column double_field --value 0.5 --json \\
       --key kf=text:0123456789012345 --key kc1=text:1234567890123450
   {PROG} probe events.parquet --column ts --value 2024-05-01T12:00:00Z
+  {PROG} probe events.parquet --column ts --value 2024-05-01T14:00:00 --timezone Europe/Paris
   {PROG} probe warehouse/events/ --column user_id --value 42 --key-list-file keys.txt
 
 {EXIT_CODES_HELP}"""
@@ -234,7 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "path as a JSON array of its parts: '[\"a.b\"]' (a column named a.b) vs "
                         "'[\"a\", \"b\"]' (field b of group a)")
     p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
-                   help="a value to look up; repeatable")
+                   help="a value to look up (may start with '-'); repeatable, one answer each")
+    p.add_argument("--timezone", type=_timezone, metavar="ZONE",
+                   help="the zone of naive date/time values for columns of UTC instants "
+                        "(UTC, Europe/Paris, ...)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(handler=_cmd_probe)
 
@@ -470,17 +483,28 @@ def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _timezone(name: str) -> Any:
+    """--timezone: an IANA zone for zoneinfo."""
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (e.g. UTC, Europe/Paris)") from None
+
+
 def _cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
     from .parquet import value_from_text
 
     keys = key_access_from_args(args)
-    texts = list(dict.fromkeys(args.values))  # a value given twice is answered once
+    texts = list(args.values)  # one answer per --value, labelled as typed
 
     def probe(file: str) -> dict[str, Any]:
         with _open_reader(file, keys) as reader:
             column = reader.column(args.column)
-            values = [value_from_text(text, column) for text in texts]
-            return render.probe_json(file, column.path, texts, reader.probe(column, values))
+            values = [value_from_text(text, column, timezone=args.timezone) for text in texts]
+            result = reader.probe(column, values, labels=texts, timezone=args.timezone)
+            return render.probe_json(file, column.path, texts, result)
 
     docs, is_dir = _each_file(args.file, probe)
     if args.json:
@@ -637,6 +661,28 @@ def _split_delegated(argv: list[str]) -> tuple[list[str], str | None, list[str]]
     return argv, None, []
 
 
+# Options whose argument is user data that may start with '-' (--value -1e5, --value -abc).
+_DATA_OPTIONS = ("--value", "--column")
+
+
+def _attach_data_arguments(argv: list[str]) -> list[str]:
+    """``--value X`` -> ``--value=X``: like getopt, an option that takes an argument takes the
+    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        if arg in _DATA_OPTIONS and i + 1 < len(argv):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
 def _emit_error(message: str, redact: Redactor, err: TextIO) -> None:
     line = " ".join(redact(message).split())
     err.write(f"{PROG}: error: {line}\n")
@@ -714,7 +760,7 @@ def _dispatch(args_list: list[str], redact: Redactor, out: TextIO, err: TextIO) 
             return _run_delegated(delegated, rest)
     parser = build_parser()
     try:
-        args = _parse(parser, args_list)
+        args = _parse(parser, _attach_data_arguments(args_list))
     except SystemExit as e:  # --help / --version
         return int(e.code or 0) if isinstance(e.code, int) else EXIT_OK
     handler = getattr(args, "handler", None)

@@ -2,8 +2,9 @@
 
 Pure functions from the library's result values (``describe()`` dicts, ``ProbeResult``,
 ``AuditReport``) to text; no I/O. Names from files (file, column, key ids) and values pass through
-:func:`~secure_bloom.display.visible`: no control character or terminal escape is printed raw. JSON output does not pass through here except
-:func:`probe_json`, which keys the answers by the values exactly as the user typed them.
+:func:`~secure_bloom.display.visible`: no control character or terminal escape is printed raw.
+JSON output does not pass through here except :func:`probe_json`, which labels the answers with
+the values exactly as the user typed them.
 """
 
 from __future__ import annotations
@@ -136,34 +137,37 @@ def _stored(chunk: dict[str, Any]) -> str:
 
 
 def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dict[str, Any]:
-    """The probe JSON, answers keyed by the values as typed (the result keeps their order)::
+    """The probe JSON, ``ProbeResult.to_dict()`` with each answer labelled by the value as typed
+    (one answer per ``--value``, in order, duplicates kept)::
 
-        {"file", "column", "row_groups": [{"row_group", "has_bloom_filter", "encrypted",
-                                           "values": {V: "maybe" | "absent"}}]}
+        {"file", "column", "values": [V, ...],
+         "row_groups": [{"row_group", "has_bloom_filter", "encrypted",
+                         "values": [{"value": V, "answer": "maybe" | "absent"}, ...]}]}
     """
     groups = []
     for rg in result.row_groups:
         answers = [answer for _, answer in rg.values]
         if len(answers) != len(texts):
             raise ValueError(f"probe returned {len(answers)} answers for {len(texts)} values")
-        values: dict[str, str] = {}
-        for text, answer in zip(texts, answers):
-            values[text] = answer
         groups.append({"row_group": int(rg.row_group), "has_bloom_filter": bool(rg.has_bloom_filter),
-                       "encrypted": bool(rg.encrypted), "values": values})
-    return {"file": file, "column": column, "row_groups": groups}
+                       "encrypted": bool(rg.encrypted),
+                       "values": [{"value": text, "answer": answer} for text, answer in zip(texts, answers)]})
+    return {"file": file, "column": column, "values": list(texts), "row_groups": groups}
+
+
+def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
+    """Row groups of a probe document where the ``index``-th value may be."""
+    return [g["row_group"] for g in doc["row_groups"] if g["values"][index]["answer"] == "maybe"]
 
 
 def probe_summary(doc: dict[str, Any]) -> list[str]:
     """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value."""
     from .parquet.audit_report import format_row_groups  # lazily: keeps --help free of pyarrow
 
-    groups = doc["row_groups"]
-    n = len(groups)
-    texts = list(groups[0]["values"]) if groups else []
+    n = len(doc["row_groups"])
     lines = []
-    for text in texts:
-        maybe = [g["row_group"] for g in groups if g["values"][text] == "maybe"]
+    for i, text in enumerate(doc["values"]):
+        maybe = _maybe_groups(doc, i)
         absent = n - len(maybe)
         if not maybe:
             lines.append(f"value {text}: may be in no row group; absent from {absent} of {n}")
@@ -175,11 +179,10 @@ def probe_summary(doc: dict[str, Any]) -> list[str]:
 
 def probe_table(doc: dict[str, Any]) -> str:
     groups = doc["row_groups"]
-    texts = list(groups[0]["values"]) if groups else []
     out = [f"file: {doc['file']}\ncolumn: {doc['column']}\n\n"]
     rows = [[g["row_group"], "yes" if g["has_bloom_filter"] else "no (maybe)",
-             "yes" if g["encrypted"] else "no", *(g["values"][t] for t in texts)] for g in groups]
-    out.append(table(["rg", "filter", "encrypted", *texts], rows))
+             "yes" if g["encrypted"] else "no", *(v["answer"] for v in g["values"])] for g in groups]
+    out.append(table(["rg", "filter", "encrypted", *doc["values"]], rows))
     if not groups:
         out.append("  (the file has no row groups)\n")
     out.append("\n" + "".join(line + "\n" for line in probe_summary(doc)))
@@ -196,15 +199,14 @@ def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> s
 
     rows = []
     for doc in docs:
-        groups = doc["row_groups"]
-        for text in texts:
-            maybe = [g["row_group"] for g in groups if g["values"][text] == "maybe"]
-            rows.append([doc["file"], text, format_row_groups(maybe) if maybe else "none", len(groups)])
+        for i, text in enumerate(texts):
+            maybe = _maybe_groups(doc, i)
+            rows.append([doc["file"], text, format_row_groups(maybe) if maybe else "none", len(doc["row_groups"])])
     out = [table(["file", "value", "may be in row groups", "of"], rows), "\n"]
-    for text in texts:
-        files = sum(1 for d in docs if any(g["values"][text] == "maybe" for g in d["row_groups"]))
-        total = sum(len(d["row_groups"]) for d in docs)
-        hits = sum(1 for d in docs for g in d["row_groups"] if g["values"][text] == "maybe")
+    total = sum(len(d["row_groups"]) for d in docs)
+    for i, text in enumerate(texts):
+        files = sum(1 for d in docs if _maybe_groups(d, i))
+        hits = sum(len(_maybe_groups(d, i)) for d in docs)
         out.append(f"value {text}: may be in {files} of {len(docs)} files ({hits} of {total} row groups); "
                    f"absent from {total - hits} of {total} row groups\n")
     return "".join(out)

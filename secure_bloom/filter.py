@@ -259,6 +259,9 @@ class SplitBlockBloomFilter:
             words[base + i] |= 1 << (((key * SALT[i]) & 0xFFFFFFFF) >> 27)
 
     def check_hash(self, h: int) -> bool:
+        """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
+        spec's filter is: the hash of +0.0 does not find -0.0, nor one NaN another. A query for a
+        value uses :func:`secure_bloom.parquet.values.query_hashes` (both zeros, NaN always maybe)."""
         block, key = self._block_and_key(h)
         words = self._words
         base = block * 8
@@ -354,7 +357,8 @@ class SplitBlockBloomFilter:
                 np.bitwise_or.at(self._words, slots.ravel(), masks.T.ravel())
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
-        """For each hash, whether the filter may contain it (False = certainly absent)."""
+        """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
+        like :meth:`check_hash`."""
         h = _check_hash_array(hashes)
         out = np.empty(h.size, dtype=bool)
         blocks = self._words.reshape(-1, 8)

@@ -138,6 +138,13 @@ def test_inspect_shows_a_leaked_filter(capsys: pytest.CaptureFixture[str], audit
     assert "row group 1, column 'ssn': PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN" in out
 
 
+def answers_by_label(group: dict[str, Any]) -> dict[str, str]:
+    """A probe JSON row group's answers by label (for tests whose labels are distinct)."""
+    labels = [v["value"] for v in group["values"]]
+    assert len(set(labels)) == len(labels), labels
+    return {v["value"]: v["answer"] for v in group["values"]}
+
+
 # --- probe ---------------------------------------------------------------------------------
 
 
@@ -149,9 +156,10 @@ def test_probe_json_exact_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert (rc, err) == (0, "")
     assert json.loads(out) == {
         "file": JAVA_BLOOM, "column": "double_field",
-        "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True, "values": {
-            v: rebuilt_answer(present, PhysicalType.DOUBLE, 2048, float(v)) for v in probes}}]}
-    assert json.loads(out)["row_groups"][0]["values"]["0.5"] == "maybe"
+        "values": probes,
+        "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True, "values": [
+            {"value": v, "answer": rebuilt_answer(present, PhysicalType.DOUBLE, 2048, float(v))} for v in probes]}]}
+    assert answers_by_label(json.loads(out)["row_groups"][0])["0.5"] == "maybe"
 
 
 def test_probe_float_column_and_human_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,7 +183,7 @@ def test_probe_plaintext_file_without_keys(capsys: pytest.CaptureFixture[str]) -
     rc, out, _ = run(capsys, "probe", PLAIN_BLOOM, "--column", "String", "--value", "today",
                      "--value", "tomorrow", "--json")
     assert rc == 0
-    values = json.loads(out)["row_groups"][0]["values"]
+    values = answers_by_label(json.loads(out)["row_groups"][0])
     assert values == {"today": "maybe",
                       "tomorrow": rebuilt_answer(words, PhysicalType.BYTE_ARRAY, 1024, "tomorrow")}
 
@@ -185,7 +193,89 @@ def test_probe_row_group_without_filter_answers_maybe(capsys: pytest.CaptureFixt
                      "--json", *KEYS)
     assert rc == 0
     assert json.loads(out)["row_groups"] == [
-        {"row_group": 0, "has_bloom_filter": False, "encrypted": False, "values": {"123456789": "maybe"}}]
+        {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
+         "values": [{"value": "123456789", "answer": "maybe"}]}]
+
+
+@pytest.fixture(scope="module")
+def typed_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One row group, pyarrow's own Bloom filters on: strings that look like our prefixes, numbers
+    that start with '-', -0.0, TIME(NANOS), and UTC / wall-clock timestamps."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path_factory.mktemp("typed") / "typed.parquet"
+    n = 300
+    strings = ["hex:ab", "text:x", "-abc"] + [f"s{i}" for i in range(n - 3)]
+    doubles = [-1e5, float("-inf"), -0.0] + [i + 0.5 for i in range(n - 3)]
+    times = [((12 * 60 + 34) * 60 + 56) * 10**9 + 123_456_789 + i for i in range(n)]
+    base = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    instants = [base + dt.timedelta(seconds=61 * i) for i in range(n)]
+    table = pa.table({"s": strings, "d": pa.array(doubles, pa.float64()), "t": pa.array(times, pa.time64("ns")),
+                      "ts": pa.array(instants, pa.timestamp("us", tz="UTC")),
+                      "wall": pa.array([t.replace(tzinfo=None) for t in instants], pa.timestamp("us"))})
+    pq.write_table(table, path, bloom_filter_options={c: {"ndv": 1000, "fpp": 0.01} for c in table.column_names})
+    return path
+
+
+def probe_answers(capsys: pytest.CaptureFixture[str], path: Path, column: str, *options: str) -> list[str]:
+    rc, out, err = run(capsys, "probe", str(path), "--column", column, "--json", *options)
+    assert (rc, err) == (0, ""), err
+    return [v["answer"] for v in json.loads(out)["row_groups"][0]["values"]]
+
+
+def test_probe_string_column_takes_prefixes_literally(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 10): 'hex:ab' and 'text:x' stored in a STRING column answered absent."""
+    assert probe_answers(capsys, typed_file, "s", "--value", "hex:ab", "--value", "text:x") == ["maybe", "maybe"]
+    help_text = run(capsys, "probe", "--help")[1]
+    assert "Text is taken literally for string columns" in help_text
+
+
+def test_probe_values_may_start_with_a_dash(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 19): --value -1e5 / -inf / -abc failed with 'expected one argument'."""
+    assert probe_answers(capsys, typed_file, "d", "--value", "-1e5", "--value", "-inf") == ["maybe", "maybe"]
+    assert probe_answers(capsys, typed_file, "s", "--value", "-abc") == ["maybe"]
+    # as with getopt, the word after --value is the value whatever it looks like
+    assert len(probe_answers(capsys, typed_file, "s", "--value", "--json")) == 1
+
+
+def test_probe_zero_finds_negative_zero(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 11): 0 answered absent for a column holding -0.0; nan is always maybe."""
+    assert probe_answers(capsys, typed_file, "d", "--value", "0", "--value", "nan", "--value", "-nan") == [
+        "maybe"] * 3
+
+
+def test_probe_time_nanos_text_keeps_every_digit(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 21): 12:34:56.123456789 was cut to micros and answered absent."""
+    assert probe_answers(capsys, typed_file, "t", "--value", "12:34:56.123456789",
+                         "--value", "12:34:56.123456790") == ["maybe", "maybe"]
+
+
+def test_probe_naive_text_on_a_utc_column_needs_timezone(capsys: pytest.CaptureFixture[str],
+                                                         typed_file: Path) -> None:
+    """Regression (issue 15 item 26): naive text was taken as UTC; now it needs --timezone or an offset."""
+    rc, out, err = run(capsys, "probe", str(typed_file), "--column", "ts", "--value", "2024-05-01T14:00:00")
+    assert (rc, out) == (2, "")
+    assert "column 'ts'" in err and "naive" in err and "--timezone" in err
+    assert probe_answers(capsys, typed_file, "ts", "--value", "2024-05-01T14:00:00", "--timezone",
+                         "Europe/Paris") == ["maybe"]
+    assert probe_answers(capsys, typed_file, "ts", "--value", "2024-05-01T12:00:00Z") == ["maybe"]
+    assert probe_answers(capsys, typed_file, "wall", "--value", "2024-05-01T12:00:00") == ["maybe"]
+    rc, _, err = run(capsys, "probe", str(typed_file), "--column", "ts", "--value", "x", "--timezone", "Mars/X")
+    assert rc == 2 and "unknown time zone 'Mars/X'" in err
+
+
+def test_probe_keeps_one_answer_per_value_typed(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
+    """Regression (issue 15 item 24): answers are a list labelled by the text typed; none collapse."""
+    rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0.0",
+                     "--value", "0", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["values"] == ["0", "0.0", "0"]
+    assert doc["row_groups"][0]["values"] == [{"value": v, "answer": "maybe"} for v in ("0", "0.0", "0")]
+    rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0")
+    assert out.count("value 0: may be in row group 0; absent from 0 of 1") == 2
 
 
 # --- Spark-written files -------------------------------------------------------------------
@@ -205,17 +295,17 @@ def test_spark_files_with_key_list(capsys: pytest.CaptureFixture[str], spark_blo
         doc = json.loads(out)
         assert [(g["has_bloom_filter"], g["encrypted"]) for g in doc["row_groups"]] == [(True, True)] * 3
         for g, value in enumerate(present):
-            assert doc["row_groups"][g]["values"][value] == "maybe", (name, g)
+            assert answers_by_label(doc["row_groups"][g])[value] == "maybe", (name, g)
     # Absent values are mostly absent (fpp 1 %); dates, timestamps and decimals parse from text.
     gcm = str(spark_bloom_files.files["gcm_footer"].path)
     absent = [f"absent-{i:05d}" for i in range(40)]
     rc, out, _ = run(capsys, "probe", gcm, "--column", "s", "--json", "--key-list", key_list,
                      *sum((["--value", v] for v in absent), []))
-    answers = [a for g in json.loads(out)["row_groups"] for a in g["values"].values()]
+    answers = [a for g in json.loads(out)["row_groups"] for a in answers_by_label(g).values()]
     assert answers.count("absent") >= 0.9 * len(answers)
     for column, text in (("day", "2000-01-01"), ("ts", "2024-01-01T00:00:00Z"), ("dec", "0.00")):
         rc, out, _ = run(capsys, "probe", gcm, "--column", column, "--value", text, "--json", "--key-list", key_list)
-        assert rc == 0 and json.loads(out)["row_groups"][0]["values"][text] == "maybe", column
+        assert rc == 0 and answers_by_label(json.loads(out)["row_groups"][0])[text] == "maybe", column
     # inspect, with the key list from a file and from the environment.
     key_file = tmp_path / "keys.txt"
     key_file.write_text(key_list)
@@ -242,8 +332,8 @@ def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit
     docs = json.loads(out)
     assert [Path(doc["file"]).name for doc in docs] == ["part-good.parquet", "part-src.parquet"]
     assert [g["has_bloom_filter"] for g in docs[0]["row_groups"]] == [True, True]
-    assert docs[0]["row_groups"][1]["values"] == {"ssn-0060": "maybe"}
-    assert [g["values"]["ssn-0060"] for g in docs[1]["row_groups"]] == ["maybe", "maybe"]  # no filters
+    assert answers_by_label(docs[0]["row_groups"][1]) == {"ssn-0060": "maybe"}
+    assert [answers_by_label(g)["ssn-0060"] for g in docs[1]["row_groups"]] == ["maybe", "maybe"]  # no filters
     rc, out, _ = run(capsys, "probe", str(tmp_path / "dataset"), "--column", "ssn", "--value", "ssn-0060", *kl)
     assert "value ssn-0060: may be in 2 of 2 files" in out
     rc, out, _ = run(capsys, "inspect", str(tmp_path / "dataset"), "--json", *kl)
@@ -281,7 +371,7 @@ def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_f
     assert ssn[0] > email[0]  # fpp 0.001 for 50 values needs more bits than 1 % for 10
     rc, out, _ = run(capsys, "probe", str(dst), "--column", "ssn", "--value", "ssn-0001", "--value", "ssn-0099",
                      "--json", *kl)
-    values = [g["values"] for g in json.loads(out)["row_groups"]]
+    values = [answers_by_label(g) for g in json.loads(out)["row_groups"]]
     assert values[0]["ssn-0001"] == "maybe" and values[1]["ssn-0099"] == "maybe"
     assert run(capsys, "audit", str(dst), "--sensitive", "ssn,email", *kl)[0] == 0
     rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", *kl)
@@ -486,7 +576,8 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
         ("unknown column", ["probe", JAVA_BLOOM, "--column", "nope", "--value", "1", *KEYS], 2, "no leaf column 'nope'"),
         ("bad value", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "twelve", *KEYS], 2,
          "'twelve' is not a number"),
-        ("bad hex", ["probe", PLAIN_BLOOM, "--column", "String", "--value", "hex:zz"], 2, "not valid hex"),
+        ("bad hex", ["probe", str(DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"), "--column", "ba_field",
+                     "--value", "hex:zz"], 2, "not valid hex"),
         ("wrong footer key", ["inspect", JAVA_BLOOM, "--key", "kf=text:0123456789012399"], 2, "authentication failed"),
         ("wrong column key", ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1",
                               "--key", "kf=text:0123456789012345", "--key", "kc1=text:0000000000000000"], 2,
@@ -529,7 +620,7 @@ def test_debug_shows_a_traceback(capsys: pytest.CaptureFixture[str], tmp_path: P
 def test_subprocess_exit_codes_and_stderr(audit_files: dict[str, Path], tmp_path: Path) -> None:
     ok = run_process("probe", JAVA_BLOOM, "--column", "double_field", "--value", "0.5", "--json", *KEYS)
     assert ok.returncode == 0 and ok.stderr == ""
-    assert json.loads(ok.stdout)["row_groups"][0]["values"] == {"0.5": "maybe"}
+    assert answers_by_label(json.loads(ok.stdout)["row_groups"][0]) == {"0.5": "maybe"}
     for name, argv, code, text in _error_cases(tmp_path)[:5]:
         proc = run_process(*argv)
         assert proc.returncode == code, (name, proc.stderr)
@@ -735,7 +826,7 @@ def test_openbao_transit_kms(capsys: pytest.CaptureFixture[str], openbao: OpenBa
     kms_args = ["--kms-url", openbao.url, "--kms-token-env", "SB_TEST_BAO_TOKEN"]
     rc, out, err = run(capsys, "probe", str(good), "--column", "ssn", "--value", "ssn-0060", "--json", *kms_args)
     assert (rc, err) == (0, "")
-    assert [g["values"]["ssn-0060"] for g in json.loads(out)["row_groups"]][1] == "maybe"
+    assert [answers_by_label(g)["ssn-0060"] for g in json.loads(out)["row_groups"]][1] == "maybe"
     rc, out, _ = run(capsys, "audit", str(good), "--sensitive", "ssn,city", "--json", *kms_args)
     assert rc == 1 and {v["code"] for v in json.loads(out)["violations"]} == {"SENSITIVE_COLUMN_NOT_ENCRYPTED"}
     assert run(capsys, "audit", str(good), "--sensitive", "ssn", *kms_args)[0] == 0

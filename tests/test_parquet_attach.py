@@ -363,7 +363,7 @@ def test_many_arrow_types_and_nesting(tmp_path: Path) -> None:
         "f16": lambda i: i / 2, "t_ms": lambda i: dt.time(0, 0, i % 60, 1000 * i),
         "t_us": lambda i: dt.time(1, i % 60, 0, i),
         "ts_ns": lambda i: np.datetime64("2024-01-01T00:00:00", "ns") + np.timedelta64(i * 1001, "ns"),
-        "ts96": lambda i: base + dt.timedelta(microseconds=i * 17),
+        "ts96": lambda i: (base + dt.timedelta(microseconds=i * 17)).replace(tzinfo=dt.timezone.utc),  # an instant
         "dec": lambda i: Decimal(i * 10**25 + 7).scaleb(-3), "fixed": lambda i: i.to_bytes(4, "big"),
         "big": lambda i: f"v{i}", "person.name": lambda i: f"p{i}",
         "tags.list.element": lambda i: f"t{i + 1}",

@@ -204,3 +204,42 @@ def test_attach_to_a_spark_file(spark_bloom_files: SparkBloomFiles, tmp_path: Pa
         assert rg["has_bloom_filter"] and rg["found"]["red"] and rg["found"]["blue"]
         assert rg["found"]["purple"] is False
     assert result["columns"]["i64"]["row_groups"][2]["found"][str(columns["i64"].row_groups[2][5])] is True
+
+
+# --- query semantics on parquet-java's NaN ------------------------------------------------------
+
+
+def test_probe_of_a_nan_written_by_parquet_java_is_maybe(spark: Any, tmp_path: Path) -> None:
+    """Regression (issue 15 item 22): parquet-java hashes a NaN's RAW bits (-NaN 0xfff8...) but
+    stores the canonical NaN (0x7ff8...), so a bit-exact probe of the stored NaN answered absent."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from secure_bloom.parquet.values import hash_for_column
+
+    neg_nan = -float("nan")  # bits 0xfff8000000000000; Python pickles the bits, the JVM keeps them
+    rows = [(neg_nan if i == 7 else i + 0.5, neg_nan if i == 7 else i + 0.25) for i in range(2000)]
+    df = spark.createDataFrame(rows, "d double, f float")
+    out = tmp_path / "nan"
+    (df.coalesce(1).write.option("parquet.bloom.filter.enabled#d", "true")
+     .option("parquet.bloom.filter.enabled#f", "true").option("parquet.bloom.filter.expected.ndv#d", "2000")
+     .option("parquet.bloom.filter.expected.ndv#f", "2000").parquet(str(out)))
+    (path,) = sorted(out.glob("part-*.parquet"))
+    stored = pq.read_table(path)
+    d_bits = stored.column("d").to_numpy().view(np.uint64)
+    f_bits = stored.column("f").to_numpy().view(np.uint32)
+    assert (int(d_bits[7]), int(f_bits[7])) == (0x7FF8000000000000, 0x7FC00000)  # canonical on the page
+    with ParquetBloomReader(path) as r:
+        raws = {"d": np.array([0xFFF8000000000000], dtype=np.uint64).view(np.float64)[0],
+                "f": np.array([0xFFC00000], dtype=np.uint32).view(np.float32)[0]}
+        for column, raw in raws.items():
+            stored_nan, raw_nan = stored.column(column)[7].as_py(), neg_nan
+            bf = r.bloom_filter(0, column)
+            assert bf is not None
+            info = r.column(column)
+            # the premise: the filter holds the raw -NaN, not the NaN the page stores
+            assert (bf.check_hash(hash_for_column(raw, info)),
+                    bf.check_hash(hash_for_column(stored_nan, info))) == (True, False), column
+            answers = r.probe(column, [stored_nan, raw_nan, raw, 8.5 if column == "d" else 8.25])
+            assert [a for _, a in answers.row_groups[0].values] == [MAYBE] * 4, column
+            assert r.row_groups_maybe_containing(column, float("nan")) == [0]

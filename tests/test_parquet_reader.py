@@ -23,6 +23,7 @@ from secure_bloom.errors import (
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
+from secure_bloom.parquet.values import hash_for_column
 
 EXPLICIT = KeyAccess(explicit=TESTING_KEYS)
 BLOOM_FILE = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -153,10 +154,90 @@ def test_probe_result_json_shape() -> None:
     with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
         result = r.probe("double_field", [0.5, 1.0])
     doc = json.loads(result.to_json())
-    assert doc == {"file": str(BLOOM_FILE), "column": "double_field",
+    assert doc == {"file": str(BLOOM_FILE), "column": "double_field", "values": ["0.5", "1.0"],
                    "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True,
-                                   "values": {"0.5": "maybe", "1.0": "absent"}}]}
+                                   "values": [{"value": "0.5", "answer": "maybe"},
+                                              {"value": "1.0", "answer": "absent"}]}]}
     assert result.row_groups_maybe_containing("0.5") == [0]
+    assert result.maybe_row_groups(1) == []
+
+
+NEG_NAN = float(np.array([0xFFF8000000000000], dtype=np.uint64).view(np.float64)[0])
+
+
+@pytest.mark.parametrize("values", [[NEG_NAN, float("nan")], [float("nan"), NEG_NAN]])
+def test_probe_answers_each_value_in_order_even_with_equal_labels(values: list[float]) -> None:
+    """Regression: answers were keyed by display text, so -nan and nan collapsed into one answer
+    whose value depended on the order; and each NaN is "maybe" (no NaN can be ruled out)."""
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        result = r.probe("double_field", [*values, 1.0, 1.0], labels=["x", "x", "one", "one"])
+    doc = result.to_dict()
+    assert doc["values"] == ["x", "x", "one", "one"]
+    assert doc["row_groups"][0]["values"] == [{"value": "x", "answer": MAYBE}, {"value": "x", "answer": MAYBE},
+                                              {"value": "one", "answer": ABSENT}, {"value": "one", "answer": ABSENT}]
+    assert [result.maybe_row_groups(i) for i in range(4)] == [[0], [0], [], []]
+    with pytest.raises(KeyError, match="2 values probed are labelled 'x'"):
+        result.row_groups_maybe_containing("x")
+    with ParquetBloomReader(BLOOM_FILE, EXPLICIT) as r:
+        assert [label for label, _ in r.probe("double_field", values).row_groups[0].values] == [
+            "nan(0xfff8000000000000)" if v is NEG_NAN else "nan" for v in values]
+
+
+def _pyarrow_file_with_filters(path: Path, columns: dict[str, object]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(columns)  # type: ignore[arg-type]
+    pq.write_table(table, path, bloom_filter_options={name: {"ndv": 1000, "fpp": 0.01} for name in columns})
+    return path
+
+
+def test_probe_zero_finds_negative_zero_and_nan_finds_any_nan(tmp_path: Path) -> None:
+    """Regression (issue 15 item 11): a column holding -0.0 and -NaN answered "absent" for 0 and nan
+    (bit-exact hashes), while SQL holds them equal: an engine using the answer skipped the rows."""
+    import pyarrow as pa
+
+    doubles = [float(i) + 0.5 for i in range(500)] + [-0.0, NEG_NAN]
+    path = _pyarrow_file_with_filters(tmp_path / "zeros.parquet", {
+        "d": pa.array(doubles, pa.float64()), "f": pa.array(doubles, pa.float32())})
+    with ParquetBloomReader(path) as r:
+        for column in ("d", "f"):
+            bf = r.bloom_filter(0, column)
+            assert bf is not None
+            info = r.column(column)  # the filter and the bit-exact API tell the zeros apart
+            assert (bf.check_hash(hash_for_column(-0.0, info)), bf.check_hash(hash_for_column(0.0, info))) == (True, False)
+            result = r.probe(column, [0.0, 0, -0.0, float("nan"), NEG_NAN, 0.5])
+            assert [a for _, a in result.row_groups[0].values] == [MAYBE] * 6, column
+            assert r.row_groups_maybe_containing(column, 0.0) == [0]
+            assert r.row_groups_maybe_containing(column, float("nan")) == [0]
+
+
+def test_probe_of_a_naive_datetime_on_a_utc_column_needs_its_zone(tmp_path: Path) -> None:
+    """Regression (issue 15 item 26): PySpark's collect() in a non-UTC process returns naive LOCAL
+    times; taken as UTC they answered "absent" for 200 of 200 stored values."""
+    import datetime as dt
+    import zoneinfo
+
+    import pyarrow as pa
+
+    from secure_bloom.errors import InvalidValueError
+
+    paris = zoneinfo.ZoneInfo("Europe/Paris")
+    instants = [dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=7 * i) for i in range(200)]
+    local_naive = [t.astimezone(paris).replace(tzinfo=None) for t in instants]  # what collect() gives in Paris
+    path = _pyarrow_file_with_filters(tmp_path / "ts.parquet", {
+        "ts": pa.array(instants, pa.timestamp("us", tz="UTC")),
+        "wall": pa.array(local_naive, pa.timestamp("us"))})
+    with ParquetBloomReader(path) as r:
+        with pytest.raises(InvalidValueError, match=r"column 'ts' .*naive.*timezone="):
+            r.probe("ts", local_naive)
+        with pytest.raises(InvalidValueError, match=r"column 'ts' .*naive.*timezone="):
+            r.row_groups_maybe_containing("ts", local_naive[0])
+        answers = r.probe("ts", local_naive, timezone="Europe/Paris").row_groups[0].values
+        assert [a for _, a in answers] == [MAYBE] * 200
+        assert r.row_groups_maybe_containing("ts", local_naive[0], timezone=paris) == [0]
+        assert {a for _, a in r.probe("ts", instants).row_groups[0].values} == {MAYBE}
+        assert {a for _, a in r.probe("wall", local_naive).row_groups[0].values} == {MAYBE}  # wall clock
 
 
 # --- keys -----------------------------------------------------------------------------------------

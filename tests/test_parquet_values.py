@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import zoneinfo
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.hashing import PhysicalType, hash_value
 from secure_bloom.parquet import ColumnInfo, display_value, encode_value, value_from_text
-from secure_bloom.parquet.values import hash_for_column
+from secure_bloom.parquet.values import NanoTimestamp, QueryHashes, hash_for_column, maybe_in, query_hashes
 
 
 def col(ptype: str, logical: str | None = None, **kw: Any) -> ColumnInfo:
@@ -111,8 +112,10 @@ def test_invalid_values_name_column_and_type(column: ColumnInfo, value: Any, why
 
 @pytest.mark.parametrize("column,text,expected", [
     (STRING, "hello", "hello"),
-    (STRING, "hex:00ff", b"\x00\xff"),
-    (STRING, "text:hex:00", "hex:00"),
+    (STRING, "hex:00ff", "hex:00ff"),  # a string column's text is literal, prefix or not
+    (STRING, "text:x", "text:x"),
+    (BINARY, "hex:00ff", b"\x00\xff"),
+    (BINARY, "text:hex:00", "hex:00"),
     (BINARY, "hex:", b""),
     (INT32, "-42", -42),
     (INT64, "0x10", 16),
@@ -121,12 +124,12 @@ def test_invalid_values_name_column_and_type(column: ColumnInfo, value: Any, why
     (FLOAT, "nan", None),
     (DATE, "2024-02-29", dt.date(2024, 2, 29)),
     (DATE, "19782", 19782),
-    (TS_MICROS, "2024-01-01T00:00:00Z", dt.datetime(2024, 1, 1)),
-    (TS_MICROS, "2024-01-01T02:00:00.25+02:00", dt.datetime(2024, 1, 1, 0, 0, 0, 250_000)),
-    (TS_MICROS, "2024-01-01", dt.datetime(2024, 1, 1)),
-    (TS_NANOS, "1970-01-01T00:00:00.123456789", np.datetime64("1970-01-01T00:00:00.123456789", "ns")),
+    (TS_MICROS, "2024-01-01T00:00:00Z", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)),
+    (TS_MICROS, "2024-01-01T02:00:00.25+02:00", dt.datetime(2024, 1, 1, 0, 0, 0, 250_000, tzinfo=dt.timezone.utc)),
+    (TS_NANOS, "2024-01-01", dt.datetime(2024, 1, 1)),  # a wall-clock column takes naive text as it is
+    (TS_NANOS, "1970-01-01T00:00:00.123456789", NanoTimestamp(dt.datetime(1970, 1, 1, 0, 0, 0, 123456), 789)),
     (INT96, "hex:" + "00" * 12, b"\x00" * 12),
-    (INT96, "2020-02-02 10:00:00", dt.datetime(2020, 2, 2, 10)),
+    (INT96, "2020-02-02 10:00:00Z", dt.datetime(2020, 2, 2, 10, tzinfo=dt.timezone.utc)),
     (DEC_FLBA, "-12.50", Decimal("-12.50")),
     (DEC_FLBA, "hex:" + "ff" * 11, b"\xff" * 11),
     (UUID_COL, U, uuid.UUID(U)),
@@ -165,3 +168,131 @@ def test_display_value() -> None:
     assert display_value(Decimal("1.50")) == "1.50"
     assert display_value(dt.date(2024, 1, 2)) == "2024-01-02"
     assert display_value(np.int32(7)) == "7"
+
+
+# --- query semantics (query_hashes): SQL equality, not bit equality ----------------------------
+
+TS_US_LOCAL = col("INT64", "TIMESTAMP", time_unit="micros", is_adjusted_to_utc=False)
+TIME_US = col("INT64", "TIME", time_unit="micros")
+TIME_NS = col("INT64", "TIME", time_unit="nanos")
+DOUBLE_NEG_NAN = np.array([0xFFF8000000000000], dtype=np.uint64).view(np.float64)[0]
+DOUBLE_PAYLOAD_NAN = np.array([0x7FF0000000000001], dtype=np.uint64).view(np.float64)[0]
+FLOAT_NEG_NAN = np.array([0xFFC00000], dtype=np.uint32).view(np.float32)[0]
+
+
+def h(physical: Any, column: ColumnInfo) -> int:
+    return hash_value(physical, column.physical_type, type_length=column.type_length)
+
+
+@pytest.mark.parametrize("column,value,zeros", [
+    (DOUBLE, 0.0, [0.0, -0.0]), (DOUBLE, -0.0, [0.0, -0.0]), (DOUBLE, 0, [0.0, -0.0]),
+    (FLOAT, -0.0, [np.float32(0.0), np.float32(-0.0)]), (FLOAT, np.float32(0.0), [np.float32(0.0), np.float32(-0.0)]),
+    (F16, 0.0, [b"\x00\x00", b"\x00\x80"]), (F16, b"\x00\x80", [b"\x00\x00", b"\x00\x80"]),
+])
+def test_a_zero_asks_for_both_zeros(column: ColumnInfo, value: Any, zeros: list[Any]) -> None:
+    assert query_hashes(value, column) == QueryHashes(hashes=tuple(h(z, column) for z in zeros))
+    assert hash_for_column(value, column) == h(zeros[1] if str(value).startswith("-") or value == b"\x00\x80"
+                                               else zeros[0], column)  # the bit-exact API keeps the sign
+
+
+@pytest.mark.parametrize("column,value", [
+    (DOUBLE, float("nan")), (DOUBLE, DOUBLE_NEG_NAN), (DOUBLE, DOUBLE_PAYLOAD_NAN), (DOUBLE, np.float32("nan")),
+    (FLOAT, float("nan")), (FLOAT, FLOAT_NEG_NAN), (FLOAT, DOUBLE_NEG_NAN),
+    (F16, float("nan")), (F16, b"\x01\xfe"),
+])
+def test_every_nan_is_always_maybe(column: ColumnInfo, value: Any) -> None:
+    query = query_hashes(value, column)
+    assert query.always_maybe is True
+
+    class NothingInside:
+        def check_hashes(self, hashes: Any) -> Any:
+            return np.zeros(len(hashes), dtype=bool)
+
+    assert maybe_in(NothingInside(), [query]) == [True]
+
+
+def test_maybe_in_any_hit_means_maybe() -> None:
+    from secure_bloom.filter import SplitBlockBloomFilter
+
+    bf = SplitBlockBloomFilter(1024)
+    bf.insert_hash(h(-0.0, DOUBLE))
+    queries = [query_hashes(v, DOUBLE) for v in (0.0, -0.0, 1.5, float("nan"))]
+    assert maybe_in(bf, queries) == [True, True, bf.check_hash(h(1.5, DOUBLE)), True]
+    assert bf.check_hash(h(0.0, DOUBLE)) is False  # the filter itself stays bit-exact
+    assert maybe_in(None, queries) == [True] * 4 and maybe_in(bf, []) == []
+
+
+def test_time_nanos_text_keeps_every_digit() -> None:
+    nanos = ((12 * 60 + 34) * 60 + 56) * 10**9 + 123_456_789
+    assert encode_value(value_from_text("12:34:56.123456789", TIME_NS), TIME_NS) == nanos
+    assert encode_value(np.timedelta64(nanos, "ns"), TIME_NS) == nanos
+    assert encode_value(dt.time(12, 34, 56, 123456), TIME_NS) == nanos - 789  # a time's micros are exact
+    assert encode_value(value_from_text("12:34:56.123456000", TIME_US), TIME_US) == nanos // 1000 - 0
+    with pytest.raises(InvalidValueError, match="finer than the column's micros precision"):
+        value_from_text("12:34:56.123456789", TIME_US)
+    with pytest.raises(InvalidValueError, match="finer than the column's micros precision"):
+        encode_value(np.timedelta64(1, "ns"), TIME_US)
+    with pytest.raises(InvalidValueError, match="within one day"):
+        encode_value(np.timedelta64(25, "h"), TIME_NS)
+
+
+def test_timestamp_nanos_text_and_numpy_are_exact() -> None:
+    want = int(np.datetime64("2024-01-02T03:04:05.123456789", "ns").astype(np.int64))
+    got = value_from_text("2024-01-02T03:04:05.123456789", TS_NANOS)
+    assert got == NanoTimestamp(dt.datetime(2024, 1, 2, 3, 4, 5, 123456), 789)
+    assert encode_value(got, TS_NANOS) == want
+    assert encode_value(np.datetime64("2024-01-02T03:04:05.123456789", "ns"), TS_NANOS) == want
+    assert encode_value(value_from_text("2024-01-02T03:04:05.1234567890", TS_NANOS), TS_NANOS) == want
+    assert encode_value(np.datetime64("2000-01-01", "D"), DATE) == 10957
+    with pytest.raises(InvalidValueError, match="whole day"):
+        encode_value(np.datetime64("2000-01-01T12", "h"), DATE)
+
+
+# Naive date/times on columns of UTC instants: refused without a zone (PySpark collect() gives LOCAL times).
+
+@pytest.mark.parametrize("column", [TS_MICROS, TS_MILLIS, INT96])
+@pytest.mark.parametrize("value", [dt.datetime(2024, 5, 1, 12), dt.date(2024, 5, 1), "2024-05-01T12:00:00",
+                                   "2024-05-01"])
+def test_naive_values_for_utc_columns_need_a_time_zone(column: ColumnInfo, value: Any) -> None:
+    with pytest.raises(InvalidValueError, match=r"'c' .*naive.*timezone=.*--timezone"):
+        query_hashes(value, column)
+    if isinstance(value, str):
+        with pytest.raises(InvalidValueError, match="naive"):
+            value_from_text(value, column)
+    aware = dt.datetime(2024, 5, 1, 12 if "12" in str(value) else 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    want = {hash_for_column(aware, column)}
+    assert set(query_hashes(value, column, timezone="Europe/Paris").hashes) == want
+    assert set(query_hashes(value, column, timezone=zoneinfo.ZoneInfo("Europe/Paris")).hashes) == want
+
+
+def test_naive_values_for_wall_clock_columns_are_taken_as_they_are() -> None:
+    naive = dt.datetime(2024, 5, 1, 12)
+    assert query_hashes(naive, TS_US_LOCAL).hashes == (hash_for_column(naive, TS_US_LOCAL),)
+    assert query_hashes(naive, TS_US_LOCAL, timezone="Asia/Tokyo").hashes == (hash_for_column(naive, TS_US_LOCAL),)
+    aware = dt.datetime(2024, 5, 1, 12, tzinfo=dt.timezone.utc)
+    assert query_hashes(aware, TS_MICROS, timezone="Asia/Tokyo").hashes == (hash_for_column(aware, TS_MICROS),)
+    assert query_hashes(np.datetime64("2024-05-01T12:00:00", "us"), TS_MICROS).hashes == (
+        hash_for_column(aware, TS_MICROS),)  # numpy carries no zone: UTC
+
+
+def test_a_local_time_that_repeats_at_a_dst_change_asks_for_both_instants() -> None:
+    got = set(query_hashes("2024-10-27T02:30:00", TS_MICROS, timezone="Europe/Paris").hashes)
+    utc = dt.timezone.utc
+    assert got == {hash_for_column(dt.datetime(2024, 10, 27, 0, 30, tzinfo=utc), TS_MICROS),
+                   hash_for_column(dt.datetime(2024, 10, 27, 1, 30, tzinfo=utc), TS_MICROS)}
+    nanos = query_hashes("2024-10-27T02:30:00.000000001", col("INT64", "TIMESTAMP", time_unit="nanos",
+                                                               is_adjusted_to_utc=True), timezone="Europe/Paris")
+    assert len(nanos.hashes) == 2
+
+
+def test_unknown_time_zone_is_an_invalid_value() -> None:
+    with pytest.raises(InvalidValueError, match="unknown time zone 'Mars/Olympus'"):
+        query_hashes(dt.datetime(2024, 1, 1), TS_MICROS, timezone="Mars/Olympus")
+
+
+def test_display_value_tells_nans_apart() -> None:
+    assert display_value(float("nan")) == "nan"
+    assert display_value(DOUBLE_NEG_NAN) == "nan(0xfff8000000000000)"
+    assert display_value(-0.0) == "-0.0"
+    assert display_value(NanoTimestamp(dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc), 7)) == \
+        "2024-01-02T03:04:05.000006007+00:00"

@@ -77,12 +77,12 @@ def _check_our_reader(path: Path, keys: KeyAccess, rows: int) -> None:
     mostly absent everywhere."""
     sample = list(range(0, rows, 37))
     with ParquetBloomReader(path, keys=keys) as reader:
-        result = reader.probe("ts", [row_time(i) for i in sample])
+        result = reader.probe("ts", [row_time(i) for i in sample], timezone="UTC")
         for g, rg in enumerate(result.row_groups):
             assert rg.has_bloom_filter and rg.encrypted
             mine = [a for i, (_, a) in zip(sample, rg.values) if i // ROWS_PER_GROUP == g]
             assert mine and set(mine) == {MAYBE}, g
-        between = reader.probe("ts", [row_time(i) + dt.timedelta(seconds=30) for i in sample])
+        between = reader.probe("ts", [row_time(i) + dt.timedelta(seconds=30) for i in sample], timezone="UTC")
         answers = [a for rg in between.row_groups for _, a in rg.values]
         assert sum(a == ABSENT for a in answers) >= 0.97 * len(answers)
 
@@ -100,7 +100,7 @@ def test_parquet_java_writes_int96_filters_we_read(spark_int96: SparkInt96File) 
     with ParquetBloomReader(f.path, keys=f.keys) as reader:
         assert reader.column("ts").type_name == "INT96"
         assert [(c.column, c.has_bloom_filter) for c in reader.chunks()] == [("id", False), ("ts", True)] * 2
-        assert reader.row_groups_maybe_containing("ts", row_time(150_000)) == [1]
+        assert reader.row_groups_maybe_containing("ts", row_time(150_000), timezone="UTC") == [1]
     _check_our_reader(f.path, f.keys, f.rows)
     _check_parquet_java_finds_every_value(f.path, f.policy.hadoop_conf(), ["ts"])
 
@@ -139,14 +139,14 @@ def test_dictionary_only_int96_chunks_have_no_filter_until_attached(spark: Any, 
     present = row_time(1500)
     with ParquetBloomReader(f.path, keys=f.keys) as reader:
         assert all(not c.has_bloom_filter for c in reader.chunks())
-        assert reader.row_groups_maybe_containing("ts", present) == [0, 1]
+        assert reader.row_groups_maybe_containing("ts", present, timezone="UTC") == [0, 1]
 
     attached = tmp_path / "attached.parquet"
     attach_bloom_filters(f.path, attached, ["ts"], keys=f.keys)
     with ParquetBloomReader(attached, keys=f.keys) as reader:
         assert all(c.has_bloom_filter and c.encrypted for c in reader.chunks() if c.column == "ts")
-        assert reader.row_groups_maybe_containing("ts", present) == [1]
-        assert reader.row_groups_maybe_containing("ts", BASE - dt.timedelta(days=3)) == []
+        assert reader.row_groups_maybe_containing("ts", present, timezone="UTC") == [1]
+        assert reader.row_groups_maybe_containing("ts", BASE - dt.timedelta(days=3), timezone="UTC") == []
     raw = encode_int96(present)
     result = bloom_probe(attached, [ColumnProbe("ts", "binary-hex", (raw,))], f.policy.hadoop_conf())
     assert [g["found"][raw.hex()] for g in result["columns"]["ts"]["row_groups"]] == [False, True]

@@ -8,14 +8,15 @@
   shared by the reader, attach, the CLI and the audit.
 * :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added.
 * :mod:`.values`: user values and command-line text -> what a column stores
-  (:func:`value_from_text`, :func:`encode_value`).
+  (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
+  (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
 """
 
 from .attach import AttachedFilter, AttachReport, attach_bloom_filters
 from .keys import NO_KEYS, KeyAccess
 from .reader import ABSENT, MAYBE, ChunkInfo, ParquetBloomReader, ProbeResult, RowGroupProbe
 from .schema import ColumnInfo
-from .values import display_value, encode_value, value_from_text
+from .values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
 __all__ = [
     "ParquetBloomReader",
@@ -33,4 +34,7 @@ __all__ = [
     "encode_value",
     "value_from_text",
     "display_value",
+    "query_hashes",
+    "QueryHashes",
+    "NanoTimestamp",
 ]

@@ -21,11 +21,9 @@ import dataclasses
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
-
-import numpy as np
 
 from ..encrypted_filter import read_encrypted_bloom_filter
 from ..errors import (
@@ -48,7 +46,7 @@ from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .tail import PLAIN_MAGIC, FileTail, read_tail
-from .values import display_value, hash_for_column
+from .values import TimeZoneLike, display_value, maybe_in, query_hashes
 
 __all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT"]
 
@@ -87,7 +85,8 @@ class ChunkInfo:
 
 @dataclass(frozen=True)
 class RowGroupProbe:
-    """Answers for one row group: ``values`` holds (value as text, "maybe" | "absent") pairs."""
+    """Answers for one row group: ``values`` holds a (label, "maybe" | "absent") pair per value
+    probed, in the caller's order (duplicates and equal labels kept)."""
 
     row_group: int
     has_bloom_filter: bool
@@ -96,32 +95,49 @@ class RowGroupProbe:
 
     def to_dict(self) -> dict[str, Any]:
         return {"row_group": self.row_group, "has_bloom_filter": self.has_bloom_filter,
-                "encrypted": self.encrypted, "values": dict(self.values)}
+                "encrypted": self.encrypted,
+                "values": [{"value": label, "answer": answer} for label, answer in self.values]}
 
 
 @dataclass(frozen=True)
 class ProbeResult:
     """The answer of :meth:`ParquetBloomReader.probe`; :meth:`to_dict` is its JSON shape::
 
-        {"file": str, "column": str,
+        {"file": str, "column": str, "values": [label, ...],
          "row_groups": [{"row_group": i, "has_bloom_filter": bool, "encrypted": bool,
-                         "values": {value: "maybe" | "absent"}}]}
+                         "values": [{"value": label, "answer": "maybe" | "absent"}, ...]}]}
+
+    One answer per value the caller gave, in the caller's order, labelled with the caller's
+    label (by default the value's text, :func:`~secure_bloom.parquet.values.display_value`). A
+    list, not a mapping: two values with the same label (``-nan`` and ``nan``, or a value given
+    twice) each keep their own answer.
     """
 
     file: str
     column: str
     row_groups: tuple[RowGroupProbe, ...]
+    labels: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "column": self.column,
+        return {"file": self.file, "column": self.column, "values": list(self.labels),
                 "row_groups": [rg.to_dict() for rg in self.row_groups]}
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
-    def row_groups_maybe_containing(self, value_text: str) -> list[int]:
-        """Row groups where the value (as shown in ``values``) may be present."""
-        return [rg.row_group for rg in self.row_groups if dict(rg.values).get(value_text) == MAYBE]
+    def maybe_row_groups(self, index: int) -> list[int]:
+        """Row groups where the ``index``-th value probed may be present."""
+        if not -len(self.labels) <= index < len(self.labels):
+            raise IndexError(f"value index {index} out of range: {len(self.labels)} values were probed")
+        return [rg.row_group for rg in self.row_groups if rg.values[index][1] == MAYBE]
+
+    def row_groups_maybe_containing(self, label: str) -> list[int]:
+        """Row groups where the value labelled ``label`` may be present; the label must name
+        exactly one value probed (else use :meth:`maybe_row_groups` with its position)."""
+        found = [i for i, shown in enumerate(self.labels) if shown == label]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} values probed are labelled {label!r}; use maybe_row_groups(index)")
+        return self.maybe_row_groups(found[0])
 
     @property
     def any_maybe(self) -> bool:
@@ -475,37 +491,40 @@ class ParquetBloomReader:
 
     # ---------------------------------------------------------------- probes
 
-    def probe(self, column: str | int | ColumnInfo, values: Iterable[Any] | Any) -> ProbeResult:
-        """Check ``values`` against every row group's filter of ``column``."""
+    def probe(self, column: str | int | ColumnInfo, values: Iterable[Any] | Any, *,
+              labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
+        """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
+
+        Query semantics (:func:`~secure_bloom.parquet.values.query_hashes`): 0.0 finds -0.0 too,
+        a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
+        unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
+        default each value's text. One answer per value, in order, duplicates kept.
+        """
         info = self.column(column)
         if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
             values = [values]
         values = list(values)
-        hashes = np.array([hash_for_column(v, info) for v in values], dtype=np.uint64)
-        shown = [display_value(v) for v in values]
+        queries = [query_hashes(v, info, timezone=timezone) for v in values]
+        shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
+        if len(shown) != len(values):
+            raise ValueError(f"{len(shown)} labels for {len(values)} values")
         row_groups = []
         for rg in range(self.num_row_groups):
             chunk = self._chunks[rg][info.ordinal]
             bf = self.bloom_filter(rg, info.ordinal)
-            if bf is None:
-                answers = [MAYBE] * len(values)
-            else:
-                answers = [MAYBE if hit else ABSENT for hit in bf.check_hashes(hashes)]
+            answers = [MAYBE if hit else ABSENT for hit in maybe_in(bf, queries)]
             row_groups.append(RowGroupProbe(row_group=rg, has_bloom_filter=bf is not None,
                                             encrypted=chunk.encryption != "plaintext",
                                             values=tuple(zip(shown, answers))))
-        return ProbeResult(file=self.path, column=info.path, row_groups=tuple(row_groups))
+        return ProbeResult(file=self.path, column=info.path, row_groups=tuple(row_groups), labels=tuple(shown))
 
-    def row_groups_maybe_containing(self, column: str | int | ColumnInfo, value: Any) -> list[int]:
-        """Row groups whose filter may hold ``value`` (every group without a filter is included)."""
+    def row_groups_maybe_containing(self, column: str | int | ColumnInfo, value: Any, *,
+                                    timezone: TimeZoneLike | None = None) -> list[int]:
+        """Row groups whose filter may hold ``value`` (every group without a filter is included);
+        query semantics as :meth:`probe`."""
         info = self.column(column)
-        h = hash_for_column(value, info)
-        out = []
-        for rg in range(self.num_row_groups):
-            bf = self.bloom_filter(rg, info.ordinal)
-            if bf is None or bf.check_hash(h):
-                out.append(rg)
-        return out
+        query = [query_hashes(value, info, timezone=timezone)]
+        return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
 
     def iter_filters(self, column: str | int | ColumnInfo) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
         """(row group, filter or None) for every row group of ``column``."""

@@ -9,20 +9,40 @@ BYTE_ARRAY (binary)    ``bytes`` (``str`` is taken as UTF-8)
 DECIMAL                ``Decimal``, ``int`` or ``str`` -> INT32 / INT64 unscaled, big-endian
                        two's complement FLBA of the column's width, minimal BYTE_ARRAY
 DATE                   ``date`` (or ISO text) -> INT32 days; ``int`` is the stored day count
-TIMESTAMP              ``datetime`` (naive = UTC), ``numpy.datetime64`` -> INT64 in the column's
-                       unit; ``int`` is the stored count
-TIME                   ``datetime.time`` -> INT32 millis / INT64 micros or nanos; ``int`` raw
-INT96 (legacy)         ``datetime`` / ``numpy.datetime64`` -> nanos of day + Julian day;
-                       ``bytes`` (12)
+TIMESTAMP              ``datetime``, :class:`NanoTimestamp`, ``numpy.datetime64`` (taken as UTC)
+                       -> INT64 in the column's unit; ``int`` is the stored count
+TIME                   ``datetime.time``, ``datetime.timedelta`` / ``numpy.timedelta64`` since
+                       midnight -> INT32 millis / INT64 micros or nanos; ``int`` raw
+INT96 (legacy)         ``datetime`` / :class:`NanoTimestamp` / ``numpy.datetime64`` -> nanos of
+                       day + Julian day; ``bytes`` (12)
 INTEGER / plain ints   ``int`` within the column's width and signedness
 FLOAT / DOUBLE         ``float`` or ``int`` (FLOAT is rounded to float32)
 UUID, FLOAT16          ``uuid.UUID`` / text; ``float`` -> IEEE half, little-endian
 =====================  =====================================================================
 
+A value finer than the column's unit (a nanosecond for a micros column) is refused, never
+truncated. :func:`encode_value` and :func:`hash_for_column` are bit-exact (the hash the writer
+inserted; a naive ``datetime`` is taken as UTC): that is what ``attach`` builds filters with.
+
+Queries use :func:`query_hashes` instead: the SQL meaning of a value, as a set of hashes any of
+which means "maybe" (:func:`maybe_in` checks a filter):
+
+* FLOAT, DOUBLE, FLOAT16: ``0.0`` asks for both +0.0 and -0.0; a NaN (any payload) answers "maybe"
+  always: writers hash whichever NaN bits they saw, and parquet-java hashes the raw bits of a NaN
+  but stores the canonical NaN, so no NaN pattern can ever be ruled out.
+* Columns holding UTC instants (TIMESTAMP with isAdjustedToUTC, and INT96, Spark's instants) refuse a
+  naive ``datetime``/``date`` or naive ISO text unless ``timezone`` names the zone it is local to
+  (both instants are asked where a wall-clock time repeats or is skipped at a DST change); PySpark's
+  ``collect()`` returns naive LOCAL times, so guessing UTC would answer "absent" for stored rows.
+  ``numpy.datetime64`` carries no zone and is taken as UTC. Wall-clock TIMESTAMP columns (not
+  adjusted to UTC) take naive values as they are.
+
 :func:`value_from_text` parses command-line text for a column: numbers for numeric columns,
-decimal text, ISO-8601 dates and timestamps (nanosecond digits kept), ``hex:...`` raw bytes for
-any binary, fixed or INT96 column, ``text:...`` to force literal text. Anything that does not
-fit raises :class:`InvalidValueError` naming the column and its type.
+decimal text, ISO-8601 dates, times and timestamps (all nine nanosecond digits kept: a
+:class:`NanoTimestamp`, or a ``numpy.timedelta64`` for a time of day), ``hex:...`` raw bytes for
+a binary (non-string), fixed-length or INT96 column and ``text:...`` to take the rest literally
+there. Text for STRING, ENUM and JSON columns is always literal (``hex:ab`` is the 6-character
+string). Anything that does not fit raises :class:`InvalidValueError` naming the column and its type.
 """
 
 from __future__ import annotations
@@ -30,8 +50,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+import zoneinfo
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -40,12 +63,40 @@ from ..hashing import PhysicalType, hash_value, plain_bytes
 from ..logical import TimeUnit, encode_date, encode_decimal, encode_int96, encode_timestamp
 from .schema import ColumnInfo
 
-__all__ = ["encode_value", "value_from_text", "display_value", "hash_for_column"]
+__all__ = ["encode_value", "value_from_text", "display_value", "hash_for_column", "query_hashes",
+           "QueryHashes", "maybe_in", "NanoTimestamp", "TimeZoneLike"]
 
 _UNIT_NANOS = {"millis": 10**6, "micros": 10**3, "nanos": 1}
 _STRINGY = {"STRING", "ENUM", "JSON"}
-_ISO_FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d|.* \d\d:\d\d:\d\d)\.(\d+)(.*)$")
-_EPOCH_NAIVE = np.datetime64("1970-01-01T00:00:00", "ns")
+_FRACTION = re.compile(r"^(.*\d\d:\d\d:\d\d)\.(\d+)(.*)$")
+_DAY_NANOS = 86_400 * 10**9
+# numpy datetime64/timedelta64 units -> nanoseconds per tick (negative: ticks per nanosecond)
+_NP_UNIT_NANOS = {"W": 7 * _DAY_NANOS, "D": _DAY_NANOS, "h": 3600 * 10**9, "m": 60 * 10**9, "s": 10**9,
+                  "ms": 10**6, "us": 10**3, "ns": 1, "ps": -(10**3), "fs": -(10**6), "as": -(10**9)}
+_NAIVE_HELP = ("is a naive date/time, but the column holds UTC instants (isAdjustedToUTC or INT96): give "
+               "its time zone (an aware datetime, an offset in the text, timezone= in the API, "
+               "--timezone in the CLI)")
+
+TimeZoneLike = dt.tzinfo | str
+"""A ``tzinfo`` or an IANA zone name (``"UTC"``, ``"Europe/Paris"``) for :mod:`zoneinfo`."""
+
+
+@dataclass(frozen=True)
+class NanoTimestamp:
+    """A ``datetime`` plus the nanoseconds below its microsecond (0..999), without pandas: what
+    timestamp text with seven to nine fractional digits parses to. Naive or aware like ``datetime``."""
+
+    datetime: dt.datetime
+    nanosecond: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.nanosecond <= 999:
+            raise ValueError(f"nanosecond must be 0..999, got {self.nanosecond}")
+
+    def isoformat(self) -> str:
+        text = self.datetime.isoformat(timespec="microseconds")
+        cut = len(self.datetime.replace(tzinfo=None).isoformat(timespec="microseconds"))
+        return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
 
 
 def _fail(column: ColumnInfo, value: Any, why: str) -> InvalidValueError:
@@ -59,7 +110,8 @@ def _fail(column: ColumnInfo, value: Any, why: str) -> InvalidValueError:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    # numpy.timedelta64 is a numpy.signedinteger: a duration, not a count of the column's unit
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_, np.timedelta64))
 
 
 def _as_bytes(value: Any) -> bytes | None:
@@ -68,13 +120,25 @@ def _as_bytes(value: Any) -> bytes | None:
     return None
 
 
-def _datetime64_nanos(value: np.datetime64) -> int:
+def _numpy_nanos(value: np.datetime64 | np.timedelta64) -> int:
+    """Nanoseconds (since the epoch for datetime64) as an exact Python int: no numpy cast, which
+    would wrap silently outside years 1677..2262; a tick finer than a nanosecond must be whole."""
     if np.isnat(value):
-        raise InvalidValueError("NaT is not a timestamp")
-    nanos = value.astype("datetime64[ns]")
-    if nanos.astype(value.dtype) != value:  # numpy wraps silently outside 1677..2262
-        raise InvalidValueError("is outside the nanosecond timestamp range (years 1677..2262)")
-    return int((nanos - _EPOCH_NAIVE).astype(np.int64))
+        raise InvalidValueError("is NaT (not a time)")
+    unit, count = np.datetime_data(value.dtype)
+    if unit in ("Y", "M"):
+        if isinstance(value, np.timedelta64):
+            raise InvalidValueError("is in years or months, which have no fixed length")
+        value, unit, count = value.astype("datetime64[D]"), "D", 1
+    if unit not in _NP_UNIT_NANOS:
+        raise InvalidValueError(f"has no time unit ({unit})")
+    ticks = int(value.astype(np.int64)) * int(count)
+    per = _NP_UNIT_NANOS[unit]
+    if per > 0:
+        return ticks * per
+    if ticks % -per:
+        raise InvalidValueError("is finer than a nanosecond")
+    return ticks // -per
 
 
 def _timestamp(value: Any, column: ColumnInfo) -> int:
@@ -82,34 +146,43 @@ def _timestamp(value: Any, column: ColumnInfo) -> int:
     if _is_int(value):
         return int(value)
     if isinstance(value, np.datetime64):
-        total = _datetime64_nanos(value)
+        total = _numpy_nanos(value)
         if total % _UNIT_NANOS[unit]:
             raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
-        return total // _UNIT_NANOS[unit]
-    if isinstance(value, (dt.datetime, str)):
-        return encode_timestamp(value, unit, nanos=int(getattr(value, "nanosecond", 0)))
-    if isinstance(value, dt.date):
-        return encode_timestamp(dt.datetime(value.year, value.month, value.day), unit)
-    raise InvalidValueError("is not a timestamp (datetime, numpy.datetime64, ISO text or int)")
+        count = total // _UNIT_NANOS[unit]
+    elif isinstance(value, NanoTimestamp):
+        count = encode_timestamp(value.datetime, unit, nanos=value.nanosecond)
+    elif isinstance(value, (dt.datetime, str)):
+        count = encode_timestamp(value, unit, nanos=int(getattr(value, "nanosecond", 0)))
+    elif isinstance(value, dt.date):
+        count = encode_timestamp(dt.datetime(value.year, value.month, value.day), unit)
+    else:
+        raise InvalidValueError("is not a timestamp (datetime, NanoTimestamp, numpy.datetime64, ISO text or int)")
+    if not -(1 << 63) <= count < (1 << 63):
+        span = " (years 1677..2262)" if unit == "nanos" else ""
+        raise InvalidValueError(f"is outside the {unit[:-1]}second timestamp range{span} of INT64")
+    return count
 
 
 def _time_of_day(value: Any, column: ColumnInfo) -> int:
     if _is_int(value):
         return int(value)
     if isinstance(value, str):
-        try:
-            value = dt.time.fromisoformat(value)
-        except ValueError:
-            raise InvalidValueError("is not an ISO-8601 time") from None
-    if not isinstance(value, dt.time):
-        raise InvalidValueError("is not a time of day")
-    micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
+        value = _time_text(value)
+    if isinstance(value, dt.time):
+        nanos = (((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond) * 1000
+    elif isinstance(value, dt.timedelta):
+        nanos = value // dt.timedelta(microseconds=1) * 1000
+    elif isinstance(value, np.timedelta64):
+        nanos = _numpy_nanos(value)
+    else:
+        raise InvalidValueError("is not a time of day (datetime.time, a timedelta since midnight, text or int)")
+    if not 0 <= nanos < _DAY_NANOS:
+        raise InvalidValueError("is not within one day (00:00 .. 24:00)")
     unit = column.time_unit or "millis"
-    if unit == "millis":
-        if micros % 1000:
-            raise InvalidValueError("is finer than the column's millis precision")
-        return micros // 1000
-    return micros if unit == "micros" else micros * 1000
+    if nanos % _UNIT_NANOS[unit]:
+        raise InvalidValueError(f"is finer than the column's {unit} precision")
+    return nanos // _UNIT_NANOS[unit]
 
 
 def _int96(value: Any) -> bytes:
@@ -117,13 +190,15 @@ def _int96(value: Any) -> bytes:
     if raw is not None:
         return raw
     if isinstance(value, np.datetime64):
-        total = _datetime64_nanos(value)
-        days, nanos = divmod(total, 86_400 * 10**9)
+        days, nanos = divmod(_numpy_nanos(value), _DAY_NANOS)
         base = dt.datetime(1970, 1, 1) + dt.timedelta(days=days)
         return encode_int96(base, nanos=nanos)
+    if isinstance(value, NanoTimestamp):
+        return encode_int96(value.datetime, nanos=value.nanosecond)
     if isinstance(value, (dt.datetime, str)):
         return encode_int96(value, nanos=int(getattr(value, "nanosecond", 0)))
-    raise InvalidValueError("is not an INT96 timestamp (datetime, numpy.datetime64, ISO text or 12 bytes)")
+    raise InvalidValueError("is not an INT96 timestamp (datetime, NanoTimestamp, numpy.datetime64, ISO text "
+                            "or 12 bytes)")
 
 
 def _integer(value: Any, column: ColumnInfo, width: int) -> int:
@@ -159,6 +234,11 @@ def _physical(value: Any, column: ColumnInfo) -> Any:
                               type_length=column.type_length)
     if ptype is PhysicalType.INT32:
         if logical == "DATE":
+            if isinstance(value, np.datetime64):
+                days, rest = divmod(_numpy_nanos(value), _DAY_NANOS)
+                if rest:
+                    raise InvalidValueError("is not a whole day")
+                return days
             return int(value) if _is_int(value) else encode_date(value)
         if logical == "TIME":
             return _time_of_day(value, column)
@@ -210,25 +290,143 @@ def encode_value(value: Any, column: ColumnInfo) -> Any:
 
 
 def hash_for_column(value: Any, column: ColumnInfo) -> int:
-    """XXH64 of ``value`` as ``column`` stores it (the hash its Bloom filter holds)."""
+    """XXH64 of ``value`` as ``column`` stores it (the hash its Bloom filter holds).
+
+    Bit-exact: -0.0 and +0.0, and NaNs with different bits, hash differently, and a naive datetime
+    is taken as UTC. To ask whether a value MAY be in a column use :func:`query_hashes`.
+    """
     return hash_value(encode_value(value, column), column.physical_type, type_length=column.type_length)
+
+
+# ------------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True)
+class QueryHashes:
+    """What a query for one value asks a filter: "maybe" when ANY of ``hashes`` is in it, and
+    always when ``always_maybe`` (a NaN: no filter can rule one out)."""
+
+    hashes: tuple[int, ...]
+    always_maybe: bool = False
+
+
+class _HashChecker(Protocol):
+    def check_hashes(self, hashes: Any) -> Any: ...
+
+
+def _is_instant(column: ColumnInfo) -> bool:
+    """Whether the column holds UTC instants (a naive value does not name one)."""
+    return column.physical_type is PhysicalType.INT96 or (
+        column.logical_type == "TIMESTAMP" and bool(column.is_adjusted_to_utc))
+
+
+def _zone(timezone: TimeZoneLike) -> dt.tzinfo:
+    if isinstance(timezone, dt.tzinfo):
+        return timezone
+    if isinstance(timezone, str):
+        try:
+            return zoneinfo.ZoneInfo(timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise InvalidValueError(f"unknown time zone {timezone[:60]!r} (expected an IANA name such as "
+                                    "'UTC' or 'Europe/Paris')") from None
+    raise TypeError(f"timezone must be a tzinfo or a zone name, got {type(timezone).__name__}")
+
+
+def _instants(value: Any, column: ColumnInfo, timezone: TimeZoneLike | None) -> list[Any]:
+    """``value``, or for a naive date/time on a column of UTC instants the instants it names as a
+    wall-clock time in ``timezone``: two where the time repeats or is skipped at a DST change."""
+    if not _is_instant(column) or _is_int(value) or isinstance(value, (bytes, bytearray, memoryview)):
+        return [value]
+    if isinstance(value, NanoTimestamp):
+        base: Any = value.datetime
+    elif isinstance(value, dt.datetime):
+        base = value
+    elif isinstance(value, dt.date):
+        base = dt.datetime.combine(value, dt.time())
+    else:
+        return [value]
+    if base.utcoffset() is not None:
+        return [value]
+    if timezone is None:
+        raise InvalidValueError(_NAIVE_HELP)
+    zone = _zone(timezone)
+    local = [base.replace(tzinfo=zone, fold=fold) for fold in (0, 1)]
+    if isinstance(value, NanoTimestamp):
+        return [NanoTimestamp(t, value.nanosecond) for t in local]
+    return local
+
+
+def _sql_equal(physical: Any, column: ColumnInfo) -> tuple[list[Any], bool]:
+    """The physical values SQL holds equal to ``physical`` (both zeros), and whether it is a NaN."""
+    if column.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
+        if np.isnan(physical):
+            return [physical], True
+        if physical == 0:
+            zero = np.float32(0.0) if column.physical_type is PhysicalType.FLOAT else 0.0
+            return [zero, -zero], False
+    elif column.logical_type == "FLOAT16" and isinstance(physical, bytes) and len(physical) == 2:
+        half = np.frombuffer(physical, dtype="<f2")[0]
+        if np.isnan(half):
+            return [physical], True
+        if half == 0:
+            return [b"\x00\x00", b"\x00\x80"], False
+    return [physical], False
+
+
+def query_hashes(value: Any, column: ColumnInfo, *, timezone: TimeZoneLike | None = None) -> QueryHashes:
+    """The hashes to look up for a query ``column = value``; any hit means "maybe".
+
+    Unlike :func:`hash_for_column` this follows SQL equality: both zeros, every NaN ("maybe"
+    always), and the instants a naive date/time names in ``timezone`` on a column of UTC instants
+    (refused without ``timezone``: :class:`InvalidValueError`). Text for TIMESTAMP, TIME and INT96
+    columns is parsed as :func:`value_from_text` does (all nanosecond digits kept).
+    """
+    if isinstance(value, str) and (column.logical_type in ("TIMESTAMP", "TIME")
+                                   or column.physical_type is PhysicalType.INT96):
+        value = value_from_text(value, column, timezone=timezone)
+    try:
+        candidates = _instants(value, column, timezone)
+    except InvalidValueError as e:
+        raise _fail(column, value, str(e)) from None
+    hashes: dict[int, None] = {}
+    nan = False
+    for candidate in candidates:
+        equal, is_nan = _sql_equal(encode_value(candidate, column), column)
+        nan = nan or is_nan
+        for physical in equal:
+            hashes[hash_value(physical, column.physical_type, type_length=column.type_length)] = None
+    return QueryHashes(hashes=tuple(hashes), always_maybe=nan)
+
+
+def maybe_in(bloom_filter: _HashChecker | None, queries: Sequence[QueryHashes]) -> list[bool]:
+    """For each query, whether ``bloom_filter`` may hold its value (None: no filter, all "maybe")."""
+    if bloom_filter is None:
+        return [True] * len(queries)
+    flat = np.array([h for q in queries for h in q.hashes], dtype=np.uint64)
+    hits = iter(np.asarray(bloom_filter.check_hashes(flat), dtype=bool).tolist() if flat.size else [])
+    return [any([next(hits) for _ in q.hashes]) or q.always_maybe for q in queries]
 
 
 # ------------------------------------------------------------------------------- text input
 
 
+def _split_nanos(body: str) -> tuple[str, int]:
+    """(``body`` with at most 6 fractional digits of seconds, the nanoseconds beyond them); a 10th
+    digit on is accepted only as a zero (no Parquet unit holds it)."""
+    match = _FRACTION.match(body)
+    if not match or len(match.group(2)) <= 6:
+        return body, 0
+    digits = match.group(2)
+    if digits[9:].strip("0"):
+        raise InvalidValueError("has more than 9 fractional digits (finer than a nanosecond)")
+    digits = digits[:9].ljust(9, "0")
+    return f"{match.group(1)}.{digits[:6]}{match.group(3)}", int(digits[6:])
+
+
 def _timestamp_text(text: str) -> Any:
-    """ISO-8601 text -> datetime (microseconds or coarser) or numpy.datetime64 (nanoseconds, UTC)."""
-    body = text.strip().replace("Z", "+00:00").replace("z", "+00:00")
-    match = _ISO_FRACTION.match(body)
-    extra = 0
-    if match and len(match.group(2)) > 6:
-        digits = match.group(2)
-        if len(digits) > 9:
-            raise InvalidValueError("has more than 9 fractional digits")
-        digits = digits.ljust(9, "0")
-        extra = int(digits[6:])
-        body = f"{match.group(1)}.{digits[:6]}{match.group(3)}"
+    """ISO-8601 text -> ``datetime``, or :class:`NanoTimestamp` for 7-9 fractional digits; naive
+    or aware as written (converted to UTC when encoded)."""
+    body, extra = _split_nanos(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     try:
         value = dt.datetime.fromisoformat(body)
     except ValueError:
@@ -236,17 +434,21 @@ def _timestamp_text(text: str) -> Any:
             value = dt.datetime.combine(dt.date.fromisoformat(body), dt.time())
         except ValueError:
             raise InvalidValueError("is not an ISO-8601 timestamp") from None
-    if value.tzinfo is not None:
-        try:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
-            raise InvalidValueError("is outside the datetime range once converted to UTC") from None
+    return NanoTimestamp(value, extra) if extra else value
+
+
+def _time_text(text: str) -> Any:
+    """ISO-8601 time text -> ``datetime.time``, or ``numpy.timedelta64`` since midnight (ns) when
+    it has 7-9 fractional digits."""
+    body, extra = _split_nanos(text.strip())
+    try:
+        value = dt.time.fromisoformat(body)
+    except ValueError:
+        raise InvalidValueError("is not an ISO-8601 time") from None
     if not extra:
         return value
-    nanos = (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1) * 1000 + extra
-    if not -(1 << 63) < nanos < (1 << 63):  # np.datetime64(..., "ns") would wrap silently; -2^63 is NaT
-        raise InvalidValueError("is outside the nanosecond timestamp range (years 1677..2262)")
-    return np.datetime64(nanos, "ns")
+    micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
+    return np.timedelta64(micros * 1000 + extra, "ns")
 
 
 def _int_text(text: str) -> int:
@@ -263,7 +465,8 @@ def _int_text(text: str) -> int:
 
 def _from_text(text: str, column: ColumnInfo) -> Any:
     ptype, logical = column.physical_type, column.logical_type
-    binary = ptype in (PhysicalType.BYTE_ARRAY, PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96)
+    binary = ptype in (PhysicalType.BYTE_ARRAY, PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96) \
+        and logical not in _STRINGY  # a string column's text is its value, prefix or not
     if binary and text.startswith("hex:"):
         try:
             return bytes.fromhex(text[4:].replace(" ", ""))
@@ -293,10 +496,7 @@ def _from_text(text: str, column: ColumnInfo) -> Any:
     if logical == "TIME":
         if re.fullmatch(r"\d+", text.strip()):
             return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
-        try:
-            return dt.time.fromisoformat(text.strip())
-        except ValueError:
-            raise InvalidValueError("is not an ISO-8601 time") from None
+        return _time_text(text)
     if ptype in (PhysicalType.INT32, PhysicalType.INT64):
         return _int_text(text)
     if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE) or logical == "FLOAT16":
@@ -312,10 +512,12 @@ def _from_text(text: str, column: ColumnInfo) -> Any:
     return text
 
 
-def value_from_text(text: str, column: ColumnInfo) -> Any:
-    """Parse command-line ``text`` into a value :func:`encode_value` accepts for ``column``.
+def value_from_text(text: str, column: ColumnInfo, *, timezone: TimeZoneLike | None = None) -> Any:
+    """Parse command-line ``text`` into a value :func:`query_hashes` accepts for ``column``.
 
-    The result is validated (encoded once) so that bad input fails here, naming the column.
+    The result is validated as a query (with ``timezone``) so that bad input fails here, naming
+    the column: naive date/time text for a column of UTC instants needs ``timezone``. Naive
+    values are returned as they are; pass the same ``timezone`` to the probe.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
@@ -323,7 +525,7 @@ def value_from_text(text: str, column: ColumnInfo) -> Any:
         value = _from_text(text, column)
     except InvalidValueError as e:
         raise _fail(column, text, str(e)) from None
-    encode_value(value, column)
+    query_hashes(value, column, timezone=timezone)
     return value
 
 
@@ -334,10 +536,14 @@ def display_value(value: Any) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "hex:" + bytes(value).hex()
     if isinstance(value, (float, np.floating)):
+        if np.isnan(value):  # NaNs differ by sign and payload; show the bits of any but the canonical
+            bits = np.asarray(value).view(f"<u{np.asarray(value).itemsize}").item()
+            canonical = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}[np.asarray(value).itemsize]
+            return "nan" if bits == canonical else f"nan(0x{bits:x})"
         return str(value) if isinstance(value, np.float32) else repr(float(value))
-    if isinstance(value, (dt.date, dt.time)):
+    if isinstance(value, (dt.date, dt.time, NanoTimestamp)):
         return value.isoformat()
-    if isinstance(value, np.datetime64):
+    if isinstance(value, (np.datetime64, np.timedelta64)):
         return str(value)
     if isinstance(value, np.integer):
         return str(int(value))

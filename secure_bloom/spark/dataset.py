@@ -98,40 +98,47 @@ def _one_task_per_file(spark: SparkSession, files: Sequence[str], fn: Any) -> li
     return list(rdd.flatMap(fn).collect())
 
 
-def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKeys) -> list[dict[str, Any]]:
+def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKeys,
+                timezone: Any) -> list[dict[str, Any]]:
     from ..errors import SecureBloomError
     from ..parquet import ParquetBloomReader
 
     try:
         with ParquetBloomReader(path, keys=keys.key_access()) as reader:
-            result = reader.probe(column, list(values)).to_dict()
+            result = reader.probe(column, list(values), timezone=timezone)
     except (SecureBloomError, OSError) as e:
-        return [{"file": path, "row_group": None, "value": None, "verdict": None,
+        return [{"file": path, "row_group": None, "value_index": None, "value": None, "verdict": None,
                  "has_bloom_filter": None, "encrypted": None, "error": f"{type(e).__name__}: {e}"}]
     rows = []
-    for rg in result["row_groups"]:
-        for value, verdict in rg["values"].items():
-            rows.append({"file": path, "row_group": rg["row_group"], "value": value, "verdict": verdict,
-                         "has_bloom_filter": rg["has_bloom_filter"], "encrypted": rg["encrypted"], "error": None})
+    for rg in result.row_groups:
+        for index, (label, verdict) in enumerate(rg.values):
+            rows.append({"file": path, "row_group": rg.row_group, "value_index": index, "value": label,
+                         "verdict": verdict, "has_bloom_filter": rg.has_bloom_filter, "encrypted": rg.encrypted,
+                         "error": None})
     return rows
 
 
 def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence[Any], keys: WorkerKeys, *,
-                  as_dataframe: bool = False) -> list[dict[str, Any]] | DataFrame:
+                  as_dataframe: bool = False, timezone: Any = None) -> list[dict[str, Any]] | DataFrame:
     """Probe ``values`` in ``column`` across every file under ``paths``, one file per task.
 
     One row per (file, row group, value): ``verdict`` is "maybe" or "absent" (a row group without a
-    filter is "maybe"); a file that cannot be read gives one row with ``error`` set. Returned as a
-    list of dicts, or a DataFrame with ``as_dataframe``.
+    filter is "maybe"); ``value_index`` is the value's position in ``values`` and ``value`` its
+    text (two values with the same text stay two rows). Query semantics as
+    :meth:`~secure_bloom.parquet.ParquetBloomReader.probe`: a naive ``datetime`` (what PySpark's
+    ``collect()`` returns, in the session's local zone) for a column of UTC instants needs
+    ``timezone`` (a zone name or tzinfo). A file that cannot be read gives one row with ``error``
+    set. Returned as a list of dicts, or a DataFrame with ``as_dataframe``.
     """
     files = dataset_files(paths)
     frozen = tuple(values)
-    rows = _one_task_per_file(spark, files, lambda p: _probe_file(p, column, frozen, keys))
-    rows.sort(key=lambda r: (r["file"], -1 if r["row_group"] is None else r["row_group"], str(r["value"])))
+    rows = _one_task_per_file(spark, files, lambda p: _probe_file(p, column, frozen, keys, timezone))
+    rows.sort(key=lambda r: (r["file"], -1 if r["row_group"] is None else r["row_group"],
+                             -1 if r["value_index"] is None else r["value_index"]))
     if not as_dataframe:
         return rows
-    schema = ("file string, row_group int, value string, verdict string, has_bloom_filter boolean, "
-              "encrypted boolean, error string")
+    schema = ("file string, row_group int, value_index int, value string, verdict string, "
+              "has_bloom_filter boolean, encrypted boolean, error string")
     return spark.createDataFrame([{**r, "value": None if r["value"] is None else str(r["value"])} for r in rows],
                                  schema)
 
