@@ -6,6 +6,12 @@ checked against the bytes that remain *before* anything is read or allocated, a 
 non-empty type is the only kind allowed to have elements, and every thriftpy2 failure mode (short
 read, bad type nibble, runaway nesting) becomes one :class:`MalformedThriftError`.
 
+Work is linear in the input. Varints are decoded here, not by thriftpy2, whose decoder accepts a
+run of any length and shifts a Python int by 7 more bits per byte (quadratic: a 1 MiB run of 0xFF
+took 24 s): a varint longer than its type allows (compact protocol: 3 bytes for i16, 5 for i32 and
+sizes, 10 for i64) is malformed at once, and a decoded integer must fit its type. Structs, lists,
+sets and maps together may nest at most ``_MAX_NESTING`` deep, also inside skipped unknown fields.
+
 After a parse, required fields are checked recursively and every union must have exactly one
 member set (Thrift semantics the library itself does not enforce).
 """
@@ -31,6 +37,9 @@ __all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS
 
 IDL_FILENAME = "parquet_subset.thrift"
 _MAX_NESTING = 64  # Parquet structures nest at most ~8 deep; anything deeper is hostile.
+_INT_BITS = {TType.I16: 16, TType.I32: 32, TType.I64: 64}
+#: Longest varint of each integer width: ceil(bits / 7) bytes.
+_VARINT_BYTES = {16: 3, 32: 5, 64: 10}
 #: Collection elements one parse may create, all collections together. Each element costs one
 #: input byte but ~170 bytes of Python objects, so without a budget a 256 MiB footer of empty
 #: structs would need ~40 GiB. Arrow C++ caps each container at 1,000,000 elements; real footers
@@ -80,6 +89,22 @@ class _BoundedBuffer:
     def remaining(self) -> int:
         return len(self._data) - self.pos
 
+    def varint_at(self, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
+        """Decode the unsigned varint at ``pos`` (at most ``max_bytes`` long): ``(value, end)``."""
+        value = 0
+        for i in range(max_bytes):
+            if pos + i >= len(self._data):
+                raise _Short(f"varint at offset {pos} runs past the end")
+            byte = self._data[pos + i]
+            value |= (byte & 0x7F) << (7 * i)
+            if byte < 0x80:
+                return value, pos + i + 1
+        raise MalformedThriftError(f"{what} varint at offset {pos} is longer than {max_bytes} bytes")
+
+    def varint(self, max_bytes: int, what: str) -> int:
+        value, self.pos = self.varint_at(self.pos, max_bytes, what)
+        return value
+
     def read(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self._data):
@@ -96,6 +121,47 @@ class _BoundedCompactProtocol(TCompactProtocol):
         super().__init__(trans, decode_response=True, strict_decode=True)
         self._bounded = trans
         self._elements_left = MAX_COLLECTION_ELEMENTS
+        self._depth = 0
+
+    def _enter(self) -> None:
+        self._depth += 1
+        if self._depth > _MAX_NESTING:
+            raise MalformedThriftError(f"structures and collections nested deeper than {_MAX_NESTING}")
+
+    def _integer(self, bits: int) -> int:
+        """A zigzag varint that must fit a signed ``bits``-bit integer."""
+        at = self._bounded.pos
+        raw = self._bounded.varint(_VARINT_BYTES[bits], f"i{bits}")
+        value = (raw >> 1) ^ -(raw & 1)
+        if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+            raise MalformedThriftError(f"i{bits} at offset {at} is out of range ({value})")
+        return value
+
+    def _read_int(self) -> int:
+        return self._integer(64)
+
+    def _read_val(self, ttype: int, spec: Any = None) -> Any:
+        bits = _INT_BITS.get(ttype)
+        return super()._read_val(ttype, spec) if bits is None else self._integer(bits)
+
+    def skip(self, ttype: int) -> None:
+        bits = _INT_BITS.get(ttype)
+        if bits is None:
+            super().skip(ttype)
+        else:
+            self._integer(bits)
+
+    def _read_field_begin(self) -> tuple[None, int, int]:
+        pos = self._bounded.pos
+        if pos < len(self._bounded._data):
+            header = self._bounded._data[pos]
+            if header >> 4 == 0 and header & 0x0F != TType.STOP:
+                # Long form: the field id follows as an i16 zigzag varint; check it before
+                # thriftpy2 decodes it (its decoder has no length limit).
+                raw, _ = self._bounded.varint_at(pos + 1, _VARINT_BYTES[16], "field id")
+                if raw >> 16:
+                    raise MalformedThriftError(f"field id at offset {pos + 1} is out of the i16 range")
+        return super()._read_field_begin()  # type: ignore[no-any-return]
 
     def _take_elements(self, size: int) -> None:
         self._elements_left -= size
@@ -104,12 +170,13 @@ class _BoundedCompactProtocol(TCompactProtocol):
                 f"more than {MAX_COLLECTION_ELEMENTS} collection elements in one structure")
 
     def _read_size(self) -> int:
-        size = super()._read_size()
+        size = self._bounded.varint(_VARINT_BYTES[32], "size")
         if size > self._bounded.remaining():
             raise _Short(f"declared size {size} exceeds the {self._bounded.remaining()} bytes left")
         return int(size)
 
     def _read_collection_begin(self) -> tuple[int, int]:
+        self._enter()
         ttype, size = super()._read_collection_begin()
         if size > self._bounded.remaining():
             raise _Short(f"collection of {size} elements exceeds the {self._bounded.remaining()} bytes left")
@@ -119,6 +186,7 @@ class _BoundedCompactProtocol(TCompactProtocol):
         return ttype, size
 
     def _read_map_begin(self) -> tuple[int, int, int]:
+        self._enter()
         ktype, vtype, size = super()._read_map_begin()
         if size > self._bounded.remaining():
             raise _Short(f"map of {size} entries exceeds the {self._bounded.remaining()} bytes left")
@@ -127,10 +195,16 @@ class _BoundedCompactProtocol(TCompactProtocol):
         self._take_elements(size)
         return ktype, vtype, size
 
+    def _read_collection_end(self) -> None:
+        self._depth -= 1
+
     def _read_struct_begin(self) -> None:
-        if len(self._structs) >= _MAX_NESTING:
-            raise MalformedThriftError(f"structures nested deeper than {_MAX_NESTING}")
+        self._enter()
         super()._read_struct_begin()
+
+    def _read_struct_end(self) -> None:
+        self._depth -= 1
+        super()._read_struct_end()
 
 
 def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
