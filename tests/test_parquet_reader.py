@@ -18,11 +18,14 @@ from secure_bloom.errors import (
     ColumnNotFoundError,
     FooterSignatureError,
     MissingKeyError,
+    MalformedThriftError,
     ModuleAuthenticationError,
     NotParquetError,
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
+from secure_bloom.header import serialize_header
 from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
+from secure_bloom.parquet.tail import read_tail
 
 EXPLICIT = KeyAccess(explicit=TESTING_KEYS)
 BLOOM_FILE = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -395,3 +398,57 @@ def test_signed_footer_with_an_unknown_footer_master_key_stays_readable(tmp_path
         r.bloom_filter(0, "ts")  # kc2 is known
         with pytest.raises(MissingKeyError, match="'ssn'.*'kc1'"):
             r.bloom_filter(0, "ssn")
+
+
+SIGNED_VECTOR = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
+
+
+def _forge_signed_footer(dst: Path, *, strip_encryption: bool) -> Path:
+    """The attacks of issue 15 item 2 on a signed plaintext footer, without any key: point the
+    plaintext column ``int64_field`` at a forged all-zero filter (every probe "absent"), then
+    either set ``supply_aad_prefix`` (the file AAD becomes unavailable, so the signature was
+    skipped) or strip ``encryption_algorithm``, the signing key id and the signature."""
+    data = SIGNED_VECTOR.read_bytes()
+    with open(SIGNED_VECTOR, "rb") as f:
+        tail = read_tail(f, str(SIGNED_VECTOR))
+    md, used = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    forged = serialize_header(32) + bytes(32)
+    for rg in md.row_groups:
+        meta = rg.columns[0].meta_data  # int64_field, a plaintext column
+        meta.bloom_filter_offset, meta.bloom_filter_length = tail.footer_offset, len(forged)
+    signature = tail.footer[used:]
+    if strip_encryption:
+        md.encryption_algorithm = md.footer_signing_key_metadata = None
+        signature = b""
+    else:
+        algorithm = md.encryption_algorithm
+        (algorithm.AES_GCM_V1 or algorithm.AES_GCM_CTR_V1).supply_aad_prefix = True
+    footer = thrift_codec.serialize(md) + signature
+    dst.write_bytes(data[:tail.footer_offset] + forged + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    return dst
+
+
+def test_setting_supply_aad_prefix_does_not_switch_the_signature_check_off(tmp_path: Path) -> None:
+    """Regression (issue 15 item 2): with every key given the forged footer opened with
+    ``signature_verified=None`` and probes answered "absent". Now it is refused unless the caller
+    opts in; the opt-in reads it unverified, as documented."""
+    path = _forge_signed_footer(tmp_path / "forged.parquet", strip_encryption=False)
+    with pytest.raises(MissingKeyError, match=r"withheld AAD prefix.*signed plaintext footer cannot be verified"):
+        ParquetBloomReader(path, EXPLICIT)
+    with pytest.raises(FooterSignatureError, match="does not verify"):  # a prefix supplied: checked
+        ParquetBloomReader(path, KeyAccess(explicit=TESTING_KEYS, aad_prefix=b"guess"))
+    opt_in = KeyAccess(explicit=TESTING_KEYS, allow_unverified_footer=True)
+    with ParquetBloomReader(path, opt_in) as r:
+        assert r.footer.signature_verified is None
+        assert r.describe()["footer"]["signature"] == "unverified"
+
+
+def test_footer_with_its_encryption_stripped_is_not_read_as_plain(tmp_path: Path) -> None:
+    """Regression (issue 15 item 2, variant): without encryption_algorithm and signature but with
+    the columns' crypto metadata, the file was accepted as plaintext and probes answered "absent"."""
+    path = _forge_signed_footer(tmp_path / "stripped.parquet", strip_encryption=True)
+    for keys in (EXPLICIT, None):
+        with pytest.raises(MalformedThriftError,
+                           match="row group 0 column chunk 4 carries encryption metadata but the footer "
+                                 "declares no encryption algorithm"):
+            ParquetBloomReader(path, keys)
