@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import thriftpy2
-from thriftpy2.protocol.compact import TCompactProtocol, TCompactProtocolFactory
+from thriftpy2.protocol.compact import CompactType, TCompactProtocol, TCompactProtocolFactory
 from thriftpy2.thrift import TException, TType
 from thriftpy2.transport import TMemoryBuffer
 
@@ -89,21 +89,24 @@ class _BoundedBuffer:
     def remaining(self) -> int:
         return len(self._data) - self.pos
 
-    def varint_at(self, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
-        """Decode the unsigned varint at ``pos`` (at most ``max_bytes`` long): ``(value, end)``."""
-        value = 0
+    def varint(self, max_bytes: int, what: str) -> int:
+        """Consume an unsigned varint of at most ``max_bytes`` bytes."""
+        pos, data, value = self.pos, self._data, 0
         for i in range(max_bytes):
-            if pos + i >= len(self._data):
+            if pos + i >= len(data):
                 raise _Short(f"varint at offset {pos} runs past the end")
-            byte = self._data[pos + i]
+            byte = data[pos + i]
             value |= (byte & 0x7F) << (7 * i)
             if byte < 0x80:
-                return value, pos + i + 1
+                self.pos = pos + i + 1
+                return value
         raise MalformedThriftError(f"{what} varint at offset {pos} is longer than {max_bytes} bytes")
 
-    def varint(self, max_bytes: int, what: str) -> int:
-        value, self.pos = self.varint_at(self.pos, max_bytes, what)
-        return value
+    def byte(self) -> int:
+        if self.pos >= len(self._data):
+            raise _Short(f"needs 1 byte at offset {self.pos}, 0 left")
+        self.pos += 1
+        return self._data[self.pos - 1]
 
     def read(self, n: int) -> bytes:
         end = self.pos + n
@@ -128,13 +131,14 @@ class _BoundedCompactProtocol(TCompactProtocol):
         if self._depth > _MAX_NESTING:
             raise MalformedThriftError(f"structures and collections nested deeper than {_MAX_NESTING}")
 
-    def _integer(self, bits: int) -> int:
+    def _integer(self, bits: int, what: str = "") -> int:
         """A zigzag varint that must fit a signed ``bits``-bit integer."""
         at = self._bounded.pos
-        raw = self._bounded.varint(_VARINT_BYTES[bits], f"i{bits}")
+        what = what or f"i{bits}"
+        raw = self._bounded.varint(_VARINT_BYTES[bits], what)
         value = (raw >> 1) ^ -(raw & 1)
         if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-            raise MalformedThriftError(f"i{bits} at offset {at} is out of range ({value})")
+            raise MalformedThriftError(f"{what} at offset {at} is out of the i{bits} range ({value})")
         return value
 
     def _read_int(self) -> int:
@@ -152,16 +156,19 @@ class _BoundedCompactProtocol(TCompactProtocol):
             self._integer(bits)
 
     def _read_field_begin(self) -> tuple[None, int, int]:
-        pos = self._bounded.pos
-        if pos < len(self._bounded._data):
-            header = self._bounded._data[pos]
-            if header >> 4 == 0 and header & 0x0F != TType.STOP:
-                # Long form: the field id follows as an i16 zigzag varint; check it before
-                # thriftpy2 decodes it (its decoder has no length limit).
-                raw, _ = self._bounded.varint_at(pos + 1, _VARINT_BYTES[16], "field id")
-                if raw >> 16:
-                    raise MalformedThriftError(f"field id at offset {pos + 1} is out of the i16 range")
-        return super()._read_field_begin()  # type: ignore[no-any-return]
+        """Field header: type nibble and id delta; delta 0 is followed by the id as an i16."""
+        header = self._bounded.byte()
+        ctype = header & 0x0F
+        if ctype == TType.STOP:
+            return None, TType.STOP, 0
+        delta = header >> 4
+        fid = self._last_fid + delta if delta else self._integer(16, "field id")
+        self._last_fid = fid
+        if ctype == CompactType.TRUE:
+            self._bool_value = True
+        elif ctype == CompactType.FALSE:
+            self._bool_value = False
+        return None, self._get_ttype(ctype), fid
 
     def _take_elements(self, size: int) -> None:
         self._elements_left -= size

@@ -7,6 +7,7 @@ import json
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ from secure_bloom.errors import (
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.header import serialize_header
+from secure_bloom.modules import MAX_ORDINAL
+from secure_bloom.parquet.crypto_context import sign_footer
 from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
 from secure_bloom.parquet.tail import read_tail
 
@@ -403,29 +406,38 @@ def test_signed_footer_with_an_unknown_footer_master_key_stays_readable(tmp_path
 SIGNED_VECTOR = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
 
 
+def _signed_vector() -> tuple[bytes, int, Any, bytes]:
+    """(file bytes, footer offset, parsed FileMetaData, signature) of SIGNED_VECTOR."""
+    data = SIGNED_VECTOR.read_bytes()
+    with open(SIGNED_VECTOR, "rb") as f:
+        tail = read_tail(f, str(SIGNED_VECTOR))
+    md, used = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    return data, tail.footer_offset, md, tail.footer[used:]
+
+
+def _write_footer(dst: Path, data_region: bytes, md: Any, signature: bytes) -> Path:
+    footer = thrift_codec.serialize(md) + signature
+    dst.write_bytes(data_region + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    return dst
+
+
 def _forge_signed_footer(dst: Path, *, strip_encryption: bool) -> Path:
     """The attacks of issue 15 item 2 on a signed plaintext footer, without any key: point the
     plaintext column ``int64_field`` at a forged all-zero filter (every probe "absent"), then
     either set ``supply_aad_prefix`` (the file AAD becomes unavailable, so the signature was
     skipped) or strip ``encryption_algorithm``, the signing key id and the signature."""
-    data = SIGNED_VECTOR.read_bytes()
-    with open(SIGNED_VECTOR, "rb") as f:
-        tail = read_tail(f, str(SIGNED_VECTOR))
-    md, used = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    data, footer_offset, md, signature = _signed_vector()
     forged = serialize_header(32) + bytes(32)
     for rg in md.row_groups:
         meta = rg.columns[0].meta_data  # int64_field, a plaintext column
-        meta.bloom_filter_offset, meta.bloom_filter_length = tail.footer_offset, len(forged)
-    signature = tail.footer[used:]
+        meta.bloom_filter_offset, meta.bloom_filter_length = footer_offset, len(forged)
     if strip_encryption:
         md.encryption_algorithm = md.footer_signing_key_metadata = None
         signature = b""
     else:
         algorithm = md.encryption_algorithm
         (algorithm.AES_GCM_V1 or algorithm.AES_GCM_CTR_V1).supply_aad_prefix = True
-    footer = thrift_codec.serialize(md) + signature
-    dst.write_bytes(data[:tail.footer_offset] + forged + footer + struct.pack("<I", len(footer)) + b"PAR1")
-    return dst
+    return _write_footer(dst, data[:footer_offset] + forged, md, signature)
 
 
 def test_setting_supply_aad_prefix_does_not_switch_the_signature_check_off(tmp_path: Path) -> None:
@@ -452,3 +464,59 @@ def test_footer_with_its_encryption_stripped_is_not_read_as_plain(tmp_path: Path
                            match="row group 0 column chunk 4 carries encryption metadata but the footer "
                                  "declares no encryption algorithm"):
             ParquetBloomReader(path, keys)
+
+
+def _resigned_vector(dst: Path, edit: Any) -> Path:
+    """SIGNED_VECTOR with ``edit(metadata)`` applied and the footer signed again with the real
+    footer key: the footer is authentic, only its content is hostile."""
+    data, footer_offset, md, _ = _signed_vector()
+    with ParquetBloomReader(SIGNED_VECTOR, EXPLICIT) as r:
+        file_aad = r.footer.require_file_aad()
+    edit(md)
+    thrift_bytes = thrift_codec.serialize(md)
+    return _write_footer(dst, data[:footer_offset], md, sign_footer(thrift_bytes, TESTING_KEYS["kf"], file_aad))
+
+
+def _footer_key_chunk(m: Any, name: str) -> Any:
+    meta = m.ColumnMetaData(type=2, encodings=[0], path_in_schema=[name], codec=0, num_values=0,
+                            total_uncompressed_size=0, total_compressed_size=0, data_page_offset=4)
+    crypto = m.ColumnCryptoMetaData(ENCRYPTION_WITH_FOOTER_KEY=m.EncryptionWithFooterKey())
+    return m.ColumnChunk(file_offset=4, meta_data=meta, crypto_metadata=crypto)
+
+
+def _many_row_groups(md: Any) -> None:
+    m = thrift_codec.idl()
+    md.schema = [m.SchemaElement(name="root", num_children=1), m.SchemaElement(name="a", type=2, repetition_type=0)]
+    md.row_groups = [m.RowGroup(columns=[_footer_key_chunk(m, "a")], total_byte_size=0, num_rows=0)
+                     for _ in range(MAX_ORDINAL + 2)]
+
+
+def _many_columns(md: Any) -> None:
+    m = thrift_codec.idl()
+    names = [f"c{i}" for i in range(MAX_ORDINAL + 2)]
+    md.schema = [m.SchemaElement(name="root", num_children=len(names))] + [
+        m.SchemaElement(name=n, type=2, repetition_type=0) for n in names]
+    md.row_groups = [m.RowGroup(columns=[_footer_key_chunk(m, n) for n in names], total_byte_size=0, num_rows=0)]
+
+
+def _row_group_ordinal(value: int) -> Any:
+    def edit(md: Any) -> None:
+        md.row_groups[0].ordinal = value
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "error"), [
+    (_row_group_ordinal(-1), r"row group 0 has ordinal -1; an encrypted file's row-group ordinals are 0\.\.32767 "
+                             r"\(a file with more than 32768 row groups cannot be encrypted\)"),
+    (_row_group_ordinal(-32768), "row group 0 has ordinal -32768"),
+    (_many_row_groups, "row group 32768 has ordinal 32768; an encrypted file's row-group ordinals"),
+    (_many_columns, r"column 'c32768' is encrypted at leaf ordinal 32768; an encrypted file's column ordinals "
+                    r"are 0\.\.32767 \(a file with more than 32768 leaf columns cannot be encrypted\)"),
+], ids=["rg-ordinal-minus-1", "rg-ordinal-min-i16", "32769-row-groups", "32769-columns"])
+def test_authenticated_footer_with_ordinals_outside_int16_is_malformed(tmp_path: Path, edit: Any, error: str) -> None:
+    """Regression (issue 15 item 15): an authentic footer naming ordinals an AAD cannot hold
+    raised modules.py's bare ValueError "row_group_ordinal must be in 0..32767" on first use."""
+    path = _resigned_vector(tmp_path / "ordinals.parquet", edit)
+    with pytest.raises(MalformedThriftError, match=error):
+        with ParquetBloomReader(path, EXPLICIT) as r:
+            r.describe()

@@ -198,14 +198,21 @@ def test_overlong_varint_is_refused_at_its_start(blob: bytes, error: str) -> Non
 
 
 @pytest.mark.parametrize(("blob", "error"), [
-    (b"\x15" + varint(1 << 32), r"i32 at offset 1 is out of range \(2147483648\)"),
-    (b"\x15" + varint((1 << 32) + 1), r"i32 at offset 1 is out of range \(-2147483649\)"),
-    (b"\x15\x02\x05" + varint(1 << 16) + b"\x02", "field id at offset 3 is out of the i16 range"),
+    (b"\x15" + varint(1 << 32), r"i32 at offset 1 is out of the i32 range \(2147483648\)"),
+    (b"\x15" + varint((1 << 32) + 1), r"i32 at offset 1 is out of the i32 range \(-2147483649\)"),
+    (b"\x15\x02\x05" + varint(1 << 16) + b"\x02", r"field id at offset 3 is out of the i16 range \(32768\)"),
 ])
 def test_integer_outside_its_type_is_malformed(blob: bytes, error: str) -> None:
     """A 5-byte varint holds 35 bits: an i32 field holding more is malformed, not a Python int."""
     with pytest.raises(MalformedThriftError, match=error):
         thrift_codec.parse(M.FileMetaData, blob + b"\x00")
+
+
+def test_row_group_ordinal_beyond_int16_is_malformed() -> None:
+    """RowGroup 7: ordinal is an i16; 32768 (a file with more row groups than an encrypted file's
+    AADs can name) must not reach the reader as an int."""
+    with pytest.raises(MalformedThriftError, match=r"i16 at offset 1 is out of the i16 range \(32768\)"):
+        thrift_codec.parse(M.RowGroup, b"\x74" + varint(32768 << 1) + b"\x00")
 
 
 def test_integer_edges_still_parse() -> None:

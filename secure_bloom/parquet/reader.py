@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..filter import SplitBlockBloomFilter
 from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
-from ..modules import ModuleType
+from ..modules import MAX_ORDINAL, ModuleType
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
 from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
@@ -245,12 +245,27 @@ class ParquetBloomReader:
                     f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
                     f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
             encryption, kmd = "column_key", with_key.key_metadata
+        if encryption != "plaintext":
+            self._check_ordinals(rg, ordinal, leaf)
         if encryption == "plaintext" or cc.encrypted_column_metadata is None:
             if cc.meta_data is None:
                 raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
         meta = cc.meta_data if cc.encrypted_column_metadata is None else None
         return _Chunk(row_group=rg, rg_ordinal=ordinal, column=leaf, encryption=encryption, key_metadata=kmd,
                       visible_meta=cc.meta_data, encrypted_meta=cc.encrypted_column_metadata, meta=meta)
+
+    def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
+        """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
+        footer naming others is malformed, whatever its signature or encryption vouches for."""
+        if not 0 <= ordinal <= MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: row group {rg} has ordinal {ordinal}; an encrypted file's row-group ordinals "
+                f"are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} row groups cannot be encrypted)")
+        if leaf.ordinal > MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: column {leaf.path!r} is encrypted at leaf ordinal {leaf.ordinal}; an encrypted "
+                f"file's column ordinals are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} leaf "
+                "columns cannot be encrypted)")
 
     # ---------------------------------------------------------------- context manager
 
