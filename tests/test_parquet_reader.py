@@ -520,3 +520,70 @@ def test_authenticated_footer_with_ordinals_outside_int16_is_malformed(tmp_path:
     with pytest.raises(MalformedThriftError, match=error):
         with ParquetBloomReader(path, EXPLICIT) as r:
             r.describe()
+
+
+def _sparse_filters(dst: Path, *, groups: int, num_bytes: int, shared: bool) -> Path:
+    """A plaintext file of ``groups`` row groups whose footer points every chunk at an all-zero
+    filter of ``num_bytes``: one filter for all (``shared``) or one each, stored as holes, so the
+    file takes a few KiB on disk whatever its filters claim (issue 15 item 8)."""
+    import pyarrow as pa
+
+    src = write_plain(dst.with_suffix(".src.parquet"), pa.table({"x": pa.array(range(groups), pa.int64())}),
+                      row_group_size=1)
+    data = src.read_bytes()
+    with open(src, "rb") as f:
+        tail = read_tail(f, str(src))
+    md, _ = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    header = serialize_header(num_bytes)
+    size = len(header) + num_bytes
+    for i, rg in enumerate(md.row_groups):
+        rg.columns[0].meta_data.bloom_filter_offset = tail.footer_offset + (0 if shared else i * size)
+        rg.columns[0].meta_data.bloom_filter_length = size
+    footer = thrift_codec.serialize(md)
+    with open(dst, "wb") as f:
+        f.write(data[:tail.footer_offset])
+        for i in range(1 if shared else groups):
+            f.write(header)
+            f.seek(num_bytes, 1)  # a hole of zeros
+        f.write(footer + struct.pack("<I", len(footer)) + b"PAR1")
+    return dst
+
+
+def test_chunks_sharing_one_bitset_are_not_held_once_per_reference(tmp_path: Path) -> None:
+    """Regression (issue 15 item 8): ``inspect`` of a sparse file whose chunks all point at one
+    bitset held a copy per chunk (6 x 32 MiB here; 1 GB for 6 x 128 MiB). Sizes now come from
+    the headers alone, and a plaintext filter read once serves every chunk that points at it."""
+    from robustness_support import allocation_peak
+
+    mib = 1 << 20
+    path = _sparse_filters(tmp_path / "shared.parquet", groups=6, num_bytes=32 * mib, shared=True)
+    assert path.stat().st_blocks * 512 < mib  # sparse: the test file costs no disk
+    with ParquetBloomReader(path) as r:
+        with allocation_peak() as peak:
+            sizes = [c.filter_num_bytes for c in r.chunks(with_sizes=True)]
+        assert sizes == [32 * mib] * 6
+        assert peak() < mib
+        with allocation_peak() as peak:
+            answers = r.probe("x", [1]).row_groups
+        assert [rg.values for rg in answers] == [(("1", ABSENT),)] * 6
+        assert r.bloom_filter(0, "x") is r.bloom_filter(5, "x")
+    assert peak() < 3 * 32 * mib  # one cached copy plus the read in flight, not six
+
+
+def test_filter_cache_is_bounded_by_its_budget(tmp_path: Path) -> None:
+    """Distinct filters beyond ``filter_cache_bytes`` evict the least recently used: a reader
+    holds its budget plus the filter being read, whatever the footer points at."""
+    from robustness_support import allocation_peak
+
+    mib = 1 << 20
+    path = _sparse_filters(tmp_path / "distinct.parquet", groups=8, num_bytes=4 * mib, shared=False)
+    with ParquetBloomReader(path, filter_cache_bytes=8 * mib) as r:
+        with allocation_peak() as peak:
+            for rg in range(r.num_row_groups):
+                assert r.bloom_filter(rg, "x").num_bytes == 4 * mib  # type: ignore[union-attr]
+        assert peak() < (8 + 3 * 4) * mib  # 32 MiB without the budget
+        assert r.bloom_filter(7, "x") is r.bloom_filter(7, "x")  # most recent: still cached
+    with ParquetBloomReader(path, filter_cache_bytes=0) as r:
+        assert r.bloom_filter(0, "x") is not r.bloom_filter(0, "x")  # nothing cached
+    with pytest.raises(ValueError, match="filter_cache_bytes must be an int >= 0"):
+        ParquetBloomReader(path, filter_cache_bytes=-1)
