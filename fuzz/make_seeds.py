@@ -1,13 +1,15 @@
 """Build the seed corpora of the atheris harnesses from the real files in tests/data/parquet-testing.
 
-    python fuzz/make_seeds.py            # writes fuzz/corpus/{header,module,footer}/
+    python fuzz/make_seeds.py            # writes fuzz/corpus/{header,module,footer,thrift_time}/
 
 * header: every Bloom filter header in the vectors: plaintext ones (16 bytes of Thrift) and the
   decrypted, zero-padded headers parquet-java encrypts (100 bytes);
 * module: the two encrypted filters (header module + bitset module) of the Bloom filter vector,
   and a plaintext-mode seed (first byte 1, see fuzz_module.py) per real header;
 * footer: the last 4 KiB of every Parquet vector, i.e. its tail (footer, FileCryptoMetaData,
-  signature, length, magic) and the filters in front of it.
+  signature, length, magic) and the filters in front of it;
+* thrift_time: recipes of fuzz_thrift_time.py: every FileMetaData (decrypted where encrypted),
+  unamplified, and the 1 MiB varint run of issue 15 item 7.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> None:
         read_tail(io.BytesIO(data), name)
         prefix = "tester" if "disable_aad_storage" in name else None
         with ParquetBloomReader(DATA / name, KeyAccess(kms=keys.kms, explicit=keys.explicit, aad_prefix=prefix)) as reader:
+            _write("thrift_time", b"\x00\x00\x00\x00" + reader.footer.metadata_thrift)
             for chunk in reader.chunks(with_sizes=False):
                 if not chunk.has_bloom_filter or chunk.bloom_filter_offset is None:
                     continue
@@ -57,7 +60,9 @@ def main() -> None:
                 if name == BLOOM_VECTOR:
                     _write("module", b"\x00" + bytes([chunk.column_ordinal]) + blob)
                     _write("module", b"\x01" + header + b"\x00" * 64)
-    for kind in ("header", "module", "footer"):
+    # i32 field 1 followed by 2^20 bytes 0xff (slice 1..2 of the template, 2^20 copies).
+    _write("thrift_time", b"\x00\x40\x00\x14" + b"\x15\xff\xff\x00")
+    for kind in ("header", "module", "footer", "thrift_time"):
         print(kind, len(list((CORPUS / kind).iterdir())), "seeds")
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "decrypt_bloom_filter",
     "decrypt_bloom_filter_with_length",
     "read_encrypted_bloom_filter",
+    "read_encrypted_filter_num_bytes",
     "bloom_filter_aads",
 ]
 
@@ -95,18 +96,12 @@ def decrypt_bloom_filter(data: bytes | memoryview, key: bytes, file_aad: bytes,
     return bf
 
 
-def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
-                                row_group_ordinal: int, column_ordinal: int, *,
-                                length: int | None = None) -> SplitBlockBloomFilter:
-    """Read an encrypted filter from a seekable binary file at ``offset``, reading no more than needed.
-
-    The header module is read first; the bitset module's length prefix must then be exactly
-    ``28 + numBytes`` before its body is read. ``length`` (``bloom_filter_length``, absent in files
-    before parquet-java 1.14) must, if given, equal the bytes the two modules take.
-    """
+def _read_header_module(stream: BinaryIO, offset: int, key: bytes, header_aad: bytes,
+                        length: int | None) -> tuple[bytes, int]:
+    """Decrypt the header module at ``offset``; ``(header plaintext, numBytes)``. Checks
+    ``length`` against numBytes and leaves the stream at the bitset module."""
     if offset < 0:
         raise MalformedModuleError(f"negative Bloom filter offset {offset}")
-    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
     if length is not None and length < 2 * (LENGTH_PREFIX + 28):
         raise MalformedModuleError(f"bloom_filter_length {length} is too small for two encrypted modules")
     stream.seek(offset)
@@ -117,7 +112,29 @@ def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes, file_
     if length is not None and length != used + LENGTH_PREFIX + expected:
         raise MalformedModuleError(
             f"bloom_filter_length {length} does not match the modules ({used} + {LENGTH_PREFIX + expected} bytes)")
-    bitset, _ = read_module(stream, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
-                            max_plaintext=header.num_bytes, expected_length=expected)
-    return _filter_from_plaintexts(header_plain, bitset)
+    return header_plain, header.num_bytes
 
+
+def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
+                                    row_group_ordinal: int, column_ordinal: int, *,
+                                    length: int | None = None) -> int:
+    """numBytes of an encrypted filter, from its authenticated header module alone (the bitset is
+    not read: sizes for ``inspect`` cost a few bytes per chunk, not the bitset)."""
+    header_aad, _ = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    return _read_header_module(stream, offset, key, header_aad, length)[1]
+
+
+def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
+                                row_group_ordinal: int, column_ordinal: int, *,
+                                length: int | None = None) -> SplitBlockBloomFilter:
+    """Read an encrypted filter from a seekable binary file at ``offset``, reading no more than needed.
+
+    The header module is read first; the bitset module's length prefix must then be exactly
+    ``28 + numBytes`` before its body is read. ``length`` (``bloom_filter_length``, absent in files
+    before parquet-java 1.14) must, if given, equal the bytes the two modules take.
+    """
+    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    header_plain, num_bytes = _read_header_module(stream, offset, key, header_aad, length)
+    bitset, _ = read_module(stream, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
+                            max_plaintext=num_bytes, expected_length=ciphertext_length(num_bytes))
+    return _filter_from_plaintexts(header_plain, bitset)

@@ -44,6 +44,7 @@ __all__ = [
     "LENGTH_PREFIX",
     "MODULE_OVERHEAD",
     "GCM_INVOCATION_LIMIT",
+    "MAX_ORDINAL",
     "module_aad",
     "footer_aad",
     "check_key",
@@ -62,7 +63,9 @@ LENGTH_PREFIX = 4
 MODULE_OVERHEAD = LENGTH_PREFIX + NONCE_LENGTH + TAG_LENGTH
 #: Random-nonce AES-GCM invocation limit per key (NIST SP 800-38D section 8.3).
 GCM_INVOCATION_LIMIT = 2**32
-_MAX_ORDINAL = 32767
+#: Row-group, column and page ordinals are int16 in module AADs: a file with more than 32768 row
+#: groups or leaf columns cannot be encrypted (parquet-java refuses to write one).
+MAX_ORDINAL = 32767
 _VALID_KEY_LENGTHS = (16, 24, 32)
 
 
@@ -89,8 +92,8 @@ def _ordinal(name: str, value: int | None) -> bytes:
         raise ValueError(f"{name} is required for this module type")
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not 0 <= value <= _MAX_ORDINAL:
-        raise ValueError(f"{name} must be in 0..{_MAX_ORDINAL}, got {value}")
+    if not 0 <= value <= MAX_ORDINAL:
+        raise ValueError(f"{name} must be in 0..{MAX_ORDINAL}, got {value}")
     return struct.pack("<h", value)
 
 

@@ -6,6 +6,12 @@ checked against the bytes that remain *before* anything is read or allocated, a 
 non-empty type is the only kind allowed to have elements, and every thriftpy2 failure mode (short
 read, bad type nibble, runaway nesting) becomes one :class:`MalformedThriftError`.
 
+Work is linear in the input. Varints are decoded here, not by thriftpy2, whose decoder accepts a
+run of any length and shifts a Python int by 7 more bits per byte (quadratic: a 1 MiB run of 0xFF
+took 24 s): a varint longer than its type allows (compact protocol: 3 bytes for i16, 5 for i32 and
+sizes, 10 for i64) is malformed at once, and a decoded integer must fit its type. Structs, lists,
+sets and maps together may nest at most ``_MAX_NESTING`` deep, also inside skipped unknown fields.
+
 After a parse, required fields are checked recursively and every union must have exactly one
 member set (Thrift semantics the library itself does not enforce).
 """
@@ -21,7 +27,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import thriftpy2
-from thriftpy2.protocol.compact import TCompactProtocol, TCompactProtocolFactory
+from thriftpy2.protocol.compact import CompactType, TCompactProtocol, TCompactProtocolFactory
 from thriftpy2.thrift import TException, TType
 from thriftpy2.transport import TMemoryBuffer
 
@@ -31,6 +37,9 @@ __all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS
 
 IDL_FILENAME = "parquet_subset.thrift"
 _MAX_NESTING = 64  # Parquet structures nest at most ~8 deep; anything deeper is hostile.
+_INT_BITS = {TType.I16: 16, TType.I32: 32, TType.I64: 64}
+#: Longest varint of each integer width: ceil(bits / 7) bytes.
+_VARINT_BYTES = {16: 3, 32: 5, 64: 10}
 #: Collection elements one parse may create, all collections together. Each element costs one
 #: input byte but ~170 bytes of Python objects, so without a budget a 256 MiB footer of empty
 #: structs would need ~40 GiB. Arrow C++ caps each container at 1,000,000 elements; real footers
@@ -80,6 +89,25 @@ class _BoundedBuffer:
     def remaining(self) -> int:
         return len(self._data) - self.pos
 
+    def varint(self, max_bytes: int, what: str) -> int:
+        """Consume an unsigned varint of at most ``max_bytes`` bytes."""
+        pos, data, value = self.pos, self._data, 0
+        for i in range(max_bytes):
+            if pos + i >= len(data):
+                raise _Short(f"varint at offset {pos} runs past the end")
+            byte = data[pos + i]
+            value |= (byte & 0x7F) << (7 * i)
+            if byte < 0x80:
+                self.pos = pos + i + 1
+                return value
+        raise MalformedThriftError(f"{what} varint at offset {pos} is longer than {max_bytes} bytes")
+
+    def byte(self) -> int:
+        if self.pos >= len(self._data):
+            raise _Short(f"needs 1 byte at offset {self.pos}, 0 left")
+        self.pos += 1
+        return self._data[self.pos - 1]
+
     def read(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self._data):
@@ -96,6 +124,51 @@ class _BoundedCompactProtocol(TCompactProtocol):
         super().__init__(trans, decode_response=True, strict_decode=True)
         self._bounded = trans
         self._elements_left = MAX_COLLECTION_ELEMENTS
+        self._depth = 0
+
+    def _enter(self) -> None:
+        self._depth += 1
+        if self._depth > _MAX_NESTING:
+            raise MalformedThriftError(f"structures and collections nested deeper than {_MAX_NESTING}")
+
+    def _integer(self, bits: int, what: str = "") -> int:
+        """A zigzag varint that must fit a signed ``bits``-bit integer."""
+        at = self._bounded.pos
+        what = what or f"i{bits}"
+        raw = self._bounded.varint(_VARINT_BYTES[bits], what)
+        value = (raw >> 1) ^ -(raw & 1)
+        if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+            raise MalformedThriftError(f"{what} at offset {at} is out of the i{bits} range ({value})")
+        return value
+
+    def _read_int(self) -> int:
+        return self._integer(64)
+
+    def _read_val(self, ttype: int, spec: Any = None) -> Any:
+        bits = _INT_BITS.get(ttype)
+        return super()._read_val(ttype, spec) if bits is None else self._integer(bits)
+
+    def skip(self, ttype: int) -> None:
+        bits = _INT_BITS.get(ttype)
+        if bits is None:
+            super().skip(ttype)
+        else:
+            self._integer(bits)
+
+    def _read_field_begin(self) -> tuple[None, int, int]:
+        """Field header: type nibble and id delta; delta 0 is followed by the id as an i16."""
+        header = self._bounded.byte()
+        ctype = header & 0x0F
+        if ctype == TType.STOP:
+            return None, TType.STOP, 0
+        delta = header >> 4
+        fid = self._last_fid + delta if delta else self._integer(16, "field id")
+        self._last_fid = fid
+        if ctype == CompactType.TRUE:
+            self._bool_value = True
+        elif ctype == CompactType.FALSE:
+            self._bool_value = False
+        return None, self._get_ttype(ctype), fid
 
     def _take_elements(self, size: int) -> None:
         self._elements_left -= size
@@ -104,12 +177,13 @@ class _BoundedCompactProtocol(TCompactProtocol):
                 f"more than {MAX_COLLECTION_ELEMENTS} collection elements in one structure")
 
     def _read_size(self) -> int:
-        size = super()._read_size()
+        size = self._bounded.varint(_VARINT_BYTES[32], "size")
         if size > self._bounded.remaining():
             raise _Short(f"declared size {size} exceeds the {self._bounded.remaining()} bytes left")
         return int(size)
 
     def _read_collection_begin(self) -> tuple[int, int]:
+        self._enter()
         ttype, size = super()._read_collection_begin()
         if size > self._bounded.remaining():
             raise _Short(f"collection of {size} elements exceeds the {self._bounded.remaining()} bytes left")
@@ -119,6 +193,7 @@ class _BoundedCompactProtocol(TCompactProtocol):
         return ttype, size
 
     def _read_map_begin(self) -> tuple[int, int, int]:
+        self._enter()
         ktype, vtype, size = super()._read_map_begin()
         if size > self._bounded.remaining():
             raise _Short(f"map of {size} entries exceeds the {self._bounded.remaining()} bytes left")
@@ -127,10 +202,16 @@ class _BoundedCompactProtocol(TCompactProtocol):
         self._take_elements(size)
         return ktype, vtype, size
 
+    def _read_collection_end(self) -> None:
+        self._depth -= 1
+
     def _read_struct_begin(self) -> None:
-        if len(self._structs) >= _MAX_NESTING:
-            raise MalformedThriftError(f"structures nested deeper than {_MAX_NESTING}")
+        self._enter()
         super()._read_struct_begin()
+
+    def _read_struct_end(self) -> None:
+        self._depth -= 1
+        super()._read_struct_end()
 
 
 def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,

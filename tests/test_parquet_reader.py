@@ -7,6 +7,7 @@ import json
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,12 +19,17 @@ from secure_bloom.errors import (
     ColumnNotFoundError,
     FooterSignatureError,
     MissingKeyError,
+    MalformedThriftError,
     ModuleAuthenticationError,
     NotParquetError,
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
+from secure_bloom.header import serialize_header
+from secure_bloom.modules import MAX_ORDINAL
+from secure_bloom.parquet.crypto_context import sign_footer
 from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
 from secure_bloom.parquet.values import hash_for_column
+from secure_bloom.parquet.tail import read_tail
 
 EXPLICIT = KeyAccess(explicit=TESTING_KEYS)
 BLOOM_FILE = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -506,3 +512,187 @@ def test_an_ambiguous_dotted_path_is_an_error_that_names_both(tmp_path: Path) ->
             r.column(("a", "c"))
         with pytest.raises(TypeError, match="got float"):
             r.column(1.5)  # type: ignore[arg-type]
+SIGNED_VECTOR = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
+
+
+def _signed_vector() -> tuple[bytes, int, Any, bytes]:
+    """(file bytes, footer offset, parsed FileMetaData, signature) of SIGNED_VECTOR."""
+    data = SIGNED_VECTOR.read_bytes()
+    with open(SIGNED_VECTOR, "rb") as f:
+        tail = read_tail(f, str(SIGNED_VECTOR))
+    md, used = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    return data, tail.footer_offset, md, tail.footer[used:]
+
+
+def _write_footer(dst: Path, data_region: bytes, md: Any, signature: bytes) -> Path:
+    footer = thrift_codec.serialize(md) + signature
+    dst.write_bytes(data_region + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    return dst
+
+
+def _forge_signed_footer(dst: Path, *, strip_encryption: bool) -> Path:
+    """The attacks of issue 15 item 2 on a signed plaintext footer, without any key: point the
+    plaintext column ``int64_field`` at a forged all-zero filter (every probe "absent"), then
+    either set ``supply_aad_prefix`` (the file AAD becomes unavailable, so the signature was
+    skipped) or strip ``encryption_algorithm``, the signing key id and the signature."""
+    data, footer_offset, md, signature = _signed_vector()
+    forged = serialize_header(32) + bytes(32)
+    for rg in md.row_groups:
+        meta = rg.columns[0].meta_data  # int64_field, a plaintext column
+        meta.bloom_filter_offset, meta.bloom_filter_length = footer_offset, len(forged)
+    if strip_encryption:
+        md.encryption_algorithm = md.footer_signing_key_metadata = None
+        signature = b""
+    else:
+        algorithm = md.encryption_algorithm
+        (algorithm.AES_GCM_V1 or algorithm.AES_GCM_CTR_V1).supply_aad_prefix = True
+    return _write_footer(dst, data[:footer_offset] + forged, md, signature)
+
+
+def test_setting_supply_aad_prefix_does_not_switch_the_signature_check_off(tmp_path: Path) -> None:
+    """Regression (issue 15 item 2): with every key given the forged footer opened with
+    ``signature_verified=None`` and probes answered "absent". Now it is refused unless the caller
+    opts in; the opt-in reads it unverified, as documented."""
+    path = _forge_signed_footer(tmp_path / "forged.parquet", strip_encryption=False)
+    with pytest.raises(MissingKeyError, match=r"withheld AAD prefix.*signed plaintext footer cannot be verified"):
+        ParquetBloomReader(path, EXPLICIT)
+    with pytest.raises(FooterSignatureError, match="does not verify"):  # a prefix supplied: checked
+        ParquetBloomReader(path, KeyAccess(explicit=TESTING_KEYS, aad_prefix=b"guess"))
+    opt_in = KeyAccess(explicit=TESTING_KEYS, allow_unverified_footer=True)
+    with ParquetBloomReader(path, opt_in) as r:
+        assert r.footer.signature_verified is None
+        assert r.describe()["footer"]["signature"] == "unverified"
+
+
+def test_footer_with_its_encryption_stripped_is_not_read_as_plain(tmp_path: Path) -> None:
+    """Regression (issue 15 item 2, variant): without encryption_algorithm and signature but with
+    the columns' crypto metadata, the file was accepted as plaintext and probes answered "absent"."""
+    path = _forge_signed_footer(tmp_path / "stripped.parquet", strip_encryption=True)
+    for keys in (EXPLICIT, None):
+        with pytest.raises(MalformedThriftError,
+                           match="row group 0 column chunk 4 carries encryption metadata but the footer "
+                                 "declares no encryption algorithm"):
+            ParquetBloomReader(path, keys)
+
+
+def _resigned_vector(dst: Path, edit: Any) -> Path:
+    """SIGNED_VECTOR with ``edit(metadata)`` applied and the footer signed again with the real
+    footer key: the footer is authentic, only its content is hostile."""
+    data, footer_offset, md, _ = _signed_vector()
+    with ParquetBloomReader(SIGNED_VECTOR, EXPLICIT) as r:
+        file_aad = r.footer.require_file_aad()
+    edit(md)
+    thrift_bytes = thrift_codec.serialize(md)
+    return _write_footer(dst, data[:footer_offset], md, sign_footer(thrift_bytes, TESTING_KEYS["kf"], file_aad))
+
+
+def _footer_key_chunk(m: Any, name: str) -> Any:
+    meta = m.ColumnMetaData(type=2, encodings=[0], path_in_schema=[name], codec=0, num_values=0,
+                            total_uncompressed_size=0, total_compressed_size=0, data_page_offset=4)
+    crypto = m.ColumnCryptoMetaData(ENCRYPTION_WITH_FOOTER_KEY=m.EncryptionWithFooterKey())
+    return m.ColumnChunk(file_offset=4, meta_data=meta, crypto_metadata=crypto)
+
+
+def _many_row_groups(md: Any) -> None:
+    m = thrift_codec.idl()
+    md.schema = [m.SchemaElement(name="root", num_children=1), m.SchemaElement(name="a", type=2, repetition_type=0)]
+    md.row_groups = [m.RowGroup(columns=[_footer_key_chunk(m, "a")], total_byte_size=0, num_rows=0)
+                     for _ in range(MAX_ORDINAL + 2)]
+
+
+def _many_columns(md: Any) -> None:
+    m = thrift_codec.idl()
+    names = [f"c{i}" for i in range(MAX_ORDINAL + 2)]
+    md.schema = [m.SchemaElement(name="root", num_children=len(names))] + [
+        m.SchemaElement(name=n, type=2, repetition_type=0) for n in names]
+    md.row_groups = [m.RowGroup(columns=[_footer_key_chunk(m, n) for n in names], total_byte_size=0, num_rows=0)]
+
+
+def _row_group_ordinal(value: int) -> Any:
+    def edit(md: Any) -> None:
+        md.row_groups[0].ordinal = value
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "error"), [
+    (_row_group_ordinal(-1), r"row group 0 has ordinal -1; an encrypted file's row-group ordinals are 0\.\.32767 "
+                             r"\(a file with more than 32768 row groups cannot be encrypted\)"),
+    (_row_group_ordinal(-32768), "row group 0 has ordinal -32768"),
+    (_many_row_groups, "row group 32768 has ordinal 32768; an encrypted file's row-group ordinals"),
+    (_many_columns, r"column 'c32768' is encrypted at leaf ordinal 32768; an encrypted file's column ordinals "
+                    r"are 0\.\.32767 \(a file with more than 32768 leaf columns cannot be encrypted\)"),
+], ids=["rg-ordinal-minus-1", "rg-ordinal-min-i16", "32769-row-groups", "32769-columns"])
+def test_authenticated_footer_with_ordinals_outside_int16_is_malformed(tmp_path: Path, edit: Any, error: str) -> None:
+    """Regression (issue 15 item 15): an authentic footer naming ordinals an AAD cannot hold
+    raised modules.py's bare ValueError "row_group_ordinal must be in 0..32767" on first use."""
+    path = _resigned_vector(tmp_path / "ordinals.parquet", edit)
+    with pytest.raises(MalformedThriftError, match=error):
+        with ParquetBloomReader(path, EXPLICIT) as r:
+            r.describe()
+
+
+def _sparse_filters(dst: Path, *, groups: int, num_bytes: int, shared: bool) -> Path:
+    """A plaintext file of ``groups`` row groups whose footer points every chunk at an all-zero
+    filter of ``num_bytes``: one filter for all (``shared``) or one each, stored as holes, so the
+    file takes a few KiB on disk whatever its filters claim (issue 15 item 8)."""
+    import pyarrow as pa
+
+    src = write_plain(dst.with_suffix(".src.parquet"), pa.table({"x": pa.array(range(groups), pa.int64())}),
+                      row_group_size=1)
+    data = src.read_bytes()
+    with open(src, "rb") as f:
+        tail = read_tail(f, str(src))
+    md, _ = thrift_codec.parse(thrift_codec.idl().FileMetaData, tail.footer)
+    header = serialize_header(num_bytes)
+    size = len(header) + num_bytes
+    for i, rg in enumerate(md.row_groups):
+        rg.columns[0].meta_data.bloom_filter_offset = tail.footer_offset + (0 if shared else i * size)
+        rg.columns[0].meta_data.bloom_filter_length = size
+    footer = thrift_codec.serialize(md)
+    with open(dst, "wb") as f:
+        f.write(data[:tail.footer_offset])
+        for i in range(1 if shared else groups):
+            f.write(header)
+            f.seek(num_bytes, 1)  # a hole of zeros
+        f.write(footer + struct.pack("<I", len(footer)) + b"PAR1")
+    return dst
+
+
+def test_chunks_sharing_one_bitset_are_not_held_once_per_reference(tmp_path: Path) -> None:
+    """Regression (issue 15 item 8): ``inspect`` of a sparse file whose chunks all point at one
+    bitset held a copy per chunk (6 x 32 MiB here; 1 GB for 6 x 128 MiB). Sizes now come from
+    the headers alone, and a plaintext filter read once serves every chunk that points at it."""
+    from robustness_support import allocation_peak
+
+    mib = 1 << 20
+    path = _sparse_filters(tmp_path / "shared.parquet", groups=6, num_bytes=32 * mib, shared=True)
+    assert path.stat().st_blocks * 512 < mib  # sparse: the test file costs no disk
+    with ParquetBloomReader(path) as r:
+        with allocation_peak() as peak:
+            sizes = [c.filter_num_bytes for c in r.chunks(with_sizes=True)]
+        assert sizes == [32 * mib] * 6
+        assert peak() < mib
+        with allocation_peak() as peak:
+            answers = r.probe("x", [1]).row_groups
+        assert [rg.values for rg in answers] == [(("1", ABSENT),)] * 6
+        assert r.bloom_filter(0, "x") is r.bloom_filter(5, "x")
+    assert peak() < 3 * 32 * mib  # one cached copy plus the read in flight, not six
+
+
+def test_filter_cache_is_bounded_by_its_budget(tmp_path: Path) -> None:
+    """Distinct filters beyond ``filter_cache_bytes`` evict the least recently used: a reader
+    holds its budget plus the filter being read, whatever the footer points at."""
+    from robustness_support import allocation_peak
+
+    mib = 1 << 20
+    path = _sparse_filters(tmp_path / "distinct.parquet", groups=8, num_bytes=4 * mib, shared=False)
+    with ParquetBloomReader(path, filter_cache_bytes=8 * mib) as r:
+        with allocation_peak() as peak:
+            for rg in range(r.num_row_groups):
+                assert r.bloom_filter(rg, "x").num_bytes == 4 * mib  # type: ignore[union-attr]
+        assert peak() < (8 + 3 * 4) * mib  # 32 MiB without the budget
+        assert r.bloom_filter(7, "x") is r.bloom_filter(7, "x")  # most recent: still cached
+    with ParquetBloomReader(path, filter_cache_bytes=0) as r:
+        assert r.bloom_filter(0, "x") is not r.bloom_filter(0, "x")  # nothing cached
+    with pytest.raises(ValueError, match="filter_cache_bytes must be an int >= 0"):
+        ParquetBloomReader(path, filter_cache_bytes=-1)

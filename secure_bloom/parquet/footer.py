@@ -134,6 +134,7 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     if metadata.encryption_algorithm is None:
         if rest:
             raise MalformedThriftError(f"{where}: {rest} bytes after the FileMetaData in the footer")
+        _refuse_encrypted_columns(metadata, where)
         return Footer(mode=PLAINTEXT, metadata=metadata, metadata_thrift=thrift_bytes)
     if rest != SIGNATURE_LENGTH:
         raise MalformedThriftError(
@@ -157,12 +158,29 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
             if not keys.allow_unverified_footer:
                 raise type(e)(f"{e}; the signed plaintext footer cannot be verified without it "
                               "(KeyAccess(allow_unverified_footer=True) reads it unverified)") from None
+        if file_aad is None and not keys.allow_unverified_footer:
+            # supply_aad_prefix sits in the unauthenticated footer: whoever sets it must not be
+            # able to switch verification off either (parquet-java refuses without the prefix).
+            raise MissingKeyError(f"{aad_error}; the signed plaintext footer cannot be verified without it "
+                                  "(KeyAccess(allow_unverified_footer=True) reads it unverified)")
     verified: bool | None = None
     if key is not None and file_aad is not None:
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)
         verified = True
     return Footer(mode=SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params, file_aad=file_aad,
                   aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
+
+
+def _refuse_encrypted_columns(metadata: Any, where: str) -> None:
+    """A footer without an encryption algorithm whose columns carry crypto metadata is an
+    encrypted file with its encryption stripped (and its signature with it): never read as plain."""
+    for i, rg in enumerate(metadata.row_groups):
+        for j, cc in enumerate(rg.columns):
+            if cc.crypto_metadata is not None or cc.encrypted_column_metadata is not None:
+                raise MalformedThriftError(
+                    f"{where}: row group {i} column chunk {j} carries encryption metadata but the "
+                    "footer declares no encryption algorithm (an encrypted file's footer with its "
+                    "encryption removed): refused")
 
 
 def encode_footer(footer: Footer, metadata: Any) -> bytes:

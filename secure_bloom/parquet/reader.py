@@ -21,11 +21,12 @@ import dataclasses
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
-from ..encrypted_filter import read_encrypted_bloom_filter
+from ..encrypted_filter import read_encrypted_bloom_filter, read_encrypted_filter_num_bytes
 from ..errors import (
     ColumnNotFoundError,
     KeyNotFoundError,
@@ -40,7 +41,7 @@ from ..errors import (
 from ..fileio import open_regular_file
 from ..filter import SplitBlockBloomFilter
 from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
-from ..modules import ModuleType
+from ..modules import MAX_ORDINAL, ModuleType
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
 from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
@@ -53,6 +54,11 @@ __all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "M
 MAYBE = "maybe"
 ABSENT = "absent"
 _FIRST_HEADER_READ = 32
+_R = TypeVar("_R")
+#: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
+#: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
+#: plus the filter being read.
+DEFAULT_FILTER_CACHE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -189,10 +195,17 @@ class ParquetBloomReader:
     ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
     the plaintext columns of a plaintext-footer file need none. External key material is read
     from the sidecar beside ``key_material_file`` (default: ``path`` itself).
+
+    Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
+    dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
+    sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
     """
 
     def __init__(self, path: str | os.PathLike[str], keys: KeyAccess | None = None, *,
-                 key_material_file: str | os.PathLike[str] | None = None) -> None:
+                 key_material_file: str | os.PathLike[str] | None = None,
+                 filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES) -> None:
+        if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
+            raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
         self.path = os.fspath(path)
         self.keys = keys if keys is not None else NO_KEYS
         if not isinstance(self.keys, KeyAccess):
@@ -211,7 +224,9 @@ class ParquetBloomReader:
             self._file.close()
             raise
         self._column_keys: dict[bytes, bytes] = {}
-        self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
+        self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
+        self._filter_cache_bytes = filter_cache_bytes
+        self._cached_bytes = 0
 
     # ---------------------------------------------------------------- opening
 
@@ -262,12 +277,27 @@ class ParquetBloomReader:
                     f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
                     f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
             encryption, kmd = "column_key", with_key.key_metadata
+        if encryption != "plaintext":
+            self._check_ordinals(rg, ordinal, leaf)
         if encryption == "plaintext" or cc.encrypted_column_metadata is None:
             if cc.meta_data is None:
                 raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
         meta = cc.meta_data if cc.encrypted_column_metadata is None else None
         return _Chunk(row_group=rg, rg_ordinal=ordinal, column=leaf, encryption=encryption, key_metadata=kmd,
                       visible_meta=cc.meta_data, encrypted_meta=cc.encrypted_column_metadata, meta=meta)
+
+    def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
+        """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
+        footer naming others is malformed, whatever its signature or encryption vouches for."""
+        if not 0 <= ordinal <= MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: row group {rg} has ordinal {ordinal}; an encrypted file's row-group ordinals "
+                f"are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} row groups cannot be encrypted)")
+        if leaf.ordinal > MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: column {leaf.path!r} is encrypted at leaf ordinal {leaf.ordinal}; an encrypted "
+                f"file's column ordinals are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} leaf "
+                "columns cannot be encrypted)")
 
     # ---------------------------------------------------------------- context manager
 
@@ -389,19 +419,14 @@ class ParquetBloomReader:
             raise MalformedBitsetError(f"{self.path}: short read of {len(data)} bytes, wanted {n} at offset {offset}")
         return data
 
-    def _read_plain(self, chunk: _Chunk, offset: int, length: int | None) -> SplitBlockBloomFilter:
-        if length is not None:
-            if length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading (allocating) it
-                raise MalformedBitsetError(
-                    f"{self.path}: bloom_filter_length {length} of row group {chunk.row_group}, column "
-                    f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
-            data = self._read_at(offset, length)
-            bf, used = SplitBlockBloomFilter.from_bytes(data, return_consumed=True)
-            if used != length:
-                raise MalformedBitsetError(
-                    f"{self.path}: bloom_filter_length {length} but header + bitset take {used} bytes")
-            return bf  # type: ignore[no-any-return]
-        limit = self.tail.footer_offset - offset
+    def _plain_header(self, chunk: _Chunk, offset: int, length: int | None) -> tuple[Any, int]:
+        """The plaintext filter's header and its size; numBytes checked against ``length`` (or,
+        without one, against the data region) before any bitset byte is read."""
+        if length is not None and length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading
+            raise MalformedBitsetError(
+                f"{self.path}: bloom_filter_length {length} of row group {chunk.row_group}, column "
+                f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
+        limit = self.tail.footer_offset - offset if length is None else length
         want = min(_FIRST_HEADER_READ, limit)
         while True:
             head = self._read_at(offset, want)
@@ -413,35 +438,80 @@ class ParquetBloomReader:
                     raise
                 want = min(want * 4, MAX_HEADER_BYTES, limit)
         validate_num_bytes(header.num_bytes, available=limit - used)
-        bitset = self._read_at(offset + used, header.num_bytes)
-        return SplitBlockBloomFilter.from_bitset(bitset)
+        if length is not None and used + header.num_bytes != length:
+            raise MalformedBitsetError(
+                f"{self.path}: bloom_filter_length {length} but header + bitset take {used + header.num_bytes} bytes")
+        return header, used
+
+    def _read_plain(self, chunk: _Chunk, offset: int, length: int | None) -> SplitBlockBloomFilter:
+        header, used = self._plain_header(chunk, offset, length)
+        return SplitBlockBloomFilter.from_bitset(self._read_at(offset + used, header.num_bytes))
+
+    def _filter_location(self, chunk: _Chunk) -> tuple[tuple[str, int, int | None], int, int | None] | None:
+        """(cache key, offset, length) of the chunk's filter after the region check; None without one.
+        Plaintext filters are keyed by location (shared bytes, one copy); encrypted ones by chunk."""
+        location = self._location(chunk)
+        if location is None:
+            return None
+        offset, length = location
+        self._check_region(chunk, offset, length)
+        if chunk.encryption == "plaintext":
+            return ("plaintext", offset, length), offset, length
+        return ("encrypted", chunk.row_group, chunk.column.ordinal), offset, length
+
+    def _remember(self, key: tuple[str, int, int | None], bf: SplitBlockBloomFilter) -> None:
+        size = bf.num_bytes
+        if size > self._filter_cache_bytes:
+            return
+        while self._filters and self._cached_bytes + size > self._filter_cache_bytes:
+            _, old = self._filters.popitem(last=False)
+            self._cached_bytes -= old.num_bytes
+        self._filters[key] = bf
+        self._cached_bytes += size
 
     def bloom_filter(self, row_group: int, column: str | int | ColumnInfo) -> SplitBlockBloomFilter | None:
         """The chunk's filter, decrypted if needed; None if the chunk has none."""
         chunk = self._chunk(row_group, column)
-        cache_key = (chunk.row_group, chunk.column.ordinal)
-        if cache_key in self._filters:
-            return self._filters[cache_key]
-        location = self._location(chunk)
-        if location is None:
-            bf = None
-        else:
-            offset, length = location
-            self._check_region(chunk, offset, length)
-            with self._lock:
-                if chunk.encryption == "plaintext":
-                    bf = self._read_plain(chunk, offset, length)
-                else:
-                    key = self._key_for(chunk)
-                    try:
-                        bf = read_encrypted_bloom_filter(self._file, offset, key,  # type: ignore[arg-type]
-                                                         self.footer.require_file_aad(), chunk.rg_ordinal,
-                                                         chunk.column.ordinal, length=length)
-                    except MalformedModuleError:
-                        self._raise_if_plaintext(chunk, offset, length)
-                        raise
-        self._filters[cache_key] = bf
+        found = self._filter_location(chunk)
+        if found is None:
+            return None
+        cache_key, offset, length = found
+        with self._lock:
+            cached = self._filters.get(cache_key)
+            if cached is not None:
+                self._filters.move_to_end(cache_key)
+                return cached
+            if chunk.encryption == "plaintext":
+                bf = self._read_plain(chunk, offset, length)
+            else:
+                bf = self._read_encrypted(chunk, offset, length, read_encrypted_bloom_filter)
+            self._remember(cache_key, bf)
         return bf
+
+    def _filter_num_bytes(self, chunk: _Chunk) -> int | None:
+        """numBytes of the chunk's filter from its header alone (the bitset is neither read nor kept)."""
+        found = self._filter_location(chunk)
+        if found is None:
+            return None
+        cache_key, offset, length = found
+        with self._lock:
+            cached = self._filters.get(cache_key)
+            if cached is not None:
+                return cached.num_bytes
+            if chunk.encryption == "plaintext":
+                return int(self._plain_header(chunk, offset, length)[0].num_bytes)
+            return self._read_encrypted(chunk, offset, length, read_encrypted_filter_num_bytes)
+
+    def _read_encrypted(self, chunk: _Chunk, offset: int, length: int | None, read: Callable[..., _R]) -> _R:
+        """``read(file, offset, key, file_aad, rg ordinal, column ordinal, length=)`` for an
+        encrypted chunk; broken framing that is a plaintext filter is reported as the leak it is."""
+        key = self._key_for(chunk)
+        try:
+            return read(self._file, offset, key, self.footer.require_file_aad(), chunk.rg_ordinal,
+                        chunk.column.ordinal, length=length)
+        except MalformedModuleError:
+            self._raise_if_plaintext(chunk, offset, length)
+            raise
 
     def _raise_if_plaintext(self, chunk: _Chunk, offset: int, length: int | None) -> None:
         """An encrypted column whose filter bytes are a *plaintext* filter: say so (a leak, what
@@ -455,7 +525,8 @@ class ParquetBloomReader:
                 "Bloom filter is stored in plaintext (it reveals the column's values)")
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
-        """Every (row group, column) chunk; ``with_sizes`` reads each filter to report its size."""
+        """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and
+        authenticates it, if encrypted) to report its size; bitsets are not read."""
         out = []
         for row in self._chunks:
             for chunk in row:
@@ -476,8 +547,7 @@ class ParquetBloomReader:
         num_bytes = None
         if has and with_sizes and available and error is None:
             try:
-                bf = self.bloom_filter(chunk.row_group, chunk.column.ordinal)
-                num_bytes = bf.num_bytes if bf is not None else None
+                num_bytes = self._filter_num_bytes(chunk)
             except SecureBloomError as e:
                 error = f"{type(e).__name__}: {e}"
         return ChunkInfo(
