@@ -264,7 +264,8 @@ def test_probe_naive_text_on_a_utc_column_needs_timezone(capsys: pytest.CaptureF
     assert probe_answers(capsys, typed_file, "ts", "--value", "2024-05-01T12:00:00Z") == ["maybe"]
     assert probe_answers(capsys, typed_file, "wall", "--value", "2024-05-01T12:00:00") == ["maybe"]
     rc, _, err = run(capsys, "probe", str(typed_file), "--column", "ts", "--value", "x", "--timezone", "Mars/X")
-    assert rc == 2 and "unknown time zone 'Mars/X'" in err
+    # Argument values never appear in usage errors (they may be keys, or the sensitive values probed).
+    assert rc == 2 and "argument --timezone: unknown time zone '<not shown>'" in err and "Mars" not in err
 
 
 def test_probe_keeps_one_answer_per_value_typed(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
@@ -406,10 +407,10 @@ def test_probe_ambiguous_dotted_path_and_json_path(capsys: pytest.CaptureFixture
     assert rc == 0 and "Bloom filters for a.b" in out
     rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a", "b"]',
                      "--value", "nested", "--value", "top", "--json")
-    assert json.loads(out)["row_groups"][0]["values"] == {"nested": "maybe", "top": "absent"}
+    assert answers_by_label(json.loads(out)["row_groups"][0]) == {"nested": "maybe", "top": "absent"}
     rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a.b"]', "--value", "top", "--json")
     assert json.loads(out)["row_groups"][0] == {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
-                                                "values": {"top": "maybe"}}
+                                                "values": [{"value": "top", "answer": "maybe"}]}
 
 
 @pytest.mark.parametrize("spec,expected", [

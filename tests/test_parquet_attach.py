@@ -469,8 +469,8 @@ def test_attach_int96_hashes_the_stored_bytes_of_extreme_timestamps(tmp_path: Pa
             bf = r.bloom_filter(0, column)
             assert bf is not None
             assert [bf.check_hash(_xxh64(raw)) for raw in raws] == [True] * len(raws)
-        assert r.row_groups_maybe_containing("ts", dt.datetime(9999, 12, 31)) == [0]
-        assert r.row_groups_maybe_containing("ts", dt.datetime(1, 1, 1)) == [0]
+        assert r.row_groups_maybe_containing("ts", dt.datetime(9999, 12, 31), timezone="UTC") == [0]
+        assert r.row_groups_maybe_containing("ts", dt.datetime(1, 1, 1), timezone="UTC") == [0]
 
 
 def test_attach_nanos_view_and_uuid_columns_without_pandas(tmp_path: Path) -> None:

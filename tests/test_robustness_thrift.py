@@ -260,11 +260,14 @@ def test_truncation_at_every_byte_of_every_real_footer() -> None:
 
 
 def test_header_length_fields() -> None:
-    """numBytes as i32 zigzag varints at the edges; only 32..128 MiB multiples of 32 pass."""
-    for value in (0, 1, 31, 33, -32, (128 << 20) + 32, 0x7FFFFFE0, -(1 << 31)):
+    """numBytes as i32 zigzag varints at the edges; 32..128 MiB pass (any size: parquet-java reads
+    floor(numBytes / 32) blocks, issue 15 item 23), less than one block or more than 128 MiB do not."""
+    for value in (0, 1, 31, -32, (128 << 20) + 1, 0x7FFFFFE0, -(1 << 31)):
         zig = (value << 1) ^ (value >> 31)
         blob = b"\x15" + varint(zig & 0xFFFFFFFF) + serialize_header(32)[2:]
         with pytest.raises(MalformedHeaderError):
             parse_header(blob)
     zig = struct.unpack("<I", struct.pack("<i", 1024))[0] << 1
     assert parse_header(b"\x15" + varint(zig) + serialize_header(32)[2:])[0].num_bytes == 1024
+    zig = 33 << 1
+    assert parse_header(b"\x15" + varint(zig) + serialize_header(32)[2:])[0].num_bytes == 33
