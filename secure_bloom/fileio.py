@@ -1,9 +1,15 @@
-"""Opening input files safely: only regular files are read.
+"""File I/O shared by the file layer and the key-material store: safe input, logged reads, atomic output.
 
-A FIFO named ``data.parquet`` (or a FIFO sidecar) would block ``open()`` until a writer appears,
-and a character device may never end. :func:`open_regular_file` opens without blocking
-(``O_NONBLOCK``), checks the opened descriptor with ``fstat`` (no race between check and open)
-and refuses anything that is not a regular file.
+* :func:`open_regular_file` / :func:`open_regular_fd`: only regular files are read. A FIFO named
+  ``data.parquet`` would block ``open()`` until a writer appears and a character device may never
+  end, so the file is opened without blocking (``O_NONBLOCK``) and the opened descriptor checked
+  with ``fstat`` (no race between check and open).
+* :class:`RecordingFile`: a read-only file that logs every (offset, length) read.
+* :class:`AtomicOutput` and :func:`fsync_dir`: a file that appears under its final name complete
+  and synced, or not at all (``O_TMPFILE`` + ``linkat`` where Linux allows it, else a hidden
+  temporary name + ``rename``).
+
+Knows nothing of Parquet.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 from typing import BinaryIO
 
 from .errors import NotRegularFileError
 
-__all__ = ["open_regular_file", "file_kind"]
+__all__ = ["open_regular_file", "open_regular_fd", "file_kind", "RecordingFile", "AtomicOutput", "fsync_dir"]
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -32,12 +39,12 @@ def file_kind(mode: int) -> str:
     return "special file"
 
 
-def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open ``path`` for binary reading if it is a regular file (symlinks followed).
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """A blocking read-only descriptor of ``path`` if it is a regular file (symlinks followed).
 
     Raises :class:`~secure_bloom.errors.NotRegularFileError` for a FIFO, socket or device,
     ``IsADirectoryError`` for a directory and the usual ``OSError`` (``FileNotFoundError``,
-    ``PermissionError``) otherwise; never blocks.
+    ``PermissionError``) otherwise; never blocks. The caller closes the descriptor.
     """
     name = os.fspath(path)
     fd = os.open(name, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
@@ -49,7 +56,144 @@ def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
             raise NotRegularFileError(f"{name}: is a {file_kind(mode)}, not a regular file; not read")
         if _NONBLOCK:
             os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """:func:`open_regular_fd` as a binary file object."""
+    fd = open_regular_fd(path)
+    try:
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+class RecordingFile:
+    """A read-only file wrapper that records every (offset, length) read: proof that a reader
+    reads the tail and filter bytes only."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.ranges: list[tuple[int, int]] = []
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def read(self, n: int = -1) -> bytes:
+        pos = self._raw.tell()
+        data = self._raw.read(n)
+        self.ranges.append((pos, len(data)))
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """fsync a directory so a rename or link in it survives a crash (best effort)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class AtomicOutput:
+    """A new file written in full, synced, then given its final name atomically (:meth:`publish`).
+
+    Where Linux allows it (``O_TMPFILE``) the file has no name until :meth:`publish` links it in,
+    so a process killed before that leaves nothing behind; elsewhere it is the hidden temporary
+    ``path`` (beside the target), which the caller removes on failure. ``mode`` is the new
+    file's permission bits (the umask applies).
+    """
+
+    def __init__(self, path: Path, mode: int) -> None:
+        self.path = path
+        self.written = 0
+        self.anonymous = False
+        if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
+            try:
+                self._fd = os.open(path.parent, os.O_TMPFILE | os.O_WRONLY, mode)
+                self.anonymous = True
+            except OSError:  # the filesystem has no O_TMPFILE
+                pass
+        if not self.anonymous:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+
+    @property
+    def readable_path(self) -> Path:
+        """A path that opens this file (also while it has no name)."""
+        return Path(f"/proc/self/fd/{self._fd}") if self.anonymous else self.path
+
+    def write(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+            self.written += n
+
+    def chmod(self, mode: int) -> None:
+        os.fchmod(self._fd, mode)
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+
+    def publish(self, target: Path, *, replace: bool) -> None:
+        """Give the synced file the name ``target`` (in the directory of ``path``) atomically.
+
+        Without ``replace`` the file is hard-linked in (``linkat``), which never replaces
+        anything: a ``target`` that exists, appeared meanwhile or is a dangling symlink raises
+        ``FileExistsError`` and is left as it is. With ``replace`` an anonymous file is linked in
+        as ``path`` and renamed over ``target``: a kill between those two calls is the only way
+        to leave a temporary file behind. The directory is not fsynced (:func:`fsync_dir`)."""
+        if self.anonymous:
+            source = f"/proc/self/fd/{self._fd}"
+            directory = os.open(target.parent, os.O_RDONLY)
+            try:  # linkat(AT_SYMLINK_FOLLOW): os.link only passes it when given a dir fd
+                if not replace or not os.path.lexists(target):
+                    try:
+                        os.link(source, target.name, dst_dir_fd=directory, follow_symlinks=True)
+                        self.close()
+                        return
+                    except FileExistsError:
+                        if not replace:
+                            raise
+                os.link(source, self.path.name, dst_dir_fd=directory, follow_symlinks=True)
+            finally:
+                os.close(directory)
+        elif not replace:
+            try:
+                os.link(self.path, target)
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links on this filesystem: check, then rename (a small race)
+                if os.path.lexists(target):
+                    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.fspath(target)) from None
+            else:
+                self.path.unlink()
+                self.close()
+                return
+        os.replace(self.path, target)
+        self.close()
+
+    def discard(self) -> None:
+        """Close and remove the unpublished file (if it has a name)."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -44,6 +44,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess
+    from secure_bloom.fileio import AtomicOutput
     from secure_bloom.parquet import attach as attach_module
 
     src, dst, stage, when = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -57,7 +58,7 @@ CHILD = textwrap.dedent("""
     def progress(name, done, total):
         die_at(name)
 
-    real_publish, real_verify = attach_module._OutputFile.publish, attach_module._verify
+    real_publish, real_verify = AtomicOutput.publish, attach_module._verify
 
     def publish(self, target, **kwargs):
         die_at("before_publish")
@@ -69,7 +70,7 @@ CHILD = textwrap.dedent("""
         die_at("verified")
         return result
 
-    attach_module._OutputFile.publish = publish
+    AtomicOutput.publish = publish
     attach_module._verify = verify
     keys = KeyAccess(kms=KeyListKms(os.environ["ATTACH_KEY_LIST"]))
     attach_module.attach_bloom_filters(src, dst, sys.argv[5].split(","), keys, progress=progress,

@@ -30,7 +30,7 @@ from secure_bloom.errors import NotRegularFileError
 from secure_bloom.fileio import open_regular_file
 from secure_bloom.kms.sidecar import KeyMaterialStore
 from secure_bloom.parquet.discover import Skipped, discover, is_parquet_name
-from secure_bloom.parquet.filter_storage import (
+from secure_bloom.parquet.filter_io import (
     ENCRYPTED,
     GARBAGE,
     PLAINTEXT,

@@ -40,6 +40,7 @@ from secure_bloom.errors import (
 from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
 from secure_bloom.hashing import PhysicalType, hash_values
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
+from secure_bloom.fileio import AtomicOutput
 from secure_bloom.parquet import attach as attach_module
 from secure_bloom.parquet.arrow_source import leaf_values
 from secure_bloom.parquet.attach import serialize_chunk_filter
@@ -198,14 +199,14 @@ def test_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest
     probe_dir.mkdir()
     full = attach_bloom_filters(src, probe_dir / "ok.parquet", COLUMNS, KEYS).dst_bytes
     fail_after = {"start": 0, "data": 5000, "filters": src.stat().st_size + 3000, "footer": full - 10}[where]
-    real_write = attach_module._OutputFile.write
+    real_write = AtomicOutput.write
 
     def failing_write(self: Any, data: bytes | memoryview) -> None:
         if self.written + len(data) > fail_after:
             raise OSError(28, "No space left on device")
         real_write(self, data)
 
-    monkeypatch.setattr(attach_module._OutputFile, "write", failing_write)
+    monkeypatch.setattr(AtomicOutput, "write", failing_write)
     dst = tmp_path / "dst.parquet"
     with pytest.raises(AttachError, match="No space left"):
         attach_bloom_filters(src, dst, COLUMNS, KEYS)
@@ -236,7 +237,7 @@ def test_in_place_failure_keeps_the_original(tmp_path: Path, monkeypatch: pytest
     def failing_write(self: Any, data: bytes | memoryview) -> None:
         raise OSError(5, "I/O error")
 
-    monkeypatch.setattr(attach_module._OutputFile, "write", failing_write)
+    monkeypatch.setattr(AtomicOutput, "write", failing_write)
     with pytest.raises(AttachError):
         attach_bloom_filters(src, src, ["id"], in_place=True)
     assert _digest(src) == before and _leftovers(tmp_path) == []

@@ -5,8 +5,8 @@ The file is one JSON object mapping each key reference to its key material *as a
 
     {"footerKey": "{\\"masterKeyID\\":\\"kf\\", ...}", "columnKey0": "{...}", "columnKey1": "{...}"}
 
-Material in the sidecar has no ``internalStorage`` field. Writes are atomic (a temporary file in
-the same directory, fsync, then rename), so a reader sees the old or the new sidecar, never a mix.
+Material in the sidecar has no ``internalStorage`` field. Writes are atomic
+(:class:`~secure_bloom.fileio.AtomicOutput`), so a reader sees the old or the new sidecar, never a mix.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import KeyNotFoundError, MalformedKeyMaterialError
-from ..fileio import open_regular_file
+from ..fileio import AtomicOutput, fsync_dir, open_regular_file
 from ._java_json import java_hashmap_json
 from .material import FOOTER_KEY_REFERENCE, KeyMaterial, column_key_reference
 
@@ -133,35 +133,20 @@ class KeyMaterialStore:
         """Write the sidecar atomically; an existing file keeps its permission bits."""
         target = Path(path)
         data = self.to_json().encode("utf-8")
-        tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        out = AtomicOutput(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"), 0o666)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            out.write(data)
             if target.exists():
-                os.chmod(tmp, target.stat().st_mode & 0o7777)
-            os.replace(tmp, target)
+                out.chmod(target.stat().st_mode & 0o7777)
+            out.sync()
+            out.publish(target, replace=True)
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            out.discard()
             raise
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         self.source = target
         return target
 
     def __repr__(self) -> str:
         return f"KeyMaterialStore(references={list(self._materials)!r}, source={self.source})"
 
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
-import stat
 import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -44,15 +43,17 @@ from ..errors import (
     AttachError,
     DestinationExistsError,
     MissingKeyError,
+    NotRegularFileError,
     PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
     SourceChangedError,
     UnsupportedParquetFeatureError,
 )
+from ..fileio import AtomicOutput, fsync_dir, open_regular_fd
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..hashing import PhysicalType, hash_value, hash_values
 from ..kms.material import KeyMetadata
-from ..kms.sidecar import _fsync_dir, sidecar_path
+from ..kms.sidecar import sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import column_metadata_aad, encrypt_thrift_module
 from .footer import encode_footer, key_id_of
@@ -125,89 +126,13 @@ def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted:
     return bf.to_bytes()
 
 
-class _OutputFile:
-    """The temporary destination; the one place bytes are written.
-
-    Where Linux allows it (``O_TMPFILE``) the file has no name until :meth:`publish` links it in,
-    so a process killed before that leaves nothing behind; elsewhere it is the hidden ``path``,
-    which the caller removes on failure.
-    """
-
-    def __init__(self, path: Path, mode: int) -> None:
-        self.path = path
-        self.written = 0
-        self.anonymous = False
-        if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
-            try:
-                self._fd = os.open(path.parent, os.O_TMPFILE | os.O_WRONLY, mode)
-                self.anonymous = True
-            except OSError:  # the filesystem has no O_TMPFILE
-                pass
-        if not self.anonymous:
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-
-    @property
-    def readable_path(self) -> Path:
-        """A path that opens this file (also while it has no name)."""
-        return Path(f"/proc/self/fd/{self._fd}") if self.anonymous else self.path
-
-    def write(self, data: bytes | memoryview) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-            self.written += n
-
-    def sync(self) -> None:
-        os.fsync(self._fd)
-
-    def publish(self, target: Path, *, replace: bool) -> None:
-        """Give the synced file the name ``target`` (beside ``path``) atomically.
-
-        Without ``replace`` the file is hard-linked in (``linkat``), which never replaces
-        anything: a ``target`` that exists, appeared meanwhile or is a dangling symlink raises
-        :class:`DestinationExistsError` and is left as it is. With ``replace`` an anonymous file
-        is linked in as ``path`` and renamed over ``target``: a kill between those two calls is
-        the only way to leave a temporary file behind."""
-        try:
-            if self.anonymous:
-                source = f"/proc/self/fd/{self._fd}"
-                directory = os.open(target.parent, os.O_RDONLY)
-                try:  # linkat(AT_SYMLINK_FOLLOW): os.link only passes it when given a dir fd
-                    if not replace or not os.path.lexists(target):
-                        try:
-                            os.link(source, target.name, dst_dir_fd=directory, follow_symlinks=True)
-                            self.close()
-                            return
-                        except FileExistsError:
-                            if not replace:
-                                raise
-                    os.link(source, self.path.name, dst_dir_fd=directory, follow_symlinks=True)
-                finally:
-                    os.close(directory)
-            elif not replace:
-                try:
-                    os.link(self.path, target)
-                except FileExistsError:
-                    raise
-                except OSError:  # no hard links on this filesystem: check, then rename (a small race)
-                    if os.path.lexists(target):
-                        raise FileExistsError(target) from None
-                else:
-                    self.path.unlink()
-                    self.close()
-                    return
-        except FileExistsError:
-            raise DestinationExistsError(
-                f"destination {target} appeared while attach ran; it was left as it is (pass overwrite=True "
-                "to replace it)") from None
-        os.replace(self.path, target)
-        self.close()
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+def _publish(out: AtomicOutput, target: Path, *, replace: bool) -> None:
+    try:
+        out.publish(target, replace=replace)
+    except FileExistsError:
+        raise DestinationExistsError(
+            f"destination {target} appeared while attach ran; it was left as it is (pass overwrite=True "
+            "to replace it)") from None
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -227,11 +152,11 @@ class _Source:
     def __init__(self, path: Path, *, lock: bool) -> None:
         self.path = path
         while True:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    raise AttachError(f"source {path} is not a regular file")
+                fd = open_regular_fd(path)
+            except (NotRegularFileError, IsADirectoryError):
+                raise AttachError(f"source {path} is not a regular file") from None
+            try:
                 if lock:
                     fcntl.flock(fd, fcntl.LOCK_EX)
                     if _identity(os.stat(path))[:2] != _identity(os.fstat(fd))[:2]:
@@ -259,7 +184,7 @@ class _Source:
             raise SourceChangedError(f"source {self.path} was replaced or removed while attach read it; "
                                      "nothing was written")
 
-    def copy_to(self, out: _OutputFile, size: int, zero: list[Region], progress: Progress | None,
+    def copy_to(self, out: AtomicOutput, size: int, zero: list[Region], progress: Progress | None,
                 total: int) -> None:
         """Write bytes ``[0, size)`` of the source to ``out``, with the ``zero`` regions zeroed."""
         pos = 0
@@ -483,7 +408,7 @@ def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
     return checked
 
 
-def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> _OutputFile | None:
+def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> AtomicOutput | None:
     """Stage dst's external key material (a copy of src's); returns the staged, synced file."""
     source, target = sidecar_path(src), sidecar_path(dst)
     data = source.read_bytes()
@@ -494,7 +419,7 @@ def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) 
             raise AttachError(f"{target} exists with other key material; pass overwrite=True")
     staged = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     tmp_paths.append(staged)
-    out = _OutputFile(staged, 0o600)
+    out = AtomicOutput(staged, 0o600)
     try:
         out.write(data)
         out.sync()
@@ -630,7 +555,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
     staged_sidecar = None
     tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
-    out = _OutputFile(tmp, source.stat.st_mode & 0o777)
+    out = AtomicOutput(tmp, source.stat.st_mode & 0o777)
     try:
         if not same and _uses_external_material(reader):
             staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
@@ -647,13 +572,13 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
         # The sidecar first: a kill in between leaves dst absent (and its key material, a copy
         # of src's), never a dst without its key material.
         if staged_sidecar is not None:
-            staged_sidecar.publish(sidecar_path(dst_path), replace=overwrite)
-        out.publish(target, replace=overwrite or same)
+            _publish(staged_sidecar, sidecar_path(dst_path), replace=overwrite)
+        _publish(out, target, replace=overwrite or same)
     finally:
         out.close()
         if staged_sidecar is not None:
             staged_sidecar.close()
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
                                    encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),

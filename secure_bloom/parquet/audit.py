@@ -56,7 +56,7 @@ from ..errors import (
 from ..fileio import open_regular_file
 from .audit_report import AuditReport, Code, ColumnResult, FileResult, Finding, location
 from .discover import discover
-from .filter_storage import GARBAGE, PLAINTEXT, read_filter_storage
+from .filter_io import GARBAGE, PLAINTEXT, read_filter_storage
 from .keys import NO_KEYS, KeyAccess
 from .reader import ChunkInfo, ParquetBloomReader
 from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions

@@ -516,7 +516,7 @@ class ParquetBloomReader:
     def _raise_if_plaintext(self, chunk: _Chunk, offset: int, length: int | None) -> None:
         """An encrypted column whose filter bytes are a *plaintext* filter: say so (a leak, what
         arrow-rs writes), rather than report broken module framing."""
-        from .filter_storage import PLAINTEXT, read_filter_storage
+        from .filter_io import PLAINTEXT, read_filter_storage
 
         storage = read_filter_storage(self._file, offset, length, self.tail.footer_offset)  # type: ignore[arg-type]
         if storage.form == PLAINTEXT:

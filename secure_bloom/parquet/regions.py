@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 from ..errors import MalformedInputError
 from ..header import MAX_HEADER_BYTES, parse_header
-from .filter_storage import ENCRYPTED, PLAINTEXT, read_filter_storage
+from .filter_io import ENCRYPTED, PLAINTEXT, read_filter_storage
 
 __all__ = ["Region", "OrphanFilter", "metadata_regions", "merge", "gaps", "filter_extent",
            "find_plaintext_filters", "DEFAULT_SCAN_BUDGET"]
