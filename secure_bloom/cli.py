@@ -467,7 +467,7 @@ def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
 
 
 def _cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
-    from .parquet.filter_io import describe_with_storage
+    from .parquet.describe import describe_with_storage
 
     keys = key_access_from_args(args)
 

@@ -30,13 +30,9 @@ from secure_bloom.errors import NotRegularFileError
 from secure_bloom.fileio import open_regular_file
 from secure_bloom.kms.sidecar import KeyMaterialStore
 from secure_bloom.parquet.discover import Skipped, discover, is_parquet_name
-from secure_bloom.parquet.filter_io import (
-    ENCRYPTED,
-    GARBAGE,
-    PLAINTEXT,
-    classify_filter_bytes,
-    describe_with_storage,
-)
+from secure_bloom.parquet.describe import describe_with_storage
+from secure_bloom.parquet.filter_io import classify_filter_bytes
+from secure_bloom.types import FilterForm
 
 DATA = Path(__file__).parent / "data" / "parquet-testing"
 JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -456,18 +452,18 @@ def _classify(blob: bytes, length: int | None) -> tuple[str, int | None]:
 
 def test_classify_filter_bytes() -> None:
     plain = (DATA / "bloom_filter.xxhash.bin").read_bytes()
-    assert _classify(plain, len(plain)) == (PLAINTEXT, 1024)
-    assert _classify(plain, None) == (PLAINTEXT, 1024)
+    assert _classify(plain, len(plain)) == (FilterForm.PLAINTEXT, 1024)
+    assert _classify(plain, None) == (FilterForm.PLAINTEXT, 1024)
     bf = SplitBlockBloomFilter.for_ndv(100)
     bf.insert(["a", "b"], PhysicalType.BYTE_ARRAY)
     enc = encrypt_bloom_filter(bf, b"k" * 16, b"aad", 0, 0)
-    assert _classify(enc, len(enc)) == (ENCRYPTED, bf.num_bytes)
-    assert _classify(enc, None) == (ENCRYPTED, bf.num_bytes)
-    assert _classify(enc, len(enc) - 1)[0] == GARBAGE        # length disagrees with the framing
-    assert _classify(enc[:-5], None)[0] == GARBAGE           # truncated bitset module
-    assert _classify(plain[:100], None)[0] == GARBAGE        # bitset runs past the region
-    assert _classify(os.urandom(64), None)[0] == GARBAGE
-    assert _classify(b"", None)[0] == GARBAGE
+    assert _classify(enc, len(enc)) == (FilterForm.ENCRYPTED, bf.num_bytes)
+    assert _classify(enc, None) == (FilterForm.ENCRYPTED, bf.num_bytes)
+    assert _classify(enc, len(enc) - 1)[0] == FilterForm.GARBAGE        # length disagrees with the framing
+    assert _classify(enc[:-5], None)[0] == FilterForm.GARBAGE           # truncated bitset module
+    assert _classify(plain[:100], None)[0] == FilterForm.GARBAGE        # bitset runs past the region
+    assert _classify(os.urandom(64), None)[0] == FilterForm.GARBAGE
+    assert _classify(b"", None)[0] == FilterForm.GARBAGE
 
 
 def test_inspect_description_reports_a_leak_instead_of_failing(files: dict[str, Path], keys: KeyAccess) -> None:

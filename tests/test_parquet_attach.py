@@ -43,7 +43,7 @@ from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, a
 from secure_bloom.fileio import AtomicOutput
 from secure_bloom.parquet import attach as attach_module
 from secure_bloom.parquet.arrow_source import leaf_values
-from secure_bloom.parquet.attach import serialize_chunk_filter
+from secure_bloom.parquet.filter_io import serialize_chunk_filter
 from secure_bloom.parquet.schema import ColumnInfo
 
 KEYS = KeyAccess(kms=vector_kms())
@@ -121,7 +121,7 @@ def test_footer_fields_survive_attach(tmp_path: Path) -> None:
             metas = []
             for i, rg in enumerate(md.row_groups):
                 for j, cc in enumerate(rg.columns):
-                    full = r._meta(r._chunks[i][j])
+                    full = r.column_metadata(r.chunk(i, j))
                     for meta in (cc.meta_data, full):
                         if meta is not None:
                             meta.bloom_filter_offset = meta.bloom_filter_length = None

@@ -184,11 +184,11 @@ def test_attach_to_a_spark_file(spark_bloom_files: SparkBloomFiles, tmp_path: Pa
     keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))
     with ParquetBloomReader(f.path, keys) as r:
         assert thrift_codec.serialize(r.footer.metadata) == r.footer.metadata_thrift
-        for row in r._chunks:
-            for chunk in row:
-                meta = r._meta(chunk)
-                if chunk.meta_thrift is not None:
-                    assert thrift_codec.serialize(meta) == chunk.meta_thrift
+        for chunk in r.column_chunks():
+            meta = r.column_metadata(chunk)
+            thrift = r.column_metadata_thrift(chunk)
+            if thrift is not None:
+                assert thrift_codec.serialize(meta) == thrift
     dst = tmp_path / "attached.parquet"
     report = attach_bloom_filters(f.path, dst, ["cat"], keys)
     assert report.kept_filters == 3 * 10  # every other column's filter, in every row group

@@ -27,7 +27,7 @@ from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.header import serialize_header
 from secure_bloom.modules import MAX_ORDINAL
 from secure_bloom.parquet.crypto_context import sign_footer
-from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
+from secure_bloom.types import FooterMode
 from secure_bloom.parquet.values import hash_for_column
 from secure_bloom.parquet.tail import read_tail
 
@@ -40,17 +40,17 @@ STRINGS = ["Hello", "This is", "a", "test", "How", "are you", "doing ", "today",
 
 # (file, key access, footer mode, algorithm)
 VECTORS = [
-    ("encrypt_columns_and_footer.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
-    ("encrypt_columns_and_footer_aad.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
-    ("encrypt_columns_and_footer_ctr.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_CTR_V1"),
+    ("encrypt_columns_and_footer.parquet.encrypted", EXPLICIT, FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_aad.parquet.encrypted", EXPLICIT, FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_ctr.parquet.encrypted", EXPLICIT, FooterMode.ENCRYPTED, "AES_GCM_CTR_V1"),
     ("encrypt_columns_and_footer_disable_aad_storage.parquet.encrypted",
-     KeyAccess(explicit=TESTING_KEYS, aad_prefix="tester"), ENCRYPTED, "AES_GCM_V1"),
-    ("encrypt_columns_plaintext_footer.parquet.encrypted", EXPLICIT, SIGNED, "AES_GCM_V1"),
-    ("uniform_encryption.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
-    ("encrypt_columns_and_footer_bloom_filter.parquet.encrypted", EXPLICIT, ENCRYPTED, "AES_GCM_V1"),
-    ("external_key_material_java.parquet.encrypted", KeyAccess(kms=vector_kms()), ENCRYPTED, "AES_GCM_V1"),
-    ("data_index_bloom_encoding_stats.parquet", None, PLAINTEXT, None),
-    ("data_index_bloom_encoding_with_length.parquet", None, PLAINTEXT, None),
+     KeyAccess(explicit=TESTING_KEYS, aad_prefix="tester"), FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_plaintext_footer.parquet.encrypted", EXPLICIT, FooterMode.SIGNED, "AES_GCM_V1"),
+    ("uniform_encryption.parquet.encrypted", EXPLICIT, FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("encrypt_columns_and_footer_bloom_filter.parquet.encrypted", EXPLICIT, FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("external_key_material_java.parquet.encrypted", KeyAccess(kms=vector_kms()), FooterMode.ENCRYPTED, "AES_GCM_V1"),
+    ("data_index_bloom_encoding_stats.parquet", None, FooterMode.PLAINTEXT, None),
+    ("data_index_bloom_encoding_with_length.parquet", None, FooterMode.PLAINTEXT, None),
 ]
 
 
@@ -66,7 +66,7 @@ def test_every_vector_opens(name: str, keys: KeyAccess | None, mode: str, algori
         chunks = r.chunks()
         assert len(chunks) == r.num_row_groups * len(r.columns)
         assert all(c.key_available for c in chunks)  # every key resolved and every metadata decrypted
-        if mode == SIGNED:
+        if mode == FooterMode.SIGNED:
             assert r.footer.signature_verified is True
         if "encrypt_columns_and_footer" in name and "bloom" not in name:
             enc = {c.path: c.key_id for c in r.columns if c.encrypted}
@@ -305,7 +305,7 @@ def test_supplied_prefix_must_match_a_stored_one() -> None:
 def test_plaintext_footer_readable_without_keys_for_plaintext_columns() -> None:
     path = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
     with ParquetBloomReader(path) as r:
-        assert r.footer.mode == SIGNED and r.footer.signature_verified is None
+        assert r.footer.mode == FooterMode.SIGNED and r.footer.signature_verified is None
         assert r.describe()["footer"]["signature"] == "unverified"
         assert r.probe("int64_field", [1]).row_groups[0].values == (("1", MAYBE),)
         with pytest.raises(MissingKeyError, match="double_field"):
@@ -410,11 +410,10 @@ def test_garbage_footer_is_a_malformed_thrift_error(tmp_path: Path) -> None:
 def _footer_thrift(path: Path, keys: KeyAccess | None) -> list[bytes]:
     with ParquetBloomReader(path, keys) as r:
         out = [r.footer.metadata_thrift]
-        for row in r._chunks:
-            for chunk in row:
-                r._meta(chunk) if chunk.encryption != "plaintext" else None
-                if chunk.meta_thrift is not None:
-                    out.append(chunk.meta_thrift)
+        for chunk in r.column_chunks():
+            thrift = r.column_metadata_thrift(chunk) if chunk.encrypted else None
+            if thrift is not None:
+                out.append(thrift)
         assert thrift_codec.serialize(r.footer.metadata) == out[0]
         return out
 
@@ -455,7 +454,7 @@ def test_reader_on_a_copy_with_external_key_material_needs_the_sidecar(tmp_path:
         ParquetBloomReader(tmp_path / name, KeyAccess(kms=vector_kms()))
     with ParquetBloomReader(tmp_path / name, KeyAccess(kms=vector_kms()),
                             key_material_file=DATA / name) as r:
-        assert r.footer.mode == ENCRYPTED
+        assert r.footer.mode == FooterMode.ENCRYPTED
 
 
 def test_external_key_material_is_labelled_with_its_master_key_ids() -> None:

@@ -37,7 +37,7 @@ def _real_key_metadata() -> list[bytes]:
     out.append(single.column_key("kc1").key_metadata)
     with ParquetBloomReader(DATA / "external_key_material_java.parquet.encrypted", KeyAccess(kms=KMS)) as reader:
         out.append(bytes(reader.footer.footer_key_metadata or b""))
-        out += [bytes(c.key_metadata) for row in reader._chunks for c in row if c.key_metadata]
+        out += [bytes(c.key_metadata) for c in reader.column_chunks() if c.key_metadata]
     return out
 
 

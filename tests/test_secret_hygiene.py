@@ -97,10 +97,9 @@ def _key_metadata(path: Path) -> Iterator[bytes]:
     with ParquetBloomReader(path, KeyAccess(kms=KeyListKms(MASTER))) as reader:
         if reader.footer.footer_key_metadata is not None:
             yield reader.footer.footer_key_metadata
-        for row in reader._chunks:
-            for chunk in row:
-                if chunk.key_metadata is not None:
-                    yield chunk.key_metadata
+        for chunk in reader.column_chunks():
+            if chunk.key_metadata is not None:
+                yield chunk.key_metadata
 
 
 @pytest.fixture(scope="module")

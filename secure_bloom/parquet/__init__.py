@@ -12,9 +12,12 @@
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
 """
 
+from ..types import ChunkEncryption, FilterForm, FooterMode, Verdict
 from .attach import AttachedFilter, AttachReport, attach_bloom_filters
+from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .keys import NO_KEYS, KeyAccess
-from .reader import ABSENT, MAYBE, ChunkInfo, ParquetBloomReader, ProbeResult, RowGroupProbe
+from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
+from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 from .values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
@@ -28,9 +31,15 @@ __all__ = [
     "ProbeResult",
     "RowGroupProbe",
     "ChunkInfo",
+    "ColumnChunk",
+    "FilterLocation",
     "ColumnInfo",
+    "Verdict",
     "MAYBE",
     "ABSENT",
+    "ChunkEncryption",
+    "FilterForm",
+    "FooterMode",
     "encode_value",
     "value_from_text",
     "display_value",

@@ -28,7 +28,8 @@ from ..errors import MissingKeyError, UnsupportedParquetFeatureError
 from ..hashing import PhysicalType
 from ..kms.client import is_kms_client
 from ..kms.material import KeyMetadata
-from .footer import PLAINTEXT, Footer, key_id_of
+from ..types import FooterMode
+from .footer import Footer, key_id_of
 from .keys import KeyAccess
 from .schema import ColumnInfo
 
@@ -43,7 +44,7 @@ def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], 
 
     ``key_metadata`` are the column keys pyarrow will need besides the footer key.
     """
-    if footer.mode == PLAINTEXT:
+    if footer.mode is FooterMode.PLAINTEXT:
         return None
     params = footer.params
     assert params is not None

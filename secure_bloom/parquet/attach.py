@@ -38,13 +38,11 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .. import thrift_codec
-from ..encrypted_filter import encrypt_bloom_filter
 from ..errors import (
     AttachError,
     DestinationExistsError,
     MissingKeyError,
     NotRegularFileError,
-    PlaintextFilterOnEncryptedColumnError,
     SecureBloomError,
     SourceChangedError,
     UnsupportedParquetFeatureError,
@@ -53,12 +51,15 @@ from ..fileio import AtomicOutput, fsync_dir, open_regular_fd
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..hashing import PhysicalType, hash_value, hash_values
 from ..kms.material import KeyMetadata
+from ..types import ChunkEncryption
 from ..kms.sidecar import sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import column_metadata_aad, encrypt_thrift_module
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
-from .reader import ParquetBloomReader, _Chunk
+from .chunk import ColumnChunk, FilterLocation
+from .filter_io import serialize_chunk_filter
+from .reader import ParquetBloomReader
 from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
 
@@ -111,19 +112,6 @@ class AttachReport:
         out = dataclasses.asdict(self)
         out["filters"] = [dataclasses.asdict(f) for f in self.filters]
         return out
-
-
-def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted: bool, key: bytes | None,
-                           file_aad: bytes | None, row_group_ordinal: int, column_ordinal: int) -> bytes:
-    """The on-disk bytes of one chunk's filter: encrypted modules for an encrypted column,
-    header + bitset otherwise. Never writes a plaintext filter for an encrypted column."""
-    if encrypted:
-        if key is None or file_aad is None:
-            raise PlaintextFilterOnEncryptedColumnError(
-                f"column {column!r} is encrypted and its key or file AAD is unavailable; refusing to write "
-                "its Bloom filter in plaintext")
-        return encrypt_bloom_filter(bf, key, file_aad, row_group_ordinal, column_ordinal)
-    return bf.to_bytes()
 
 
 def _publish(out: AtomicOutput, target: Path, *, replace: bool) -> None:
@@ -212,7 +200,7 @@ class _Source:
 
 @dataclass
 class _Planned:
-    chunk: _Chunk
+    chunk: ColumnChunk
     bf: SplitBlockBloomFilter
     ndv: int
     count: int
@@ -248,7 +236,7 @@ def _choose_columns(reader: ParquetBloomReader, columns: Iterable[ColumnRef]) ->
     return chosen
 
 
-def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, fpp: float,
+def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: ColumnChunk, fpp: float,
            ndv: int | None, max_bytes: int) -> _Planned:
     info = chunk.column
     values = source.values(chunk.row_group, info)
@@ -257,7 +245,7 @@ def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: _Chunk, 
     capped = optimal_num_bytes(distinct, fpp) > bf.num_bytes
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
     bf.insert_hashes(hashes)
-    meta = reader._meta(chunk)
+    meta = reader.column_metadata(chunk)
     _cross_check(bf, meta.statistics, info)
     step = max(1, hashes.size // _SAMPLE)
     replaced = meta.bloom_filter_offset is not None
@@ -306,7 +294,7 @@ def _cross_check(bf: SplitBlockBloomFilter, statistics: Any, info: ColumnInfo) -
 
 
 def _uses_external_material(reader: ParquetBloomReader) -> bool:
-    kmds = [reader.footer.footer_key_metadata] + [c.key_metadata for row in reader._chunks for c in row]
+    kmds = [reader.footer.footer_key_metadata] + [c.key_metadata for c in reader.column_chunks()]
     for kmd in kmds:
         if kmd is not None and KeyMetadata.looks_like_key_tools(bytes(kmd)):
             try:
@@ -327,14 +315,14 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
         chunk = p.chunk
         cc = metadata.row_groups[chunk.row_group].columns[chunk.column.ordinal]
         if cc.encrypted_column_metadata is not None:
-            full = reader._meta(chunk)
-            original = chunk.meta_thrift or b""
+            full = reader.column_metadata(chunk)
+            original = reader.column_metadata_thrift(chunk) or b""
             _check_round_trip(full, original,
                               f"the encrypted ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}")
             meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
             meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
-            key = reader._key_for(chunk)
-            aad = column_metadata_aad(footer.require_file_aad(), chunk.rg_ordinal, chunk.column.ordinal)
+            key = reader.key_for(chunk)
+            aad = column_metadata_aad(footer.require_file_aad(), chunk.row_group_ordinal, chunk.column.ordinal)
             cc.encrypted_column_metadata = encrypt_thrift_module(meta, key, aad)
         if cc.meta_data is not None:
             # The plaintext (or, beside encrypted_column_metadata, redacted) metadata: parquet-java
@@ -343,13 +331,7 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
     return metadata
 
 
-def _location(meta: Any) -> tuple[int, int | None] | None:
-    if meta is None or meta.bloom_filter_offset is None:
-        return None
-    return int(meta.bloom_filter_offset), None if meta.bloom_filter_length is None else int(meta.bloom_filter_length)
-
-
-def _stale_filters(reader: ParquetBloomReader, source: _Source, chunks: list[_Chunk], metas: list[Any],
+def _stale_filters(reader: ParquetBloomReader, chunks: list[ColumnChunk], metas: list[Any],
                    other_filters: list[Any]) -> list[Region]:
     """The bytes of the filters about to be replaced, to be zeroed in the copy: a replaced
     filter must not stay readable (a plaintext one on an encrypted column is a leak that no
@@ -357,30 +339,24 @@ def _stale_filters(reader: ParquetBloomReader, source: _Source, chunks: list[_Ch
     overlap anything else the file references is refused for an encrypted column (it cannot be
     removed safely) and left as it is otherwise."""
     data_end = reader.tail.footer_offset
-    with open(source.fd, "rb", closefd=False) as raw:
-        def extent(location: tuple[int, int | None]) -> Region | None:
-            offset, length = location
-            if not 4 <= offset < data_end:
-                return None
-            return filter_extent(raw, offset, length, data_end)
 
-        keep = metadata_regions(reader.footer.metadata, metas)
-        for meta in other_filters:
-            location = _location(meta)
-            region = extent(location) if location is not None else None
-            if region is not None:
-                keep.append(region)
-        keep = merge(keep)
-        stale: dict[Region, list[_Chunk]] = {}
-        for chunk in chunks:
-            location = _location(reader._meta(chunk))
-            region = extent(location) if location is not None else None
-            if region is not None:
-                stale.setdefault(region, []).append(chunk)
+    def extent(location: FilterLocation | None) -> Region | None:
+        if location is None or not 4 <= location.offset < data_end:
+            return None
+        return filter_extent(reader.file, location.offset, location.length, data_end)
+
+    keep = metadata_regions(reader.footer.metadata, metas)
+    keep += [region for region in (extent(FilterLocation.of(meta)) for meta in other_filters) if region is not None]
+    keep = merge(keep)
+    stale: dict[Region, list[ColumnChunk]] = {}
+    for chunk in chunks:
+        region = extent(reader.filter_location(chunk))
+        if region is not None:
+            stale.setdefault(region, []).append(chunk)
     out = []
     for (start, end), owners in stale.items():
         if any(s < end and start < e for s, e in keep):
-            if any(c.encryption != "plaintext" for c in owners):
+            if any(c.encrypted for c in owners):
                 raise AttachError(
                     f"the existing Bloom filter of column {owners[0].column.path!r} (bytes {start}..{end}) "
                     "overlaps other data of the file, so it cannot be removed; nothing was written")
@@ -502,34 +478,33 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
     if footer.encrypted and footer.footer_key is None:
         raise MissingKeyError(f"{src_path}: the footer key {key_id_of(footer.footer_key_metadata)!r} is needed "
                               "to re-encrypt or re-sign the footer")
-    chunks = [reader._chunks[rg][c.ordinal] for rg in range(reader.num_row_groups) for c in chosen]
+    chunks = [reader.chunk(rg, c) for rg in range(reader.num_row_groups) for c in chosen]
     for chunk in chunks:            # every key, before pyarrow or any write
-        if chunk.encryption != "plaintext":
-            reader._key_for(chunk)
-        reader._meta(chunk)
+        if chunk.encrypted:
+            reader.key_for(chunk)
+        reader.column_metadata(chunk)
     kept: dict[tuple[int, int], SplitBlockBloomFilter] = {}
     chosen_ordinals = {c.ordinal for c in chosen}
-    metas: list[Any] = [reader._meta(chunk) for chunk in chunks]
+    metas: list[Any] = [reader.column_metadata(chunk) for chunk in chunks]
     other_filters: list[Any] = []   # metadata of the filters that stay
-    for row in reader._chunks:
-        for chunk in row:
-            if chunk.column.ordinal in chosen_ordinals:
-                continue
-            try:
-                meta = reader._meta(chunk)
-            except MissingKeyError:
-                if chunk.visible_meta is not None:
-                    other_filters.append(chunk.visible_meta)
-                continue            # copied verbatim; without its key it cannot be re-read
-            metas.append(meta)
-            other_filters.append(meta)
-            if meta.bloom_filter_offset is not None:
-                bf = reader.bloom_filter(chunk.row_group, chunk.column.ordinal)
-                if bf is not None:
-                    kept[(chunk.row_group, chunk.column.ordinal)] = bf
+    for chunk in reader.column_chunks():
+        if chunk.column.ordinal in chosen_ordinals:
+            continue
+        try:
+            meta = reader.column_metadata(chunk)
+        except MissingKeyError:
+            if chunk.visible_metadata is not None:
+                other_filters.append(chunk.visible_metadata)
+            continue            # copied verbatim; without its key it cannot be re-read
+        metas.append(meta)
+        other_filters.append(meta)
+        if meta.bloom_filter_offset is not None:
+            bf = reader.bloom_filter(chunk.row_group, chunk.column.ordinal)
+            if bf is not None:
+                kept[(chunk.row_group, chunk.column.ordinal)] = bf
 
-    stale = _stale_filters(reader, source, chunks, metas, other_filters)
-    decryption = decryption_properties(footer, [c.key_metadata for c in chunks if c.encryption == "column_key"],
+    stale = _stale_filters(reader, chunks, metas, other_filters)
+    decryption = decryption_properties(footer, [c.key_metadata for c in chunks if c.encryption is ChunkEncryption.COLUMN_KEY],
                                        keys, src_path)
     planned: list[_Planned] = []
     with ArrowChunkSource(source.readable_path, decryption) as values:
@@ -544,9 +519,9 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
     for p in planned:
         chunk = p.chunk
         p.data = serialize_chunk_filter(
-            p.bf, column=chunk.column.path, encrypted=chunk.encryption != "plaintext",
-            key=reader._key_for(chunk) if chunk.encryption != "plaintext" else None,
-            file_aad=footer.file_aad, row_group_ordinal=chunk.rg_ordinal, column_ordinal=chunk.column.ordinal)
+            p.bf, column=chunk.column.path, encrypted=chunk.encrypted,
+            key=reader.key_for(chunk) if chunk.encrypted else None,
+            file_aad=footer.file_aad, row_group_ordinal=chunk.row_group_ordinal, column_ordinal=chunk.column.ordinal)
         p.offset = offset
         offset += len(p.data)
     footer_bytes = encode_footer(footer, _new_metadata(reader, planned))
@@ -580,7 +555,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
             staged_sidecar.close()
     fsync_dir(target.parent)
     filters = tuple(AttachedFilter(row_group=p.chunk.row_group, column=p.chunk.column.path,
-                                   encrypted=p.chunk.encryption != "plaintext", num_bytes=p.bf.num_bytes,
+                                   encrypted=p.chunk.encrypted, num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),
                                    replaced=p.replaced, expected_fpp=p.bf.fpp_estimate(p.inserted_distinct),
                                    capped=p.capped) for p in planned)

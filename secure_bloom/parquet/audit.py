@@ -38,7 +38,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
 
 from ..encrypted_filter import read_encrypted_bloom_filter
 from ..errors import (
@@ -53,12 +52,13 @@ from ..errors import (
     SecureBloomError,
     UnsupportedParquetFeatureError,
 )
-from ..fileio import open_regular_file
 from .audit_report import AuditReport, Code, ColumnResult, FileResult, Finding, location
 from .discover import discover
-from .filter_io import GARBAGE, PLAINTEXT, read_filter_storage
+from ..types import ChunkEncryption, FilterForm
+from .chunk import ChunkInfo
+from .filter_io import read_filter_storage
 from .keys import NO_KEYS, KeyAccess
-from .reader import ChunkInfo, ParquetBloomReader
+from .reader import ParquetBloomReader
 from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
 from .schema import ColumnInfo
 
@@ -129,18 +129,16 @@ class _Leaf:
 
 
 class _FileAuditor:
-    """Checks the sensitive leaves of one open reader; raw filter bytes are read from ``raw``."""
+    """Checks the sensitive leaves of one open reader; raw filter bytes are read through its handle."""
 
-    def __init__(self, reader: ParquetBloomReader, raw: BinaryIO, allow_footer_key: bool) -> None:
+    def __init__(self, reader: ParquetBloomReader, allow_footer_key: bool) -> None:
         self.reader = reader
-        self.raw = raw
+        self.raw = reader.file
         self.allow_footer_key = allow_footer_key
         footer = reader.footer
         self.footer_key: bytes | None = footer.footer_key
         self.file_aad: bytes | None = footer.file_aad
         self.data_end = reader.tail.footer_offset
-        self.rg_ordinals = [rg.ordinal if rg.ordinal is not None else i
-                            for i, rg in enumerate(footer.metadata.row_groups)]
 
     def check_chunk(self, chunk: ChunkInfo, state: _Leaf) -> None:
         rg = chunk.row_group
@@ -158,17 +156,17 @@ class _FileAuditor:
         assert offset is not None
         storage = read_filter_storage(self.raw, offset, length, self.data_end)
         state.filters_checked += 1
-        if storage.form == PLAINTEXT:
+        if storage.form is FilterForm.PLAINTEXT:
             state.find(Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN, rg)
             return
-        if storage.form == GARBAGE:
+        if storage.form is FilterForm.GARBAGE:
             state.find(Code.FILTER_UNREADABLE, rg, storage.detail)
             return
         self._check_encrypted(chunk, state, offset, length)
 
     def _check_encrypted(self, chunk: ChunkInfo, state: _Leaf, offset: int, length: int | None) -> None:
         rg = chunk.row_group
-        if chunk.encryption == "footer_key" and not self.allow_footer_key:
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY and not self.allow_footer_key:
             state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, "the column itself is encrypted with the footer key")
             return
         if not chunk.key_available:
@@ -181,13 +179,13 @@ class _FileAuditor:
             state.cannot(" ".join(str(e).split()), rg)
             return
         except (AuthenticationError, MalformedInputError):
-            if chunk.encryption == "column_key" and self._opens_with_footer_key(chunk, offset, length):
+            if chunk.encryption is ChunkEncryption.COLUMN_KEY and self._opens_with_footer_key(chunk, offset, length):
                 state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
                            f"the column declares key {chunk.key_id!r} but its filter is encrypted with the footer key")
             else:
                 state.find(Code.FILTER_UNREADABLE, rg)
             return
-        if chunk.encryption == "column_key" and not self.allow_footer_key \
+        if chunk.encryption is ChunkEncryption.COLUMN_KEY and not self.allow_footer_key \
                 and self._opens_with_footer_key(chunk, offset, length):
             state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
                        f"the column key {chunk.key_id!r} is the footer key itself")
@@ -197,16 +195,16 @@ class _FileAuditor:
             return False
         try:
             read_encrypted_bloom_filter(self.raw, offset, self.footer_key, self.file_aad,
-                                        self.rg_ordinals[chunk.row_group], chunk.column_ordinal, length=length)
+                                        chunk.row_group_ordinal, chunk.column_ordinal, length=length)
         except (AuthenticationError, MalformedInputError):
             return False
         return True
 
 
-def _check_orphans(reader: ParquetBloomReader, raw: BinaryIO, chunks: Sequence[ChunkInfo],
-                   states: Sequence[_Leaf]) -> None:
+def _check_orphans(reader: ParquetBloomReader, chunks: Sequence[ChunkInfo], states: Sequence[_Leaf]) -> None:
     """ORPHANED_PLAINTEXT_FILTER on each of ``states`` (the encrypted sensitive leaves) when a
     gap between the referenced regions holds a plaintext filter."""
+    raw = reader.file
     data_end = reader.tail.footer_offset
     regions = metadata_regions(reader.footer.metadata)
     visible = [cc.meta_data for rg in reader.footer.metadata.row_groups for cc in rg.columns
@@ -251,20 +249,20 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str], *
     """Audit one file. Never raises for a problem with the file: that is a could-not-check result."""
     file = os.fspath(path)
     try:
-        with ParquetBloomReader(file, keys=keys) as reader, open_regular_file(file) as raw:
+        with ParquetBloomReader(file, keys=keys) as reader:
             columns = reader.columns
             matched = {name: match_sensitive(name, columns) for name in sensitive_columns}
             wanted = {leaf.path for leaves in matched.values() for leaf in leaves}
             states = {leaf: _Leaf({}, {}) for leaf in wanted}
             if wanted:
-                auditor = _FileAuditor(reader, raw, allow_footer_key)
+                auditor = _FileAuditor(reader, allow_footer_key)
                 chunks = reader.chunks(with_sizes=False)
                 for chunk in chunks:
                     if chunk.column in wanted:
                         auditor.check_chunk(chunk, states[chunk.column])
                 encrypted = [states[leaf.path] for leaf in columns if leaf.path in wanted and leaf.encrypted]
                 if encrypted:
-                    _check_orphans(reader, raw, chunks, encrypted)
+                    _check_orphans(reader, chunks, encrypted)
             results = tuple(_column_result(file, name, matched[name], states) for name in sensitive_columns)
             return FileResult(file=file, columns=results, row_groups=reader.num_row_groups)
     except (SecureBloomError, OSError) as e:

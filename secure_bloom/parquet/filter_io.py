@@ -1,10 +1,19 @@
-"""How a Bloom filter is stored, judged from its framing alone: plaintext, encrypted, or neither.
+"""One chunk's Bloom filter on disk: read it, classify its stored bytes, serialise it for writing.
 
-Spec: BloomFilter.md "File Format" (plaintext: Thrift ``BloomFilterHeader`` then the bitset) and
-Encryption.md "Encrypted module serialization" (two GCM modules: ``len | nonce | ciphertext |
-tag``, header then bitset; SPEC_NOTES 3-5). No key is needed, so this tells a compliance check
-whether an encrypted column's filter was written in the clear (arrow-rs does), and lets
-``inspect`` show it instead of failing to decrypt it.
+Spec: BloomFilter.md "File Format" (plaintext: Thrift ``BloomFilterHeader`` then the bitset;
+without ``bloom_filter_length``, in files before parquet-java 1.14, the header says how much
+follows) and Encryption.md "Encrypted module serialization" (header module type 8, bitset module
+type 9: ``len | nonce | ciphertext | tag`` each, GCM with the column's key and AAD
+``file_aad | type | rg ordinal | column ordinal``; SPEC_NOTES 3-5).
+
+* :func:`read_chunk_filter` / :func:`read_chunk_filter_num_bytes`: a chunk's filter (or its size
+  from the header alone) from an open file, after checking it lies inside the data region; an
+  encrypted chunk whose bytes are a *plaintext* filter raises
+  :class:`~secure_bloom.errors.PlaintextFilterOnEncryptedColumnError` (the leak arrow-rs writes).
+* :func:`classify_filter_bytes` / :func:`read_filter_storage`: plaintext, encrypted or garbage,
+  judged from the framing alone (no key), for the audit and ``inspect``.
+* :func:`serialize_chunk_filter`: the bytes attach writes; never a plaintext filter for an
+  encrypted column.
 """
 
 from __future__ import annotations
@@ -12,32 +21,42 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
-from ..errors import MalformedInputError, SecureBloomError
-from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, MIN_BITSET_BYTES, parse_header
+from ..encrypted_filter import encrypt_bloom_filter, read_encrypted_bloom_filter, read_encrypted_filter_num_bytes
+from ..errors import (
+    MalformedBitsetError,
+    MalformedHeaderError,
+    MalformedInputError,
+    MalformedModuleError,
+    MalformedThriftError,
+    PlaintextFilterOnEncryptedColumnError,
+)
+from ..filter import SplitBlockBloomFilter
+from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, MIN_BITSET_BYTES, parse_header, validate_num_bytes
 from ..modules import LENGTH_PREFIX, NONCE_LENGTH, TAG_LENGTH
+from ..types import FilterForm
+from .chunk import ColumnChunk, FilterLocation
 
-__all__ = ["FilterStorage", "classify_filter_bytes", "read_filter_storage", "describe_with_storage", "PLAINTEXT",
-           "ENCRYPTED", "GARBAGE"]
+__all__ = ["FilterStorage", "classify_filter_bytes", "read_filter_storage", "read_chunk_filter",
+           "read_chunk_filter_num_bytes", "read_exact", "check_filter_region", "serialize_chunk_filter"]
 
-PLAINTEXT = "plaintext"
-ENCRYPTED = "encrypted"
-GARBAGE = "garbage"
 _GCM_OVERHEAD = NONCE_LENGTH + TAG_LENGTH
 _HEAD_READ = MAX_HEADER_BYTES + LENGTH_PREFIX
+_FIRST_HEADER_READ = 32
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
 class FilterStorage:
     """How a filter is stored, from its framing alone (no key needed).
 
-    ``form`` is :data:`PLAINTEXT` (Thrift header + bitset), :data:`ENCRYPTED` (two GCM modules
-    with plausible length prefixes) or :data:`GARBAGE` (neither, or outside the data region);
+    ``form`` is :attr:`FilterForm.PLAINTEXT` (Thrift header + bitset), ``ENCRYPTED`` (two GCM
+    modules with plausible length prefixes) or ``GARBAGE`` (neither, or outside the data region);
     ``num_bytes`` is the bitset size the framing implies (None for garbage).
     """
 
-    form: str
+    form: FilterForm
     num_bytes: int | None = None
     detail: str = ""
 
@@ -62,23 +81,23 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
     else:
         total = used + header.num_bytes
         if (length is None and total <= available) or total == length:
-            return FilterStorage(PLAINTEXT, header.num_bytes)
+            return FilterStorage(FilterForm.PLAINTEXT, header.num_bytes)
     if len(head) < LENGTH_PREFIX:
-        return FilterStorage(GARBAGE, detail="too short")
+        return FilterStorage(FilterForm.GARBAGE, detail="too short")
     (first,) = struct.unpack_from("<I", head, 0)
     if not _GCM_OVERHEAD < first <= _GCM_OVERHEAD + MAX_HEADER_BYTES:
-        return FilterStorage(GARBAGE, detail="neither a plaintext filter header nor an encrypted module")
+        return FilterStorage(FilterForm.GARBAGE, detail="neither a plaintext filter header nor an encrypted module")
     second_at = LENGTH_PREFIX + first
     if second_at + LENGTH_PREFIX > limit:
-        return FilterStorage(GARBAGE, detail="the bitset module is missing")
+        return FilterStorage(FilterForm.GARBAGE, detail="the bitset module is missing")
     (second,) = struct.unpack_from("<I", read_at(second_at, LENGTH_PREFIX), 0)
     num_bytes = second - _GCM_OVERHEAD
     if not MIN_BITSET_BYTES <= num_bytes <= MAX_BITSET_BYTES:
-        return FilterStorage(GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
+        return FilterStorage(FilterForm.GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
     end = second_at + LENGTH_PREFIX + second
     if (length is not None and end != length) or end > available:
-        return FilterStorage(GARBAGE, detail=f"the modules take {end} bytes, bloom_filter_length is {length}")
-    return FilterStorage(ENCRYPTED, num_bytes)
+        return FilterStorage(FilterForm.GARBAGE, detail=f"the modules take {end} bytes, bloom_filter_length is {length}")
+    return FilterStorage(FilterForm.ENCRYPTED, num_bytes)
 
 
 def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end: int) -> FilterStorage:
@@ -86,7 +105,7 @@ def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end
     data region ends (the footer starts) at ``data_end``."""
     available = data_end - offset
     if offset < 4 or available <= 0 or (length is not None and not 0 < length <= available):
-        return FilterStorage(GARBAGE, detail=f"offset {offset} / length {length} lies outside the data region")
+        return FilterStorage(FilterForm.GARBAGE, detail=f"offset {offset} / length {length} lies outside the data region")
 
     def read_at(at: int, n: int) -> bytes:
         raw.seek(offset + at)
@@ -96,45 +115,105 @@ def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end
     return classify_filter_bytes(head, length, available, read_at)
 
 
-def describe_with_storage(reader: Any) -> dict[str, Any]:
-    """``reader.describe()`` with every filter's storage checked, for ``inspect``.
 
-    Each chunk with a filter gains ``filter_storage`` (``plaintext`` / ``encrypted`` /
-    ``unreadable`` / ``garbage``), ``filter_verified`` (read and, if encrypted, authenticated
-    with the key) and ``filter_problem``: ``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN`` or the read
-    error. ``filter_num_bytes`` comes from the framing when the filter cannot be read. Unlike
-    ``describe()``, a leaked or damaged filter is reported, not raised.
-    """
-    desc: dict[str, Any] = reader.describe(with_sizes=False)
-    data_end = reader.tail.footer_offset
-    with open(reader.path, "rb") as raw:
-        for rg in desc["row_groups"]:
-            for chunk in rg["chunks"]:
-                chunk.update(filter_storage=None, filter_verified=None, filter_problem=None)
-                if not chunk.get("has_bloom_filter"):
-                    continue
-                storage = read_filter_storage(raw, chunk["bloom_filter_offset"], chunk["bloom_filter_length"],
-                                              data_end)
-                chunk["filter_storage"] = storage.form
-                chunk["filter_num_bytes"] = storage.num_bytes
-                chunk["filter_verified"] = False
-                if storage.form == GARBAGE:
-                    chunk["filter_problem"] = storage.detail
-                    continue
-                if storage.form == PLAINTEXT and chunk["encrypted"]:
-                    chunk["filter_problem"] = "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"
-                    continue
-                if storage.form == ENCRYPTED and not chunk["encrypted"]:
-                    chunk["filter_problem"] = "an encrypted filter on a plaintext column"
-                    continue
-                if not chunk.get("key_available", True):
-                    continue
-                try:
-                    bf = reader.bloom_filter(rg["row_group"], chunk["column_ordinal"])
-                except (SecureBloomError, ValueError) as e:
-                    chunk["filter_storage"] = "unreadable"
-                    chunk["filter_problem"] = " ".join(str(e).split())
-                    continue
-                chunk["filter_verified"] = True
-                chunk["filter_num_bytes"] = bf.num_bytes if bf is not None else None
-    return desc
+def read_exact(raw: BinaryIO, offset: int, n: int, path: str) -> bytes:
+    """``n`` bytes at ``offset``; a short read is :class:`MalformedBitsetError`."""
+    raw.seek(offset)
+    data = raw.read(n)
+    if len(data) != n:
+        raise MalformedBitsetError(f"{path}: short read of {len(data)} bytes, wanted {n} at offset {offset}")
+    return data
+
+
+def check_filter_region(chunk: ColumnChunk, location: FilterLocation, data_end: int, path: str) -> None:
+    """A filter must lie inside the data region ``[4, data_end)`` (before the footer)."""
+    offset, length = location.offset, location.length
+    if offset < 4 or offset >= data_end or (length is not None and (length <= 0 or offset + length > data_end)):
+        raise MalformedThriftError(
+            f"{path}: Bloom filter of {chunk.where} (offset {offset}, length {length}) lies outside the data "
+            f"region [4, {data_end})")
+
+
+def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+                      path: str) -> tuple[Any, int]:
+    """The plaintext filter's header and its size; numBytes checked against the length (or,
+    without one, against the data region) before any bitset byte is read."""
+    offset, length = location.offset, location.length
+    if length is not None and length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading
+        raise MalformedBitsetError(
+            f"{path}: bloom_filter_length {length} of {chunk.where} exceeds the largest filter "
+            f"({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
+    limit = data_end - offset if length is None else length
+    want = min(_FIRST_HEADER_READ, limit)
+    while True:
+        head = read_exact(raw, offset, want, path)
+        try:
+            header, used = parse_header(head)
+            break
+        except MalformedHeaderError:
+            if want >= min(MAX_HEADER_BYTES, limit):
+                raise
+            want = min(want * 4, MAX_HEADER_BYTES, limit)
+    validate_num_bytes(header.num_bytes, available=limit - used)
+    if length is not None and used + header.num_bytes != length:
+        raise MalformedBitsetError(
+            f"{path}: bloom_filter_length {length} but header + bitset take {used + header.num_bytes} bytes")
+    return header, used
+
+
+def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int, key: bytes,
+                    file_aad: bytes, read: Callable[..., _R]) -> _R:
+    """``read(file, offset, key, file_aad, rg ordinal, column ordinal, length=)`` for an encrypted
+    chunk; broken framing that is a plaintext filter is reported as the leak it is."""
+    try:
+        return read(raw, location.offset, key, file_aad, chunk.row_group_ordinal, chunk.column_ordinal,
+                    length=location.length)
+    except MalformedModuleError:
+        storage = read_filter_storage(raw, location.offset, location.length, data_end)
+        if storage.form is FilterForm.PLAINTEXT:
+            raise PlaintextFilterOnEncryptedColumnError(
+                f"{chunk.where}: the column is encrypted but its Bloom filter is stored in plaintext (it "
+                "reveals the column's values)") from None
+        raise
+
+
+def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int, path: str,
+                      key: bytes | None = None, file_aad: bytes | None = None) -> SplitBlockBloomFilter:
+    """The filter of ``chunk`` at ``location`` of the open file ``raw`` (whose footer starts at
+    ``data_end``), decrypted with ``key`` and ``file_aad`` if the chunk is encrypted."""
+    check_filter_region(chunk, location, data_end, path)
+    if not chunk.encrypted:
+        header, used = _plaintext_header(raw, chunk, location, data_end, path)
+        return SplitBlockBloomFilter.from_bitset(read_exact(raw, location.offset + used, header.num_bytes, path))
+    return _read_encrypted(raw, chunk, location, data_end, _need(key, chunk), _need(file_aad, chunk),
+                           read_encrypted_bloom_filter)
+
+
+def read_chunk_filter_num_bytes(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int,
+                                path: str, key: bytes | None = None, file_aad: bytes | None = None) -> int:
+    """numBytes of the chunk's filter from its header alone (authenticated if encrypted); the
+    bitset is not read."""
+    check_filter_region(chunk, location, data_end, path)
+    if not chunk.encrypted:
+        return int(_plaintext_header(raw, chunk, location, data_end, path)[0].num_bytes)
+    return _read_encrypted(raw, chunk, location, data_end, _need(key, chunk), _need(file_aad, chunk),
+                           read_encrypted_filter_num_bytes)
+
+
+def _need(value: bytes | None, chunk: ColumnChunk) -> bytes:
+    if value is None:
+        raise ValueError(f"{chunk.where} is encrypted: its key and the file AAD are needed")
+    return value
+
+
+def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted: bool, key: bytes | None,
+                           file_aad: bytes | None, row_group_ordinal: int, column_ordinal: int) -> bytes:
+    """The on-disk bytes of one chunk's filter: encrypted modules for an encrypted column,
+    header + bitset otherwise. Never writes a plaintext filter for an encrypted column."""
+    if encrypted:
+        if key is None or file_aad is None:
+            raise PlaintextFilterOnEncryptedColumnError(
+                f"column {column!r} is encrypted and its key or file AAD is unavailable; refusing to write "
+                "its Bloom filter in plaintext")
+        return encrypt_bloom_filter(bf, key, file_aad, row_group_ordinal, column_ordinal)
+    return bf.to_bytes()

@@ -30,14 +30,11 @@ from .crypto_context import (
     sign_footer,
     verify_footer_signature,
 )
+from ..types import FooterMode
 from .keys import KeyAccess
 from .tail import FileTail
 
-__all__ = ["Footer", "open_footer", "encode_footer", "PLAINTEXT", "SIGNED", "ENCRYPTED", "key_id_of"]
-
-PLAINTEXT = "plaintext"
-SIGNED = "plaintext_signed"
-ENCRYPTED = "encrypted"
+__all__ = ["Footer", "open_footer", "encode_footer", "key_id_of"]
 
 KeyRetriever = Callable[[bytes], bytes]
 
@@ -78,7 +75,7 @@ class Footer:
     supplied (``aad_error`` then says why); ``footer_key`` is None when it is not available.
     """
 
-    mode: str
+    mode: FooterMode
     metadata: Any
     metadata_thrift: bytes
     crypto_metadata: Any = None
@@ -91,7 +88,7 @@ class Footer:
 
     @property
     def encrypted(self) -> bool:
-        return self.mode != PLAINTEXT
+        return self.mode is not FooterMode.PLAINTEXT
 
     def require_file_aad(self) -> bytes:
         if self.file_aad is None:
@@ -124,7 +121,7 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
         metadata, thrift_bytes, _ = decrypt_thrift_module(
             m.FileMetaData, memoryview(tail.footer)[used:], footer_key, footer_aad(aad), ModuleType.FOOTER,
             what=detail)
-        return Footer(mode=ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes, crypto_metadata=crypto,
+        return Footer(mode=FooterMode.ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes, crypto_metadata=crypto,
                       params=params, file_aad=aad, footer_key=footer_key,
                       footer_key_metadata=crypto.key_metadata)
 
@@ -135,7 +132,7 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
         if rest:
             raise MalformedThriftError(f"{where}: {rest} bytes after the FileMetaData in the footer")
         _refuse_encrypted_columns(metadata, where)
-        return Footer(mode=PLAINTEXT, metadata=metadata, metadata_thrift=thrift_bytes)
+        return Footer(mode=FooterMode.PLAINTEXT, metadata=metadata, metadata_thrift=thrift_bytes)
     if rest != SIGNATURE_LENGTH:
         raise MalformedThriftError(
             f"{where}: plaintext footer is followed by {rest} bytes, expected the {SIGNATURE_LENGTH}-byte signature")
@@ -167,7 +164,7 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     if key is not None and file_aad is not None:
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)
         verified = True
-    return Footer(mode=SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params, file_aad=file_aad,
+    return Footer(mode=FooterMode.SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params, file_aad=file_aad,
                   aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
 
 
@@ -187,12 +184,12 @@ def encode_footer(footer: Footer, metadata: Any) -> bytes:
     """The footer bytes (everything before the 4-byte length) for ``metadata`` in ``footer``'s mode:
     plain Thrift; Thrift + a fresh signature; or FileCryptoMetaData + a fresh footer module."""
     thrift_bytes = thrift_codec.serialize(metadata)
-    if footer.mode == PLAINTEXT:
+    if footer.mode is FooterMode.PLAINTEXT:
         return thrift_bytes
     if footer.footer_key is None:
         raise MissingKeyError("the footer key is needed to re-sign or re-encrypt the footer")
     file_aad = footer.require_file_aad()
-    if footer.mode == SIGNED:
+    if footer.mode is FooterMode.SIGNED:
         return thrift_bytes + sign_footer(thrift_bytes, footer.footer_key, file_aad)
     return (thrift_codec.serialize(footer.crypto_metadata)
             + encrypt_module(thrift_bytes, footer.footer_key, footer_aad(file_aad)))

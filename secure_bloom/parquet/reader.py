@@ -1,192 +1,46 @@
-"""Read and probe the Bloom filters of any Parquet file, encrypted or not.
+"""Read the Bloom filters of any Parquet file, encrypted or not: the one open file and its footer.
 
 Spec: BloomFilter.md "File Format", Encryption.md (SPEC_NOTES 4-6). :class:`ParquetBloomReader`
-reads the file's tail (magic, footer) when opened and afterwards only Bloom filter bytes:
-
-* plaintext filter at ``bloom_filter_offset``: Thrift header + bitset; with
-  ``bloom_filter_length`` exactly that many bytes are read, without it (files before
-  parquet-java 1.14) the header first, then ``numBytes`` of bitset;
-* encrypted filter: header module (type 8) then bitset module (type 9), AES-GCM with the
-  column's key and AAD ``file_aad | type | rg ordinal | column ordinal``.
-
-Column metadata of columns encrypted with their own key is decrypted (module type 1) on first
-use, so a file is readable with only the keys of the columns one asks about. A chunk with no
-filter answers "maybe" in every probe; a chunk whose key is missing raises
-:class:`MissingKeyError`, never "absent".
+reads the file's tail (magic, footer) when opened and afterwards only Bloom filter bytes, all
+through one handle whose reads are logged (:attr:`~ParquetBloomReader.read_ranges`). It indexes
+the column chunks (:class:`~secure_bloom.parquet.chunk.ColumnChunk`), resolves their keys and
+decrypts their ColumnMetaData (module type 1) on first use, so a file is readable with only the
+keys of the columns one asks about. Filter bytes are read by :mod:`.filter_io` and probed by
+:mod:`.probe`. A chunk with no filter answers "maybe" in every probe; a chunk whose key is
+missing raises :class:`MissingKeyError`, never "absent".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, cast
 
-from ..encrypted_filter import read_encrypted_bloom_filter, read_encrypted_filter_num_bytes
-from ..errors import (
-    ColumnNotFoundError,
-    KeyNotFoundError,
-    MalformedBitsetError,
-    MalformedHeaderError,
-    MalformedModuleError,
-    MalformedThriftError,
-    MissingKeyError,
-    PlaintextFilterOnEncryptedColumnError,
-    SecureBloomError,
-)
-from ..fileio import open_regular_file
+from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
+from ..fileio import RecordingFile, open_regular_file
 from ..filter import SplitBlockBloomFilter
-from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
 from ..modules import MAX_ORDINAL, ModuleType
+from ..types import ChunkEncryption, FooterMode
+from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
-from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
+from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
+from .footer import Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
+from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
-from .tail import PLAIN_MAGIC, FileTail, read_tail
+from .tail import FileTail, read_tail
 from .values import TimeZoneLike, display_value, maybe_in, query_hashes
 
-__all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT"]
+__all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT",
+           "DEFAULT_FILTER_CACHE_BYTES"]
 
-MAYBE = "maybe"
-ABSENT = "absent"
-_FIRST_HEADER_READ = 32
-_R = TypeVar("_R")
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
 #: plus the filter being read.
 DEFAULT_FILTER_CACHE_BYTES = 256 << 20
-
-
-@dataclass(frozen=True)
-class ChunkInfo:
-    """One column chunk's Bloom filter facts.
-
-    ``has_bloom_filter`` is None when the chunk's metadata is encrypted and its key unavailable.
-    ``filter_num_bytes`` is the bitset size from the filter header (None when not read).
-    ``encryption`` is ``plaintext``, ``footer_key`` or ``column_key``. ``filter_error`` says why
-    the chunk's metadata or filter could not be read (a missing key, a tampered or leaked filter);
-    one bad chunk never hides the others.
-    """
-
-    row_group: int
-    column: str
-    column_ordinal: int
-    encrypted: bool
-    encryption: str
-    key_id: str | None
-    key_available: bool
-    has_bloom_filter: bool | None
-    bloom_filter_offset: int | None
-    bloom_filter_length: int | None
-    filter_num_bytes: int | None = None
-    filter_error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class RowGroupProbe:
-    """Answers for one row group: ``values`` holds a (label, "maybe" | "absent") pair per value
-    probed, in the caller's order (duplicates and equal labels kept)."""
-
-    row_group: int
-    has_bloom_filter: bool
-    encrypted: bool
-    values: tuple[tuple[str, str], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"row_group": self.row_group, "has_bloom_filter": self.has_bloom_filter,
-                "encrypted": self.encrypted,
-                "values": [{"value": label, "answer": answer} for label, answer in self.values]}
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """The answer of :meth:`ParquetBloomReader.probe`; :meth:`to_dict` is its JSON shape::
-
-        {"file": str, "column": str, "values": [label, ...],
-         "row_groups": [{"row_group": i, "has_bloom_filter": bool, "encrypted": bool,
-                         "values": [{"value": label, "answer": "maybe" | "absent"}, ...]}]}
-
-    One answer per value the caller gave, in the caller's order, labelled with the caller's
-    label (by default the value's text, :func:`~secure_bloom.parquet.values.display_value`). A
-    list, not a mapping: two values with the same label (``-nan`` and ``nan``, or a value given
-    twice) each keep their own answer.
-    """
-
-    file: str
-    column: str
-    row_groups: tuple[RowGroupProbe, ...]
-    labels: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "column": self.column, "values": list(self.labels),
-                "row_groups": [rg.to_dict() for rg in self.row_groups]}
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
-
-    def maybe_row_groups(self, index: int) -> list[int]:
-        """Row groups where the ``index``-th value probed may be present."""
-        if not -len(self.labels) <= index < len(self.labels):
-            raise IndexError(f"value index {index} out of range: {len(self.labels)} values were probed")
-        return [rg.row_group for rg in self.row_groups if rg.values[index][1] == MAYBE]
-
-    def row_groups_maybe_containing(self, label: str) -> list[int]:
-        """Row groups where the value labelled ``label`` may be present; the label must name
-        exactly one value probed (else use :meth:`maybe_row_groups` with its position)."""
-        found = [i for i, shown in enumerate(self.labels) if shown == label]
-        if len(found) != 1:
-            raise KeyError(f"{len(found)} values probed are labelled {label!r}; use maybe_row_groups(index)")
-        return self.maybe_row_groups(found[0])
-
-    @property
-    def any_maybe(self) -> bool:
-        return any(answer == MAYBE for rg in self.row_groups for _, answer in rg.values)
-
-
-class _RecordingFile:
-    """A read-only file wrapper that records every (offset, length) read: proof that a probe
-    reads the tail and filter bytes only."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self.ranges: list[tuple[int, int]] = []
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._raw.tell()
-
-    def read(self, n: int = -1) -> bytes:
-        pos = self._raw.tell()
-        data = self._raw.read(n)
-        self.ranges.append((pos, len(data)))
-        return data
-
-    def close(self) -> None:
-        self._raw.close()
-
-
-@dataclass
-class _Chunk:
-    """Internal per-chunk state; ``meta`` is the full ColumnMetaData once known."""
-
-    row_group: int
-    rg_ordinal: int
-    column: ColumnInfo
-    encryption: str
-    key_metadata: bytes | None
-    visible_meta: Any
-    encrypted_meta: bytes | None
-    meta: Any = None
-    meta_thrift: bytes | None = None
 
 
 class ParquetBloomReader:
@@ -211,47 +65,43 @@ class ParquetBloomReader:
         if not isinstance(self.keys, KeyAccess):
             raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
         self._lock = threading.Lock()
-        self._file = _RecordingFile(open_regular_file(self.path))
+        self._file = RecordingFile(open_regular_file(self.path))
         try:
-            self.tail: FileTail = read_tail(self._file, self.path)  # type: ignore[arg-type]
+            self.tail: FileTail = read_tail(self.file, self.path)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
             self._key_file = key_file
             self._sidecar: Any = None
             self._retriever = self.keys.retriever(key_file) if self.keys.has_keys else None
             self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
-            self._init_columns()
+            self._index_chunks()
         except BaseException:
             self._file.close()
             raise
         self._column_keys: dict[bytes, bytes] = {}
+        self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
         self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
         self._filter_cache_bytes = filter_cache_bytes
         self._cached_bytes = 0
 
     # ---------------------------------------------------------------- opening
 
-    def _init_columns(self) -> None:
+    def _index_chunks(self) -> None:
         md = self.footer.metadata
         leaves = leaf_columns(md.schema)
-        self._chunks: list[list[_Chunk]] = []
+        self._chunks: list[tuple[ColumnChunk, ...]] = []
         for i, rg in enumerate(md.row_groups):
             if len(rg.columns) != len(leaves):
                 raise MalformedThriftError(
                     f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
             ordinal = rg.ordinal if rg.ordinal is not None else i
-            row: list[_Chunk] = []
-            for leaf, cc in zip(leaves, rg.columns):
-                row.append(self._chunk_state(i, ordinal, leaf, cc))
-            self._chunks.append(row)
+            self._chunks.append(tuple(self._column_chunk(i, ordinal, leaf, cc) for leaf, cc in zip(leaves, rg.columns)))
         columns = []
         for leaf in leaves:
             first = self._chunks[0][leaf.ordinal] if self._chunks else None
-            if first is not None and first.encryption != "plaintext":
-                kmd = first.key_metadata if first.encryption == "column_key" else self.footer.footer_key_metadata
-                leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(kmd))
+            if first is not None and first.encrypted:
+                leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(self._key_metadata(first)))
             columns.append(leaf)
         self._columns = tuple(columns)
-        self._by_path = {c.path: c for c in columns}
 
     def _key_label(self, key_metadata: bytes | None) -> str:
         """Printable key id; external key material is named by its master key from the sidecar."""
@@ -264,27 +114,27 @@ class ParquetBloomReader:
             self._sidecar = KeyMaterialStore.for_data_file(self._key_file)
         return self._sidecar
 
-    def _chunk_state(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> _Chunk:
+    def _column_chunk(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> ColumnChunk:
         crypto = cc.crypto_metadata
         if crypto is None:
-            encryption, kmd = "plaintext", None
+            encryption, kmd = ChunkEncryption.PLAINTEXT, None
         elif crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
-            encryption, kmd = "footer_key", None
+            encryption, kmd = ChunkEncryption.FOOTER_KEY, None
         else:
             with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
             if tuple(with_key.path_in_schema) != leaf.path_in_schema:
                 raise MalformedThriftError(
                     f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
                     f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
-            encryption, kmd = "column_key", with_key.key_metadata
-        if encryption != "plaintext":
+            encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
+        if encryption.encrypted:
             self._check_ordinals(rg, ordinal, leaf)
-        if encryption == "plaintext" or cc.encrypted_column_metadata is None:
+        if not encryption.encrypted or cc.encrypted_column_metadata is None:
             if cc.meta_data is None:
                 raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
-        meta = cc.meta_data if cc.encrypted_column_metadata is None else None
-        return _Chunk(row_group=rg, rg_ordinal=ordinal, column=leaf, encryption=encryption, key_metadata=kmd,
-                      visible_meta=cc.meta_data, encrypted_meta=cc.encrypted_column_metadata, meta=meta)
+        return ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
+                           key_metadata=kmd, visible_metadata=cc.meta_data,
+                           encrypted_metadata=cc.encrypted_column_metadata)
 
     def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
         """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
@@ -313,7 +163,28 @@ class ParquetBloomReader:
     def __repr__(self) -> str:
         return f"ParquetBloomReader({self.path!r}, footer={self.footer.mode}, row_groups={self.num_row_groups})"
 
-    # ---------------------------------------------------------------- public facts
+    # ---------------------------------------------------------------- the file
+
+    @property
+    def file(self) -> BinaryIO:
+        """The one open handle (read-only; every read is logged in :attr:`read_ranges`)."""
+        return cast(BinaryIO, self._file)
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        """Exactly ``n`` bytes at ``offset`` (a short read raises :class:`MalformedBitsetError`)."""
+        with self._lock:
+            return read_exact(self.file, offset, n, self.path)
+
+    @property
+    def read_ranges(self) -> tuple[tuple[int, int], ...]:
+        """Every (offset, length) read from the file so far."""
+        return tuple(self._file.ranges)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(n for _, n in self._file.ranges)
+
+    # ---------------------------------------------------------------- columns and chunks
 
     @property
     def num_row_groups(self) -> int:
@@ -327,25 +198,44 @@ class ParquetBloomReader:
     def columns(self) -> tuple[ColumnInfo, ...]:
         return self._columns
 
-    @property
-    def read_ranges(self) -> tuple[tuple[int, int], ...]:
-        """Every (offset, length) read from the file so far."""
-        return tuple(self._file.ranges)
-
-    @property
-    def bytes_read(self) -> int:
-        return sum(n for _, n in self._file.ranges)
-
     def column(self, column: ColumnRef) -> ColumnInfo:
         """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
         ColumnInfo; a dotted path two leaves share raises :class:`AmbiguousColumnError`."""
         return find_column(self._columns, column, self.path)
 
+    def chunk(self, row_group: int, column: ColumnRef) -> ColumnChunk:
+        """The chunk of ``column`` in row group ``row_group`` (its position in the footer)."""
+        info = self.column(column)
+        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
+            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
+        return self._chunks[row_group][info.ordinal]
+
+    def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
+        """Every chunk (row group by row group, leaves in order), or those of ``column``."""
+        if column is None:
+            return [chunk for row in self._chunks for chunk in row]
+        ordinal = self.column(column).ordinal
+        return [row[ordinal] for row in self._chunks]
+
     # ---------------------------------------------------------------- keys and metadata
 
-    def _key_for(self, chunk: _Chunk) -> bytes:
+    def _key_metadata(self, chunk: ColumnChunk) -> bytes | None:
+        """The metadata of the key ``chunk`` is encrypted with (the footer key's for FOOTER_KEY)."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            return self.footer.footer_key_metadata
+        return chunk.key_metadata
+
+    def key_id(self, chunk: ColumnChunk) -> str | None:
+        """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
+        return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
+
+    def key_for(self, chunk: ColumnChunk) -> bytes:
+        """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once
+        per key metadata; :class:`MissingKeyError` when it is not available."""
+        if not chunk.encrypted:
+            raise ValueError(f"{self.path}: {chunk.where} is not encrypted; it has no key")
         where = f"{self.path}: column {chunk.column.path!r}"
-        if chunk.encryption == "footer_key":
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
             if self.footer.footer_key is None:
                 raise MissingKeyError(
                     f"{where} is encrypted with the footer key {self._key_label(self.footer.footer_key_metadata)!r}, "
@@ -363,16 +253,44 @@ class ParquetBloomReader:
         self._column_keys[kmd] = key
         return key
 
-    def _meta(self, chunk: _Chunk) -> Any:
-        if chunk.meta is None:
-            key = self._key_for(chunk)
-            file_aad = self.footer.require_file_aad()
-            aad = column_metadata_aad(file_aad, chunk.rg_ordinal, chunk.column.ordinal)
-            what = f"ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}"
-            chunk.meta, chunk.meta_thrift, _ = decrypt_thrift_module(
-                self._thrift().ColumnMetaData, chunk.encrypted_meta or b"", key, aad, ModuleType.COLUMN_META_DATA,
-                what=what)
-        return chunk.meta
+    def key_available(self, chunk: ColumnChunk) -> bool:
+        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
+        if not chunk.encrypted:
+            return True
+        try:
+            self.key_for(chunk)
+            return True
+        except MissingKeyError:
+            return False
+
+    def _decrypted_metadata(self, chunk: ColumnChunk) -> tuple[Any, bytes | None]:
+        if chunk.encrypted_metadata is None:
+            return chunk.visible_metadata, None
+        at = (chunk.row_group, chunk.column_ordinal)
+        found = self._metadata.get(at)
+        if found is None:
+            key = self.key_for(chunk)
+            aad = column_metadata_aad(self.footer.require_file_aad(), chunk.row_group_ordinal, chunk.column_ordinal)
+            meta, thrift, _ = decrypt_thrift_module(
+                self._thrift().ColumnMetaData, chunk.encrypted_metadata, key, aad, ModuleType.COLUMN_META_DATA,
+                what=f"ColumnMetaData of {chunk.where}")
+            found = self._metadata[at] = (meta, thrift)
+        return found
+
+    def column_metadata(self, chunk: ColumnChunk) -> Any:
+        """The chunk's full ColumnMetaData (Thrift object), decrypted on first use if it is stored
+        encrypted; :class:`MissingKeyError` without its key."""
+        return self._decrypted_metadata(chunk)[0]
+
+    def column_metadata_thrift(self, chunk: ColumnChunk) -> bytes | None:
+        """The exact decrypted Thrift of an encrypted ColumnMetaData (None when not encrypted)."""
+        return self._decrypted_metadata(chunk)[1]
+
+    def metadata_readable(self, chunk: ColumnChunk) -> bool:
+        """Whether :meth:`column_metadata` can be asked without a missing key or file AAD."""
+        if chunk.encrypted_metadata is None or (chunk.row_group, chunk.column_ordinal) in self._metadata:
+            return True
+        return self.key_available(chunk) and self.footer.file_aad is not None
 
     @staticmethod
     def _thrift() -> Any:
@@ -380,84 +298,17 @@ class ParquetBloomReader:
 
         return thrift_codec.idl()
 
-    def _key_available(self, chunk: _Chunk) -> bool:
-        if chunk.encryption == "plaintext":
-            return True
-        try:
-            self._key_for(chunk)
-            return True
-        except MissingKeyError:
-            return False
-
-    def _location(self, chunk: _Chunk) -> tuple[int, int | None] | None:
-        """(offset, length or None) of the chunk's filter, or None without one."""
-        meta = self._meta(chunk)
-        if meta.bloom_filter_offset is None:
-            return None
-        return int(meta.bloom_filter_offset), (None if meta.bloom_filter_length is None
-                                               else int(meta.bloom_filter_length))
-
-    def _chunk(self, row_group: int, column: str | int | ColumnInfo) -> _Chunk:
-        info = self.column(column)
-        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
-            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
-        return self._chunks[row_group][info.ordinal]
+    def filter_location(self, chunk: ColumnChunk) -> FilterLocation | None:
+        """Where the chunk's filter lies (from its full ColumnMetaData); None without one."""
+        return FilterLocation.of(self.column_metadata(chunk))
 
     # ---------------------------------------------------------------- filters
 
-    def _check_region(self, chunk: _Chunk, offset: int, length: int | None) -> None:
-        end = self.tail.footer_offset
-        if offset < len(PLAIN_MAGIC) or offset >= end or (length is not None and (length <= 0 or offset + length > end)):
-            raise MalformedThriftError(
-                f"{self.path}: Bloom filter of row group {chunk.row_group}, column {chunk.column.path!r} "
-                f"(offset {offset}, length {length}) lies outside the data region [4, {end})")
-
-    def _read_at(self, offset: int, n: int) -> bytes:
-        self._file.seek(offset)
-        data = self._file.read(n)
-        if len(data) != n:
-            raise MalformedBitsetError(f"{self.path}: short read of {len(data)} bytes, wanted {n} at offset {offset}")
-        return data
-
-    def _plain_header(self, chunk: _Chunk, offset: int, length: int | None) -> tuple[Any, int]:
-        """The plaintext filter's header and its size; numBytes checked against ``length`` (or,
-        without one, against the data region) before any bitset byte is read."""
-        if length is not None and length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading
-            raise MalformedBitsetError(
-                f"{self.path}: bloom_filter_length {length} of row group {chunk.row_group}, column "
-                f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
-        limit = self.tail.footer_offset - offset if length is None else length
-        want = min(_FIRST_HEADER_READ, limit)
-        while True:
-            head = self._read_at(offset, want)
-            try:
-                header, used = parse_header(head)
-                break
-            except MalformedHeaderError:
-                if want >= min(MAX_HEADER_BYTES, limit):
-                    raise
-                want = min(want * 4, MAX_HEADER_BYTES, limit)
-        validate_num_bytes(header.num_bytes, available=limit - used)
-        if length is not None and used + header.num_bytes != length:
-            raise MalformedBitsetError(
-                f"{self.path}: bloom_filter_length {length} but header + bitset take {used + header.num_bytes} bytes")
-        return header, used
-
-    def _read_plain(self, chunk: _Chunk, offset: int, length: int | None) -> SplitBlockBloomFilter:
-        header, used = self._plain_header(chunk, offset, length)
-        return SplitBlockBloomFilter.from_bitset(self._read_at(offset + used, header.num_bytes))
-
-    def _filter_location(self, chunk: _Chunk) -> tuple[tuple[str, int, int | None], int, int | None] | None:
-        """(cache key, offset, length) of the chunk's filter after the region check; None without one.
-        Plaintext filters are keyed by location (shared bytes, one copy); encrypted ones by chunk."""
-        location = self._location(chunk)
-        if location is None:
-            return None
-        offset, length = location
-        self._check_region(chunk, offset, length)
-        if chunk.encryption == "plaintext":
-            return ("plaintext", offset, length), offset, length
-        return ("encrypted", chunk.row_group, chunk.column.ordinal), offset, length
+    def _cache_key(self, chunk: ColumnChunk, location: FilterLocation) -> tuple[str, int, int | None]:
+        """Plaintext filters are keyed by location (shared bytes, one copy); encrypted ones by chunk."""
+        if chunk.encrypted:
+            return "encrypted", chunk.row_group, chunk.column_ordinal
+        return "plaintext", location.offset, location.length
 
     def _remember(self, key: tuple[str, int, int | None], bf: SplitBlockBloomFilter) -> None:
         size = bf.num_bytes
@@ -469,99 +320,76 @@ class ParquetBloomReader:
         self._filters[key] = bf
         self._cached_bytes += size
 
-    def bloom_filter(self, row_group: int, column: str | int | ColumnInfo) -> SplitBlockBloomFilter | None:
+    def _crypto(self, chunk: ColumnChunk) -> dict[str, Any]:
+        if not chunk.encrypted:
+            return {}
+        return {"key": self.key_for(chunk), "file_aad": self.footer.require_file_aad()}
+
+    def bloom_filter(self, row_group: int, column: ColumnRef) -> SplitBlockBloomFilter | None:
         """The chunk's filter, decrypted if needed; None if the chunk has none."""
-        chunk = self._chunk(row_group, column)
-        found = self._filter_location(chunk)
-        if found is None:
+        chunk = self.chunk(row_group, column)
+        location = self.filter_location(chunk)
+        if location is None:
             return None
-        cache_key, offset, length = found
+        check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+        cache_key = self._cache_key(chunk, location)
         with self._lock:
             cached = self._filters.get(cache_key)
             if cached is not None:
                 self._filters.move_to_end(cache_key)
                 return cached
-            if chunk.encryption == "plaintext":
-                bf = self._read_plain(chunk, offset, length)
-            else:
-                bf = self._read_encrypted(chunk, offset, length, read_encrypted_bloom_filter)
+            bf = read_chunk_filter(self.file, chunk, location, data_end=self.tail.footer_offset, path=self.path,
+                                   **self._crypto(chunk))
             self._remember(cache_key, bf)
         return bf
 
-    def _filter_num_bytes(self, chunk: _Chunk) -> int | None:
-        """numBytes of the chunk's filter from its header alone (the bitset is neither read nor kept)."""
-        found = self._filter_location(chunk)
-        if found is None:
+    def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
+        """numBytes of the chunk's filter from its header alone (the bitset is neither read nor
+        kept; an encrypted header is authenticated); None without a filter."""
+        location = self.filter_location(chunk)
+        if location is None:
             return None
-        cache_key, offset, length = found
+        check_filter_region(chunk, location, self.tail.footer_offset, self.path)
         with self._lock:
-            cached = self._filters.get(cache_key)
+            cached = self._filters.get(self._cache_key(chunk, location))
             if cached is not None:
                 return cached.num_bytes
-            if chunk.encryption == "plaintext":
-                return int(self._plain_header(chunk, offset, length)[0].num_bytes)
-            return self._read_encrypted(chunk, offset, length, read_encrypted_filter_num_bytes)
-
-    def _read_encrypted(self, chunk: _Chunk, offset: int, length: int | None, read: Callable[..., _R]) -> _R:
-        """``read(file, offset, key, file_aad, rg ordinal, column ordinal, length=)`` for an
-        encrypted chunk; broken framing that is a plaintext filter is reported as the leak it is."""
-        key = self._key_for(chunk)
-        try:
-            return read(self._file, offset, key, self.footer.require_file_aad(), chunk.rg_ordinal,
-                        chunk.column.ordinal, length=length)
-        except MalformedModuleError:
-            self._raise_if_plaintext(chunk, offset, length)
-            raise
-
-    def _raise_if_plaintext(self, chunk: _Chunk, offset: int, length: int | None) -> None:
-        """An encrypted column whose filter bytes are a *plaintext* filter: say so (a leak, what
-        arrow-rs writes), rather than report broken module framing."""
-        from .filter_io import PLAINTEXT, read_filter_storage
-
-        storage = read_filter_storage(self._file, offset, length, self.tail.footer_offset)  # type: ignore[arg-type]
-        if storage.form == PLAINTEXT:
-            raise PlaintextFilterOnEncryptedColumnError(
-                f"row group {chunk.row_group}, column {chunk.column.path!r}: the column is encrypted but its "
-                "Bloom filter is stored in plaintext (it reveals the column's values)")
+            return read_chunk_filter_num_bytes(self.file, chunk, location, data_end=self.tail.footer_offset,
+                                               path=self.path, **self._crypto(chunk))
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
         """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and
         authenticates it, if encrypted) to report its size; bitsets are not read."""
-        out = []
-        for row in self._chunks:
-            for chunk in row:
-                out.append(self._chunk_info(chunk, with_sizes))
-        return out
+        return [self.chunk_info(chunk, with_sizes=with_sizes) for chunk in self.column_chunks()]
 
-    def _chunk_info(self, chunk: _Chunk, with_sizes: bool) -> ChunkInfo:
-        available = self._key_available(chunk)
-        kmd = chunk.key_metadata if chunk.encryption == "column_key" else (
-            self.footer.footer_key_metadata if chunk.encryption == "footer_key" else None)
-        readable = chunk.meta is not None or (available and self.footer.file_aad is not None)
+    def chunk_info(self, chunk: ColumnChunk, *, with_sizes: bool = True) -> ChunkInfo:
+        """:class:`ChunkInfo` of one chunk; a chunk whose metadata or filter cannot be read
+        reports why in ``filter_error`` instead of raising."""
+        available = self.key_available(chunk)
         error = None
         try:
-            meta = self._meta(chunk) if readable else chunk.visible_meta
+            meta = self.column_metadata(chunk) if self.metadata_readable(chunk) else chunk.visible_metadata
         except SecureBloomError as e:
-            meta, error = chunk.visible_meta, f"{type(e).__name__}: {e}"
-        has = None if meta is None else meta.bloom_filter_offset is not None
+            meta, error = chunk.visible_metadata, f"{type(e).__name__}: {e}"
+        location = FilterLocation.of(meta)
         num_bytes = None
-        if has and with_sizes and available and error is None:
+        if location is not None and with_sizes and available and error is None:
             try:
-                num_bytes = self._filter_num_bytes(chunk)
+                num_bytes = self.filter_num_bytes(chunk)
             except SecureBloomError as e:
                 error = f"{type(e).__name__}: {e}"
         return ChunkInfo(
-            row_group=chunk.row_group, column=chunk.column.path, column_ordinal=chunk.column.ordinal,
-            encrypted=chunk.encryption != "plaintext", encryption=chunk.encryption,
-            key_id=None if chunk.encryption == "plaintext" else self._key_label(kmd), key_available=available,
-            has_bloom_filter=has,
-            bloom_filter_offset=None if meta is None or meta.bloom_filter_offset is None else int(meta.bloom_filter_offset),
-            bloom_filter_length=None if meta is None or meta.bloom_filter_length is None else int(meta.bloom_filter_length),
+            row_group=chunk.row_group, row_group_ordinal=chunk.row_group_ordinal, column=chunk.column.path,
+            column_ordinal=chunk.column_ordinal, encrypted=chunk.encrypted, encryption=chunk.encryption,
+            key_id=self.key_id(chunk), key_available=available,
+            has_bloom_filter=None if meta is None else location is not None,
+            bloom_filter_offset=None if location is None else location.offset,
+            bloom_filter_length=None if location is None else location.length,
             filter_num_bytes=num_bytes, filter_error=error)
 
     # ---------------------------------------------------------------- probes
 
-    def probe(self, column: str | int | ColumnInfo, values: Iterable[Any] | Any, *,
+    def probe(self, column: ColumnRef, values: Iterable[Any] | Any, *,
               labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
         """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
 
@@ -576,19 +404,11 @@ class ParquetBloomReader:
         values = list(values)
         queries = [query_hashes(v, info, timezone=timezone) for v in values]
         shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
-        if len(shown) != len(values):
-            raise ValueError(f"{len(shown)} labels for {len(values)} values")
-        row_groups = []
-        for rg in range(self.num_row_groups):
-            chunk = self._chunks[rg][info.ordinal]
-            bf = self.bloom_filter(rg, info.ordinal)
-            answers = [MAYBE if hit else ABSENT for hit in maybe_in(bf, queries)]
-            row_groups.append(RowGroupProbe(row_group=rg, has_bloom_filter=bf is not None,
-                                            encrypted=chunk.encryption != "plaintext",
-                                            values=tuple(zip(shown, answers))))
-        return ProbeResult(file=self.path, column=info.path, row_groups=tuple(row_groups), labels=tuple(shown))
+        filters = ((chunk.row_group, self.bloom_filter(chunk.row_group, info.ordinal), chunk.encrypted)
+                   for chunk in self.column_chunks(info))
+        return probe_filters(self.path, info.path, filters, queries, shown)
 
-    def row_groups_maybe_containing(self, column: str | int | ColumnInfo, value: Any, *,
+    def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
                                     timezone: TimeZoneLike | None = None) -> list[int]:
         """Row groups whose filter may hold ``value`` (every group without a filter is included);
         query semantics as :meth:`probe`."""
@@ -596,7 +416,7 @@ class ParquetBloomReader:
         query = [query_hashes(value, info, timezone=timezone)]
         return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
 
-    def iter_filters(self, column: str | int | ColumnInfo) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
+    def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
         """(row group, filter or None) for every row group of ``column``."""
         info = self.column(column)
         for rg in range(self.num_row_groups):
@@ -609,7 +429,7 @@ class ParquetBloomReader:
         footer = self.footer
         md = footer.metadata
         signature = None
-        if footer.mode == SIGNED:
+        if footer.mode is FooterMode.SIGNED:
             signature = "verified" if footer.signature_verified else "unverified"
         chunks = self.chunks(with_sizes=with_sizes)
         row_groups = []

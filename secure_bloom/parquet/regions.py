@@ -23,7 +23,8 @@ from typing import Any, BinaryIO
 
 from ..errors import MalformedInputError
 from ..header import MAX_HEADER_BYTES, parse_header
-from .filter_io import ENCRYPTED, PLAINTEXT, read_filter_storage
+from ..types import FilterForm
+from .filter_io import read_filter_storage
 
 __all__ = ["Region", "OrphanFilter", "metadata_regions", "merge", "gaps", "filter_extent",
            "find_plaintext_filters", "DEFAULT_SCAN_BUDGET"]
@@ -110,14 +111,14 @@ def filter_extent(raw: BinaryIO, offset: int, length: int | None, data_end: int)
     """The bytes of the filter at ``offset`` (plaintext or encrypted, framing checked), or None
     when its framing is neither form and no length bounds it."""
     storage = read_filter_storage(raw, offset, length, data_end)
-    if storage.form not in (PLAINTEXT, ENCRYPTED):
+    if storage.form is FilterForm.GARBAGE:
         return None
     if length is not None:
         return offset, offset + length
     raw.seek(offset)
     head = raw.read(min(MAX_HEADER_BYTES + 8, data_end - offset))
     assert storage.num_bytes is not None
-    if storage.form == PLAINTEXT:
+    if storage.form is FilterForm.PLAINTEXT:
         _, used = parse_header(head)
         return offset, offset + used + storage.num_bytes
     first = int.from_bytes(head[:4], "little")
