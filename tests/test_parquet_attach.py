@@ -41,6 +41,7 @@ from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
 from secure_bloom.hashing import PhysicalType, hash_values
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.fileio import AtomicOutput
+from secure_bloom.parquet import ColumnSpec
 from secure_bloom.parquet import attach as attach_module
 from secure_bloom.parquet.arrow_source import leaf_values
 from secure_bloom.parquet.filter_io import serialize_chunk_filter
@@ -146,6 +147,24 @@ def test_attach_to_plaintext_pyarrow_file(tmp_path: Path) -> None:
         rebuilt = SplitBlockBloomFilter(got.num_bytes)  # type: ignore[union-attr]
         rebuilt.insert([ssn(i) for i in range(1000, 2000)], "BYTE_ARRAY")
         assert got == rebuilt
+
+
+def test_column_specs_carry_per_column_options(tmp_path: Path) -> None:
+    """ColumnSpec(path, ndv, fpp) per column; the call-wide fpp/ndv (value or mapping) fill what a
+    spec leaves unset; the same column twice with different options is refused."""
+    src = write_plain(tmp_path / "plain.parquet")
+    specs = [ColumnSpec("day", ndv=100), ColumnSpec("ssn", fpp=0.001), "id"]
+    report = attach_bloom_filters(src, tmp_path / "out.parquet", specs, fpp={"id": 0.05, "day": 0.2})
+    sizes = {f.column: f.num_bytes for f in report.filters}
+    assert sizes == {"day": optimal_num_bytes(100, 0.2), "ssn": optimal_num_bytes(1000, 0.001),
+                     "id": optimal_num_bytes(1000, 0.05)}
+    with pytest.raises(ValueError, match="fpp must be in \\(0, 1\\), got 2"):
+        ColumnSpec("ssn", fpp=2)
+    with pytest.raises(ValueError, match="ndv must be a non-negative int, got -1"):
+        ColumnSpec("ssn", ndv=-1)
+    with pytest.raises(AttachError, match="column .ssn. is given twice with different options"):
+        attach_bloom_filters(src, tmp_path / "twice.parquet", ["ssn", ColumnSpec("ssn", ndv=7)])
+    assert not (tmp_path / "twice.parquet").exists()
 
 
 def test_existing_filters_are_kept_and_chosen_ones_rebuilt(tmp_path: Path) -> None:

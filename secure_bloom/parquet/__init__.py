@@ -16,6 +16,7 @@ from ..types import ChunkEncryption, FilterForm, FooterMode, Verdict
 from .attach import AttachedFilter, AttachReport, attach_bloom_filters
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .keys import NO_KEYS, KeyAccess
+from .options import ColumnSpec
 from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
@@ -25,6 +26,7 @@ __all__ = [
     "ParquetBloomReader",
     "KeyAccess",
     "attach_bloom_filters",
+    "ColumnSpec",
     "AttachReport",
     "AttachedFilter",
     "NO_KEYS",

@@ -57,6 +57,7 @@ from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import column_metadata_aad, encrypt_thrift_module
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
+from .options import DEFAULT_FPP, DEFAULT_WRITER_MAX_BYTES, ColumnSpec, column_specs
 from .chunk import ColumnChunk, FilterLocation
 from .filter_io import serialize_chunk_filter
 from .reader import ParquetBloomReader
@@ -64,11 +65,10 @@ from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
-           "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
+           "ColumnSpec", "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
 
-DEFAULT_FPP = 0.01
-#: parquet-java's ``parquet.bloom.filter.max.bytes`` default.
-DEFAULT_MAX_BYTES = 1 << 20
+#: attach's default ``max_bytes`` (:data:`~secure_bloom.parquet.options.DEFAULT_WRITER_MAX_BYTES`).
+DEFAULT_MAX_BYTES = DEFAULT_WRITER_MAX_BYTES
 _COPY_BLOCK = 1 << 20
 _SAMPLE = 64
 
@@ -212,12 +212,6 @@ class _Planned:
     offset: int = 0
 
 
-def _per_column(option: Any, column: str, default: Any) -> Any:
-    if isinstance(option, Mapping):
-        return option.get(column, default)
-    return default if option is None else option
-
-
 def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
     if thrift_codec.serialize(thrift_obj) != bytes(original):
         raise UnsupportedParquetFeatureError(
@@ -225,20 +219,24 @@ def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
             "know); attaching would drop them, so nothing was written")
 
 
-def _choose_columns(reader: ParquetBloomReader, columns: Iterable[ColumnRef]) -> list[ColumnInfo]:
-    chosen: list[ColumnInfo] = []
-    for name in columns:
-        info = reader.column(name)
+def _choose_columns(reader: ParquetBloomReader, plan: _Plan) -> dict[int, ColumnSpec]:
+    """Leaf ordinal -> the column's spec with every option resolved, in the order given."""
+    chosen: dict[int, ColumnSpec] = {}
+    for spec in plan.columns:
+        info = reader.column(spec.path)
         if info.physical_type is PhysicalType.BOOLEAN:
             raise UnsupportedParquetFeatureError(f"column {info.path!r} is BOOLEAN; Bloom filters never hold booleans")
-        if info not in chosen:
-            chosen.append(info)
+        resolved = spec.resolved(info, plan.fpp, plan.ndv)
+        if chosen.setdefault(info.ordinal, resolved) != resolved:
+            raise AttachError(f"column {info.path!r} is given twice with different options; nothing was written")
     return chosen
 
 
-def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: ColumnChunk, fpp: float,
-           ndv: int | None, max_bytes: int) -> _Planned:
+def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: ColumnChunk, spec: ColumnSpec,
+           max_bytes: int) -> _Planned:
     info = chunk.column
+    ndv, fpp = spec.ndv, spec.fpp
+    assert fpp is not None
     values = source.values(chunk.row_group, info)
     distinct = int(pc.count_distinct(values, mode="only_valid").as_py()) if ndv is None else int(ndv)
     bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
@@ -406,15 +404,17 @@ def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) 
 
 
 def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str],
-                         columns: Iterable[ColumnRef], keys: KeyAccess | None = None, *,
+                         columns: Iterable[ColumnRef | ColumnSpec], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
                          max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
                          progress: Progress | None = None) -> AttachReport:
     """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
 
-    ``fpp`` and ``ndv`` are one value for every column or a mapping column path -> value (a
-    missing ``ndv`` entry means "count the chunk's distinct values"). ``dst == src`` needs
+    ``columns`` are leaf names (or :class:`ColumnSpec` with the column's own ``ndv`` / ``fpp``);
+    ``fpp`` and ``ndv`` apply to the columns whose spec leaves them unset: one value for every
+    column or a mapping column path -> value (a missing ``ndv`` means "count the chunk's distinct
+    values"). ``dst == src`` needs
     ``in_place=True`` (still atomic; a symlink is followed and its target replaced; a concurrent
     in-place attach of the same file waits for this one); an existing ``dst`` (a dangling
     symlink included) needs ``overwrite=True``, and without it a ``dst`` that appears while
@@ -437,23 +437,15 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
     if not target.parent.is_dir():
         raise AttachError(f"destination directory {target.parent} does not exist")
 
-    columns = list(columns)
-    if not columns:
-        raise ValueError("columns must name at least one column")
-    for p in (fpp.values() if isinstance(fpp, Mapping) else [fpp]):
-        if isinstance(p, bool) or not isinstance(p, (float, int)) or not 0.0 < p < 1.0:
-            raise ValueError(f"fpp must be in (0, 1), got {p!r}")
-    for n in (ndv.values() if isinstance(ndv, Mapping) else [ndv]):
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-            raise ValueError(f"ndv must be a non-negative int, got {n!r}")
+    plan = _Plan(src=src_path, dst=dst_path, target=target, columns=column_specs(columns, fpp, ndv), keys=keys,
+                 fpp=fpp, ndv=ndv, max_bytes=max_bytes, overwrite=overwrite, in_place=same, progress=progress)
     tmp_paths: list[Path] = []
     source = None
     try:
         source = _Source(src_path, lock=same)
         with ParquetBloomReader(source.readable_path, keys, key_material_file=src_path) as reader:
             reader.path = os.fspath(src_path)  # messages name the file, not the descriptor
-            report = _attach(reader, source, dst_path, target, columns, keys, fpp, ndv, max_bytes, overwrite,
-                             same, progress, tmp_paths)
+            report = _attach(reader, source, plan, tmp_paths)
     except BaseException as e:
         for path in tmp_paths:
             path.unlink(missing_ok=True)
@@ -469,26 +461,42 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
     return report
 
 
-def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target: Path,
-            columns: Iterable[ColumnRef], keys: KeyAccess, fpp: Any, ndv: Any, max_bytes: int,
-            overwrite: bool, same: bool, progress: Progress | None, tmp_paths: list[Path]) -> AttachReport:
-    src_path = source.path
+@dataclass(frozen=True)
+class _Plan:
+    """One attach call's request, checked: ``target`` is the path published (``dst``, or in place
+    the file a symlinked ``dst`` names); ``fpp`` / ``ndv`` the call-wide options."""
+
+    src: Path
+    dst: Path
+    target: Path
+    columns: tuple[ColumnSpec, ...]
+    keys: KeyAccess
+    fpp: float | Mapping[str, float]
+    ndv: int | Mapping[str, int] | None
+    max_bytes: int
+    overwrite: bool
+    in_place: bool
+    progress: Progress | None
+
+
+def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths: list[Path]) -> AttachReport:
+    src_path, dst_path, target, keys, progress = plan.src, plan.dst, plan.target, plan.keys, plan.progress
+    same, overwrite = plan.in_place, plan.overwrite
     footer = reader.footer
-    chosen = _choose_columns(reader, columns)
+    chosen = _choose_columns(reader, plan)
     if footer.encrypted and footer.footer_key is None:
         raise MissingKeyError(f"{src_path}: the footer key {key_id_of(footer.footer_key_metadata)!r} is needed "
                               "to re-encrypt or re-sign the footer")
-    chunks = [reader.chunk(rg, c) for rg in range(reader.num_row_groups) for c in chosen]
+    chunks = [reader.chunk(rg, ordinal) for rg in range(reader.num_row_groups) for ordinal in chosen]
     for chunk in chunks:            # every key, before pyarrow or any write
         if chunk.encrypted:
             reader.key_for(chunk)
         reader.column_metadata(chunk)
     kept: dict[tuple[int, int], SplitBlockBloomFilter] = {}
-    chosen_ordinals = {c.ordinal for c in chosen}
     metas: list[Any] = [reader.column_metadata(chunk) for chunk in chunks]
     other_filters: list[Any] = []   # metadata of the filters that stay
     for chunk in reader.column_chunks():
-        if chunk.column.ordinal in chosen_ordinals:
+        if chunk.column.ordinal in chosen:
             continue
         try:
             meta = reader.column_metadata(chunk)
@@ -504,14 +512,12 @@ def _attach(reader: ParquetBloomReader, source: _Source, dst_path: Path, target:
                 kept[(chunk.row_group, chunk.column.ordinal)] = bf
 
     stale = _stale_filters(reader, chunks, metas, other_filters)
-    decryption = decryption_properties(footer, [c.key_metadata for c in chunks if c.encryption is ChunkEncryption.COLUMN_KEY],
-                                       keys, src_path)
+    column_keys = [c.key_metadata for c in chunks if c.encryption is ChunkEncryption.COLUMN_KEY]
+    decryption = decryption_properties(footer, column_keys, keys, src_path)
     planned: list[_Planned] = []
     with ArrowChunkSource(source.readable_path, decryption) as values:
         for i, chunk in enumerate(chunks):
-            path = chunk.column.path
-            planned.append(_build(reader, values, chunk, float(_per_column(fpp, path, DEFAULT_FPP)),
-                                  _per_column(ndv, path, None), max_bytes))
+            planned.append(_build(reader, values, chunk, chosen[chunk.column.ordinal], plan.max_bytes))
             if progress is not None:
                 progress("filters", i + 1, len(chunks))
 
