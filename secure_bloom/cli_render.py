@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .display import visible
+from .types import ChunkEncryption, FilterForm, Verdict
 
 __all__ = ["table", "jsonable", "inspect_table", "probe_json", "probe_table", "probe_summary",
            "probe_files_table", "attach_summary", "audit_text"]
@@ -80,7 +81,9 @@ def _footer_line(footer: dict[str, Any]) -> str:
 
 
 def _encryption_label(chunk: dict[str, Any]) -> str:
-    return {"plaintext": "no", "footer_key": "footer key", "column_key": "column key"}.get(
+    labels: dict[str, str] = {ChunkEncryption.PLAINTEXT: "no", ChunkEncryption.FOOTER_KEY: "footer key",
+                              ChunkEncryption.COLUMN_KEY: "column key"}
+    return labels.get(
         str(chunk.get("encryption")), "yes" if chunk.get("encrypted") else "no")
 
 
@@ -126,10 +129,10 @@ def _stored(chunk: dict[str, Any]) -> str:
     form = chunk.get("filter_storage")
     if form is None:
         return "-"
-    if form == "plaintext" and chunk.get("encrypted"):
+    if form == FilterForm.PLAINTEXT and chunk.get("encrypted"):
         return "PLAINTEXT (leak)"
     if chunk.get("filter_verified"):
-        return f"{form} (verified)" if form == "encrypted" else str(form)
+        return f"{form} (verified)" if form == FilterForm.ENCRYPTED else str(form)
     return str(form)
 
 
@@ -157,7 +160,7 @@ def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dic
 
 def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
     """Row groups of a probe document where the ``index``-th value may be."""
-    return [g["row_group"] for g in doc["row_groups"] if g["values"][index]["answer"] == "maybe"]
+    return [g["row_group"] for g in doc["row_groups"] if g["values"][index]["answer"] == Verdict.MAYBE]
 
 
 def probe_summary(doc: dict[str, Any]) -> list[str]:

@@ -64,8 +64,7 @@ from .reader import ParquetBloomReader
 from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
 
-__all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
-           "ColumnSpec", "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
+__all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "ColumnSpec", "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
 
 #: attach's default ``max_bytes`` (:data:`~secure_bloom.parquet.options.DEFAULT_WRITER_MAX_BYTES`).
 DEFAULT_MAX_BYTES = DEFAULT_WRITER_MAX_BYTES
@@ -316,7 +315,7 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
             full = reader.column_metadata(chunk)
             original = reader.column_metadata_thrift(chunk) or b""
             _check_round_trip(full, original,
-                              f"the encrypted ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}")
+                              f"the encrypted ColumnMetaData of {chunk.where}")
             meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
             meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
             key = reader.key_for(chunk)

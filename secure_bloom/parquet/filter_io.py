@@ -96,7 +96,8 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
         return FilterStorage(FilterForm.GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
     end = second_at + LENGTH_PREFIX + second
     if (length is not None and end != length) or end > available:
-        return FilterStorage(FilterForm.GARBAGE, detail=f"the modules take {end} bytes, bloom_filter_length is {length}")
+        return FilterStorage(FilterForm.GARBAGE,
+                             detail=f"the modules take {end} bytes, bloom_filter_length is {length}")
     return FilterStorage(FilterForm.ENCRYPTED, num_bytes)
 
 
@@ -105,7 +106,8 @@ def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end
     data region ends (the footer starts) at ``data_end``."""
     available = data_end - offset
     if offset < 4 or available <= 0 or (length is not None and not 0 < length <= available):
-        return FilterStorage(FilterForm.GARBAGE, detail=f"offset {offset} / length {length} lies outside the data region")
+        return FilterStorage(FilterForm.GARBAGE,
+                             detail=f"offset {offset} / length {length} lies outside the data region")
 
     def read_at(at: int, n: int) -> bytes:
         raw.seek(offset + at)

@@ -121,8 +121,8 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
         metadata, thrift_bytes, _ = decrypt_thrift_module(
             m.FileMetaData, memoryview(tail.footer)[used:], footer_key, footer_aad(aad), ModuleType.FOOTER,
             what=detail)
-        return Footer(mode=FooterMode.ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes, crypto_metadata=crypto,
-                      params=params, file_aad=aad, footer_key=footer_key,
+        return Footer(mode=FooterMode.ENCRYPTED, metadata=metadata, metadata_thrift=thrift_bytes,
+                      crypto_metadata=crypto, params=params, file_aad=aad, footer_key=footer_key,
                       footer_key_metadata=crypto.key_metadata)
 
     metadata, used = thrift_codec.parse(m.FileMetaData, tail.footer, what="FileMetaData")
@@ -164,8 +164,8 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
     if key is not None and file_aad is not None:
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)
         verified = True
-    return Footer(mode=FooterMode.SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params, file_aad=file_aad,
-                  aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
+    return Footer(mode=FooterMode.SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params,
+                  file_aad=file_aad, aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
 
 
 def _refuse_encrypted_columns(metadata: Any, where: str) -> None:

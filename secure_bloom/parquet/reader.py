@@ -23,19 +23,18 @@ from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, Se
 from ..fileio import RecordingFile, open_regular_file
 from ..filter import SplitBlockBloomFilter
 from ..modules import MAX_ORDINAL, ModuleType
-from ..types import ChunkEncryption, FooterMode
+from ..types import ChunkEncryption, FilterForm, FooterMode
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .crypto_context import column_metadata_aad, decrypt_thrift_module
 from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
 from .footer import Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
-from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe, probe_filters
+from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .tail import FileTail, read_tail
 from .values import TimeZoneLike, display_value, maybe_in, query_hashes
 
-__all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT",
-           "DEFAULT_FILTER_CACHE_BYTES"]
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
 
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
@@ -307,8 +306,8 @@ class ParquetBloomReader:
     def _cache_key(self, chunk: ColumnChunk, location: FilterLocation) -> tuple[str, int, int | None]:
         """Plaintext filters are keyed by location (shared bytes, one copy); encrypted ones by chunk."""
         if chunk.encrypted:
-            return "encrypted", chunk.row_group, chunk.column_ordinal
-        return "plaintext", location.offset, location.length
+            return FilterForm.ENCRYPTED, chunk.row_group, chunk.column_ordinal
+        return FilterForm.PLAINTEXT, location.offset, location.length
 
     def _remember(self, key: tuple[str, int, int | None], bf: SplitBlockBloomFilter) -> None:
         size = bf.num_bytes

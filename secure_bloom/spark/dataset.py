@@ -113,7 +113,7 @@ def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKey
     for rg in result.row_groups:
         for index, (label, verdict) in enumerate(rg.values):
             rows.append({"file": path, "row_group": rg.row_group, "value_index": index, "value": label,
-                         "verdict": verdict, "has_bloom_filter": rg.has_bloom_filter, "encrypted": rg.encrypted,
+                         "verdict": str(verdict), "has_bloom_filter": rg.has_bloom_filter, "encrypted": rg.encrypted,
                          "error": None})
     return rows
 
