@@ -476,6 +476,17 @@ def test_inspect_description_reports_a_leak_instead_of_failing(files: dict[str, 
     assert chunks[(0, "id")]["filter_storage"] is None
 
 
+def test_inspect_reads_filters_through_the_readers_logged_handle(files: dict[str, Path], keys: KeyAccess) -> None:
+    """The storage check reads the reader's one handle (so its read log shows every filter read),
+    and the leaked filter, which no key opens, is classified from that handle too."""
+    with ParquetBloomReader(files["leak"], keys=keys) as reader:
+        before = len(reader.read_ranges)
+        desc = describe_with_storage(reader)
+        read_offsets = {offset for offset, _ in reader.read_ranges[before:]}
+    leak = next(c for rg in desc["row_groups"] for c in rg["chunks"] if (rg["row_group"], c["column"]) == (0, "ssn"))
+    assert leak["filter_storage"] == "plaintext" and leak["bloom_filter_offset"] in read_offsets
+
+
 # --- Spark / parquet-java files ------------------------------------------------------------
 
 

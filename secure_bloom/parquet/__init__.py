@@ -1,12 +1,16 @@
-"""The Parquet file layer: read, probe and attach Bloom filters of real files (SPEC_NOTES 5-7).
+"""The Parquet file layer: read, probe, attach and audit Bloom filters of real files (SPEC_NOTES 4-8).
 
 * :class:`ParquetBloomReader` ``(path, keys=KeyAccess(...))``: any Parquet file, plaintext,
   plaintext footer (signed) or encrypted footer, AES_GCM_V1 or AES_GCM_CTR_V1; reads the tail and
-  then only Bloom filter bytes. ``.columns``, ``.chunks()``, ``.bloom_filter(rg, column)``,
-  ``.probe(column, values) -> ProbeResult``, ``.row_groups_maybe_containing``, ``.describe()``.
+  then only Bloom filter bytes. ``.columns``, ``.chunks()``, ``.chunk(rg, column) -> ColumnChunk``,
+  ``.bloom_filter(rg, column)``, ``.probe(column, values) -> ProbeResult``, ``.describe()``.
+* :class:`ColumnChunk` (:mod:`.chunk`): one chunk's ordinals, column, :class:`ChunkEncryption`
+  and key metadata; :mod:`.filter_io` reads, classifies and serialises one chunk's filter;
+  :mod:`.probe` answers queries with :class:`Verdict`.
 * :class:`KeyAccess` ``(kms=None, explicit=None, aad_prefix=None)``: the caller's key sources,
   shared by the reader, attach, the CLI and the audit.
-* :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added.
+* :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added, per column
+  options as :class:`ColumnSpec`.
 * :mod:`.values`: user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
