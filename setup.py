@@ -1,6 +1,6 @@
 """Build script for the optional C kernels; every other setting lives in pyproject.toml.
 
-``secure_bloom._kernels`` (secure_bloom/_native/kernels.c) is an *optional* extension: where it
+``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c) is an *optional* extension: where it
 cannot be compiled (no C compiler, no Python headers, a big-endian host) ``pip install .`` still
 succeeds and :mod:`secure_bloom.kernels` uses its numpy fallback.
 
@@ -33,6 +33,6 @@ setup(
     # secure_bloom/_idl is specs/ (the Thrift IDL ships inside the package, as with hatch before).
     packages=[*find_packages(include=["secure_bloom", "secure_bloom.*"]), "secure_bloom._idl"],
     package_dir={"secure_bloom._idl": "specs"},
-    ext_modules=[Extension("secure_bloom._kernels", sources=["secure_bloom/_native/kernels.c"], optional=True)],
+    ext_modules=[Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True)],
     cmdclass={"build_ext": _BuildExt},
 )

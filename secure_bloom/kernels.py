@@ -1,7 +1,7 @@
 """Hash, insert and check kernels: compiled C where available, numpy otherwise, equal bit for bit.
 
 Spec: Parquet BloomFilter.md (XXH64 seed 0 over the plain bytes of a value; the split-block
-filter). :mod:`secure_bloom._kernels` (``secure_bloom/_native/kernels.c``, an optional extension
+filter). :mod:`secure_bloom.native_kernels` (``secure_bloom/_native/kernels.c``, an optional extension
 built at ``pip install``) does the work in one pass with the GIL released; where it is not built,
 or ``SECURE_BLOOM_KERNEL=numpy`` is set, each function runs the package's numpy code instead
 (:mod:`secure_bloom.xxh64_numpy`, :func:`secure_bloom.hashing.hash_binary_arrays`,
@@ -88,12 +88,12 @@ def _load() -> tuple[Any, str | None]:
     if choice == "numpy":
         return None, f"{ENV_VAR}=numpy"
     try:
-        from . import _kernels
+        from . import native_kernels
     except ImportError as e:
         if choice == "native":
-            raise ImportError(f"{ENV_VAR}=native but secure_bloom._kernels cannot be loaded: {e}") from e
-        return None, f"secure_bloom._kernels is not built or cannot be loaded ({e})"
-    return _kernels, None
+            raise ImportError(f"{ENV_VAR}=native but secure_bloom.native_kernels cannot be loaded: {e}") from e
+        return None, f"secure_bloom.native_kernels is not built or cannot be loaded ({e})"
+    return native_kernels, None
 
 
 _native, _why_not = _load()
@@ -334,7 +334,8 @@ def _run(op: str, kind: str, bitset: Any, src: tuple[Any, ...], validity: Any, v
     lib = _native if native is None else native
     if lib is not False and lib is not None:
         fn = getattr(lib, _NATIVE_NAMES[op, kind])
-        out = None if op == "insert" else np.empty(n, dtype=np.uint64 if op == "hash" else np.bool_)
+        out: npt.NDArray[Any] | None = None if op == "insert" else np.empty(
+            n, dtype=np.uint64 if op == "hash" else np.bool_)
         args = ([view] if view is not None else []) + list(src) + ([out] if out is not None else [])
         with _malformed():
             count = fn(*args, validity=validity, validity_offset=validity_offset)

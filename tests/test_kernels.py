@@ -1,6 +1,6 @@
 """secure_bloom.kernels: native C == numpy fallback == scalar path, bit for bit (SPEC_NOTES 1-2).
 
-Every test that takes ``kernels`` runs once per backend: "native" (secure_bloom._kernels, skipped
+Every test that takes ``kernels`` runs once per backend: "native" (secure_bloom.native_kernels, skipped
 only where the extension is not built) and "numpy" (SECURE_BLOOM_KERNEL=numpy). The scalar
 reference is :func:`secure_bloom.hashing.hash_value` and :meth:`SplitBlockBloomFilter.insert_hash`.
 """
@@ -31,7 +31,7 @@ from secure_bloom.hashing import PhysicalType, hash_value
 VECTORS = Path(__file__).parent / "data" / "parquet-testing"
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
-NATIVE_BUILT = importlib.util.find_spec("secure_bloom._kernels") is not None
+NATIVE_BUILT = importlib.util.find_spec("secure_bloom.native_kernels") is not None
 MASK64 = (1 << 64) - 1
 
 
@@ -46,7 +46,7 @@ def _reload(monkeypatch: pytest.MonkeyPatch, choice: str | None) -> ModuleType:
 @pytest.fixture(params=["native", "numpy"])
 def kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     if request.param == "native" and not NATIVE_BUILT:
-        pytest.skip("secure_bloom._kernels is not built in this environment")
+        pytest.skip("secure_bloom.native_kernels is not built in this environment")
     module = _reload(monkeypatch, request.param)
     assert module.BACKEND == request.param
     yield module
@@ -103,7 +103,7 @@ def test_unknown_backend_choice_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
         importlib.reload(kernels_module)
 
 
-@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom._kernels is not built in this environment")
+@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom.native_kernels is not built in this environment")
 def test_native_is_the_default_where_built(monkeypatch: pytest.MonkeyPatch) -> None:
     module = _reload(monkeypatch, None)
     info = module.kernel_info()
@@ -336,23 +336,23 @@ def test_huge_input_native_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None
     assert all(b == reference.bitset for b in built.values())
 
 
-@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom._kernels is not built in this environment")
+@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom.native_kernels is not built in this environment")
 def test_simd_and_scalar_block_kernels_agree() -> None:
-    from secure_bloom import _kernels
+    from secure_bloom import native_kernels
 
     hashes = np.random.default_rng(5).integers(0, MASK64, size=20000, dtype=np.uint64, endpoint=True)
     results = []
-    previous = _kernels.set_simd(True)
+    previous = native_kernels.set_simd(True)
     try:
         for simd in (True, False):
-            _kernels.set_simd(simd)
+            native_kernels.set_simd(simd)
             bitset = bytearray(2000)
-            _kernels.sbbf_insert(bitset, hashes)
+            native_kernels.sbbf_insert(bitset, hashes)
             out = np.empty(hashes.size, dtype=np.bool_)
-            _kernels.sbbf_check(bitset, hashes[::-1].copy(), out)
+            native_kernels.sbbf_check(bitset, hashes[::-1].copy(), out)
             results.append((bytes(bitset), out.all()))
     finally:
-        _kernels.set_simd(previous)
+        native_kernels.set_simd(previous)
     assert results[0] == results[1] == (scalar_bitset(2000, hashes), True)
 
 

@@ -1,5 +1,5 @@
 /*
- * secure_bloom._kernels: XXH64 (seed 0) and Parquet split-block Bloom filter kernels.
+ * secure_bloom.native_kernels: XXH64 (seed 0) and Parquet split-block Bloom filter kernels.
  *
  * Written for secure_bloom from the specifications only:
  *   - XXH64: the xxHash specification (doc/xxhash_spec.md in the xxHash project), seed 0;
@@ -38,7 +38,7 @@
 /* The kernels read XXH64 lanes and bitset words as little-endian through native loads. A
  * big-endian build fails here on purpose: the extension is optional, so the package installs
  * and uses its numpy path, which is endian-correct. */
-#error "secure_bloom._kernels supports little-endian hosts only (the numpy fallback is used elsewhere)"
+#error "secure_bloom.native_kernels supports little-endian hosts only (the numpy fallback is used elsewhere)"
 #endif
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64)) && !defined(SB_NO_AVX2)
@@ -1078,10 +1078,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_kernels",
                                     "Private XXH64 / SBBF kernels; use secure_bloom.kernels.", -1, methods};
 
-PyMODINIT_FUNC PyInit__kernels(void)
+PyMODINIT_FUNC PyInit_native_kernels(void)
 {
 #ifdef SB_HAVE_AVX2_BUILD
     __builtin_cpu_init();

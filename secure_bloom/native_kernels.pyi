@@ -1,4 +1,4 @@
-# Type stub of the optional C extension secure_bloom._kernels (secure_bloom/_native/kernels.c).
+# Type stub of the optional C extension secure_bloom.native_kernels (secure_bloom/_native/kernels.c).
 # Private: secure_bloom.kernels is the public API (it allocates outputs and validates arguments).
 from collections.abc import Sequence
 from typing import Any
