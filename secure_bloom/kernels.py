@@ -474,11 +474,12 @@ def _arrow_source(array: Any) -> tuple[str, tuple[Any, ...], Any, int]:
         data = [b if b is not None else b"" for b in buffers[2:]]
         return "view", (views, data), validity, off
     if pa.types.is_fixed_size_binary(typ) or (
-            typ.num_buffers == 2 and not pa.types.is_boolean(typ) and typ.bit_width in (32, 64)):
+            (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_temporal(typ)
+             or pa.types.is_decimal(typ)) and typ.bit_width in (32, 64)):
         width = typ.byte_width
         return "fixed", (_exact_slice(buffers[1], off * width, (off + n) * width, "data"), width), validity, off
     raise TypeError(f"no kernel for Arrow type {typ} (binary-like, fixed_size_binary and 32/64-bit "
-                    "primitive types only)")
+                    "numeric or temporal types only)")
 
 
 def _arrow_chunks(array: Any) -> list[Any]:

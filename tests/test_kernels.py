@@ -204,6 +204,23 @@ def test_fused_fixed_equals_scalar_with_nulls(kernels: ModuleType, width: int) -
                                     validity_offset=5).tolist() == [True] * len(valid)
 
 
+def test_arrow_fixed_width_types_sliced_with_nulls(kernels: ModuleType) -> None:
+    ints = [5, None, -7, 2**31 - 1, None, 0, 42]
+    cases = [
+        (pa.array(ints, pa.int32()), [hash_value(v, "INT32") for v in ints if v is not None]),
+        (pa.array(ints, pa.int64()), [hash_value(v, "INT64") for v in ints if v is not None]),
+        (pa.array([1.5, None, -0.0, 2.25], pa.float64()), [hash_value(v, "DOUBLE") for v in (1.5, -0.0, 2.25)]),
+        (pa.array([1.5, None, -0.0], pa.float32()), [hash_value(v, "FLOAT") for v in (1.5, -0.0)]),
+        (pa.array([19000, None, 1], pa.date32()), [hash_value(v, "INT32") for v in (19000, 1)]),
+        (pa.array([b"abcdefghijkl", None, b"0123456789ab"], pa.binary(12)),
+         [hash_value(v, "INT96") for v in (b"abcdefghijkl", b"0123456789ab")]),
+    ]
+    for array, expected in cases:
+        assert kernels.xxh64_arrow(array).tolist() == expected
+        sliced = array[1:]                                             # non-zero offset, first value dropped
+        assert kernels.xxh64_arrow(sliced).tolist() == expected[1:]
+
+
 # ----------------------------------------------------------------------- BYTE_ARRAY from every Arrow layout
 
 BINARY_TYPES = [pa.string(), pa.binary(), pa.large_string(), pa.large_binary(), pa.string_view(),
@@ -456,6 +473,11 @@ def test_malformed_sizes_and_arguments(kernels: ModuleType) -> None:
         kernels.sbbf_check(bytes(64), b"\x00" * 12)
     with pytest.raises(TypeError, match="no kernel for Arrow type bool"):
         kernels.xxh64_arrow(pa.array([True]))
+    # dictionary indices and 128-bit decimals are not the values' plain bytes
+    with pytest.raises(TypeError, match="no kernel for Arrow type dictionary<values=string, indices=int32"):
+        kernels.xxh64_arrow(pa.array(["a", "b"]).dictionary_encode())
+    with pytest.raises(TypeError, match=r"no kernel for Arrow type decimal128\(10, 2\)"):
+        kernels.xxh64_arrow(pa.array([1], pa.decimal128(10, 2)))
 
 
 # ----------------------------------------------------------------------- threads
