@@ -22,6 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from components import missing
+
 from secure_bloom import header
 from secure_bloom import kernels as kernels_module
 from secure_bloom.errors import MalformedBitsetError, MalformedInputError
@@ -43,10 +45,10 @@ def _reload(monkeypatch: pytest.MonkeyPatch, choice: str | None) -> ModuleType:
     return importlib.reload(kernels_module)
 
 
-@pytest.fixture(params=["native", "numpy"])
+@pytest.fixture(params=[pytest.param("native", marks=pytest.mark.native), "numpy"])
 def kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     if request.param == "native" and not NATIVE_BUILT:
-        pytest.skip("secure_bloom.native_kernels is not built in this environment")
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
     module = _reload(monkeypatch, request.param)
     assert module.BACKEND == request.param
     yield module
@@ -103,8 +105,10 @@ def test_unknown_backend_choice_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
         importlib.reload(kernels_module)
 
 
-@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom.native_kernels is not built in this environment")
+@pytest.mark.native
 def test_native_is_the_default_where_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
     module = _reload(monkeypatch, None)
     info = module.kernel_info()
     assert module.BACKEND == "native"
@@ -353,8 +357,10 @@ def test_huge_input_native_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None
     assert all(b == reference.bitset for b in built.values())
 
 
-@pytest.mark.skipif(not NATIVE_BUILT, reason="secure_bloom.native_kernels is not built in this environment")
+@pytest.mark.native
 def test_simd_and_scalar_block_kernels_agree() -> None:
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
     from secure_bloom import native_kernels
 
     hashes = np.random.default_rng(5).integers(0, MASK64, size=20000, dtype=np.uint64, endpoint=True)
