@@ -50,6 +50,7 @@ _TOKEN = re.compile(r"(?:hv[sbr]|[sbr])\.[A-Za-z0-9_.-]{16,}\Z")
 # An unknown option whose name says its value is secret (e.g. a hoped-for --kms-token).
 _SECRET_OPTION_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
 
+
 def argv_key_options(args: argparse.Namespace) -> list[str]:
     """The key options that carried key material on the command line (``--key-list``, ``--key``)."""
     given = (("--key-list", getattr(args, "key_list", None) is not None), ("--key", bool(getattr(args, "key", None))))
