@@ -169,7 +169,8 @@ def _expected(label: str) -> tuple[int, str]:
     name = label.rsplit(" ", 1)[-1]
     for prefix, outcome in (("inspect --json ", (0, '"num_rows": 2000')), ("inspect ", (0, "2000 rows, 2 row groups")),
                             ("probe id ", (0, "value 7: may be in row group 0")),
-                            ("probe ", (0, '"value": "000-00-0000", "answer": "maybe"')), ("audit ", (0, '"compliant": true')),
+                            ("probe ", (0, '"value": "000-00-0000", "answer": "maybe"')),
+                            ("audit ", (0, '"compliant": true')),
                             ("attach ", (0, '"column": "amount"'))):
         if label.startswith(prefix) and name in ("enc-bloom", "signed-bloom"):
             return outcome
