@@ -283,6 +283,15 @@ def test_not_parquet_missing_path_and_empty_directory(tmp_path: Path) -> None:
     assert report.exit_code == 2 and not report.is_compliant
 
 
+def test_error_kinds_come_from_the_one_table(tmp_path: Path) -> None:
+    """A directory given as a file was "IO_ERROR" in audit while the CLI called it the caller's
+    (exit 2); both now use secure_bloom.errors.ErrorKind."""
+    result = audit_file(tmp_path, ["ssn"])
+    assert (result.status, result.error_kind) == (Status.COULD_NOT_CHECK, "IS_A_DIRECTORY")
+    assert json.loads(json.dumps(result.to_dict()))["error"] == {"kind": "IS_A_DIRECTORY",
+                                                                  "message": f"{tmp_path}: Is a directory"}
+
+
 def test_violation_outranks_could_not_check(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:
     report = audit([files["leak"], tmp_path / "missing.parquet"], ["ssn"], keys=keys)
     assert report.exit_code == 1
