@@ -21,7 +21,7 @@ import pytest
 import leaky_writer as lw
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
+from secure_bloom.types import PhysicalType
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
 from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.audit import audit, audit_file, match_sensitive

@@ -31,7 +31,7 @@ from secure_bloom.errors import (
 )
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.header import serialize_header
-from secure_bloom.modules import ModuleType, decrypt_module, encrypt_module, module_aad
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad
 
 VECTORS = Path(__file__).parent / "data" / "parquet-testing"
 BLOOM_FILE = VECTORS / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"

@@ -23,7 +23,7 @@ from secure_bloom.errors import (
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.footer import ENCRYPTED, PLAINTEXT, SIGNED
-from secure_bloom.parquet.values import hash_for_column
+from secure_bloom.values.column import hash_for_column
 
 EXPLICIT = KeyAccess(explicit=TESTING_KEYS)
 BLOOM_FILE = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"

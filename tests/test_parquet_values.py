@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from secure_bloom.errors import InvalidValueError
-from secure_bloom.hashing import PhysicalType, hash_value
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.physical import hash_value
 from secure_bloom.parquet import ColumnInfo, display_value, encode_value, value_from_text
-from secure_bloom.parquet.values import NanoTimestamp, QueryHashes, hash_for_column, maybe_in, query_hashes
+from secure_bloom.values import NanoTimestamp, QueryHashes, hash_for_column, maybe_in, query_hashes
 
 
 def col(ptype: str, logical: str | None = None, **kw: Any) -> ColumnInfo:
