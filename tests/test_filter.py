@@ -15,9 +15,9 @@ from secure_bloom import filter as filter_module
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
 from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
+from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
 from secure_bloom.types import PhysicalType
 from secure_bloom.values.physical import hash_value, hash_values
-from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
 
 DATA = Path(__file__).parent / "data"
 VECTORS = DATA / "parquet-testing"
