@@ -14,8 +14,9 @@ Rules kept across the code base:
 * A message names the module type, ordinals, sizes, key *ids* or file paths involved, never key
   bytes (raw, hex or base64) and never decrypted plaintext.
 * AES-GCM authentication failures are converted in exactly one place
-  (:func:`secure_bloom.modules.decrypt_module`) into :class:`ModuleAuthenticationError`, which never
-  says whether the key, the AAD or the data was wrong.
+  (:func:`secure_bloom.crypto.gcm.decrypt`) into the :class:`AuthenticationError` its caller names
+  (:class:`ModuleAuthenticationError` for modules), which never says whether the key, the AAD or the
+  data was wrong.
 
 ::
 

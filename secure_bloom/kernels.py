@@ -4,7 +4,7 @@ Spec: Parquet BloomFilter.md (XXH64 seed 0 over the plain bytes of a value; the 
 filter). :mod:`secure_bloom.native_kernels` (``secure_bloom/_native/kernels.c``, an optional extension
 built at ``pip install``) does the work in one pass with the GIL released; where it is not built,
 or ``SECURE_BLOOM_KERNEL=numpy`` is set, each function runs the package's numpy code instead
-(:mod:`secure_bloom.xxh64_numpy`, :func:`secure_bloom.hashing.hash_binary_arrays`,
+(:mod:`secure_bloom.values.xxh64`, :func:`secure_bloom.values.xxh64.hash_binary_arrays`,
 :class:`secure_bloom.filter.SplitBlockBloomFilter`). :data:`BACKEND` says which one is in use and
 :func:`kernel_info` why.
 
@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MalformedBitsetError, MalformedInputError
+from .spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [
     "BACKEND",
@@ -70,9 +71,8 @@ __all__ = [
 ]
 
 ENV_VAR = "SECURE_BLOOM_KERNEL"
-#: Bitset sizes the kernels accept: header.MIN_BITSET_BYTES / MAX_BITSET_BYTES (Parquet's limits).
-MIN_BITSET_BYTES = 32
-MAX_BITSET_BYTES = 128 << 20
+#: Bitset sizes the kernels accept (Parquet's limits, secure_bloom.spec).
+MAX_BITSET_BYTES = SPEC_MAX_BITSET_BYTES
 _MAX_WIDTH = 1 << 31
 _U64_MASK = (1 << 64) - 1
 
@@ -209,7 +209,7 @@ def _np_mask(validity: Any, offset: int, n: int) -> npt.NDArray[np.bool_] | None
 
 
 def _np_fixed(data: Any, width: int, mask: npt.NDArray[np.bool_] | None) -> Hashes:
-    from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+    from .values.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
 
     rows = np.frombuffer(_bytes_view(data, "data"), dtype=np.uint8).reshape(-1, width)
     if mask is not None:
@@ -240,7 +240,7 @@ def _np_offsets(offsets: Any, offset_width: int, data_len: int) -> npt.NDArray[n
 
 
 def _np_binary(offsets: Any, data: Any, offset_width: int, mask: npt.NDArray[np.bool_] | None) -> Hashes:
-    from .hashing import hash_binary_arrays
+    from .values.xxh64 import hash_binary_arrays
 
     raw = np.frombuffer(_bytes_view(data, "data"), dtype=np.uint8)
     offs = _np_offsets(offsets, offset_width, raw.shape[0])
@@ -251,7 +251,7 @@ def _np_binary(offsets: Any, data: Any, offset_width: int, mask: npt.NDArray[np.
 def _np_view(views: Any, data_buffers: Sequence[Any], mask: npt.NDArray[np.bool_] | None) -> Hashes:
     """Validate the views (same checks and messages as the C kernel), gather every value into one
     offsets + data pair, then hash it as Arrow binary."""
-    from .hashing import hash_binary_arrays
+    from .values.xxh64 import hash_binary_arrays
 
     rows = np.frombuffer(_bytes_view(views, "views"), dtype=np.uint8).reshape(-1, 16)
     index = np.arange(rows.shape[0])

@@ -21,7 +21,6 @@ import pytest
 import leaky_writer as lw
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
 from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.audit import audit, audit_file, match_sensitive
@@ -37,6 +36,7 @@ from secure_bloom.parquet.filter_storage import (
     classify_filter_bytes,
     describe_with_storage,
 )
+from secure_bloom.types import PhysicalType
 
 DATA = Path(__file__).parent / "data" / "parquet-testing"
 JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"

@@ -24,7 +24,7 @@ from secure_bloom import __version__
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
+from secure_bloom.types import PhysicalType
 from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
 
 DATA = Path(__file__).parent / "data" / "parquet-testing"

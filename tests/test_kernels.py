@@ -2,7 +2,7 @@
 
 Every test that takes ``kernels`` runs once per backend: "native" (secure_bloom.native_kernels, skipped
 only where the extension is not built) and "numpy" (SECURE_BLOOM_KERNEL=numpy). The scalar
-reference is :func:`secure_bloom.hashing.hash_value` and :meth:`SplitBlockBloomFilter.insert_hash`.
+reference is :func:`secure_bloom.values.hash_value` and :meth:`SplitBlockBloomFilter.insert_hash`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from secure_bloom import header
 from secure_bloom import kernels as kernels_module
 from secure_bloom.errors import MalformedBitsetError, MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType, hash_value
+from secure_bloom.types import PhysicalType
+from secure_bloom.values import hash_value
 
 VECTORS = Path(__file__).parent / "data" / "parquet-testing"
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ErrorKind
+from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
@@ -196,9 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column", required=True, action="append", metavar="PATH[:ndv=N][:fpp=P]",
                    dest="columns", help="a column to build a filter for; repeatable. PATH is dotted, or a "
                                         "JSON array of path parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
-    p.add_argument("--fpp", type=_fpp, default=0.01, metavar="P",
+    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
                    help="false-positive probability for columns without their own (default: %(default)s)")
-    p.add_argument("--max-bytes", type=_max_bytes, default=1 << 20, metavar="N",
+    p.add_argument("--max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
                    help="largest bitset per filter, a power of two from 32 to 134217728 "
                         "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
     p.add_argument("--overwrite", action="store_true",
@@ -226,8 +227,9 @@ def _max_bytes(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--max-bytes must be an integer, got {text!r}") from None
-    if not 32 <= value <= 1 << 27 or value & (value - 1):
-        raise argparse.ArgumentTypeError(f"--max-bytes must be a power of two from 32 to {1 << 27}, got {value}")
+    if not MIN_BITSET_BYTES <= value <= SPEC_MAX_BITSET_BYTES or value & (value - 1):
+        raise argparse.ArgumentTypeError(
+            f"--max-bytes must be a power of two from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, got {value}")
     return value
 
 

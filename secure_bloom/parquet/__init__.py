@@ -7,7 +7,7 @@
 * :class:`KeyAccess` ``(kms=None, explicit=None, aad_prefix=None)``: the caller's key sources,
   shared by the reader, attach, the CLI and the audit.
 * :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added.
-* :mod:`.values`: user values and command-line text -> what a column stores
+* :mod:`secure_bloom.values` (re-exported here): user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
 """
@@ -16,7 +16,7 @@ from .attach import AttachedFilter, AttachReport, attach_bloom_filters
 from .keys import NO_KEYS, KeyAccess
 from .reader import ABSENT, MAYBE, ChunkInfo, ParquetBloomReader, ProbeResult, RowGroupProbe
 from .schema import ColumnInfo
-from .values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
+from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
 __all__ = [
     "ParquetBloomReader",

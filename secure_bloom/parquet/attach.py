@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from .. import thrift_codec
+from ..crypto.context import ChunkCryptoContext
 from ..encrypted_filter import encrypt_bloom_filter
 from ..errors import (
     AttachError,
@@ -50,11 +51,13 @@ from ..errors import (
     UnsupportedParquetFeatureError,
 )
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
-from ..hashing import PhysicalType, hash_value, hash_values
+from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
+from ..types import PhysicalType
+from ..values.physical import hash_value, hash_values
 from ..kms.material import KeyMetadata
 from ..kms.sidecar import _fsync_dir, sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
-from .crypto_context import column_metadata_aad, encrypt_thrift_module
+from .crypto_context import encrypt_column_metadata
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader, _Chunk
@@ -62,11 +65,8 @@ from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
 
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "serialize_chunk_filter",
-           "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
+           "DEFAULT_FPP", "WRITER_DEFAULT_MAX_BYTES"]
 
-DEFAULT_FPP = 0.01
-#: parquet-java's ``parquet.bloom.filter.max.bytes`` default.
-DEFAULT_MAX_BYTES = 1 << 20
 _COPY_BLOCK = 1 << 20
 _SAMPLE = 64
 
@@ -408,9 +408,9 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
                               f"the encrypted ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}")
             meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
             meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
-            key = reader._key_for(chunk)
-            aad = column_metadata_aad(footer.require_file_aad(), chunk.rg_ordinal, chunk.column.ordinal)
-            cc.encrypted_column_metadata = encrypt_thrift_module(meta, key, aad)
+            context = ChunkCryptoContext(reader._key_for(chunk), footer.require_file_aad(), chunk.rg_ordinal,
+                                         chunk.column.ordinal)
+            cc.encrypted_column_metadata = encrypt_column_metadata(meta, context)
         if cc.meta_data is not None:
             # The plaintext (or, beside encrypted_column_metadata, redacted) metadata: parquet-java
             # keeps the filter's offset and length visible there.
@@ -508,7 +508,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
                          columns: Iterable[ColumnRef], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
-                         max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
+                         max_bytes: int = WRITER_DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
                          progress: Progress | None = None) -> AttachReport:
     """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
 

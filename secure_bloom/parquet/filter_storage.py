@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..errors import MalformedInputError, SecureBloomError
-from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, MIN_BITSET_BYTES, parse_header
-from ..modules import LENGTH_PREFIX, NONCE_LENGTH, TAG_LENGTH
+from ..header import parse_header
+from ..spec import LENGTH_PREFIX, MAX_HEADER_BYTES, MIN_BITSET_BYTES, NONCE_LENGTH, SPEC_MAX_BITSET_BYTES, TAG_LENGTH
 
 __all__ = ["FilterStorage", "classify_filter_bytes", "read_filter_storage", "describe_with_storage", "PLAINTEXT",
            "ENCRYPTED", "GARBAGE"]
@@ -73,7 +73,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
         return FilterStorage(GARBAGE, detail="the bitset module is missing")
     (second,) = struct.unpack_from("<I", read_at(second_at, LENGTH_PREFIX), 0)
     num_bytes = second - _GCM_OVERHEAD
-    if not MIN_BITSET_BYTES <= num_bytes <= MAX_BITSET_BYTES:
+    if not MIN_BITSET_BYTES <= num_bytes <= SPEC_MAX_BITSET_BYTES:
         return FilterStorage(GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
     end = second_at + LENGTH_PREFIX + second
     if (length is not None and end != length) or end > available:

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 
+from ..crypto.context import ChunkCryptoContext
+from ..crypto.modules import MAX_ORDINAL, ModuleType
 from ..encrypted_filter import read_encrypted_bloom_filter, read_encrypted_filter_num_bytes
 from ..errors import (
     ColumnNotFoundError,
@@ -40,14 +42,14 @@ from ..errors import (
 )
 from ..fileio import open_regular_file
 from ..filter import SplitBlockBloomFilter
-from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, parse_header, validate_num_bytes
-from ..modules import MAX_ORDINAL, ModuleType
-from .crypto_context import column_metadata_aad, decrypt_thrift_module
+from ..header import parse_header, validate_num_bytes
+from ..spec import MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
+from ..values import TimeZoneLike, display_value, maybe_in, query_hashes
+from .crypto_context import decrypt_column_metadata
 from .footer import ENCRYPTED, SIGNED, Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .tail import PLAIN_MAGIC, FileTail, read_tail
-from .values import TimeZoneLike, display_value, maybe_in, query_hashes
 
 __all__ = ["ParquetBloomReader", "ChunkInfo", "ProbeResult", "RowGroupProbe", "MAYBE", "ABSENT"]
 
@@ -114,7 +116,7 @@ class ProbeResult:
                          "values": [{"value": label, "answer": "maybe" | "absent"}, ...]}]}
 
     One answer per value the caller gave, in the caller's order, labelled with the caller's
-    label (by default the value's text, :func:`~secure_bloom.parquet.values.display_value`). A
+    label (by default the value's text, :func:`~secure_bloom.values.text.display_value`). A
     list, not a mapping: two values with the same label (``-nan`` and ``nan``, or a value given
     twice) each keep their own answer.
     """
@@ -365,13 +367,11 @@ class ParquetBloomReader:
 
     def _meta(self, chunk: _Chunk) -> Any:
         if chunk.meta is None:
-            key = self._key_for(chunk)
-            file_aad = self.footer.require_file_aad()
-            aad = column_metadata_aad(file_aad, chunk.rg_ordinal, chunk.column.ordinal)
+            context = ChunkCryptoContext(self._key_for(chunk), self.footer.require_file_aad(), chunk.rg_ordinal,
+                                         chunk.column.ordinal)
             what = f"ColumnMetaData of row group {chunk.row_group}, column {chunk.column.path!r}"
-            chunk.meta, chunk.meta_thrift, _ = decrypt_thrift_module(
-                self._thrift().ColumnMetaData, chunk.encrypted_meta or b"", key, aad, ModuleType.COLUMN_META_DATA,
-                what=what)
+            chunk.meta, chunk.meta_thrift = decrypt_column_metadata(
+                self._thrift().ColumnMetaData, chunk.encrypted_meta or b"", context, what=what)
         return chunk.meta
 
     @staticmethod
@@ -422,10 +422,10 @@ class ParquetBloomReader:
     def _plain_header(self, chunk: _Chunk, offset: int, length: int | None) -> tuple[Any, int]:
         """The plaintext filter's header and its size; numBytes checked against ``length`` (or,
         without one, against the data region) before any bitset byte is read."""
-        if length is not None and length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading
+        if length is not None and length > MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES:  # refused before reading
             raise MalformedBitsetError(
                 f"{self.path}: bloom_filter_length {length} of row group {chunk.row_group}, column "
-                f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
+                f"{chunk.column.path!r} exceeds the largest filter ({MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES} bytes)")
         limit = self.tail.footer_offset - offset if length is None else length
         want = min(_FIRST_HEADER_READ, limit)
         while True:
@@ -503,12 +503,12 @@ class ParquetBloomReader:
             return self._read_encrypted(chunk, offset, length, read_encrypted_filter_num_bytes)
 
     def _read_encrypted(self, chunk: _Chunk, offset: int, length: int | None, read: Callable[..., _R]) -> _R:
-        """``read(file, offset, key, file_aad, rg ordinal, column ordinal, length=)`` for an
-        encrypted chunk; broken framing that is a plaintext filter is reported as the leak it is."""
-        key = self._key_for(chunk)
+        """``read(file, offset, length=, context=)`` for an encrypted chunk; broken framing that is a
+        plaintext filter is reported as the leak it is."""
+        context = ChunkCryptoContext(self._key_for(chunk), self.footer.require_file_aad(), chunk.rg_ordinal,
+                                     chunk.column.ordinal)
         try:
-            return read(self._file, offset, key, self.footer.require_file_aad(), chunk.rg_ordinal,
-                        chunk.column.ordinal, length=length)
+            return read(self._file, offset, length=length, context=context)
         except MalformedModuleError:
             self._raise_if_plaintext(chunk, offset, length)
             raise
@@ -565,7 +565,7 @@ class ParquetBloomReader:
               labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
         """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
 
-        Query semantics (:func:`~secure_bloom.parquet.values.query_hashes`): 0.0 finds -0.0 too,
+        Query semantics (:func:`~secure_bloom.values.column.query_hashes`): 0.0 finds -0.0 too,
         a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
         unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
         default each value's text. One answer per value, in order, duplicates kept.

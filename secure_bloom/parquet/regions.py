@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..errors import MalformedInputError
-from ..header import MAX_HEADER_BYTES, parse_header
+from ..header import parse_header
+from ..spec import MAX_HEADER_BYTES
 from .filter_storage import ENCRYPTED, PLAINTEXT, read_filter_storage
 
 __all__ = ["Region", "OrphanFilter", "metadata_regions", "merge", "gaps", "filter_extent",

@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..spec import DEFAULT_FPP
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -163,7 +165,7 @@ def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], f
 
 
 def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
-                   columns: Sequence[str], keys: WorkerKeys, *, fpp: float = 0.01) -> list[dict[str, Any]]:
+                   columns: Sequence[str], keys: WorkerKeys, *, fpp: float = DEFAULT_FPP) -> list[dict[str, Any]]:
     """Attach Bloom filters for ``columns`` to every Parquet file under ``src_dir``, writing each
     to the same relative path under ``dst_dir`` (one file per task; each write is atomic)."""
     root, dst_root = str(Path(src_dir)), str(Path(dst_dir))
