@@ -16,7 +16,8 @@ with atheris.instrument_imports():
     import _common  # noqa: F401  (puts the checkout on sys.path)
     from secure_bloom.errors import MalformedHeaderError
     from secure_bloom.filter import SplitBlockBloomFilter
-    from secure_bloom.header import MAX_BITSET_BYTES, parse_header, parse_header_plaintext, serialize_header
+    from secure_bloom.header import parse_header, parse_header_plaintext, serialize_header
+    from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
 
 
 def test_one_input(data: bytes) -> None:
@@ -25,7 +26,7 @@ def test_one_input(data: bytes) -> None:
     except MalformedHeaderError:
         header = None
     if header is not None:
-        assert 0 < header.num_bytes <= MAX_BITSET_BYTES and header.num_bytes % 32 == 0
+        assert 0 < header.num_bytes <= SPEC_MAX_BITSET_BYTES and header.num_bytes % 32 == 0
         assert 0 < used <= len(data)
     try:
         parse_header_plaintext(data)

@@ -26,9 +26,9 @@ import atheris
 
 with atheris.instrument_imports():
     from _common import TESTING_KEYS
+    from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad, read_module
     from secure_bloom.encrypted_filter import decrypt_bloom_filter, read_encrypted_bloom_filter
     from secure_bloom.errors import MalformedInputError, ModuleAuthenticationError
-    from secure_bloom.modules import ModuleType, decrypt_module, encrypt_module, module_aad, read_module
 
 EXPECTED = (MalformedInputError, ModuleAuthenticationError)
 FILE_AAD = b"\xb8\xa5\x82zU\xa7z\x9d"  # aad_file_unique of the Bloom filter vector (no prefix)

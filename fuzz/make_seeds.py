@@ -19,8 +19,8 @@ import io
 
 from _common import BLOOM_VECTOR, CORPUS, DATA, TESTING_KEYS
 
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, module_aad
 from secure_bloom.kms import KeyListKms
-from secure_bloom.modules import ModuleType, decrypt_module, module_aad
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.tail import read_tail
 

@@ -6,15 +6,18 @@ Modular Encryption (AES-GCM, column key, AAD module types 8 and 9).
 
 Layers, bottom up (each module names its spec section):
 
-* :mod:`secure_bloom.hashing`, :mod:`secure_bloom.logical` - XXH64 over plain-encoded values;
+* :mod:`secure_bloom.types`, :mod:`secure_bloom.spec`, :mod:`secure_bloom.errors` - physical types
+  and states, the formats' constants, the error hierarchy;
+* :mod:`secure_bloom.values` - values to plain bytes to XXH64 (physical, logical, Arrow, text);
 * :mod:`secure_bloom.filter`, :mod:`secure_bloom.header` - the SBBF and its Thrift header;
-* :mod:`secure_bloom.modules` - AES-GCM modules and AADs (knows nothing about Bloom filters);
+* :mod:`secure_bloom.crypto` - AES-GCM modules and AADs (knows nothing about Bloom filters);
 * :mod:`secure_bloom.encrypted_filter` - the filter as two encrypted modules;
 * :mod:`secure_bloom.kms` - KMS clients and parquet-java key material;
 * :mod:`secure_bloom.parquet` - reading, probing, attaching and auditing real files;
 * :mod:`secure_bloom.spark` - the PySpark integration.
 """
 
+from .crypto import ChunkCryptoContext, ModuleType
 from .encrypted_filter import (
     decrypt_bloom_filter,
     decrypt_bloom_filter_with_length,
@@ -23,8 +26,8 @@ from .encrypted_filter import (
 )
 from .errors import SecureBloomError
 from .filter import SplitBlockBloomFilter, optimal_num_bytes
-from .hashing import PhysicalType, hash_value, hash_values
-from .modules import ModuleType
+from .types import PhysicalType
+from .values import hash_value, hash_values
 
 __version__ = "0.1.0"
 
@@ -35,6 +38,7 @@ __all__ = [
     "hash_value",
     "hash_values",
     "ModuleType",
+    "ChunkCryptoContext",
     "encrypt_bloom_filter",
     "decrypt_bloom_filter",
     "decrypt_bloom_filter_with_length",

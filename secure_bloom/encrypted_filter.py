@@ -10,17 +10,19 @@ Both modules are always AES-GCM (also under AES_GCM_CTR_V1) and use the column's
 key for columns encrypted with it). The header module carries the exact Thrift bytes we write;
 on read, zero padding after the Thrift STOP (parquet-java) is accepted. The bitset module must be
 exactly ``28 + numBytes`` long, and its length prefix is checked before the bitset is read.
+
+The public functions take the chunk's key, file AAD and ordinals as parquet-java's API does; each
+also accepts them as one :class:`~secure_bloom.crypto.context.ChunkCryptoContext` (``context=``,
+with the four positional arguments left out).
 """
 
 from __future__ import annotations
 
 from typing import BinaryIO
 
-from .errors import MalformedBitsetError, MalformedModuleError
-from .filter import SplitBlockBloomFilter
-from .header import MAX_HEADER_BYTES, parse_header_plaintext, serialize_header
-from .modules import (
-    LENGTH_PREFIX,
+from .crypto.context import ChunkCryptoContext
+from .crypto.modules import (
+    MODULE_OVERHEAD,
     ModuleType,
     ciphertext_length,
     decrypt_module,
@@ -28,15 +30,32 @@ from .modules import (
     module_aad,
     read_module,
 )
+from .errors import MalformedBitsetError, MalformedModuleError
+from .filter import SplitBlockBloomFilter
+from .header import parse_header_plaintext, serialize_header
+from .spec import LENGTH_PREFIX, MAX_HEADER_BYTES
 
 __all__ = [
     "encrypt_bloom_filter",
     "decrypt_bloom_filter",
     "decrypt_bloom_filter_with_length",
-    "read_encrypted_bloom_filter",
-    "read_encrypted_filter_num_bytes",
+    "read_encrypted_bloom_filter", "read_encrypted_filter_num_bytes",
     "bloom_filter_aads",
 ]
+
+
+def _context(key: bytes | None, file_aad: bytes | None, row_group_ordinal: int | None,
+             column_ordinal: int | None, context: ChunkCryptoContext | None) -> ChunkCryptoContext:
+    loose = (key, file_aad, row_group_ordinal, column_ordinal)
+    if context is not None:
+        if any(arg is not None for arg in loose):
+            raise TypeError("pass either context= or key, file_aad and both ordinals, not both")
+        if not isinstance(context, ChunkCryptoContext):
+            raise TypeError(f"context must be a ChunkCryptoContext, got {type(context).__name__}")
+        return context
+    if key is None or file_aad is None:
+        raise TypeError("key and file_aad are required (or context=)")
+    return ChunkCryptoContext(key, file_aad, row_group_ordinal, column_ordinal)  # type: ignore[arg-type]
 
 
 def bloom_filter_aads(file_aad: bytes, row_group_ordinal: int, column_ordinal: int) -> tuple[bytes, bytes]:
@@ -45,17 +64,18 @@ def bloom_filter_aads(file_aad: bytes, row_group_ordinal: int, column_ordinal: i
             module_aad(file_aad, ModuleType.BLOOM_FILTER_BITSET, row_group_ordinal, column_ordinal))
 
 
-def encrypt_bloom_filter(bf: SplitBlockBloomFilter, key: bytes, file_aad: bytes,
-                         row_group_ordinal: int, column_ordinal: int) -> bytes:
+def encrypt_bloom_filter(bf: SplitBlockBloomFilter, key: bytes | None = None, file_aad: bytes | None = None,
+                         row_group_ordinal: int | None = None, column_ordinal: int | None = None, *,
+                         context: ChunkCryptoContext | None = None) -> bytes:
     """Header module followed by bitset module, each with its 4-byte length prefix.
 
     The result is what ``bloom_filter_offset`` points at; its length is ``bloom_filter_length``.
     """
     if not isinstance(bf, SplitBlockBloomFilter):
         raise TypeError(f"bf must be a SplitBlockBloomFilter, got {type(bf).__name__}")
-    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
-    return (encrypt_module(serialize_header(bf.num_bytes), key, header_aad)
-            + encrypt_module(bf.bitset, key, bitset_aad))
+    ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
+    return (encrypt_module(serialize_header(bf.num_bytes), ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER))
+            + encrypt_module(bf.bitset, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET)))
 
 
 def _filter_from_plaintexts(header_plain: bytes, bitset: bytes) -> SplitBlockBloomFilter:
@@ -66,14 +86,16 @@ def _filter_from_plaintexts(header_plain: bytes, bitset: bytes) -> SplitBlockBlo
     return SplitBlockBloomFilter.from_bitset(bitset)
 
 
-def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes, file_aad: bytes,
-                                     row_group_ordinal: int, column_ordinal: int
+def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes | None = None,
+                                     file_aad: bytes | None = None, row_group_ordinal: int | None = None,
+                                     column_ordinal: int | None = None, *,
+                                     context: ChunkCryptoContext | None = None
                                      ) -> tuple[SplitBlockBloomFilter, int]:
     """Decrypt an encrypted filter at the start of ``data``; returns ``(filter, bytes consumed)``."""
-    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
+    ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     view = memoryview(data).cast("B")
-    header_plain, used = decrypt_module(view, key, header_aad, module_type=ModuleType.BLOOM_FILTER_HEADER,
-                                        max_plaintext=MAX_HEADER_BYTES)
+    header_plain, used = decrypt_module(view, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER),
+                                        module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
     header = parse_header_plaintext(header_plain)
     rest = view[used:]
     expected = ciphertext_length(header.num_bytes)
@@ -82,31 +104,33 @@ def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes, file_
         if declared != expected:
             raise MalformedModuleError(
                 f"BLOOM_FILTER_BITSET: length prefix {declared}, expected {expected} for numBytes={header.num_bytes}")
-    bitset, used2 = decrypt_module(rest, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
-                                   max_plaintext=header.num_bytes)
+    bitset, used2 = decrypt_module(rest, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
+                                   module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=header.num_bytes)
     return _filter_from_plaintexts(header_plain, bitset), used + used2
 
 
-def decrypt_bloom_filter(data: bytes | memoryview, key: bytes, file_aad: bytes,
-                         row_group_ordinal: int, column_ordinal: int) -> SplitBlockBloomFilter:
+def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, file_aad: bytes | None = None,
+                         row_group_ordinal: int | None = None, column_ordinal: int | None = None, *,
+                         context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """Decrypt an encrypted filter that fills ``data`` exactly (trailing bytes are an error)."""
-    bf, used = decrypt_bloom_filter_with_length(data, key, file_aad, row_group_ordinal, column_ordinal)
+    ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
+    bf, used = decrypt_bloom_filter_with_length(data, context=ctx)
     if used != len(memoryview(data).cast("B")):
         raise MalformedModuleError(f"{len(data) - used} trailing bytes after the encrypted Bloom filter")
     return bf
 
 
-def _read_header_module(stream: BinaryIO, offset: int, key: bytes, header_aad: bytes,
+def _read_header_module(stream: BinaryIO, offset: int, ctx: ChunkCryptoContext,
                         length: int | None) -> tuple[bytes, int]:
     """Decrypt the header module at ``offset``; ``(header plaintext, numBytes)``. Checks
     ``length`` against numBytes and leaves the stream at the bitset module."""
     if offset < 0:
         raise MalformedModuleError(f"negative Bloom filter offset {offset}")
-    if length is not None and length < 2 * (LENGTH_PREFIX + 28):
+    if length is not None and length < 2 * MODULE_OVERHEAD:
         raise MalformedModuleError(f"bloom_filter_length {length} is too small for two encrypted modules")
     stream.seek(offset)
-    header_plain, used = read_module(stream, key, header_aad, module_type=ModuleType.BLOOM_FILTER_HEADER,
-                                     max_plaintext=MAX_HEADER_BYTES)
+    header_plain, used = read_module(stream, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER),
+                                     module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
     header = parse_header_plaintext(header_plain)
     expected = ciphertext_length(header.num_bytes)
     if length is not None and length != used + LENGTH_PREFIX + expected:
@@ -115,26 +139,29 @@ def _read_header_module(stream: BinaryIO, offset: int, key: bytes, header_aad: b
     return header_plain, header.num_bytes
 
 
-def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
-                                    row_group_ordinal: int, column_ordinal: int, *,
-                                    length: int | None = None) -> int:
+def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes | None = None,
+                                    file_aad: bytes | None = None, row_group_ordinal: int | None = None,
+                                    column_ordinal: int | None = None, *, length: int | None = None,
+                                    context: ChunkCryptoContext | None = None) -> int:
     """numBytes of an encrypted filter, from its authenticated header module alone (the bitset is
     not read: sizes for ``inspect`` cost a few bytes per chunk, not the bitset)."""
-    header_aad, _ = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
-    return _read_header_module(stream, offset, key, header_aad, length)[1]
+    ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
+    return _read_header_module(stream, offset, ctx, length)[1]
 
 
-def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes, file_aad: bytes,
-                                row_group_ordinal: int, column_ordinal: int, *,
-                                length: int | None = None) -> SplitBlockBloomFilter:
+def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes | None = None,
+                                file_aad: bytes | None = None, row_group_ordinal: int | None = None,
+                                column_ordinal: int | None = None, *, length: int | None = None,
+                                context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """Read an encrypted filter from a seekable binary file at ``offset``, reading no more than needed.
 
     The header module is read first; the bitset module's length prefix must then be exactly
     ``28 + numBytes`` before its body is read. ``length`` (``bloom_filter_length``, absent in files
     before parquet-java 1.14) must, if given, equal the bytes the two modules take.
     """
-    header_aad, bitset_aad = bloom_filter_aads(file_aad, row_group_ordinal, column_ordinal)
-    header_plain, num_bytes = _read_header_module(stream, offset, key, header_aad, length)
-    bitset, _ = read_module(stream, key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
-                            max_plaintext=num_bytes, expected_length=ciphertext_length(num_bytes))
+    ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
+    header_plain, num_bytes = _read_header_module(stream, offset, ctx, length)
+    bitset, _ = read_module(stream, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
+                            module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=num_bytes,
+                            expected_length=ciphertext_length(num_bytes))
     return _filter_from_plaintexts(header_plain, bitset)

@@ -39,15 +39,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MalformedBitsetError
-from .hashing import PhysicalType, hash_value, hash_values
-from .header import (
-    BYTES_PER_BLOCK,
-    MAX_BITSET_BYTES,
-    MIN_BITSET_BYTES,
-    parse_header,
-    serialize_header,
-    validate_num_bytes,
-)
+from .header import parse_header, serialize_header, validate_num_bytes
+from .spec import BYTES_PER_BLOCK, DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
+from .types import PhysicalType
+from .values.physical import hash_value, hash_values
 
 __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes",
            "insert_strategy"]
@@ -56,14 +51,12 @@ __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bi
 SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
 _SALT = np.array(SALT, dtype=np.uint32)
 _SALT_COLUMN = _SALT[:, None].copy()
-_BITS_PER_BLOCK = 256
+_BITS_PER_BLOCK = BYTES_PER_BLOCK * 8
 _CHUNK = 1 << 14            # values per numpy step: keeps every temporary in the CPU cache
 _SCATTER_MAX_BYTES = 512 << 10  # each lane of unpacked bits (= the filter size) stays cache-sized
 _BLOCK_CHUNK = 8192         # values per round of the "blocks" strategy (also <= blocks / 2)
 _BLOCK_ROUNDS = 8           # then np.bitwise_or.at for values still colliding (hostile hashes)
-_BLOCK = np.dtype((np.void, 32))
-DEFAULT_FPP = 0.01
-DEFAULT_MAX_BYTES = MAX_BITSET_BYTES
+_BLOCK = np.dtype((np.void, BYTES_PER_BLOCK))
 
 
 def optimal_num_bits(ndv: int, fpp: float) -> int:
@@ -78,13 +71,13 @@ def optimal_num_bits(ndv: int, fpp: float) -> int:
         raise ValueError(f"ndv must be >= 0, got {ndv}")
     m = -8.0 * ndv / math.log(1.0 - fpp ** (1.0 / 8.0))
     num_bits = int(m)
-    if num_bits > MAX_BITSET_BYTES * 8 or m < 0:
-        num_bits = MAX_BITSET_BYTES * 8
+    if num_bits > SPEC_MAX_BITSET_BYTES * 8 or m < 0:
+        num_bits = SPEC_MAX_BITSET_BYTES * 8
     num_bits = (num_bits + _BITS_PER_BLOCK - 1) & ~_BITS_PER_BLOCK
     return max(num_bits, MIN_BITSET_BYTES * 8)
 
 
-def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
     """parquet-java's bitset sizing: at least 32, next power of two, at most ``max_bytes``.
 
     A ``max_bytes`` that is not a power of two caps at the largest power of two below it
@@ -92,10 +85,10 @@ def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     refuses such filters; we never write one). A ``max_bytes`` of 32 or less is ignored (the cap
     is 128 MiB), as parquet-java ignores it.
     """
-    if not 0 < max_bytes <= MAX_BITSET_BYTES:
-        raise ValueError(f"max_bytes must be in [1, {MAX_BITSET_BYTES}], got {max_bytes}")
+    if not 0 < max_bytes <= SPEC_MAX_BITSET_BYTES:
+        raise ValueError(f"max_bytes must be in [1, {SPEC_MAX_BITSET_BYTES}], got {max_bytes}")
     if max_bytes <= MIN_BITSET_BYTES:
-        max_bytes = MAX_BITSET_BYTES  # BlockSplitBloomFilter honours only a maximum above 32 bytes
+        max_bytes = SPEC_MAX_BITSET_BYTES  # BlockSplitBloomFilter honours only a maximum above 32 bytes
     cap = 1 << (int(max_bytes).bit_length() - 1)
     n = max(int(num_bytes), MIN_BITSET_BYTES)
     if n & (n - 1):
@@ -103,7 +96,7 @@ def round_num_bytes(num_bytes: int, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
     return min(n, cap)
 
 
-def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
     """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
 
@@ -152,15 +145,15 @@ class SplitBlockBloomFilter:
         if isinstance(num_bytes, bool) or not isinstance(num_bytes, (int, np.integer)):
             raise TypeError(f"num_bytes must be an int, got {type(num_bytes).__name__}")
         n = int(num_bytes)
-        if not MIN_BITSET_BYTES <= n <= MAX_BITSET_BYTES or n & (n - 1):
-            raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {MAX_BITSET_BYTES}], got {n}")
+        if not MIN_BITSET_BYTES <= n <= SPEC_MAX_BITSET_BYTES or n & (n - 1):
+            raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {SPEC_MAX_BITSET_BYTES}], got {n}")
         self._words = np.zeros(n // 4, dtype="<u4")
         self._tail = b""
 
     # ---------------------------------------------------------------- construction
 
     @classmethod
-    def for_ndv(cls, ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = DEFAULT_MAX_BYTES) -> SplitBlockBloomFilter:
+    def for_ndv(cls, ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> SplitBlockBloomFilter:
         """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it."""
         return cls(optimal_num_bytes(ndv, fpp, max_bytes))
 
@@ -169,9 +162,9 @@ class SplitBlockBloomFilter:
         """A filter over a copy of ``bitset``: any size from 32 bytes to 128 MiB a file may hold;
         floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java)."""
         raw = memoryview(bitset).cast("B")
-        if not MIN_BITSET_BYTES <= len(raw) <= MAX_BITSET_BYTES:
+        if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
             raise MalformedBitsetError(
-                f"bitset of {len(raw)} bytes is outside {MIN_BITSET_BYTES}..{MAX_BITSET_BYTES} (at least one 32-byte block)")
+                f"bitset of {len(raw)} bytes is outside {MIN_BITSET_BYTES}..{SPEC_MAX_BITSET_BYTES} (at least one 32-byte block)")
         whole = len(raw) - len(raw) % BYTES_PER_BLOCK
         obj = cls.__new__(cls)
         obj._words = np.frombuffer(raw[:whole], dtype="<u4").copy()
@@ -261,7 +254,7 @@ class SplitBlockBloomFilter:
     def check_hash(self, h: int) -> bool:
         """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
         spec's filter is: the hash of +0.0 does not find -0.0, nor one NaN another. A query for a
-        value uses :func:`secure_bloom.parquet.values.query_hashes` (both zeros, NaN always maybe)."""
+        value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe)."""
         block, key = self._block_and_key(h)
         words = self._words
         base = block * 8

@@ -25,28 +25,15 @@ from dataclasses import dataclass
 
 from . import thrift_codec
 from .errors import MalformedHeaderError
+from .spec import BYTES_PER_BLOCK, MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [
-    "BYTES_PER_BLOCK",
-    "MIN_BITSET_BYTES",
-    "MAX_BITSET_BYTES",
-    "MAX_HEADER_BYTES",
     "BloomFilterHeaderInfo",
     "serialize_header",
     "parse_header",
     "parse_header_plaintext",
     "validate_num_bytes",
 ]
-
-#: A block is eight 32-bit words (BloomFilter.md, "Technical Approach").
-BYTES_PER_BLOCK = 32
-#: parquet-java's and Arrow's lower bound: one block.
-MIN_BITSET_BYTES = 32
-#: parquet-java's and Arrow's upper bound (BlockSplitBloomFilter.UPPER_BOUND_BYTES).
-MAX_BITSET_BYTES = 128 * 1024 * 1024
-#: A valid header is at most 16 bytes; padded parquet-java headers are 100. Larger is hostile.
-MAX_HEADER_BYTES = 1024
-
 
 @dataclass(frozen=True)
 class BloomFilterHeaderInfo:
@@ -60,8 +47,8 @@ class BloomFilterHeaderInfo:
 
 def validate_num_bytes(num_bytes: int, available: int | None = None) -> int:
     """Check a declared bitset size before anything is allocated for it."""
-    if not 0 < num_bytes <= MAX_BITSET_BYTES:
-        raise MalformedHeaderError(f"numBytes {num_bytes} outside 1..{MAX_BITSET_BYTES}")
+    if not 0 < num_bytes <= SPEC_MAX_BITSET_BYTES:
+        raise MalformedHeaderError(f"numBytes {num_bytes} outside 1..{SPEC_MAX_BITSET_BYTES}")
     if num_bytes < BYTES_PER_BLOCK:
         # parquet-java would index block 0 of a filter with no whole block and read past its end.
         raise MalformedHeaderError(f"numBytes {num_bytes} is less than one {BYTES_PER_BLOCK}-byte block; "

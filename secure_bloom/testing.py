@@ -26,7 +26,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("secure_bloom.testing needs hypothesis: pip install 'secure-bloom[test]'") from e
 
 from .filter import SplitBlockBloomFilter
-from .hashing import PhysicalType
+from .spec import MAX_ORDINAL
+from .types import PhysicalType
 
 __all__ = ["physical_types", "physical_values", "populated_filters", "aes_keys", "ordinals", "file_aads"]
 
@@ -85,7 +86,7 @@ def aes_keys() -> st.SearchStrategy[bytes]:
 
 def ordinals() -> st.SearchStrategy[int]:
     """Row-group / column ordinals as the AAD allows them (0..32767)."""
-    return st.integers(0, 32767)
+    return st.integers(0, MAX_ORDINAL)
 
 
 def file_aads() -> st.SearchStrategy[bytes]:

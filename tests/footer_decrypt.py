@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from secure_bloom import thrift_codec
-from secure_bloom.modules import ModuleType, decrypt_module, footer_aad, module_aad
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, footer_aad, module_aad
 
 MAGIC_ENCRYPTED = b"PARE"
 

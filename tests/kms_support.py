@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from secure_bloom import thrift_codec
-from secure_bloom.modules import ModuleType, decrypt_module, footer_aad, module_aad
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, footer_aad, module_aad
 
 DATA = Path(__file__).parent / "data"
 PARQUET_TESTING = DATA / "parquet-testing"

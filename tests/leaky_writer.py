@@ -25,14 +25,14 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from secure_bloom import thrift_codec
+from secure_bloom.crypto.context import ChunkCryptoContext
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
-from secure_bloom.modules import ModuleType
-from secure_bloom.parquet.crypto_context import column_metadata_aad, decrypt_thrift_module, encrypt_thrift_module
+from secure_bloom.parquet.crypto_context import decrypt_column_metadata, encrypt_column_metadata
 from secure_bloom.parquet.footer import encode_footer, open_footer
 from secure_bloom.parquet.keys import KeyAccess
 from secure_bloom.parquet.tail import read_tail
+from secure_bloom.types import PhysicalType
 
 MODES = ("plaintext", "column_key", "footer_key", "tampered")
 
@@ -83,10 +83,9 @@ def inject_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str], mod
                 col_key = footer.footer_key
             cmd = cc.meta_data
             if cc.encrypted_column_metadata is not None:
-                cmd, _, _ = decrypt_thrift_module(
-                    thrift_codec.idl().ColumnMetaData, cc.encrypted_column_metadata, col_key,
-                    column_metadata_aad(file_aad, rg_index, ordinal), ModuleType.COLUMN_META_DATA,
-                    what="ColumnMetaData")
+                cmd, _ = decrypt_column_metadata(
+                    thrift_codec.idl().ColumnMetaData, cc.encrypted_column_metadata,
+                    ChunkCryptoContext(col_key, file_aad, rg_index, ordinal), what="ColumnMetaData")
             bf = _filter_for(values[col][rg_index], PhysicalType(cmd.type))
             if mode == "plaintext":
                 blob = bf.to_bytes()
@@ -100,8 +99,8 @@ def inject_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str], mod
             out += blob
             cmd.bloom_filter_offset, cmd.bloom_filter_length = offset, len(blob)
             if cc.encrypted_column_metadata is not None:
-                cc.encrypted_column_metadata = encrypt_thrift_module(
-                    cmd, col_key, column_metadata_aad(file_aad, rg_index, ordinal))
+                cc.encrypted_column_metadata = encrypt_column_metadata(
+                    cmd, ChunkCryptoContext(col_key, file_aad, rg_index, ordinal))
                 if cc.meta_data is not None:  # parquet-java's redacted plaintext copy
                     cc.meta_data.bloom_filter_offset = offset
                     cc.meta_data.bloom_filter_length = len(blob)
@@ -174,10 +173,11 @@ def rekey_column_metadata(src: str | os.PathLike[str], dst: str | os.PathLike[st
             if crypto is None or crypto.ENCRYPTION_WITH_COLUMN_KEY is None \
                     or ".".join(crypto.ENCRYPTION_WITH_COLUMN_KEY.path_in_schema) != column:
                 continue
-            aad = column_metadata_aad(footer.file_aad, rg_index, ordinal)
-            cmd, _, _ = decrypt_thrift_module(thrift_codec.idl().ColumnMetaData, cc.encrypted_column_metadata,
-                                              old_key, aad, ModuleType.COLUMN_META_DATA, what="ColumnMetaData")
-            cc.encrypted_column_metadata = encrypt_thrift_module(cmd, new_key, aad)
+            cmd, _ = decrypt_column_metadata(
+                thrift_codec.idl().ColumnMetaData, cc.encrypted_column_metadata,
+                ChunkCryptoContext(old_key, footer.file_aad, rg_index, ordinal), what="ColumnMetaData")
+            cc.encrypted_column_metadata = encrypt_column_metadata(
+                cmd, ChunkCryptoContext(new_key, footer.file_aad, rg_index, ordinal))
     footer_bytes = encode_footer(footer, footer.metadata)
     with open(dst, "wb") as f:
         f.write(body + footer_bytes + struct.pack("<I", len(footer_bytes)) + tail.magic)

@@ -21,7 +21,6 @@ import pytest
 import leaky_writer as lw
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
 from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.audit import audit, audit_file, match_sensitive
@@ -32,7 +31,7 @@ from secure_bloom.kms.sidecar import KeyMaterialStore
 from secure_bloom.parquet.discover import Skipped, discover, is_parquet_name
 from secure_bloom.parquet.describe import describe_with_storage
 from secure_bloom.parquet.filter_io import classify_filter_bytes
-from secure_bloom.types import FilterForm
+from secure_bloom.types import FilterForm, PhysicalType
 
 DATA = Path(__file__).parent / "data" / "parquet-testing"
 JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -277,6 +276,15 @@ def test_not_parquet_missing_path_and_empty_directory(tmp_path: Path) -> None:
     report = audit([junk, tmp_path / "nope.parquet", empty], ["ssn"])
     assert [r.error_kind for r in report.files] == ["NOT_PARQUET", "FILE_NOT_FOUND", "NO_PARQUET_FILES"]
     assert report.exit_code == 2 and not report.is_compliant
+
+
+def test_error_kinds_come_from_the_one_table(tmp_path: Path) -> None:
+    """A directory given as a file was "IO_ERROR" in audit while the CLI called it the caller's
+    (exit 2); both now use secure_bloom.errors.ErrorKind."""
+    result = audit_file(tmp_path, ["ssn"])
+    assert (result.status, result.error_kind) == (Status.COULD_NOT_CHECK, "IS_A_DIRECTORY")
+    assert json.loads(json.dumps(result.to_dict()))["error"] == {"kind": "IS_A_DIRECTORY",
+                                                                  "message": f"{tmp_path}: Is a directory"}
 
 
 def test_violation_outranks_could_not_check(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 from secure_bloom import SplitBlockBloomFilter
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.filter import optimal_num_bytes, round_num_bytes
-from secure_bloom.hashing import hash_value, hash_values
-from secure_bloom.logical import encode_timestamp
+from secure_bloom.values.logical import encode_timestamp
+from secure_bloom.values.physical import hash_value, hash_values
 
 
 @pytest.mark.parametrize("cap,expected", [(1_000_000, 524_288), (1 << 20, 1 << 20), (33, 32), (100, 64)])

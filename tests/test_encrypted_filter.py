@@ -14,6 +14,7 @@ from footer_decrypt import decrypt_column_metadata, decrypt_encrypted_footer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad
 from secure_bloom.encrypted_filter import (
     bloom_filter_aads,
     decrypt_bloom_filter,
@@ -31,7 +32,6 @@ from secure_bloom.errors import (
 )
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.header import serialize_header
-from secure_bloom.modules import ModuleType, decrypt_module, encrypt_module, module_aad
 
 VECTORS = Path(__file__).parent / "data" / "parquet-testing"
 BLOOM_FILE = VECTORS / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"

@@ -15,8 +15,9 @@ from secure_bloom import filter as filter_module
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
 from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
-from secure_bloom.hashing import PhysicalType, hash_value, hash_values
-from secure_bloom.header import MAX_BITSET_BYTES
+from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.physical import hash_value, hash_values
 
 DATA = Path(__file__).parent / "data"
 VECTORS = DATA / "parquet-testing"
@@ -381,7 +382,7 @@ def test_from_bytes_strictness() -> None:
         SplitBlockBloomFilter.from_bytes(raw + b"\x00")
     with pytest.raises(MalformedHeaderError):
         SplitBlockBloomFilter.from_bytes(raw[:-1])
-    for bad in (b"", b"\x00" * 31, b"\x00" * (MAX_BITSET_BYTES + 1)):
+    for bad in (b"", b"\x00" * 31, b"\x00" * (SPEC_MAX_BITSET_BYTES + 1)):
         with pytest.raises(MalformedBitsetError, match="at least one 32-byte block"):
             SplitBlockBloomFilter.from_bitset(bad)
 

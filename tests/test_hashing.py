@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType, hash_binary_arrays, hash_value, hash_values, plain_bytes
-from secure_bloom.logical import encode_date, encode_decimal, encode_timestamp
-from secure_bloom.xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.logical import encode_date, encode_decimal, encode_timestamp
+from secure_bloom.values.physical import hash_binary_arrays, hash_value, hash_values, plain_bytes
+from secure_bloom.values.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
 
 P = PhysicalType
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,14 +14,13 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError, MalformedInputError
 from secure_bloom.filter import SALT, SplitBlockBloomFilter
 from secure_bloom.header import (
-    MAX_BITSET_BYTES,
-    MAX_HEADER_BYTES,
     BloomFilterHeaderInfo,
     parse_header,
     parse_header_plaintext,
     serialize_header,
     validate_num_bytes,
 )
+from secure_bloom.spec import MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
 
 HEADER_1024 = bytes.fromhex("15 80 10 1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00")
 UNIONS = bytes.fromhex("1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00")  # algorithm, hash, compression, STOP
@@ -61,7 +60,7 @@ def test_header_matches_thrift_codec() -> None:
     assert thrift_codec.serialize(parsed) == HEADER_1024
 
 
-@pytest.mark.parametrize("num_bytes", [0, -32, -1, 1, 31, MAX_BITSET_BYTES + 1, 2**31 - 1, 2**40, -(2**40)])
+@pytest.mark.parametrize("num_bytes", [0, -32, -1, 1, 31, SPEC_MAX_BITSET_BYTES + 1, 2**31 - 1, 2**40, -(2**40)])
 def test_bad_num_bytes_refused(num_bytes: int) -> None:
     raw = _header(num_bytes)
     with pytest.raises(MalformedHeaderError):
@@ -163,7 +162,7 @@ def test_mutated_headers_raise_only_header_errors(pos: int, patch: bytes) -> Non
 
 
 def test_header_claiming_128_mib_on_a_tiny_buffer_allocates_little() -> None:
-    raw = _header(MAX_BITSET_BYTES) + b"\x00" * 64
+    raw = _header(SPEC_MAX_BITSET_BYTES) + b"\x00" * 64
     tracemalloc.start()
     try:
         for _ in range(20):

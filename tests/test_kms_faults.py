@@ -354,3 +354,63 @@ def test_redirect_is_refused_and_the_token_stays_home(tcp_server: Any, status: s
     assert "secret-token-value" not in str(error)
     elsewhere.close()
     assert received == []                                 # the target never saw a request, nor the token
+
+
+# --------------------------------------------------------------------------- the JVM's transit client
+
+
+def _java_transit_conf(server: _TcpServer, deadline_s: float) -> dict[str, str]:
+    return {"parquet.encryption.kms.instance.url": server.url,
+            "parquet.encryption.key.access.token": "secret-token-value",
+            "secure_bloom.kms.transit.deadline.seconds": str(deadline_s)}
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_java_transit_client_is_cut_off_at_its_deadline(tcp_server: Any, part: str) -> None:
+    """Spark's VaultTransitKmsClient: a server trickling its answer (1 byte/s) ends the call at the
+    total deadline; without one, a trickled body is waited for in full (the JDK's request timeout
+    covers the headers only) and the call would succeed after minutes."""
+    from secure_bloom.errors import JvmError
+    from secure_bloom.tools.parquet_java import kms_unwrap
+
+    head, body = DECRYPT_OK.split(b"\r\n\r\n", 1)
+    if part == "headers":
+        respond = _trickle(DECRYPT_OK, seconds_per_byte=1.0)
+    else:
+        def respond(conn: socket.socket) -> None:         # headers at once, then the body byte by byte
+            conn.sendall(head + b"\r\n\r\n")
+            _trickle(body, seconds_per_byte=1.0)(conn)
+    server = tcp_server(respond)
+    with pytest.raises(JvmError, match=r"transit decrypt with master key 'kc1'.* failed: no answer within "
+                                       r"the deadline of 3\.0 s") as err:
+        kms_unwrap("VaultTransitKmsClient", "kc1", WRAPPED, _java_transit_conf(server, 3.0), timeout=90)
+    assert "secret-token-value" not in str(err.value)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("status", ["301 Moved Permanently", "307 Temporary Redirect"])
+def test_java_transit_client_refuses_redirects(tcp_server: Any, status: str) -> None:
+    from secure_bloom.errors import JvmError
+    from secure_bloom.tools.parquet_java import kms_unwrap
+
+    received: list[bytes] = []
+
+    def target(conn: socket.socket) -> None:
+        conn.settimeout(2)
+        try:
+            received.append(conn.recv(65536))
+            conn.sendall(DECRYPT_OK)
+        except OSError:
+            pass
+        conn.close()
+
+    elsewhere = tcp_server(target)
+    redirect = (f"HTTP/1.1 {status}\r\nLocation: {elsewhere.url}/v1/transit/decrypt/kc1\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    server = tcp_server(_canned(redirect))
+    with pytest.raises(JvmError, match=rf"HTTP {status.split()[0]} \(a redirect\); redirects are refused") as err:
+        kms_unwrap("VaultTransitKmsClient", "kc1", WRAPPED, _java_transit_conf(server, 10.0), timeout=90)
+    assert "secret-token-value" not in str(err.value)
+    elsewhere.close()
+    assert received == []

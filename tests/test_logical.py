@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from secure_bloom.errors import InvalidValueError
-from secure_bloom.logical import (
+from secure_bloom.values.logical import (
     encode_date,
     encode_decimal,
     encode_int96,

@@ -13,30 +13,26 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from secure_bloom.crypto import gcm
+from secure_bloom.crypto.gcm import _COUNTER, GCM_INVOCATION_LIMIT, check_key
+from secure_bloom.crypto.modules import (
+    MODULE_OVERHEAD,
+    ModuleType,
+    ciphertext_length,
+    decrypt_module,
+    encrypt_module,
+    footer_aad,
+    module_aad,
+    plaintext_length,
+    read_module,
+)
 from secure_bloom.errors import (
     KeyUsageLimitError,
     MalformedModuleError,
     ModuleAuthenticationError,
     TruncatedModuleError,
 )
-from secure_bloom.modules import (
-    GCM_INVOCATION_LIMIT,
-    LENGTH_PREFIX,
-    MODULE_OVERHEAD,
-    NONCE_LENGTH,
-    TAG_LENGTH,
-    ModuleType,
-    _COUNTER,
-    check_key,
-    ciphertext_length,
-    decrypt_module,
-    encrypt_module,
-    footer_aad,
-    gcm_sign,
-    module_aad,
-    plaintext_length,
-    read_module,
-)
+from secure_bloom.spec import LENGTH_PREFIX, NONCE_LENGTH, TAG_LENGTH
 
 FILE_AAD = b"tester" + bytes.fromhex("0102030405060708")
 KEY = bytes(range(16))
@@ -230,7 +226,7 @@ def test_nonce_argument_checked() -> None:
     with pytest.raises(ValueError):
         encrypt_module(b"x", KEY, b"", _nonce=b"\x00" * 11)
     with pytest.raises(ValueError):
-        gcm_sign(b"x", KEY, b"", b"\x00" * 13)
+        gcm.sign(KEY, b"x", b"", b"\x00" * 13)
 
 
 @settings(max_examples=50, deadline=None)
@@ -244,7 +240,7 @@ def test_round_trip(plaintext: bytes, key_len: int, aad: bytes) -> None:
 
 def test_gcm_sign_is_nonce_and_tag() -> None:
     nonce = b"\x07" * 12
-    sig = gcm_sign(b"footer", KEY, b"aad", nonce)
+    sig = gcm.sign(KEY, b"footer", b"aad", nonce)
     assert len(sig) == 28 and sig[:12] == nonce
     assert sig[12:] == AESGCM(KEY).encrypt(nonce, b"footer", b"aad")[-16:]
 

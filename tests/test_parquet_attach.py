@@ -38,14 +38,15 @@ from secure_bloom.errors import (
     UnsupportedParquetFeatureError,
 )
 from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
-from secure_bloom.hashing import PhysicalType, hash_values
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.fileio import AtomicOutput
 from secure_bloom.parquet import ColumnSpec
 from secure_bloom.parquet import attach as attach_module
-from secure_bloom.parquet.arrow_source import leaf_values
 from secure_bloom.parquet.filter_io import serialize_chunk_filter
 from secure_bloom.parquet.schema import ColumnInfo
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.arrow import leaf_values
+from secure_bloom.values.physical import hash_values
 
 KEYS = KeyAccess(kms=vector_kms())
 COLUMNS = ["ssn", "amount", "ts", "id", "day"]

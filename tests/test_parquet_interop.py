@@ -215,7 +215,7 @@ def test_probe_of_a_nan_written_by_parquet_java_is_maybe(spark: Any, tmp_path: P
     import numpy as np
     import pyarrow.parquet as pq
 
-    from secure_bloom.parquet.values import hash_for_column
+    from secure_bloom.values.column import hash_for_column
 
     neg_nan = -float("nan")  # bits 0xfff8000000000000; Python pickles the bits, the JVM keeps them
     rows = [(neg_nan if i == 7 else i + 0.5, neg_nan if i == 7 else i + 0.25) for i in range(2000)]

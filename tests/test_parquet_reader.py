@@ -25,10 +25,10 @@ from secure_bloom.errors import (
 )
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.header import serialize_header
-from secure_bloom.modules import MAX_ORDINAL
+from secure_bloom.spec import MAX_ORDINAL
 from secure_bloom.parquet.crypto_context import sign_footer
 from secure_bloom.types import FooterMode
-from secure_bloom.parquet.values import hash_for_column
+from secure_bloom.values.column import hash_for_column
 from secure_bloom.parquet.tail import read_tail
 
 EXPLICIT = KeyAccess(explicit=TESTING_KEYS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 import zoneinfo
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -13,9 +14,9 @@ import numpy as np
 import pytest
 
 from secure_bloom.errors import InvalidValueError
-from secure_bloom.hashing import PhysicalType, hash_value
 from secure_bloom.parquet import ColumnInfo, display_value, encode_value, value_from_text
-from secure_bloom.parquet.values import NanoTimestamp, QueryHashes, hash_for_column, maybe_in, query_hashes
+from secure_bloom.types import PhysicalType
+from secure_bloom.values import NanoTimestamp, QueryHashes, hash_for_column, hash_value, maybe_in, query_hashes
 
 
 def col(ptype: str, logical: str | None = None, **kw: Any) -> ColumnInfo:
@@ -296,3 +297,39 @@ def test_display_value_tells_nans_apart() -> None:
     assert display_value(-0.0) == "-0.0"
     assert display_value(NanoTimestamp(dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc), 7)) == \
         "2024-01-02T03:04:05.000006007+00:00"
+
+
+def test_int96_numpy_datetime64_uses_the_julian_range_not_datetimes() -> None:
+    """One INT96 implementation: a datetime64 beyond year 9999 is encoded (its Julian day fits
+    4 bytes) instead of failing in a detour through ``datetime``; outside the Julian range it is refused."""
+    days = (np.datetime64("10000-01-01", "D") - np.datetime64("1970-01-01", "D")).astype(int)
+    assert encode_value(np.datetime64("10000-01-01T00:00:05", "s"), INT96) == \
+        (5 * 10**9).to_bytes(8, "little") + int(days + 2440588).to_bytes(4, "little")
+    with pytest.raises(InvalidValueError, match=r"outside the INT96 range \(Julian day 0\.\.2\^32-1\)"):
+        encode_value(np.datetime64(-2440589, "D"), INT96)
+
+
+@dataclass(frozen=True)
+class _BareColumn:
+    """Only the type facts of :class:`~secure_bloom.values.ColumnType`: no file layer involved."""
+
+    path: str = "amount"
+    path_in_schema: tuple[str, ...] = ("amount",)
+    physical_type: PhysicalType = PhysicalType.INT32
+    type_length: int | None = None
+    logical_type: str | None = "DECIMAL"
+    scale: int | None = 2
+    precision: int | None = 9
+    time_unit: str | None = None
+    is_adjusted_to_utc: bool | None = None
+    int_bits: int | None = None
+    int_signed: bool | None = None
+    type_name: str = "INT32/DECIMAL(9,2)"
+
+
+def test_values_take_any_column_type_not_only_column_info() -> None:
+    column = _BareColumn()
+    assert encode_value(Decimal("12.34"), column) == 1234
+    assert query_hashes("12.34", column).hashes == (hash_value(1234, PhysicalType.INT32),)
+    with pytest.raises(InvalidValueError, match=r"^column 'amount' \(INT32/DECIMAL\(9,2\)\): Decimal\('1\.234'\) 1\.234 has more than 2"):
+        value_from_text("1.234", column)

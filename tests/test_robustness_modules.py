@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from robustness_support import (DATA, INTERESTING_U32, TESTING_KEYS, BoundedReadFile, allocation_peak, examples,
                                 mutated)
 
-from secure_bloom import modules
+from secure_bloom.crypto import gcm, modules
 from secure_bloom.encrypted_filter import (decrypt_bloom_filter, encrypt_bloom_filter,
                                            read_encrypted_bloom_filter)
 from secure_bloom.errors import KeyUsageLimitError, MalformedInputError, ModuleAuthenticationError
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.modules import ModuleType, decrypt_module, encrypt_module, module_aad, read_module
+from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad, read_module
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
 VECTOR = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
@@ -179,7 +179,7 @@ def test_bloom_filters_encrypt_with_fresh_nonces() -> None:
 def test_invocation_limit_is_exact_and_thread_safe() -> None:
     """2^32 - 100 encryptions done; 8 threads racing for 40 each: exactly 100 succeed."""
     key = bytes(range(100, 132))
-    modules._COUNTER._set(key, modules.GCM_INVOCATION_LIMIT - 100)
+    gcm._COUNTER._set(key, gcm.GCM_INVOCATION_LIMIT - 100)
     done: list[int] = []
     refused: list[int] = []
 

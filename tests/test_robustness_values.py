@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from robustness_support import examples
 
 from secure_bloom.errors import InvalidValueError
-from secure_bloom.hashing import PhysicalType as P
+from secure_bloom.types import PhysicalType as P
 from secure_bloom.parquet.schema import ColumnInfo
-from secure_bloom.parquet.values import encode_value, hash_for_column, value_from_text
+from secure_bloom.values.column import encode_value, hash_for_column, value_from_text
 
 
 def _col(ptype: P, **kw: object) -> ColumnInfo:

@@ -168,7 +168,8 @@ def _expected(label: str) -> tuple[int, str]:
     name = label.rsplit(" ", 1)[-1]
     for prefix, outcome in (("inspect --json ", (0, '"num_rows": 2000')), ("inspect ", (0, "2000 rows, 2 row groups")),
                             ("probe id ", (0, "value 7: may be in row group 0")),
-                            ("probe ", (0, '"answer": "maybe"')), ("audit ", (0, '"compliant": true')),
+                            ("probe ", (0, '"value": "000-00-0000", "answer": "maybe"')),
+                            ("audit ", (0, '"compliant": true')),
                             ("attach ", (0, '"column": "amount"'))):
         if label.startswith(prefix) and name in ("enc-bloom", "signed-bloom"):
             return outcome
@@ -190,9 +191,14 @@ def _expected(label: str) -> tuple[int, str]:
     }[label]
 
 
-def _check_outcome(label: str, code: int, text: str) -> None:
+def _check_outcome(label: str, argv: list[str], code: int, text: str) -> None:
     expected_code, expected_text = _expected(label)
-    assert (code, expected_text in text) == (expected_code, True), (label, code, text[-600:])
+    assert (code, expected_text in " ".join(text.split())) == (expected_code, True), (label, code, text[-600:])
+    # key material in argv: always one warning line naming the options (the values are checked above)
+    options = [o for o in ("--key-list", "--key") if o in argv]
+    warning = f"secure-bloom: warning: key material given on the command line ({', '.join(options)}) is visible"
+    assert text.count("secure-bloom: warning: key material") == (1 if options else 0), (label, text[-600:])
+    assert not options or warning in text, (label, text[-600:])
 
 
 def _run_in_process(argv: list[str], env: dict[str, str], capsys: Any, caplog: Any,
@@ -217,7 +223,7 @@ def test_every_cli_command_in_process(world: dict[str, Any], capsys: pytest.Capt
     for label, argv, env in _commands(world):
         code, text = _run_in_process(argv, env, capsys, caplog, monkeypatch)
         world["secrets"].check(text, label)
-        _check_outcome(label, code, text)         # the exit code, and the work done or the refusal
+        _check_outcome(label, argv, code, text)   # the exit code, and the work done or the refusal
         labels.append(label)
     assert len(labels) == len(set(labels)) == 26
 
@@ -228,7 +234,7 @@ def test_cli_as_a_process(world: dict[str, Any]) -> None:
         result = subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv], capture_output=True, text=True,
                                 env={**os.environ, **env}, timeout=300)
         world["secrets"].check(result.stdout + result.stderr, f"process {label}")
-        _check_outcome(label, result.returncode, result.stdout + result.stderr)
+        _check_outcome(label, argv, result.returncode, result.stdout + result.stderr)
 
 
 def _rendered(error: BaseException) -> str:

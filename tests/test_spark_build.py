@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 
 from secure_bloom import SplitBlockBloomFilter
-from secure_bloom.hashing import PhysicalType
-from secure_bloom.logical import encode_decimal, encode_int96
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.logical import encode_decimal, encode_int96
 
 pytestmark = pytest.mark.interop
 

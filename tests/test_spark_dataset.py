@@ -87,6 +87,9 @@ def test_probe_dataset_reports_unreadable_files(spark, tmp_path, worker_keys):  
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really parquet PAR1")
     rows = probe_dataset(spark, tmp_path, "s", ["x"], worker_keys)
     assert len(rows) == 1 and rows[0]["error"] and "NotParquetError" in rows[0]["error"]
+    assert rows[0]["error_kind"] == "NOT_PARQUET"  # the kind from secure_bloom.errors, as audit reports it
+    frame = probe_dataset(spark, tmp_path, "s", ["x"], worker_keys, as_dataframe=True)
+    assert [(r["error_kind"], r["verdict"]) for r in frame.collect()] == [("NOT_PARQUET", None)]
 
 
 def test_missing_directory_is_an_error(spark, tmp_path, worker_keys):  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ import pytest
 from spark_bloom_data import random_key_list
 
 from secure_bloom.kms import KeyListKms
-from secure_bloom.logical import encode_int96
+from secure_bloom.values.logical import encode_int96
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.attach import attach_bloom_filters
 from secure_bloom.parquet.audit import audit

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import secure_bloom as sb
-from secure_bloom.hashing import hash_value
+from secure_bloom.values.physical import hash_value
 from secure_bloom.testing import aes_keys, file_aads, ordinals, physical_values, physical_types, populated_filters
 
 

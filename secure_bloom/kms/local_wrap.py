@@ -6,21 +6,18 @@ with no length prefix (this is not a Parquet module). Used twice in key tools: t
 wraps under a master key with AAD = the master key id (UTF-8), and double wrapping wraps a data
 key under a KEK with AAD = the raw 16-byte KEK id.
 
-This is the one place in :mod:`secure_bloom.kms` where cryptography's ``InvalidTag`` becomes
-:class:`AuthenticationError`; its message names what the key was wrapped under (ids only).
+The cipher is :mod:`secure_bloom.crypto.gcm`, which turns a failed tag into the
+:class:`AuthenticationError` raised here; its message names what the key was wrapped under (ids only).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import os
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
+from ..crypto import gcm
 from ..errors import AuthenticationError, MalformedKeyMaterialError
-from ..modules import NONCE_LENGTH, TAG_LENGTH, check_key
+from ..spec import NONCE_LENGTH, TAG_LENGTH
 
 __all__ = ["wrap_locally", "unwrap_locally", "decode_base64"]
 
@@ -44,31 +41,24 @@ def wrap_locally(key: bytes, wrapping_key: bytes, aad: bytes, *, _nonce: bytes |
 
     ``_nonce`` exists for known-answer tests only.
     """
-    check_key(key, "key")
-    kek = check_key(wrapping_key, "wrapping_key")
-    nonce = os.urandom(NONCE_LENGTH) if _nonce is None else bytes(_nonce)
-    if len(nonce) != NONCE_LENGTH:
-        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
-    sealed = AESGCM(kek).encrypt(nonce, bytes(key), bytes(aad))
-    return base64.b64encode(nonce + sealed).decode("ascii")
+    key_bytes = gcm.check_key(key, "key")
+    kek = gcm.check_key(wrapping_key, "wrapping_key")
+    return base64.b64encode(gcm.encrypt(kek, key_bytes, aad, _nonce=_nonce)).decode("ascii")
 
 
 def unwrap_locally(wrapped: str, wrapping_key: bytes, aad: bytes, *, wrapped_under: str) -> bytes:
     """Decrypt a locally wrapped key. ``wrapped_under`` names the wrapping key for messages, e.g.
     ``"master key 'kf'"``. Raises :class:`AuthenticationError` (wrong key, AAD or tampered text) or
     :class:`MalformedKeyMaterialError` (not Base64, too short, not an AES key length)."""
-    kek = check_key(wrapping_key, "wrapping_key")
+    kek = gcm.check_key(wrapping_key, "wrapping_key")
     blob = decode_base64(wrapped, f"key wrapped under {wrapped_under}")
     if len(blob) < NONCE_LENGTH + TAG_LENGTH + 16:
         raise MalformedKeyMaterialError(
             f"key wrapped under {wrapped_under} is {len(blob)} bytes, shorter than nonce + 16-byte key + tag")
-    try:
-        key = AESGCM(kek).decrypt(blob[:NONCE_LENGTH], blob[NONCE_LENGTH:], bytes(aad))
-    except InvalidTag:
-        raise AuthenticationError(
-            f"cannot unwrap a key wrapped under {wrapped_under}: authentication failed "
-            "(wrong key or tampered key material)") from None
-    if len(key) not in (16, 24, 32):
+    key = gcm.decrypt(kek, blob, aad, error=lambda: AuthenticationError(
+        f"cannot unwrap a key wrapped under {wrapped_under}: authentication failed "
+        "(wrong key or tampered key material)"))
+    if len(key) not in gcm.AES_KEY_LENGTHS:
         raise MalformedKeyMaterialError(
             f"key wrapped under {wrapped_under} is {len(key)} bytes, not an AES key length")
     return key

@@ -44,9 +44,9 @@ import requests
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from ..crypto.gcm import check_key
 from ..errors import (AuthenticationError, KeyAccessDeniedError, KeyManagementError, KeyNotFoundError,
                       KmsUnavailableError, MalformedKeyMaterialError, SecureBloomError)
-from ..modules import check_key
 
 __all__ = ["OpenBaoTransitKms"]
 

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..crypto.gcm import check_key
 from ..errors import KeyManagementError
-from ..modules import check_key
 from .cache import ExpiringCache
 from .client import DEFAULT_KMS_INSTANCE_ID, DEFAULT_KMS_INSTANCE_URL, KmsClient, is_kms_client
 from .local_wrap import wrap_locally

@@ -11,7 +11,7 @@
   shared by the reader, attach, the CLI and the audit.
 * :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added, per column
   options as :class:`ColumnSpec`.
-* :mod:`.values`: user values and command-line text -> what a column stores
+* :mod:`secure_bloom.values` (re-exported here): user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
 """
@@ -24,7 +24,7 @@ from .options import ColumnSpec
 from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
-from .values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
+from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
 __all__ = [
     "ParquetBloomReader",

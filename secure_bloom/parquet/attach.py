@@ -49,25 +49,23 @@ from ..errors import (
 )
 from ..fileio import AtomicOutput, fsync_dir, open_regular_fd
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
-from ..hashing import PhysicalType, hash_value, hash_values
 from ..kms.material import KeyMetadata
-from ..types import ChunkEncryption
+from ..types import ChunkEncryption, PhysicalType
+from ..values.physical import hash_value, hash_values
 from ..kms.sidecar import sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
-from .crypto_context import column_metadata_aad, encrypt_thrift_module
+from .crypto_context import encrypt_column_metadata
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
-from .options import DEFAULT_FPP, DEFAULT_WRITER_MAX_BYTES, ColumnSpec, column_specs
+from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs
 from .chunk import ColumnChunk, FilterLocation
 from .filter_io import serialize_chunk_filter
 from .reader import ParquetBloomReader
 from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
 
-__all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "ColumnSpec", "DEFAULT_FPP", "DEFAULT_MAX_BYTES"]
-
-#: attach's default ``max_bytes`` (:data:`~secure_bloom.parquet.options.DEFAULT_WRITER_MAX_BYTES`).
-DEFAULT_MAX_BYTES = DEFAULT_WRITER_MAX_BYTES
+__all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "ColumnSpec", "DEFAULT_FPP",
+           "WRITER_DEFAULT_MAX_BYTES"]
 _COPY_BLOCK = 1 << 20
 _SAMPLE = 64
 
@@ -318,9 +316,7 @@ def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
                               f"the encrypted ColumnMetaData of {chunk.where}")
             meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
             meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
-            key = reader.key_for(chunk)
-            aad = column_metadata_aad(footer.require_file_aad(), chunk.row_group_ordinal, chunk.column.ordinal)
-            cc.encrypted_column_metadata = encrypt_thrift_module(meta, key, aad)
+            cc.encrypted_column_metadata = encrypt_column_metadata(meta, reader.crypto_context(chunk))
         if cc.meta_data is not None:
             # The plaintext (or, beside encrypted_column_metadata, redacted) metadata: parquet-java
             # keeps the filter's offset and length visible there.
@@ -406,7 +402,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
                          columns: Iterable[ColumnRef | ColumnSpec], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
-                         max_bytes: int = DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
+                         max_bytes: int = WRITER_DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
                          progress: Progress | None = None) -> AttachReport:
     """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
 

@@ -42,15 +42,11 @@ from dataclasses import dataclass
 from ..encrypted_filter import read_encrypted_bloom_filter
 from ..errors import (
     AuthenticationError,
-    KeyAccessDeniedError,
+    ErrorKind,
     KeyManagementError,
-    KmsUnavailableError,
     MalformedInputError,
-    MissingKeyError,
-    NotParquetError,
-    NotRegularFileError,
     SecureBloomError,
-    UnsupportedParquetFeatureError,
+    error_kind,
 )
 from .audit_report import AuditReport, Code, ColumnResult, FileResult, Finding, location
 from .discover import discover
@@ -84,31 +80,11 @@ def match_sensitive(name: str, columns: Sequence[ColumnInfo]) -> tuple[ColumnInf
 # --- per file ----------------------------------------------------------------------------------
 
 
-_ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (FileNotFoundError, "FILE_NOT_FOUND"),
-    (NotParquetError, "NOT_PARQUET"),
-    (NotRegularFileError, "NOT_REGULAR_FILE"),
-    (MissingKeyError, "MISSING_KEY"),
-    (KmsUnavailableError, "KMS_UNAVAILABLE"),
-    (KeyAccessDeniedError, "KEY_ACCESS_DENIED"),
-    (KeyManagementError, "KEY_ERROR"),
-    (AuthenticationError, "AUTHENTICATION_FAILED"),
-    (UnsupportedParquetFeatureError, "UNSUPPORTED"),
-    (MalformedInputError, "MALFORMED_FILE"),
-    (SecureBloomError, "ERROR"),
-    (OSError, "IO_ERROR"),
-)
-
-
-def _error_kind(error: BaseException) -> str:
-    return next((kind for cls, kind in _ERROR_KINDS if isinstance(error, cls)), "INTERNAL_ERROR")
-
-
 def _error_text(path: str, error: BaseException) -> str:
     if isinstance(error, OSError) and not isinstance(error, SecureBloomError):
         return f"{path}: {error.strerror or type(error).__name__}"
     text = " ".join(str(error).split()) or type(error).__name__
-    if _error_kind(error) == "INTERNAL_ERROR":
+    if error_kind(error) is ErrorKind.INTERNAL_ERROR:
         text = f"internal error: {type(error).__name__}: {text}"
     return text if path in text else f"{path}: {text}"
 
@@ -266,9 +242,9 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str], *
             results = tuple(_column_result(file, name, matched[name], states) for name in sensitive_columns)
             return FileResult(file=file, columns=results, row_groups=reader.num_row_groups)
     except (SecureBloomError, OSError) as e:
-        return FileResult(file=file, error=_error_text(file, e), error_kind=_error_kind(e))
+        return FileResult(file=file, error=_error_text(file, e), error_kind=error_kind(e))
     except Exception as e:  # noqa: BLE001 - a bug must not turn one file into a pass or stop the audit
-        return FileResult(file=file, error=_error_text(file, e), error_kind="INTERNAL_ERROR")
+        return FileResult(file=file, error=_error_text(file, e), error_kind=ErrorKind.INTERNAL_ERROR)
 
 
 def _dedupe(names: Iterable[str]) -> tuple[str, ...]:

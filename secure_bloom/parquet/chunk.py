@@ -16,8 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..hashing import PhysicalType
-from ..types import ChunkEncryption
+from ..types import ChunkEncryption, PhysicalType
 from .schema import ColumnInfo
 
 __all__ = ["ColumnChunk", "FilterLocation", "ChunkInfo"]

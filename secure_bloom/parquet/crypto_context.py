@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .. import thrift_codec
+from ..crypto import gcm
+from ..crypto.context import ChunkCryptoContext
+from ..crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad
 from ..errors import (
     AuthenticationError,
     FooterSignatureError,
@@ -29,7 +32,7 @@ from ..errors import (
     MissingKeyError,
     ModuleAuthenticationError,
 )
-from ..modules import NONCE_LENGTH, TAG_LENGTH, ModuleType, decrypt_module, encrypt_module, gcm_sign, module_aad
+from ..spec import NONCE_LENGTH, TAG_LENGTH
 
 __all__ = [
     "EncryptionParams",
@@ -39,7 +42,8 @@ __all__ = [
     "encrypt_thrift_module",
     "sign_footer",
     "verify_footer_signature",
-    "column_metadata_aad",
+    "decrypt_column_metadata",
+    "encrypt_column_metadata",
 ]
 
 SIGNATURE_LENGTH = NONCE_LENGTH + TAG_LENGTH
@@ -96,10 +100,6 @@ def resolve_file_aad(params: EncryptionParams, supplied_prefix: bytes | None, wh
     return prefix + params.aad_file_unique
 
 
-def column_metadata_aad(file_aad: bytes, row_group_ordinal: int, column_ordinal: int) -> bytes:
-    """AAD of an encrypted ColumnMetaData module (type 1)."""
-    return module_aad(file_aad, ModuleType.COLUMN_META_DATA, row_group_ordinal, column_ordinal)
-
 
 def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes, aad: bytes,
                           module_type: ModuleType, *, what: str,
@@ -128,9 +128,22 @@ def encrypt_thrift_module(obj: Any, key: bytes, aad: bytes) -> bytes:
     return encrypt_module(thrift_codec.serialize(obj), key, aad)
 
 
+def decrypt_column_metadata(cls: type[T], module: bytes | memoryview, chunk: ChunkCryptoContext, *,
+                            what: str) -> tuple[T, bytes]:
+    """A chunk's encrypted ColumnMetaData (module type 1): ``(obj, thrift_bytes)``."""
+    obj, thrift, _ = decrypt_thrift_module(cls, module, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA),
+                                           ModuleType.COLUMN_META_DATA, what=what)
+    return obj, thrift
+
+
+def encrypt_column_metadata(meta: Any, chunk: ChunkCryptoContext) -> bytes:
+    """A chunk's ColumnMetaData as its encrypted module (type 1)."""
+    return encrypt_thrift_module(meta, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA))
+
+
 def sign_footer(footer_thrift: bytes, key: bytes, file_aad: bytes) -> bytes:
     """The 28-byte signature of a plaintext footer, with a fresh nonce."""
-    return gcm_sign(footer_thrift, key, module_aad(file_aad, ModuleType.FOOTER), os.urandom(NONCE_LENGTH))
+    return gcm.sign(key, footer_thrift, module_aad(file_aad, ModuleType.FOOTER), os.urandom(NONCE_LENGTH))
 
 
 def verify_footer_signature(footer_thrift: bytes, signature: bytes, key: bytes, file_aad: bytes,
@@ -138,7 +151,7 @@ def verify_footer_signature(footer_thrift: bytes, signature: bytes, key: bytes, 
     """Raise :class:`FooterSignatureError` unless ``signature`` signs ``footer_thrift``."""
     if len(signature) != SIGNATURE_LENGTH:
         raise FooterSignatureError(f"{where}: footer signature is {len(signature)} bytes, expected {SIGNATURE_LENGTH}")
-    expected = gcm_sign(footer_thrift, key, module_aad(file_aad, ModuleType.FOOTER), signature[:NONCE_LENGTH])
+    expected = gcm.sign(key, footer_thrift, module_aad(file_aad, ModuleType.FOOTER), signature[:NONCE_LENGTH])
     if not hmac.compare_digest(expected, bytes(signature)):
         raise FooterSignatureError(
             f"{where}: the plaintext footer's signature does not verify (wrong footer key, wrong AAD "

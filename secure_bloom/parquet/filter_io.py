@@ -33,8 +33,9 @@ from ..errors import (
     PlaintextFilterOnEncryptedColumnError,
 )
 from ..filter import SplitBlockBloomFilter
-from ..header import MAX_BITSET_BYTES, MAX_HEADER_BYTES, MIN_BITSET_BYTES, parse_header, validate_num_bytes
-from ..modules import LENGTH_PREFIX, NONCE_LENGTH, TAG_LENGTH
+from ..crypto.context import ChunkCryptoContext
+from ..header import parse_header, validate_num_bytes
+from ..spec import LENGTH_PREFIX, MAX_HEADER_BYTES, MIN_BITSET_BYTES, NONCE_LENGTH, SPEC_MAX_BITSET_BYTES, TAG_LENGTH
 from ..types import FilterForm
 from .chunk import ColumnChunk, FilterLocation
 
@@ -92,7 +93,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
         return FilterStorage(FilterForm.GARBAGE, detail="the bitset module is missing")
     (second,) = struct.unpack_from("<I", read_at(second_at, LENGTH_PREFIX), 0)
     num_bytes = second - _GCM_OVERHEAD
-    if not MIN_BITSET_BYTES <= num_bytes <= MAX_BITSET_BYTES:
+    if not MIN_BITSET_BYTES <= num_bytes <= SPEC_MAX_BITSET_BYTES:
         return FilterStorage(FilterForm.GARBAGE, detail=f"the bitset module's length prefix {second} is invalid")
     end = second_at + LENGTH_PREFIX + second
     if (length is not None and end != length) or end > available:
@@ -141,10 +142,10 @@ def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
     """The plaintext filter's header and its size; numBytes checked against the length (or,
     without one, against the data region) before any bitset byte is read."""
     offset, length = location.offset, location.length
-    if length is not None and length > MAX_HEADER_BYTES + MAX_BITSET_BYTES:  # refused before reading
+    if length is not None and length > MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES:  # refused before reading
         raise MalformedBitsetError(
             f"{path}: bloom_filter_length {length} of {chunk.where} exceeds the largest filter "
-            f"({MAX_HEADER_BYTES + MAX_BITSET_BYTES} bytes)")
+            f"({MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES} bytes)")
     limit = data_end - offset if length is None else length
     want = min(_FIRST_HEADER_READ, limit)
     while True:
@@ -163,13 +164,14 @@ def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
     return header, used
 
 
-def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int, key: bytes,
-                    file_aad: bytes, read: Callable[..., _R]) -> _R:
-    """``read(file, offset, key, file_aad, rg ordinal, column ordinal, length=)`` for an encrypted
-    chunk; broken framing that is a plaintext filter is reported as the leak it is."""
+def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+                    context: ChunkCryptoContext | None, read: Callable[..., _R]) -> _R:
+    """``read(file, offset, length=, context=)`` for an encrypted chunk; broken framing that is a
+    plaintext filter is reported as the leak it is."""
+    if context is None:
+        raise ValueError(f"{chunk.where} is encrypted: its crypto context (key, file AAD) is needed")
     try:
-        return read(raw, location.offset, key, file_aad, chunk.row_group_ordinal, chunk.column_ordinal,
-                    length=location.length)
+        return read(raw, location.offset, length=location.length, context=context)
     except MalformedModuleError:
         storage = read_filter_storage(raw, location.offset, location.length, data_end)
         if storage.form is FilterForm.PLAINTEXT:
@@ -180,32 +182,24 @@ def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation,
 
 
 def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int, path: str,
-                      key: bytes | None = None, file_aad: bytes | None = None) -> SplitBlockBloomFilter:
+                      context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """The filter of ``chunk`` at ``location`` of the open file ``raw`` (whose footer starts at
-    ``data_end``), decrypted with ``key`` and ``file_aad`` if the chunk is encrypted."""
+    ``data_end``), decrypted with ``context`` if the chunk is encrypted."""
     check_filter_region(chunk, location, data_end, path)
     if not chunk.encrypted:
         header, used = _plaintext_header(raw, chunk, location, data_end, path)
         return SplitBlockBloomFilter.from_bitset(read_exact(raw, location.offset + used, header.num_bytes, path))
-    return _read_encrypted(raw, chunk, location, data_end, _need(key, chunk), _need(file_aad, chunk),
-                           read_encrypted_bloom_filter)
+    return _read_encrypted(raw, chunk, location, data_end, context, read_encrypted_bloom_filter)
 
 
 def read_chunk_filter_num_bytes(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int,
-                                path: str, key: bytes | None = None, file_aad: bytes | None = None) -> int:
+                                path: str, context: ChunkCryptoContext | None = None) -> int:
     """numBytes of the chunk's filter from its header alone (authenticated if encrypted); the
     bitset is not read."""
     check_filter_region(chunk, location, data_end, path)
     if not chunk.encrypted:
         return int(_plaintext_header(raw, chunk, location, data_end, path)[0].num_bytes)
-    return _read_encrypted(raw, chunk, location, data_end, _need(key, chunk), _need(file_aad, chunk),
-                           read_encrypted_filter_num_bytes)
-
-
-def _need(value: bytes | None, chunk: ColumnChunk) -> bytes:
-    if value is None:
-        raise ValueError(f"{chunk.where} is encrypted: its key and the file AAD are needed")
-    return value
+    return _read_encrypted(raw, chunk, location, data_end, context, read_encrypted_filter_num_bytes)
 
 
 def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted: bool, key: bytes | None,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import thrift_codec
+from ..crypto.modules import ModuleType, encrypt_module, footer_aad
 from ..errors import KeyManagementError, SecureBloomError, KeyNotFoundError, MalformedThriftError, MissingKeyError
-from ..modules import ModuleType, encrypt_module, footer_aad
 from .crypto_context import (
     SIGNATURE_LENGTH,
     EncryptionParams,

@@ -2,8 +2,10 @@
 
 Sizing follows parquet-java (BloomFilter.md "Sizing"; SPEC_NOTES 2): a filter is sized for the
 chunk's distinct values (``ndv``, counted when not given) at false-positive rate ``fpp``, and
-capped at ``max_bytes`` - by default parquet-java's ``parquet.bloom.filter.max.bytes`` (1 MiB),
-well below the format's own limit (:data:`~secure_bloom.header.MAX_BITSET_BYTES`, 128 MiB).
+capped at ``max_bytes`` - by default parquet-java's ``parquet.bloom.filter.max.bytes`` (1 MiB,
+:data:`~secure_bloom.spec.WRITER_DEFAULT_MAX_BYTES`),
+well below the format's own limit (:data:`~secure_bloom.spec.SPEC_MAX_BITSET_BYTES`, 128 MiB).
+The defaults live in :mod:`secure_bloom.spec`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..filter import DEFAULT_FPP
+from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
 from .schema import ColumnInfo, ColumnRef
 
-__all__ = ["ColumnSpec", "DEFAULT_FPP", "DEFAULT_WRITER_MAX_BYTES", "column_specs", "check_fpp", "check_ndv"]
-
-#: parquet-java's ``parquet.bloom.filter.max.bytes`` default: the largest filter attach writes
-#: unless told otherwise (the format allows up to 128 MiB).
-DEFAULT_WRITER_MAX_BYTES = 1 << 20
+__all__ = ["ColumnSpec", "DEFAULT_FPP", "WRITER_DEFAULT_MAX_BYTES", "column_specs", "check_fpp", "check_ndv"]
 
 
 def check_fpp(fpp: Any) -> float:

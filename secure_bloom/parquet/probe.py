@@ -2,7 +2,7 @@
 
 Spec: BloomFilter.md "Technical Approach" (a filter never answers "absent" for a value inserted;
 SPEC_NOTES 2). A query is the set of hashes one value asks for
-(:func:`~secure_bloom.parquet.values.query_hashes`; any hit means "maybe"); a row group without a
+(:func:`~secure_bloom.values.column.query_hashes`; any hit means "maybe"); a row group without a
 filter answers "maybe". Answers keep the caller's order and carry the caller's own labels.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..filter import SplitBlockBloomFilter
 from ..types import Verdict
-from .values import QueryHashes, maybe_in
+from ..values import QueryHashes, maybe_in
 
 __all__ = ["ProbeResult", "RowGroupProbe", "Verdict", "MAYBE", "ABSENT", "probe_filters"]
 
@@ -49,7 +49,7 @@ class ProbeResult:
                          "values": [{"value": label, "answer": "maybe" | "absent"}, ...]}]}
 
     One answer per value the caller gave, in the caller's order, labelled with the caller's
-    label (by default the value's text, :func:`~secure_bloom.parquet.values.display_value`). A
+    label (by default the value's text, :func:`~secure_bloom.values.text.display_value`). A
     list, not a mapping: two values with the same label (``-nan`` and ``nan``, or a value given
     twice) each keep their own answer.
     """

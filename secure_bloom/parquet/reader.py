@@ -22,17 +22,18 @@ from typing import Any, BinaryIO, cast
 from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ..fileio import RecordingFile, open_regular_file
 from ..filter import SplitBlockBloomFilter
-from ..modules import MAX_ORDINAL, ModuleType
+from ..crypto.context import ChunkCryptoContext
+from ..crypto.modules import MAX_ORDINAL
 from ..types import ChunkEncryption, FilterForm, FooterMode
+from ..values import TimeZoneLike, display_value, maybe_in, query_hashes
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
-from .crypto_context import column_metadata_aad, decrypt_thrift_module
+from .crypto_context import decrypt_column_metadata
 from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
 from .footer import Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .tail import FileTail, read_tail
-from .values import TimeZoneLike, display_value, maybe_in, query_hashes
 
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
 
@@ -252,6 +253,12 @@ class ParquetBloomReader:
         self._column_keys[kmd] = key
         return key
 
+    def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
+        """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
+        key or the file AAD)."""
+        return ChunkCryptoContext(self.key_for(chunk), self.footer.require_file_aad(), chunk.row_group_ordinal,
+                                  chunk.column_ordinal)
+
     def key_available(self, chunk: ColumnChunk) -> bool:
         """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
         if not chunk.encrypted:
@@ -268,11 +275,8 @@ class ParquetBloomReader:
         at = (chunk.row_group, chunk.column_ordinal)
         found = self._metadata.get(at)
         if found is None:
-            key = self.key_for(chunk)
-            aad = column_metadata_aad(self.footer.require_file_aad(), chunk.row_group_ordinal, chunk.column_ordinal)
-            meta, thrift, _ = decrypt_thrift_module(
-                self._thrift().ColumnMetaData, chunk.encrypted_metadata, key, aad, ModuleType.COLUMN_META_DATA,
-                what=f"ColumnMetaData of {chunk.where}")
+            meta, thrift = decrypt_column_metadata(self._thrift().ColumnMetaData, chunk.encrypted_metadata,
+                                                   self.crypto_context(chunk), what=f"ColumnMetaData of {chunk.where}")
             found = self._metadata[at] = (meta, thrift)
         return found
 
@@ -319,11 +323,6 @@ class ParquetBloomReader:
         self._filters[key] = bf
         self._cached_bytes += size
 
-    def _crypto(self, chunk: ColumnChunk) -> dict[str, Any]:
-        if not chunk.encrypted:
-            return {}
-        return {"key": self.key_for(chunk), "file_aad": self.footer.require_file_aad()}
-
     def bloom_filter(self, row_group: int, column: ColumnRef) -> SplitBlockBloomFilter | None:
         """The chunk's filter, decrypted if needed; None if the chunk has none."""
         chunk = self.chunk(row_group, column)
@@ -337,8 +336,9 @@ class ParquetBloomReader:
             if cached is not None:
                 self._filters.move_to_end(cache_key)
                 return cached
+            context = self.crypto_context(chunk) if chunk.encrypted else None
             bf = read_chunk_filter(self.file, chunk, location, data_end=self.tail.footer_offset, path=self.path,
-                                   **self._crypto(chunk))
+                                   context=context)
             self._remember(cache_key, bf)
         return bf
 
@@ -353,8 +353,9 @@ class ParquetBloomReader:
             cached = self._filters.get(self._cache_key(chunk, location))
             if cached is not None:
                 return cached.num_bytes
+            context = self.crypto_context(chunk) if chunk.encrypted else None
             return read_chunk_filter_num_bytes(self.file, chunk, location, data_end=self.tail.footer_offset,
-                                               path=self.path, **self._crypto(chunk))
+                                               path=self.path, context=context)
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
         """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..errors import MalformedInputError
-from ..header import MAX_HEADER_BYTES, parse_header
+from ..header import parse_header
+from ..spec import MAX_HEADER_BYTES
 from ..types import FilterForm
 from .filter_io import read_filter_storage
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from ..errors import AmbiguousColumnError, ColumnNotFoundError, MalformedThriftError
-from ..hashing import PhysicalType
+from ..types import PhysicalType
 
 __all__ = ["ColumnInfo", "ColumnRef", "leaf_columns", "find_column"]
 

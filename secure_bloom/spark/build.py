@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidValueError
-from ..filter import DEFAULT_FPP, SplitBlockBloomFilter, optimal_num_bytes
-from ..hashing import PhysicalType
+from ..filter import SplitBlockBloomFilter, optimal_num_bytes
+from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
+from ..types import PhysicalType
+from ..values.arrow import timestamps_in_unit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -94,8 +96,8 @@ def _partition_builder(num_bytes: int, hashing: ColumnHashing):  # type: ignore[
         bf = SplitBlockBloomFilter(num_bytes)
         for batch in batches:
             column = batch.column(0)
-            if hashing.timestamp_unit and pa.types.is_timestamp(column.type):
-                column = column.cast(pa.timestamp(hashing.timestamp_unit, tz=column.type.tz))
+            if hashing.timestamp_unit:
+                column = timestamps_in_unit(column, hashing.timestamp_unit)
             bf.insert(column, hashing.physical_type, type_length=hashing.type_length)
         yield pa.RecordBatch.from_arrays([pa.array([bf.bitset], pa.binary())], names=["bitset"])
 
@@ -144,7 +146,7 @@ _DRIVER_MERGE_MAX = 32
 
 
 def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = None, ndv: int | None = None,
-                       fpp: float = DEFAULT_FPP, max_bytes: int = 1 << 20,
+                       fpp: float = DEFAULT_FPP, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
                        hashing: ColumnHashing | None = None) -> SplitBlockBloomFilter:
     """Build the Bloom filter of ``df[column]`` on the cluster.
 

@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..spec import DEFAULT_FPP
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -100,7 +102,7 @@ def _one_task_per_file(spark: SparkSession, files: Sequence[str], fn: Any) -> li
 
 def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKeys,
                 timezone: Any) -> list[dict[str, Any]]:
-    from ..errors import SecureBloomError
+    from ..errors import SecureBloomError, error_kind
     from ..parquet import ParquetBloomReader
 
     try:
@@ -108,13 +110,14 @@ def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKey
             result = reader.probe(column, list(values), timezone=timezone)
     except (SecureBloomError, OSError) as e:
         return [{"file": path, "row_group": None, "value_index": None, "value": None, "verdict": None,
-                 "has_bloom_filter": None, "encrypted": None, "error": f"{type(e).__name__}: {e}"}]
+                 "has_bloom_filter": None, "encrypted": None, "error": f"{type(e).__name__}: {e}",
+                 "error_kind": error_kind(e).value}]
     rows = []
     for rg in result.row_groups:
         for index, (label, verdict) in enumerate(rg.values):
             rows.append({"file": path, "row_group": rg.row_group, "value_index": index, "value": label,
                          "verdict": str(verdict), "has_bloom_filter": rg.has_bloom_filter, "encrypted": rg.encrypted,
-                         "error": None})
+                         "error": None, "error_kind": None})
     return rows
 
 
@@ -128,7 +131,8 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
     :meth:`~secure_bloom.parquet.ParquetBloomReader.probe`: a naive ``datetime`` (what PySpark's
     ``collect()`` returns, in the session's local zone) for a column of UTC instants needs
     ``timezone`` (a zone name or tzinfo). A file that cannot be read gives one row with ``error``
-    set. Returned as a list of dicts, or a DataFrame with ``as_dataframe``.
+    and ``error_kind`` (an :class:`~secure_bloom.errors.ErrorKind` string) set. Returned as a list
+    of dicts, or a DataFrame with ``as_dataframe``.
     """
     files = dataset_files(paths)
     frozen = tuple(values)
@@ -138,14 +142,14 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
     if not as_dataframe:
         return rows
     schema = ("file string, row_group int, value_index int, value string, verdict string, "
-              "has_bloom_filter boolean, encrypted boolean, error string")
+              "has_bloom_filter boolean, encrypted boolean, error string, error_kind string")
     return spark.createDataFrame([{**r, "value": None if r["value"] is None else str(r["value"])} for r in rows],
                                  schema)
 
 
 def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], fpp: float,
                  keys: WorkerKeys) -> list[dict[str, Any]]:
-    from ..errors import SecureBloomError
+    from ..errors import SecureBloomError, error_kind
     from ..parquet.attach import attach_bloom_filters
 
     rel = os.path.relpath(src, root) if os.path.isdir(root) else os.path.basename(src)
@@ -154,13 +158,14 @@ def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], f
     try:
         report = attach_bloom_filters(src, dst, list(columns), keys=keys.key_access(), fpp=fpp, overwrite=True)
     except (SecureBloomError, OSError) as e:
-        return [{"src": src, "dst": None, "ok": False, "filters": 0, "error": f"{type(e).__name__}: {e}"}]
+        return [{"src": src, "dst": None, "ok": False, "filters": 0, "error": f"{type(e).__name__}: {e}",
+                 "error_kind": error_kind(e).value}]
     filters = len(getattr(report, "filters", ()) or ())
-    return [{"src": src, "dst": dst, "ok": True, "filters": filters, "error": None}]
+    return [{"src": src, "dst": dst, "ok": True, "filters": filters, "error": None, "error_kind": None}]
 
 
 def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
-                   columns: Sequence[str], keys: WorkerKeys, *, fpp: float = 0.01) -> list[dict[str, Any]]:
+                   columns: Sequence[str], keys: WorkerKeys, *, fpp: float = DEFAULT_FPP) -> list[dict[str, Any]]:
     """Attach Bloom filters for ``columns`` to every Parquet file under ``src_dir``, writing each
     to the same relative path under ``dst_dir`` (one file per task; each write is atomic)."""
     root, dst_root = str(Path(src_dir)), str(Path(dst_dir))

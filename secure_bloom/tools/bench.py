@@ -36,13 +36,15 @@ import pyarrow as pa
 
 from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
 from ..filter import SplitBlockBloomFilter
-from ..hashing import PhysicalType, hash_value
+from ..spec import WRITER_DEFAULT_MAX_BYTES
+from ..types import PhysicalType
+from ..values.physical import hash_value
 
 __all__ = ["run_benchmarks", "main", "make_int64_values", "make_string_values", "TARGETS"]
 
 #: The issue's targets: numpy speed-up over scalar, and numpy time / parquet-java time per kind.
 TARGETS = {"numpy_vs_scalar_speedup": 20.0, "vs_parquet_java": {"int64": 1.0, "string": 1.5}}
-_DEFAULT_BYTES = 1 << 20
+_DEFAULT_BYTES = WRITER_DEFAULT_MAX_BYTES
 _KEY = bytes(range(16))  # a fixed benchmark key: it protects nothing and is never printed
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..filter import optimal_num_bytes
+from ..spec import DEFAULT_FPP
 
 __all__ = ["main", "run_spark_benchmark"]
 
@@ -91,7 +92,7 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
 def run_spark_benchmark(n: int = 10_000_000, kinds: Sequence[str] = ("int64", "string"),
                         max_bytes: int = 16 << 20, repeat: int = 2) -> dict[str, Any]:
     """Run the benchmark; returns the figures and ratios as a dict."""
-    num_bytes = optimal_num_bytes(n, 0.01, max_bytes)
+    num_bytes = optimal_num_bytes(n, DEFAULT_FPP, max_bytes)
     one = _measure(1, n, kinds, num_bytes, repeat, with_parquet_java=False)
     two = _measure(2, n, kinds, num_bytes, repeat, with_parquet_java=True)
     ratios = {}

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..spec import DEFAULT_FPP
+
 __all__ = ["main", "run_demo", "find_dev_key_list"]
 
 SENSITIVE = ("email", "ssn", "account_id")
@@ -167,7 +169,7 @@ def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
     refusal = "(no error)"
     try:
         pq.write_table(table, str(path) + ".refused", encryption_properties=props,
-                       bloom_filter_options={"email": {"ndv": 1000, "fpp": 0.01}})
+                       bloom_filter_options={"email": {"ndv": 1000, "fpp": DEFAULT_FPP}})
     except Exception as e:  # the point: pyarrow cannot do this
         refusal = f"{type(e).__name__}: {e}"
     finally:
@@ -233,7 +235,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     policy = EncryptionPolicy(
         footer_key=FOOTER_KEY, kms=KeyListKmsConfig(key_list=_key_list_text(key_path)),
         column_keys=COLUMN_KEYS,
-        bloom_filters={c: BloomFilterSpec(ndv=per_group, fpp=0.01) for c in SENSITIVE})
+        bloom_filters={c: BloomFilterSpec(ndv=per_group, fpp=DEFAULT_FPP) for c in SENSITIVE})
     _say(f"secure_bloom demo: {rows} synthetic customers, dev keys from {key_path} "
          "(development keys: never for production)")
 
@@ -270,7 +272,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
             refusal = _pyarrow_encrypted_copy(table, pa_file, kms)
             _say(f"   pyarrow with encryption + bloom_filter_options -> {refusal}")
             attached = out / "pyarrow_customers.bloom.parquet"
-            attach_report = attach_bloom_filters(pa_file, attached, list(SENSITIVE), keys=keys, fpp=0.01,
+            attach_report = attach_bloom_filters(pa_file, attached, list(SENSITIVE), keys=keys, fpp=DEFAULT_FPP,
                                                  overwrite=True)
             filters = attach_report.filters
             _say(f"   attached -> {attached.name} ({attached.stat().st_size:,} bytes): {len(filters)} filters "

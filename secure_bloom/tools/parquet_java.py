@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from secure_bloom.spark.jvm import compiled_jar, run_java, run_json, secure_bloom_jar
+from secure_bloom.spec import WRITER_DEFAULT_MAX_BYTES
 
 __all__ = [
     "ColumnProbe",
@@ -197,7 +198,7 @@ def bloom_bench(
     values_file: str | Path,
     *,
     n: int | None = None,
-    num_bytes: int = 1 << 20,
+    num_bytes: int = WRITER_DEFAULT_MAX_BYTES,
     warmup: int = 3,
     reps: int = 5,
     timeout: float = 600.0,

@@ -12,6 +12,10 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.crypto.KeyAccessDeniedException;
@@ -37,13 +41,20 @@ import org.apache.parquet.crypto.keytools.KmsClient;
  * <p>HTTP 401/403 become {@link KeyAccessDeniedException}; anything else that fails becomes a
  * {@link ParquetCryptoRuntimeException} naming the master key id and HTTP status, never key bytes
  * or the token. Connection failures, timeouts, 429 and 5xx are retried twice (0.2 s, then 0.4 s).
- * Timeouts: connect 5 s, request 10 s.
+ * Redirects are refused (never followed: the token goes to the configured URL only). Timeouts:
+ * connect 5 s, response headers 10 s, and a total deadline per call, retries and backoff included,
+ * however slowly a server trickles its answer: Hadoop property {@code
+ * secure_bloom.kms.transit.deadline.seconds} (default 30).
  */
 public class VaultTransitKmsClient implements KmsClient {
   /** Hadoop property naming the transit engine's mount path. */
   public static final String MOUNT_PROPERTY_NAME = "secure_bloom.kms.transit.mount";
 
   public static final String DEFAULT_MOUNT = "transit";
+  /** Hadoop property: the total time one wrapKey / unwrapKey call may take, in seconds. */
+  public static final String DEADLINE_PROPERTY_NAME = "secure_bloom.kms.transit.deadline.seconds";
+
+  static final double DEFAULT_DEADLINE_SECONDS = 30.0;
   static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
   static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
   static final int ATTEMPTS = 3;
@@ -55,6 +66,7 @@ public class VaultTransitKmsClient implements KmsClient {
   private String baseUrl;
   private String mount;
   private String token;
+  private long deadlineNanos;
 
   @Override
   public void initialize(
@@ -78,10 +90,19 @@ public class VaultTransitKmsClient implements KmsClient {
     if (!MOUNT.matcher(m).matches()) {
       throw new ParquetCryptoRuntimeException("Invalid transit mount path '" + m + "'");
     }
+    double deadline = configuration.getDouble(DEADLINE_PROPERTY_NAME, DEFAULT_DEADLINE_SECONDS);
+    if (!(deadline > 0) || Double.isInfinite(deadline)) {
+      throw new ParquetCryptoRuntimeException(DEADLINE_PROPERTY_NAME + " must be a positive number of seconds");
+    }
     this.baseUrl = kmsInstanceURL.replaceAll("/+$", "");
     this.mount = m;
     this.token = accessToken;
-    this.http = HttpClient.newBuilder().connectTimeout(CONNECT_TIMEOUT).build();
+    this.deadlineNanos = (long) (deadline * 1e9);
+    this.http =
+        HttpClient.newBuilder()
+            .connectTimeout(CONNECT_TIMEOUT)
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .build();
   }
 
   @Override
@@ -133,27 +154,51 @@ public class VaultTransitKmsClient implements KmsClient {
             .build();
     String what = "OpenBao/Vault transit " + operation + " with master key '" + keyId + "' at " + url;
     String failure = null;
+    long deadline = System.nanoTime() + deadlineNanos;
     for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
       if (attempt > 1) {
-        sleep(100L << (attempt - 1));
+        long backoffMillis = 100L << (attempt - 1);
+        if (System.nanoTime() + backoffMillis * 1_000_000L >= deadline) {
+          break;  // no retry that would start past the deadline
+        }
+        sleep(backoffMillis);
+      }
+      long remaining = deadline - System.nanoTime();
+      if (remaining <= 0) {
+        failure = "no answer within the deadline of " + deadlineNanos / 1_000_000_000.0 + " s";
+        break;
       }
       HttpResponse<String> response;
+      CompletableFuture<HttpResponse<String>> pending =
+          http.sendAsync(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
       try {
-        response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-      } catch (HttpTimeoutException e) {
-        failure = "timed out";
-        continue;
-      } catch (ConnectException e) {
-        failure = "connection refused or unreachable";
-        continue;
-      } catch (IOException e) {
-        failure = "I/O error " + e.getClass().getSimpleName();
+        response = pending.get(remaining, TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        pending.cancel(true);
+        failure = "no answer within the deadline of " + deadlineNanos / 1_000_000_000.0 + " s";
+        break;
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof HttpTimeoutException) {
+          failure = "timed out";
+        } else if (cause instanceof ConnectException) {
+          failure = "connection refused or unreachable";
+        } else if (cause instanceof IOException) {
+          failure = "I/O error " + cause.getClass().getSimpleName();
+        } else {
+          throw new ParquetCryptoRuntimeException(what + ": " + cause.getClass().getSimpleName());
+        }
         continue;
       } catch (InterruptedException e) {
+        pending.cancel(true);
         Thread.currentThread().interrupt();
         throw new ParquetCryptoRuntimeException(what + ": interrupted");
       }
       int status = response.statusCode();
+      if (status >= 300 && status < 400) {
+        throw new ParquetCryptoRuntimeException(what + " failed: HTTP " + status + " (a redirect); redirects "
+            + "are refused: point parquet.encryption.kms.instance.url at the server that answers");
+      }
       if (status == 200) {
         try {
           Object data = MiniJson.parseObject(response.body()).get("data");

@@ -13,29 +13,21 @@ where ``length`` counts nonce + ciphertext + tag but not itself. The AAD of a mo
 
 The footer (type 0) has no ordinals at all. ``file_aad = aad_prefix | aad_file_unique``.
 
-Every module is encrypted with a fresh 96-bit nonce from ``os.urandom``. Keys are counted: one key
-(identified by its bytes, never stored in a readable form) may encrypt at most 2^32 modules
-(NIST SP 800-38D, random-nonce limit), after which :class:`KeyUsageLimitError` is raised.
+The cipher is :mod:`secure_bloom.crypto.gcm`: a fresh 96-bit nonce per module, at most 2^32
+encryptions per key, and the one conversion of a failed tag (here into
+:class:`ModuleAuthenticationError`). This module adds the framing: the length prefix, its checks
+before any body is read, and the ciphertext/plaintext length arithmetic.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import struct
-import threading
 from enum import IntEnum
 from typing import BinaryIO
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-from .errors import (
-    KeyUsageLimitError,
-    MalformedModuleError,
-    ModuleAuthenticationError,
-    TruncatedModuleError,
-)
+from ..errors import MalformedModuleError, ModuleAuthenticationError, TruncatedModuleError
+from ..spec import LENGTH_PREFIX, MAX_ORDINAL, NONCE_LENGTH, TAG_LENGTH
+from . import gcm
 
 __all__ = [
     "ModuleType",
@@ -43,30 +35,18 @@ __all__ = [
     "TAG_LENGTH",
     "LENGTH_PREFIX",
     "MODULE_OVERHEAD",
-    "GCM_INVOCATION_LIMIT",
     "MAX_ORDINAL",
     "module_aad",
     "footer_aad",
-    "check_key",
     "encrypt_module",
     "decrypt_module",
     "read_module",
     "ciphertext_length",
     "plaintext_length",
-    "gcm_sign",
 ]
 
-NONCE_LENGTH = 12
-TAG_LENGTH = 16
-LENGTH_PREFIX = 4
 #: Bytes a module adds to its plaintext, counting the length prefix: 4 + 12 + 16.
 MODULE_OVERHEAD = LENGTH_PREFIX + NONCE_LENGTH + TAG_LENGTH
-#: Random-nonce AES-GCM invocation limit per key (NIST SP 800-38D section 8.3).
-GCM_INVOCATION_LIMIT = 2**32
-#: Row-group, column and page ordinals are int16 in module AADs: a file with more than 32768 row
-#: groups or leaf columns cannot be encrypted (parquet-java refuses to write one).
-MAX_ORDINAL = 32767
-_VALID_KEY_LENGTHS = (16, 24, 32)
 
 
 class ModuleType(IntEnum):
@@ -125,44 +105,6 @@ def footer_aad(file_aad: bytes) -> bytes:
     return module_aad(file_aad, ModuleType.FOOTER)
 
 
-def check_key(key: object, name: str = "key") -> bytes:
-    """Validate an AES key argument; the message names the argument and length, never the bytes."""
-    if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
-    key_bytes = bytes(key)
-    if len(key_bytes) not in _VALID_KEY_LENGTHS:
-        raise ValueError(f"{name} must be 16, 24 or 32 bytes (AES-128/192/256), got {len(key_bytes)}")
-    return key_bytes
-
-
-class _InvocationCounter:
-    """Counts GCM encryptions per key. Keys are remembered only as a salted digest."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._salt = os.urandom(16)
-        self._counts: dict[bytes, int] = {}
-
-    def take(self, key: bytes, limit: int = GCM_INVOCATION_LIMIT) -> None:
-        ident = hashlib.blake2b(key, key=self._salt, digest_size=16).digest()
-        with self._lock:
-            n = self._counts.get(ident, 0)
-            if n >= limit:
-                raise KeyUsageLimitError(
-                    f"this key has performed {n} AES-GCM encryptions, the limit is {limit}; "
-                    "rotate the data key")
-            self._counts[ident] = n + 1
-
-    def _set(self, key: bytes, count: int) -> None:
-        """Test hook: pretend ``key`` already did ``count`` encryptions."""
-        ident = hashlib.blake2b(key, key=self._salt, digest_size=16).digest()
-        with self._lock:
-            self._counts[ident] = count
-
-
-_COUNTER = _InvocationCounter()
-
-
 def ciphertext_length(plaintext_len: int) -> int:
     """Value of the length prefix for a plaintext of ``plaintext_len`` bytes (nonce+ct+tag)."""
     return NONCE_LENGTH + plaintext_len + TAG_LENGTH
@@ -178,16 +120,10 @@ def encrypt_module(plaintext: bytes, key: bytes, aad: bytes, *, _nonce: bytes | 
 
     ``_nonce`` exists for known-answer tests only; production callers never pass it.
     """
-    key_bytes = check_key(key)
-    nonce = os.urandom(NONCE_LENGTH) if _nonce is None else bytes(_nonce)
-    if len(nonce) != NONCE_LENGTH:
-        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
-    _COUNTER.take(key_bytes)
-    sealed = AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))
-    body_len = NONCE_LENGTH + len(sealed)
-    if body_len > 0x7FFFFFFF:
+    sealed = gcm.encrypt(key, plaintext, aad, _nonce=_nonce)
+    if len(sealed) > 0x7FFFFFFF:
         raise ValueError("module too large for a 4-byte length prefix")
-    return struct.pack("<I", body_len) + nonce + sealed
+    return struct.pack("<I", len(sealed)) + sealed
 
 
 def _check_length(length: int, available: int | None, module_type: ModuleType | None,
@@ -206,11 +142,9 @@ def _check_length(length: int, available: int | None, module_type: ModuleType | 
 
 
 def _open(body: bytes | bytearray, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
-    """The one place where the library's InvalidTag becomes ModuleAuthenticationError."""
-    try:
-        return AESGCM(key).decrypt(body[:NONCE_LENGTH], body[NONCE_LENGTH:], aad)
-    except InvalidTag:
-        raise ModuleAuthenticationError(module_type if module_type is not None else "GCM") from None
+    """Decrypt a module body (nonce | ciphertext | tag); a failed tag is ModuleAuthenticationError."""
+    return gcm.decrypt(key, body, aad,
+                       error=lambda: ModuleAuthenticationError(module_type if module_type is not None else "GCM"))
 
 
 def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
@@ -222,7 +156,7 @@ def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
     already binds it). ``max_plaintext`` rejects a module larger than its type allows before any
     copy is made.
     """
-    key_bytes = check_key(key)
+    key_bytes = gcm.check_key(key)
     view = memoryview(buffer)
     label = module_type.name if module_type is not None else "module"
     if len(view) < LENGTH_PREFIX:
@@ -259,7 +193,7 @@ def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: Module
     length prefix required, if given) *before* reading the body, then reads only the body.
     Returns ``(plaintext, consumed)``.
     """
-    key_bytes = check_key(key)
+    key_bytes = gcm.check_key(key)
     label = module_type.name if module_type is not None else "module"
     prefix = stream.read(LENGTH_PREFIX)
     if len(prefix) < LENGTH_PREFIX:
@@ -274,14 +208,3 @@ def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: Module
         raise TruncatedModuleError(
             f"{label}: length prefix declares {length} bytes but the file has only {len(body)}")
     return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
-
-
-def gcm_sign(plaintext: bytes, key: bytes, aad: bytes, nonce: bytes) -> bytes:
-    """``nonce | tag`` of ``plaintext`` encrypted with the given nonce: the 28-byte signature of
-    a plaintext footer (Encryption.md, "Plaintext footer mode"). Verification recomputes it with
-    the nonce stored in the file; writing uses a fresh nonce."""
-    key_bytes = check_key(key)
-    if len(nonce) != NONCE_LENGTH:
-        raise ValueError(f"nonce must be {NONCE_LENGTH} bytes")
-    sealed = AESGCM(key_bytes).encrypt(bytes(nonce), bytes(plaintext), bytes(aad))
-    return bytes(nonce) + sealed[-TAG_LENGTH:]

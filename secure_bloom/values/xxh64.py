@@ -11,16 +11,19 @@ arrays with numpy's wrap-around arithmetic:
 
 :func:`xxh64_rows` hashes each row of an ``(n, L)`` uint8 matrix; :func:`xxh64_u32` and
 :func:`xxh64_u64` are the 4- and 8-byte special cases used for INT32/FLOAT and INT64/DOUBLE;
-:func:`xxh64_short` hashes variable-length inputs under 32 bytes without grouping them by length.
+:func:`xxh64_short` hashes variable-length inputs under 32 bytes without grouping them by length;
+:func:`hash_binary_arrays` hashes any variable-length inputs given Arrow-style offsets.
 The scalar ``xxhash`` package is the reference; a property test holds them together bit for bit.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["xxh64_u32", "xxh64_u64", "xxh64_rows", "xxh64_short"]
+__all__ = ["xxh64_u32", "xxh64_u64", "xxh64_rows", "xxh64_short", "hash_binary_arrays"]
 
 U64 = np.uint64
 P1 = U64(0x9E3779B185EBCA87)
@@ -266,3 +269,31 @@ def xxh64_rows(mat: npt.NDArray[np.uint8]) -> ArrayU64:
         h = h ^ (mat[:, offset + j].astype(np.uint64) * P5)
         h = _rotl(h, 11) * P1
     return _avalanche(h)
+
+
+def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> ArrayU64:
+    """XXH64 of variable-length values given Arrow-style ``offsets`` (n+1) into ``data``.
+
+    Values under 32 bytes go through :func:`xxh64_short` in one pass; longer ones are grouped by
+    length and each group is hashed as a ``(count, length)`` matrix.
+    """
+    offs: npt.NDArray[np.int64] = np.asarray(offsets, dtype=np.int64)
+    n = offs.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    starts = offs[:-1]
+    lengths = offs[1:] - starts
+    long_rows = np.flatnonzero(lengths >= 32)
+    if long_rows.size == 0:
+        return xxh64_short(data, starts, lengths)
+    short_rows = np.flatnonzero(lengths < 32)
+    if short_rows.size:
+        out[short_rows] = xxh64_short(data, starts[short_rows], lengths[short_rows])
+    long_lengths = lengths[long_rows]
+    order = np.argsort(long_lengths, kind="stable")
+    bounds = np.flatnonzero(np.diff(long_lengths[order])) + 1
+    for group in np.split(long_rows[order], bounds):
+        length = int(lengths[group[0]])
+        out[group] = xxh64_rows(data[starts[group, None] + np.arange(length)])
+    return out

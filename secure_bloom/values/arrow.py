@@ -1,4 +1,4 @@
-"""Hash pyarrow arrays straight from their buffers, the way Parquet writers store them.
+"""pyarrow arrays: their stored form, and their hashes straight from their buffers.
 
 Spec: Parquet BloomFilter.md "Hashing of values" plus LogicalTypes.md for how Arrow types land on
 physical types (what pyarrow and Spark write):
@@ -12,6 +12,11 @@ physical types (what pyarrow and Spark write):
   column's width / minimal BYTE_ARRAY.
 
 Dictionary arrays are decoded; nulls are dropped (never hashed).
+
+What a file reader hands back is not always the stored form: :func:`leaf_values` finds a leaf
+in the array of its top-level field and normalises it (extension types to storage, FLOAT16 to its
+2 little-endian bytes, the column's own time unit, date64 to date32); :func:`int96_from_reads`
+rebuilds the 12 stored INT96 bytes from a nanosecond and a second read of the same column.
 """
 
 from __future__ import annotations
@@ -23,11 +28,19 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InvalidValueError
-from .hashing import PhysicalType, hash_binary_arrays
-from .xxh64_numpy import xxh64_rows, xxh64_u32, xxh64_u64
+from ..errors import InvalidValueError, UnsupportedParquetFeatureError
+from ..spec import NANOS_PER_DAY, NANOS_PER_SECOND, SECONDS_PER_DAY, UNITS_PER_SECOND
+from ..types import PhysicalType
+from .column_type import ColumnType
+from .logical import int96_rows, minimal_twos_complement
+from .xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 
-__all__ = ["hash_arrow", "int96_rows"]
+__all__ = ["hash_arrow", "leaf_array", "leaf_values", "stored_form", "in_column_unit", "timestamps_in_unit",
+           "int96_from_reads", "float16_bytes", "ARROW_UNIT"]
+
+#: Parquet TIMESTAMP / TIME units -> Arrow's unit names.
+ARROW_UNIT = {"millis": "ms", "micros": "us", "nanos": "ns"}
+_ARROW_UNITS_PER_SECOND = {"s": 1, **{ARROW_UNIT[unit]: per for unit, per in UNITS_PER_SECOND.items()}}
 
 
 def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
@@ -123,31 +136,13 @@ def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | 
     return xxh64_rows(data[starts[:, None] + np.arange(width)])
 
 
-_JULIAN_DAY_OF_EPOCH = 2440588
-_SECONDS_PER_DAY = 86_400
-_NANOS_PER_SECOND = 10**9
-_UNITS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
-
-
-def int96_rows(days: npt.NDArray[np.int64], nanos_of_day: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
-    """The 12 INT96 bytes of each (days since 1970-01-01, nanoseconds of the day): 8 bytes LE
-    nanos of day, then 4 bytes LE Julian day. A Julian day outside 0..2^32-1 cannot be stored."""
-    julian = days.astype(np.int64) + _JULIAN_DAY_OF_EPOCH
-    if julian.size and (julian.min() < 0 or julian.max() >= (1 << 32)):
-        raise InvalidValueError("timestamp is outside the INT96 range (Julian day 0..2^32-1)")
-    out = np.empty((julian.shape[0], 12), dtype=np.uint8)
-    out[:, :8] = nanos_of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
-    out[:, 8:] = julian.astype("<u4").view(np.uint8).reshape(-1, 4)
-    return out
-
-
 def _int96_matrix(values: pa.Array) -> npt.NDArray[np.uint8]:
     """Legacy INT96 timestamps (Spark's default) from the array's own unit, in integer arithmetic:
     a cast to nanoseconds would overflow outside 1677-2262 (0001-01-01, 9999-12-31)."""
-    per_second = _UNITS_PER_SECOND[values.type.unit]
+    per_second = _ARROW_UNITS_PER_SECOND[values.type.unit]
     counts = values.view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
-    days, units_of_day = np.divmod(counts, _SECONDS_PER_DAY * per_second)  # floor: of-day >= 0
-    nanos_of_day = units_of_day.astype(np.uint64) * np.uint64(_NANOS_PER_SECOND // per_second)
+    days, units_of_day = np.divmod(counts, SECONDS_PER_DAY * per_second)  # floor: of-day >= 0
+    nanos_of_day = units_of_day.astype(np.uint64) * np.uint64(NANOS_PER_SECOND // per_second)
     return int96_rows(days, nanos_of_day)
 
 
@@ -180,12 +175,8 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
         return xxh64_rows(np.ascontiguousarray(le[:, :width][:, ::-1]))
     if ptype is PhysicalType.BYTE_ARRAY:
         # Minimal two's complement big-endian bytes, as Java BigInteger.toByteArray().
-        from .logical import minimal_twos_complement
-
         raw = [minimal_twos_complement(int.from_bytes(bytes(row), "little", signed=True)) for row in le]
-        from .hashing import hash_values
-
-        return hash_values(raw, PhysicalType.BYTE_ARRAY)
+        return _hash_binary(pa.array(raw, type=pa.large_binary()))
     raise InvalidValueError(f"cannot hash a decimal as {ptype.name}")
 
 
@@ -202,3 +193,109 @@ def _check_sign_extension(le: npt.NDArray[np.uint8], keep: int) -> None:
     sign = np.where(le[:, keep - 1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
     if (le[:, keep:] != sign[:, None]).any():
         raise InvalidValueError(f"decimal value does not fit {keep} bytes")
+
+
+# ------------------------------------------------------------------- stored form of what was read
+
+
+def _fixed(raw: npt.NDArray[np.uint8], width: int) -> pa.Array:
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), raw.shape[0],
+                                                [None, pa.py_buffer(np.ascontiguousarray(raw).tobytes())])
+
+
+def int96_from_reads(nanos: pa.Array, seconds: pa.Array) -> pa.Array:
+    """The 12 stored INT96 bytes of each value, from two pyarrow reads of the same column.
+
+    pyarrow turns INT96 into ``(julian_day - 2440588) * units_per_day + nanos_of_day / nanos_per_unit``
+    in 64-bit wrap-around arithmetic: in seconds that is exact for every Julian day, in nanoseconds
+    it is exact modulo 2^64 (it wraps outside 1677-2262). The day comes from the seconds, the
+    nanoseconds of the day from the difference, so the bytes are the stored ones whenever the
+    nanoseconds of the day are below one day (as every writer stores them). Nulls dropped.
+    """
+    secs = pc.drop_null(seconds).view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+    wrapped = pc.drop_null(nanos).view(pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+    days = np.floor_divide(secs, SECONDS_PER_DAY)
+    with np.errstate(over="ignore"):
+        of_day = wrapped - days.view(np.uint64) * np.uint64(NANOS_PER_DAY)
+    return _fixed(int96_rows(days, of_day), 12)
+
+
+def float16_bytes(values: pa.Array) -> pa.Array:
+    """halffloat -> its 2 little-endian bytes (FLOAT16 is FIXED_LEN_BYTE_ARRAY(2)). Nulls dropped."""
+    halves = pc.drop_null(values).to_numpy(zero_copy_only=False)
+    return _fixed(np.asarray(halves, dtype="<f2").view(np.uint8).reshape(-1, 2), 2)
+
+
+def timestamps_in_unit(values: Any, unit: str) -> Any:
+    """A timestamp array (Array or ChunkedArray) cast to the Arrow ``unit`` (``"ms"``, ``"us"``,
+    ``"ns"``) if it has another one, zone kept; anything else unchanged."""
+    typ = values.type
+    if pa.types.is_timestamp(typ) and typ.unit != unit:
+        return values.cast(pa.timestamp(unit, tz=typ.tz))
+    return values
+
+
+def in_column_unit(values: pa.Array, column: ColumnType) -> pa.Array:
+    """pyarrow restores the Arrow type of its schema (timestamp[s], time32[s], date64), which may
+    differ from the unit the file stores: cast back to the stored unit before hashing."""
+    typ = values.type
+    unit = ARROW_UNIT.get(column.time_unit or "")
+    if pa.types.is_timestamp(typ) and unit and column.physical_type is PhysicalType.INT64:
+        return timestamps_in_unit(values, unit)
+    if (pa.types.is_time32(typ) or pa.types.is_time64(typ)) and unit and typ.unit != unit:
+        return values.cast(pa.time32(unit) if unit == "ms" else pa.time64(unit))
+    if pa.types.is_date64(typ):
+        return values.cast(pa.date32())
+    return values
+
+
+def stored_form(values: pa.Array, column: ColumnType) -> pa.Array:
+    """A leaf array as the column stores it, ready for :func:`hash_arrow` (not for INT96 columns:
+    see :func:`int96_from_reads`)."""
+    if isinstance(values.type, pa.BaseExtensionType):
+        values = values.storage
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())  # count_distinct has no kernel for view types
+    if pa.types.is_float16(values.type):
+        return float16_bytes(values)
+    return in_column_unit(values, column)
+
+
+def leaf_array(array: pa.ChunkedArray | pa.Array, column: ColumnType) -> pa.Array:
+    """The leaf ``column`` inside the array of its top-level field, as read (not normalised).
+
+    Struct fields are followed by name (parent nulls applied); a standard three-level list
+    (``<name>.list.element``) is flattened. Other nesting raises
+    :class:`UnsupportedParquetFeatureError`.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    parts = list(column.path_in_schema[1:])
+    while parts:
+        typ = array.type
+        if pa.types.is_struct(typ):
+            index = typ.get_field_index(parts[0])
+            if index < 0:
+                break
+            array = array.flatten()[index]
+            parts.pop(0)
+        elif (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and len(parts) >= 2 and parts[0] == "list":
+            array = array.flatten()
+            parts = parts[2:] if parts[1] in ("element", "item") else parts[1:]
+        else:
+            break
+    if parts:
+        raise UnsupportedParquetFeatureError(
+            f"column {column.path!r}: nesting of Arrow type {array.type} is not supported for attach")
+    if pa.types.is_nested(array.type):
+        raise UnsupportedParquetFeatureError(f"column {column.path!r} is not a primitive leaf in Arrow ({array.type})")
+    return array
+
+
+def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnType) -> pa.Array:
+    """The leaf values of ``column`` from the array of its top-level field, in stored form
+    (:func:`leaf_array`, then :func:`stored_form`). INT96 columns need two reads:
+    :func:`int96_from_reads`."""
+    return stored_form(leaf_array(array, column), column)

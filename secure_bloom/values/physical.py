@@ -9,7 +9,7 @@ Spec: Parquet BloomFilter.md, "Technical Approach / Hash Function" and "Hashing 
 * BOOLEAN: never hashed (parquet-java skips it, Arrow refuses).
 
 Two paths, equal bit for bit: :func:`hash_value` (one value, the ``xxhash`` package) and
-:func:`hash_values` (many values, :mod:`secure_bloom.xxh64_numpy`). ``hash_values`` accepts a
+:func:`hash_values` (many values, :mod:`secure_bloom.values.xxh64`). ``hash_values`` accepts a
 scalar, a sequence, a numpy array, or a pyarrow Array / ChunkedArray; nulls (``None``, Arrow
 nulls) are skipped, never hashed, so the result may be shorter than the input.
 """
@@ -18,42 +18,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from enum import IntEnum
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from .errors import InvalidValueError
-from .xxh64_numpy import xxh64_rows, xxh64_short, xxh64_u32, xxh64_u64
+from ..errors import InvalidValueError
+from ..types import PhysicalType
+from .xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 
-__all__ = ["PhysicalType", "plain_bytes", "hash_value", "hash_values", "hash_binary_arrays"]
-
-
-class PhysicalType(IntEnum):
-    """Parquet physical types (parquet.thrift ``Type``), with the same numbers."""
-
-    BOOLEAN = 0
-    INT32 = 1
-    INT64 = 2
-    INT96 = 3
-    FLOAT = 4
-    DOUBLE = 5
-    BYTE_ARRAY = 6
-    FIXED_LEN_BYTE_ARRAY = 7
-
-    @classmethod
-    def coerce(cls, value: PhysicalType | str | int) -> PhysicalType:
-        """Accept a member, its name (case-insensitive) or its Thrift number."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            try:
-                return cls[value.strip().upper()]
-            except KeyError:
-                raise ValueError(f"unknown physical type {value!r}") from None
-        return cls(int(value))
+__all__ = ["plain_bytes", "hash_value", "hash_values", "hash_binary_arrays"]
 
 
 _INT_RANGES = {PhysicalType.INT32: 32, PhysicalType.INT64: 64}
@@ -129,34 +104,6 @@ def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_leng
 
 
 # --------------------------------------------------------------------------------- batch path
-
-
-def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    """XXH64 of variable-length values given Arrow-style ``offsets`` (n+1) into ``data``.
-
-    Values under 32 bytes go through :func:`xxh64_short` in one pass; longer ones are grouped by
-    length and each group is hashed as a ``(count, length)`` matrix.
-    """
-    offs: npt.NDArray[np.int64] = np.asarray(offsets, dtype=np.int64)
-    n = offs.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
-    starts = offs[:-1]
-    lengths = offs[1:] - starts
-    long_rows = np.flatnonzero(lengths >= 32)
-    if long_rows.size == 0:
-        return xxh64_short(data, starts, lengths)
-    short_rows = np.flatnonzero(lengths < 32)
-    if short_rows.size:
-        out[short_rows] = xxh64_short(data, starts[short_rows], lengths[short_rows])
-    long_lengths = lengths[long_rows]
-    order = np.argsort(long_lengths, kind="stable")
-    bounds = np.flatnonzero(np.diff(long_lengths[order])) + 1
-    for group in np.split(long_rows[order], bounds):
-        length = int(lengths[group[0]])
-        out[group] = xxh64_rows(data[starts[group, None] + np.arange(length)])
-    return out
 
 
 def _hash_fixed_ints(arr: npt.NDArray[Any], ptype: PhysicalType) -> npt.NDArray[np.uint64]:
@@ -262,12 +209,12 @@ def _binary_list(present: list[str | bytes]) -> npt.NDArray[np.uint64] | None:
     library's error) if pyarrow refuses one, e.g. a lone surrogate."""
     import pyarrow as pa
 
+    from .arrow import hash_arrow
+
     try:
         arr = pa.array(present, type=pa.large_binary())
     except (pa.ArrowException, UnicodeError, TypeError, ValueError):
         return None
-    from .arrow_values import hash_arrow
-
     return hash_arrow(arr, PhysicalType.BYTE_ARRAY, None)
 
 
@@ -276,11 +223,11 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
     """XXH64 of many values (nulls skipped) as a ``uint64`` array; equal to :func:`hash_value`.
 
     ``values`` may be a scalar, a sequence, a numpy array (an ``(n, w)`` uint8 matrix for
-    fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.arrow_values`).
+    fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.values.arrow`).
     """
     ptype, width = _resolve(physical_type, type_length)
     if _is_arrow(values):
-        from .arrow_values import hash_arrow
+        from .arrow import hash_arrow  # pyarrow is imported only when Arrow input arrives
 
         return hash_arrow(values, ptype, width)
     if isinstance(values, np.ndarray):

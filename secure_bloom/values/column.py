@@ -1,7 +1,8 @@
 """User values -> the physical values a column stores (and a Bloom filter hashes), per column type.
 
 Spec: LogicalTypes.md and BloomFilter.md "Hashing of values" (SPEC_NOTES 2). By physical type
-and logical annotation of a :class:`~secure_bloom.parquet.schema.ColumnInfo`:
+and logical annotation of a :class:`~secure_bloom.values.column_type.ColumnType` (such as
+:class:`~secure_bloom.parquet.schema.ColumnInfo`):
 
 =====================  =====================================================================
 STRING, ENUM, JSON     ``str`` (UTF-8) or ``bytes``
@@ -37,76 +38,51 @@ which means "maybe" (:func:`maybe_in` checks a filter):
   ``numpy.datetime64`` carries no zone and is taken as UTC. Wall-clock TIMESTAMP columns (not
   adjusted to UTC) take naive values as they are.
 
-:func:`value_from_text` parses command-line text for a column: numbers for numeric columns,
-decimal text, ISO-8601 dates, times and timestamps (all nine nanosecond digits kept: a
-:class:`NanoTimestamp`, or a ``numpy.timedelta64`` for a time of day), ``hex:...`` raw bytes for
-a binary (non-string), fixed-length or INT96 column and ``text:...`` to take the rest literally
-there. Text for STRING, ENUM and JSON columns is always literal (``hex:ab`` is the 6-character
-string). Anything that does not fit raises :class:`InvalidValueError` naming the column and its type.
+:func:`value_from_text` parses command-line text for a column (:mod:`secure_bloom.values.text`)
+and checks it as a query, so that bad input fails there, naming the column and its type.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 import zoneinfo
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import InvalidValueError
-from ..hashing import PhysicalType, hash_value, plain_bytes
-from ..logical import TimeUnit, encode_date, encode_decimal, encode_int96, encode_timestamp
-from .schema import ColumnInfo
+from ..spec import NANOS_PER_DAY, NANOS_PER_SECOND, NANOS_PER_UNIT
+from ..types import PhysicalType
+from .column_type import ColumnType, column_error
+from .logical import (
+    NanoTimestamp,
+    TimeUnit,
+    encode_date,
+    encode_decimal,
+    encode_int96,
+    encode_timestamp,
+    int96_bytes,
+)
+from .physical import hash_value, plain_bytes
+from .text import parse_text, parse_time_text
 
-__all__ = ["encode_value", "value_from_text", "display_value", "hash_for_column", "query_hashes",
-           "QueryHashes", "maybe_in", "NanoTimestamp", "TimeZoneLike"]
+__all__ = ["encode_value", "value_from_text", "hash_for_column", "query_hashes", "QueryHashes", "maybe_in",
+           "TimeZoneLike"]
 
-_UNIT_NANOS = {"millis": 10**6, "micros": 10**3, "nanos": 1}
-_STRINGY = {"STRING", "ENUM", "JSON"}
-_FRACTION = re.compile(r"^(.*\d\d:\d\d:\d\d)\.(\d+)(.*)$")
-_DAY_NANOS = 86_400 * 10**9
 # numpy datetime64/timedelta64 units -> nanoseconds per tick (negative: ticks per nanosecond)
-_NP_UNIT_NANOS = {"W": 7 * _DAY_NANOS, "D": _DAY_NANOS, "h": 3600 * 10**9, "m": 60 * 10**9, "s": 10**9,
-                  "ms": 10**6, "us": 10**3, "ns": 1, "ps": -(10**3), "fs": -(10**6), "as": -(10**9)}
+_NP_UNIT_NANOS = {"W": 7 * NANOS_PER_DAY, "D": NANOS_PER_DAY, "h": 3600 * NANOS_PER_SECOND,
+                  "m": 60 * NANOS_PER_SECOND, "s": NANOS_PER_SECOND, "ms": 10**6, "us": 10**3, "ns": 1,
+                  "ps": -(10**3), "fs": -(10**6), "as": -(10**9)}
 _NAIVE_HELP = ("is a naive date/time, but the column holds UTC instants (isAdjustedToUTC or INT96): give "
                "its time zone (an aware datetime, an offset in the text, timezone= in the API, "
                "--timezone in the CLI)")
 
 TimeZoneLike = dt.tzinfo | str
 """A ``tzinfo`` or an IANA zone name (``"UTC"``, ``"Europe/Paris"``) for :mod:`zoneinfo`."""
-
-
-@dataclass(frozen=True)
-class NanoTimestamp:
-    """A ``datetime`` plus the nanoseconds below its microsecond (0..999), without pandas: what
-    timestamp text with seven to nine fractional digits parses to. Naive or aware like ``datetime``."""
-
-    datetime: dt.datetime
-    nanosecond: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.nanosecond <= 999:
-            raise ValueError(f"nanosecond must be 0..999, got {self.nanosecond}")
-
-    def isoformat(self) -> str:
-        text = self.datetime.isoformat(timespec="microseconds")
-        cut = len(self.datetime.replace(tzinfo=None).isoformat(timespec="microseconds"))
-        return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
-
-
-def _fail(column: ColumnInfo, value: Any, why: str) -> InvalidValueError:
-    try:
-        shown = repr(value)
-    except ValueError:  # an int beyond sys.get_int_max_str_digits() has no decimal repr
-        shown = f"<{type(value).__name__} of {value.bit_length()} bits>" if isinstance(value, int) else "<value>"
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    return InvalidValueError(f"column {column.path!r} ({column.type_name}): {shown} {why}")
 
 
 def _is_int(value: Any) -> bool:
@@ -141,15 +117,15 @@ def _numpy_nanos(value: np.datetime64 | np.timedelta64) -> int:
     return ticks // -per
 
 
-def _timestamp(value: Any, column: ColumnInfo) -> int:
+def _timestamp(value: Any, column: ColumnType) -> int:
     unit: TimeUnit = column.time_unit or "micros"  # type: ignore[assignment]
     if _is_int(value):
         return int(value)
     if isinstance(value, np.datetime64):
         total = _numpy_nanos(value)
-        if total % _UNIT_NANOS[unit]:
+        if total % NANOS_PER_UNIT[unit]:
             raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
-        count = total // _UNIT_NANOS[unit]
+        count = total // NANOS_PER_UNIT[unit]
     elif isinstance(value, NanoTimestamp):
         count = encode_timestamp(value.datetime, unit, nanos=value.nanosecond)
     elif isinstance(value, (dt.datetime, str)):
@@ -164,11 +140,11 @@ def _timestamp(value: Any, column: ColumnInfo) -> int:
     return count
 
 
-def _time_of_day(value: Any, column: ColumnInfo) -> int:
+def _time_of_day(value: Any, column: ColumnType) -> int:
     if _is_int(value):
         return int(value)
     if isinstance(value, str):
-        value = _time_text(value)
+        value = parse_time_text(value)
     if isinstance(value, dt.time):
         nanos = (((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond) * 1000
     elif isinstance(value, dt.timedelta):
@@ -177,12 +153,12 @@ def _time_of_day(value: Any, column: ColumnInfo) -> int:
         nanos = _numpy_nanos(value)
     else:
         raise InvalidValueError("is not a time of day (datetime.time, a timedelta since midnight, text or int)")
-    if not 0 <= nanos < _DAY_NANOS:
+    if not 0 <= nanos < NANOS_PER_DAY:
         raise InvalidValueError("is not within one day (00:00 .. 24:00)")
     unit = column.time_unit or "millis"
-    if nanos % _UNIT_NANOS[unit]:
+    if nanos % NANOS_PER_UNIT[unit]:
         raise InvalidValueError(f"is finer than the column's {unit} precision")
-    return nanos // _UNIT_NANOS[unit]
+    return nanos // NANOS_PER_UNIT[unit]
 
 
 def _int96(value: Any) -> bytes:
@@ -190,9 +166,7 @@ def _int96(value: Any) -> bytes:
     if raw is not None:
         return raw
     if isinstance(value, np.datetime64):
-        days, nanos = divmod(_numpy_nanos(value), _DAY_NANOS)
-        base = dt.datetime(1970, 1, 1) + dt.timedelta(days=days)
-        return encode_int96(base, nanos=nanos)
+        return int96_bytes(*divmod(_numpy_nanos(value), NANOS_PER_DAY))
     if isinstance(value, NanoTimestamp):
         return encode_int96(value.datetime, nanos=value.nanosecond)
     if isinstance(value, (dt.datetime, str)):
@@ -201,7 +175,7 @@ def _int96(value: Any) -> bytes:
                             "or 12 bytes)")
 
 
-def _integer(value: Any, column: ColumnInfo, width: int) -> int:
+def _integer(value: Any, column: ColumnType, width: int) -> int:
     if not _is_int(value):
         raise InvalidValueError("is not an integer")
     v = int(value)
@@ -222,7 +196,7 @@ def _narrow(value: Any, dtype: type[np.floating[Any]], name: str) -> Any:
     return out
 
 
-def _physical(value: Any, column: ColumnInfo) -> Any:
+def _physical(value: Any, column: ColumnType) -> Any:
     ptype, logical = column.physical_type, column.logical_type
     if ptype is PhysicalType.BOOLEAN:
         raise InvalidValueError("cannot be probed: BOOLEAN columns have no Bloom filter")
@@ -235,7 +209,7 @@ def _physical(value: Any, column: ColumnInfo) -> Any:
     if ptype is PhysicalType.INT32:
         if logical == "DATE":
             if isinstance(value, np.datetime64):
-                days, rest = divmod(_numpy_nanos(value), _DAY_NANOS)
+                days, rest = divmod(_numpy_nanos(value), NANOS_PER_DAY)
                 if rest:
                     raise InvalidValueError("is not a whole day")
                 return days
@@ -274,22 +248,22 @@ def _physical(value: Any, column: ColumnInfo) -> Any:
     raise InvalidValueError("is not bytes or text")
 
 
-def encode_value(value: Any, column: ColumnInfo) -> Any:
+def encode_value(value: Any, column: ColumnType) -> Any:
     """The physical value ``column`` stores for ``value`` (int, float, numpy float32 or bytes)."""
     if value is None:
-        raise _fail(column, value, "cannot be probed: Bloom filters do not record nulls")
+        raise column_error(column, value, "cannot be probed: Bloom filters do not record nulls")
     try:
         physical = _physical(value, column)
         plain_bytes(physical, column.physical_type, type_length=column.type_length)
     except InvalidValueError as e:
         msg = str(e)
-        raise _fail(column, value, msg) from None
+        raise column_error(column, value, msg) from None
     except (ValueError, TypeError, OverflowError) as e:
-        raise _fail(column, value, f"cannot be encoded ({type(e).__name__})") from None
+        raise column_error(column, value, f"cannot be encoded ({type(e).__name__})") from None
     return physical
 
 
-def hash_for_column(value: Any, column: ColumnInfo) -> int:
+def hash_for_column(value: Any, column: ColumnType) -> int:
     """XXH64 of ``value`` as ``column`` stores it (the hash its Bloom filter holds).
 
     Bit-exact: -0.0 and +0.0, and NaNs with different bits, hash differently, and a naive datetime
@@ -314,7 +288,7 @@ class _HashChecker(Protocol):
     def check_hashes(self, hashes: Any) -> Any: ...
 
 
-def _is_instant(column: ColumnInfo) -> bool:
+def _is_instant(column: ColumnType) -> bool:
     """Whether the column holds UTC instants (a naive value does not name one)."""
     return column.physical_type is PhysicalType.INT96 or (
         column.logical_type == "TIMESTAMP" and bool(column.is_adjusted_to_utc))
@@ -332,7 +306,7 @@ def _zone(timezone: TimeZoneLike) -> dt.tzinfo:
     raise TypeError(f"timezone must be a tzinfo or a zone name, got {type(timezone).__name__}")
 
 
-def _instants(value: Any, column: ColumnInfo, timezone: TimeZoneLike | None) -> list[Any]:
+def _instants(value: Any, column: ColumnType, timezone: TimeZoneLike | None) -> list[Any]:
     """``value``, or for a naive date/time on a column of UTC instants the instants it names as a
     wall-clock time in ``timezone``: two where the time repeats or is skipped at a DST change."""
     if not _is_instant(column) or _is_int(value) or isinstance(value, (bytes, bytearray, memoryview)):
@@ -356,7 +330,7 @@ def _instants(value: Any, column: ColumnInfo, timezone: TimeZoneLike | None) -> 
     return local
 
 
-def _sql_equal(physical: Any, column: ColumnInfo) -> tuple[list[Any], bool]:
+def _sql_equal(physical: Any, column: ColumnType) -> tuple[list[Any], bool]:
     """The physical values SQL holds equal to ``physical`` (both zeros), and whether it is a NaN."""
     if column.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
         if np.isnan(physical):
@@ -373,7 +347,7 @@ def _sql_equal(physical: Any, column: ColumnInfo) -> tuple[list[Any], bool]:
     return [physical], False
 
 
-def query_hashes(value: Any, column: ColumnInfo, *, timezone: TimeZoneLike | None = None) -> QueryHashes:
+def query_hashes(value: Any, column: ColumnType, *, timezone: TimeZoneLike | None = None) -> QueryHashes:
     """The hashes to look up for a query ``column = value``; any hit means "maybe".
 
     Unlike :func:`hash_for_column` this follows SQL equality: both zeros, every NaN ("maybe"
@@ -383,11 +357,11 @@ def query_hashes(value: Any, column: ColumnInfo, *, timezone: TimeZoneLike | Non
     """
     if isinstance(value, str) and (column.logical_type in ("TIMESTAMP", "TIME")
                                    or column.physical_type is PhysicalType.INT96):
-        value = value_from_text(value, column, timezone=timezone)
+        value = parse_text(value, column)
     try:
         candidates = _instants(value, column, timezone)
     except InvalidValueError as e:
-        raise _fail(column, value, str(e)) from None
+        raise column_error(column, value, str(e)) from None
     hashes: dict[int, None] = {}
     nan = False
     for candidate in candidates:
@@ -407,145 +381,15 @@ def maybe_in(bloom_filter: _HashChecker | None, queries: Sequence[QueryHashes]) 
     return [any([next(hits) for _ in q.hashes]) or q.always_maybe for q in queries]
 
 
-# ------------------------------------------------------------------------------- text input
-
-
-def _split_nanos(body: str) -> tuple[str, int]:
-    """(``body`` with at most 6 fractional digits of seconds, the nanoseconds beyond them); a 10th
-    digit on is accepted only as a zero (no Parquet unit holds it)."""
-    match = _FRACTION.match(body)
-    if not match or len(match.group(2)) <= 6:
-        return body, 0
-    digits = match.group(2)
-    if digits[9:].strip("0"):
-        raise InvalidValueError("has more than 9 fractional digits (finer than a nanosecond)")
-    digits = digits[:9].ljust(9, "0")
-    return f"{match.group(1)}.{digits[:6]}{match.group(3)}", int(digits[6:])
-
-
-def _timestamp_text(text: str) -> Any:
-    """ISO-8601 text -> ``datetime``, or :class:`NanoTimestamp` for 7-9 fractional digits; naive
-    or aware as written (converted to UTC when encoded)."""
-    body, extra = _split_nanos(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    try:
-        value = dt.datetime.fromisoformat(body)
-    except ValueError:
-        try:
-            value = dt.datetime.combine(dt.date.fromisoformat(body), dt.time())
-        except ValueError:
-            raise InvalidValueError("is not an ISO-8601 timestamp") from None
-    return NanoTimestamp(value, extra) if extra else value
-
-
-def _time_text(text: str) -> Any:
-    """ISO-8601 time text -> ``datetime.time``, or ``numpy.timedelta64`` since midnight (ns) when
-    it has 7-9 fractional digits."""
-    body, extra = _split_nanos(text.strip())
-    try:
-        value = dt.time.fromisoformat(body)
-    except ValueError:
-        raise InvalidValueError("is not an ISO-8601 time") from None
-    if not extra:
-        return value
-    micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
-    return np.timedelta64(micros * 1000 + extra, "ns")
-
-
-def _int_text(text: str) -> int:
-    t = text.strip().replace("_", "")
-    try:
-        return int(t, 10)
-    except ValueError:
-        pass
-    try:
-        return int(t, 0)
-    except ValueError:
-        raise InvalidValueError("is not an integer") from None
-
-
-def _from_text(text: str, column: ColumnInfo) -> Any:
-    ptype, logical = column.physical_type, column.logical_type
-    binary = ptype in (PhysicalType.BYTE_ARRAY, PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96) \
-        and logical not in _STRINGY  # a string column's text is its value, prefix or not
-    if binary and text.startswith("hex:"):
-        try:
-            return bytes.fromhex(text[4:].replace(" ", ""))
-        except ValueError:
-            raise InvalidValueError("is not valid hex after 'hex:'") from None
-    if binary and text.startswith("text:"):
-        return text[5:]
-    if ptype is PhysicalType.BOOLEAN:
-        raise InvalidValueError("cannot be probed: BOOLEAN columns have no Bloom filter")
-    if logical == "DECIMAL":
-        try:
-            dec = Decimal(text.strip())
-        except InvalidOperation:
-            raise InvalidValueError("is not a decimal number") from None
-        return dec
-    if logical == "DATE":
-        if re.fullmatch(r"-?\d+", text.strip()):
-            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
-        try:
-            return dt.date.fromisoformat(text.strip())
-        except ValueError:
-            raise InvalidValueError("is not an ISO-8601 date (YYYY-MM-DD)") from None
-    if logical == "TIMESTAMP" or ptype is PhysicalType.INT96:
-        if ptype is not PhysicalType.INT96 and re.fullmatch(r"-?\d+", text.strip()):
-            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
-        return _timestamp_text(text)
-    if logical == "TIME":
-        if re.fullmatch(r"\d+", text.strip()):
-            return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
-        return _time_text(text)
-    if ptype in (PhysicalType.INT32, PhysicalType.INT64):
-        return _int_text(text)
-    if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE) or logical == "FLOAT16":
-        try:
-            return float(text.strip())
-        except ValueError:
-            raise InvalidValueError("is not a number") from None
-    if logical == "UUID":
-        try:
-            return uuid.UUID(text.strip())
-        except ValueError:
-            raise InvalidValueError("is not a UUID") from None
-    return text
-
-
-def value_from_text(text: str, column: ColumnInfo, *, timezone: TimeZoneLike | None = None) -> Any:
+def value_from_text(text: str, column: ColumnType, *, timezone: TimeZoneLike | None = None) -> Any:
     """Parse command-line ``text`` into a value :func:`query_hashes` accepts for ``column``.
 
     The result is validated as a query (with ``timezone``) so that bad input fails here, naming
     the column: naive date/time text for a column of UTC instants needs ``timezone``. Naive
     values are returned as they are; pass the same ``timezone`` to the probe.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
-    try:
-        value = _from_text(text, column)
-    except InvalidValueError as e:
-        raise _fail(column, text, str(e)) from None
+    value = parse_text(text, column)
     query_hashes(value, column, timezone=timezone)
     return value
 
-
-def display_value(value: Any) -> str:
-    """The key a value gets in a :class:`~secure_bloom.parquet.reader.ProbeResult`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "hex:" + bytes(value).hex()
-    if isinstance(value, (float, np.floating)):
-        if np.isnan(value):  # NaNs differ by sign and payload; show the bits of any but the canonical
-            bits = np.asarray(value).view(f"<u{np.asarray(value).itemsize}").item()
-            canonical = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}[np.asarray(value).itemsize]
-            return "nan" if bits == canonical else f"nan(0x{bits:x})"
-        return str(value) if isinstance(value, np.float32) else repr(float(value))
-    if isinstance(value, (dt.date, dt.time, NanoTimestamp)):
-        return value.isoformat()
-    if isinstance(value, (np.datetime64, np.timedelta64)):
-        return str(value)
-    if isinstance(value, np.integer):
-        return str(int(value))
-    return str(value)
 

@@ -8,17 +8,25 @@ Spec: Parquet LogicalTypes.md. These let users probe what Spark / parquet-java w
 * DATE: INT32 days since 1970-01-01;
 * TIMESTAMP: INT64 millis / micros / nanos since the epoch (naive datetimes are taken as UTC);
 * legacy INT96 timestamps (Spark's default): 8 bytes LE nanoseconds of the day, then 4 bytes LE
-  Julian day number.
+  Julian day number: :func:`int96_bytes` for one value, :func:`int96_rows` for a numpy batch (the
+  one INT96 implementation; :func:`encode_int96` and :mod:`secure_bloom.values.arrow` use them).
+
+:class:`NanoTimestamp` is a ``datetime`` plus the nanoseconds ``datetime`` cannot hold.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import Literal
 
-from .errors import InvalidValueError
-from .hashing import PhysicalType
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidValueError
+from ..spec import JULIAN_DAY_OF_UNIX_EPOCH, NANOS_PER_DAY, NANOS_PER_SECOND, SECONDS_PER_DAY, UNITS_PER_SECOND
+from ..types import PhysicalType
 
 __all__ = [
     "encode_string",
@@ -26,17 +34,36 @@ __all__ = [
     "encode_date",
     "encode_timestamp",
     "encode_int96",
+    "int96_bytes",
+    "int96_rows",
     "minimal_twos_complement",
+    "NanoTimestamp",
     "TimeUnit",
 ]
 
 TimeUnit = Literal["millis", "micros", "nanos"]
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_JULIAN_DAY_OF_EPOCH = 2440588
-_NANOS_PER_DAY = 86_400 * 10**9
 _MAX_DECIMAL_DIGITS = 4096  # far beyond DECIMAL(76) of a 32-byte FLBA; bounds hostile exponents
-_UNIT_PER_SECOND = {"millis": 10**3, "micros": 10**6, "nanos": 10**9}
+_INT96_RANGE = "outside the INT96 range (Julian day 0..2^32-1)"
+
+
+@dataclass(frozen=True)
+class NanoTimestamp:
+    """A ``datetime`` plus the nanoseconds below its microsecond (0..999), without pandas: what
+    timestamp text with seven to nine fractional digits parses to. Naive or aware like ``datetime``."""
+
+    datetime: dt.datetime
+    nanosecond: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.nanosecond <= 999:
+            raise ValueError(f"nanosecond must be 0..999, got {self.nanosecond}")
+
+    def isoformat(self) -> str:
+        text = self.datetime.isoformat(timespec="microseconds")
+        cut = len(self.datetime.replace(tzinfo=None).isoformat(timespec="microseconds"))
+        return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
 
 
 def encode_string(value: str) -> bytes:
@@ -127,7 +154,7 @@ def _as_utc(value: dt.datetime | str) -> dt.datetime:
 
 def _epoch_nanos(value: dt.datetime | str, extra_nanos: int) -> int:
     delta = _as_utc(value) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000 + extra_nanos
+    return (delta.days * SECONDS_PER_DAY + delta.seconds) * NANOS_PER_SECOND + delta.microseconds * 1000 + extra_nanos
 
 
 def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nanos: int = 0) -> int:
@@ -135,12 +162,12 @@ def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nan
 
     ``nanos`` adds sub-microsecond nanoseconds (0..999) that ``datetime`` cannot hold.
     """
-    if unit not in _UNIT_PER_SECOND:
+    if unit not in UNITS_PER_SECOND:
         raise ValueError(f"unit must be millis, micros or nanos, got {unit!r}")
     if not 0 <= nanos <= 999:
         raise ValueError(f"nanos must be 0..999 (sub-microsecond part), got {nanos}")
     total = _epoch_nanos(value, nanos)
-    divisor = 10**9 // _UNIT_PER_SECOND[unit]
+    divisor = NANOS_PER_SECOND // UNITS_PER_SECOND[unit]
     if total % divisor:
         raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
     return total // divisor
@@ -148,9 +175,27 @@ def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nan
 
 def encode_int96(value: dt.datetime | str, *, nanos: int = 0) -> bytes:
     """Legacy INT96 timestamp: 8 bytes LE nanoseconds of the day + 4 bytes LE Julian day."""
-    total = _epoch_nanos(value, nanos)
-    days, nanos_of_day = divmod(total, _NANOS_PER_DAY)
-    julian = days + _JULIAN_DAY_OF_EPOCH
+    try:
+        return int96_bytes(*divmod(_epoch_nanos(value, nanos), NANOS_PER_DAY))
+    except InvalidValueError:
+        raise InvalidValueError(f"{value} is {_INT96_RANGE}") from None
+
+
+def int96_bytes(days: int, nanos_of_day: int) -> bytes:
+    """The 12 INT96 bytes of (days since 1970-01-01, nanoseconds of that day, 0..86399999999999):
+    8 bytes LE nanoseconds of the day, then 4 bytes LE Julian day."""
+    julian = days + JULIAN_DAY_OF_UNIX_EPOCH
     if not 0 <= julian < (1 << 32):
-        raise InvalidValueError(f"{value} is outside the INT96 range")
+        raise InvalidValueError(f"timestamp is {_INT96_RANGE}")
     return nanos_of_day.to_bytes(8, "little") + julian.to_bytes(4, "little")
+
+
+def int96_rows(days: npt.NDArray[np.int64], nanos_of_day: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
+    """:func:`int96_bytes` of many values, as an ``(n, 12)`` uint8 matrix."""
+    julian = days.astype(np.int64) + JULIAN_DAY_OF_UNIX_EPOCH
+    if julian.size and (julian.min() < 0 or julian.max() >= (1 << 32)):
+        raise InvalidValueError(f"timestamp is {_INT96_RANGE}")
+    out = np.empty((julian.shape[0], 12), dtype=np.uint8)
+    out[:, :8] = nanos_of_day.astype("<u8").view(np.uint8).reshape(-1, 8)
+    out[:, 8:] = julian.astype("<u4").view(np.uint8).reshape(-1, 4)
+    return out

@@ -25,8 +25,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .exits import UsageError
+
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
-           "Redactor", "REDACTED", "UsageError", "looks_like_key_material", "ARGV_KEY_WARNING"]
+           "Redactor", "REDACTED", "looks_like_key_material", "argv_key_options", "argv_key_warning"]
 
 ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
@@ -48,10 +50,19 @@ _TOKEN = re.compile(r"(?:hv[sbr]|[sbr])\.[A-Za-z0-9_.-]{16,}\Z")
 # An unknown option whose name says its value is secret (e.g. a hoped-for --kms-token).
 _SECRET_OPTION_WORDS = ("key", "token", "secret", "password", "passwd", "credential")
 
-#: The one-line warning printed when key material arrives in argv (item: keys in ``ps``).
-ARGV_KEY_WARNING = ("key material given on the command line (--key-list, --key) is visible to other local "
-                    "users (ps) and kept in shell history; prefer --key-list-file PATH or "
-                    f"${ENV_KEY_LIST_FILE}")
+
+def argv_key_options(args: argparse.Namespace) -> list[str]:
+    """The key options that carried key material on the command line (``--key-list``, ``--key``)."""
+    given = (("--key-list", getattr(args, "key_list", None) is not None), ("--key", bool(getattr(args, "key", None))))
+    return [option for option, present in given if present]
+
+
+def argv_key_warning(options: Sequence[str]) -> str:
+    """The one-line warning printed whenever key material arrives in argv: it names the options,
+    never their values. Always printed, as scripts and CI are where argv is most exposed (``ps``,
+    logs, shell history)."""
+    return (f"key material given on the command line ({', '.join(options)}) is visible to other local users "
+            f"(ps) and may be kept in shell history and CI logs; prefer --key-list-file PATH or ${ENV_KEY_LIST_FILE}")
 
 
 def _is_key_bytes_text(text: str) -> bool:
@@ -126,8 +137,8 @@ def _key_list_text(args: argparse.Namespace, environ: Mapping[str, str]) -> str 
 
 def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
     """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options."""
-    from .kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
-    from .parquet import KeyAccess
+    from ..kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
+    from ..parquet import KeyAccess
 
     env = os.environ if environ is None else environ
     key_list = _key_list_text(args, env)
@@ -149,11 +160,6 @@ def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | 
     explicit = ExplicitKeys.from_specs(args.key) if args.key else None
     aad_prefix = args.aad_prefix.encode("utf-8") if args.aad_prefix is not None else None
     return KeyAccess(kms=kms, explicit=explicit, aad_prefix=aad_prefix)
-
-
-class UsageError(Exception):
-    """A command line that cannot work as given (the CLI's exit code 2); the message is one line
-    and names options and paths, never their secret values."""
 
 
 def _usage(message: str) -> UsageError:

@@ -1,0 +1,227 @@
+"""The ``secure-bloom`` commands: inspect, probe, attach and audit (one function each), and the
+commands delegated to :mod:`secure_bloom.tools` (demo, bench, bench-spark).
+
+Each command takes the parsed arguments and the stream for its report and returns the exit
+code; a problem with a file is raised as a one-line :class:`~secure_bloom.cli.exits.CliError`
+naming the file. The library does the work (:mod:`secure_bloom.parquet`); the text is
+:mod:`secure_bloom.cli.render`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from ..display import json_safe, visible
+from ..errors import ErrorKind, SecureBloomError, error_kind
+from . import render
+from .exits import EXIT_OK, EXIT_USAGE, CliError, UsageError, describe
+from .keys import key_access_from_args
+from .output import print_json, progress_bar
+from .parser import DELEGATED, parse_column_spec
+
+__all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit"]
+
+
+# What a command could not check (paths under a directory it could not read): reported on stderr
+# after the command's output, and the exit code is then at least EXIT_USAGE (see run_command).
+_UNCHECKED: contextvars.ContextVar[list[tuple[ErrorKind, str]] | None] = contextvars.ContextVar(
+    "unchecked", default=None)
+
+
+@contextmanager
+def _about(path: str) -> Iterator[None]:
+    """Turn library and OS errors raised while working on ``path`` into a one-line CliError."""
+    try:
+        yield
+    except CliError:
+        raise
+    except (SecureBloomError, OSError, UsageError) as e:
+        raise CliError(describe(path, e), error_kind(e)) from e
+
+
+def _open_reader(path: str, keys: Any) -> Any:
+    from ..parquet import ParquetBloomReader
+
+    return ParquetBloomReader(path, keys=keys)
+
+
+def _files_of(path: str) -> tuple[list[str], bool]:
+    """(files, is_directory): a file as given, or the Parquet files under a directory. What could
+    not be searched under a directory is recorded in ``_UNCHECKED``, not dropped."""
+    if not os.path.isdir(path):
+        if not os.path.exists(path):
+            raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+        return [path], False
+    from ..parquet.discover import discover
+
+    found = discover([path])
+    problems = [(ErrorKind[p.kind or "ERROR"], f"{p.path}: {p.problem}") for p in found.problems]  # name = value
+    if not found.files:
+        kind = problems[0][0] if problems else ErrorKind.NO_PARQUET_FILES
+        raise CliError("; ".join(text for _, text in problems) or f"{path}: no Parquet files in this directory",
+                       kind)
+    unchecked = _UNCHECKED.get()
+    if unchecked is not None:
+        unchecked.extend(problems)
+    return list(found.files), True
+
+
+def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
+    """Run ``work`` on each file of ``path`` (one error stops everything: nothing is skipped
+    silently), with a progress bar over files for a directory."""
+    files, is_dir = _files_of(path)
+    results = []
+    with progress_bar(os.path.basename(path.rstrip(os.sep)) or path, "files") as bar:
+        for i, file in enumerate(files):
+            if bar is not None and is_dir:
+                bar(i, len(files))
+            with _about(file):
+                results.append(work(file))
+    return results, is_dir
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    from ..parquet.describe import describe_with_storage
+
+    keys = key_access_from_args(args)
+
+    def describe(file: str) -> dict[str, Any]:
+        with _open_reader(file, keys) as reader:
+            return describe_with_storage(reader)
+
+    descriptions, is_dir = _each_file(args.file, describe)
+    if args.json:
+        print_json(render.jsonable(descriptions if is_dir else descriptions[0]), out)
+    else:
+        out.write("\n".join(render.inspect_table(d) for d in descriptions))
+    return EXIT_OK
+
+
+def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
+    from ..parquet import value_from_text
+
+    keys = key_access_from_args(args)
+    texts = list(args.values)  # one answer per --value, labelled as typed
+
+    def probe(file: str) -> dict[str, Any]:
+        with _open_reader(file, keys) as reader:
+            column = reader.column(args.column)
+            values = [value_from_text(text, column, timezone=args.timezone) for text in texts]
+            result = reader.probe(column, values, labels=texts, timezone=args.timezone)
+            return render.probe_json(file, column.path, texts, result)
+
+    docs, is_dir = _each_file(args.file, probe)
+    if args.json:
+        print_json(docs if is_dir else docs[0], out)
+    elif is_dir:
+        out.write(render.probe_files_table(docs, texts))
+    else:
+        out.write(render.probe_table(docs[0]))
+    return EXIT_OK
+
+
+def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
+    from ..parquet import attach_bloom_filters
+
+    specs = [parse_column_spec(c) for c in args.columns]
+    keys = key_access_from_args(args)
+    if not os.path.isfile(args.src):
+        if os.path.isdir(args.src):
+            raise CliError(f"{args.src}: is a directory, expected a Parquet file", ErrorKind.IS_A_DIRECTORY)
+        raise CliError(f"{args.src}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+    if os.path.lexists(args.dst) and not args.overwrite:  # a dangling symlink exists too
+        raise CliError(f"{args.dst}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
+    in_place = os.path.exists(args.dst) and os.path.samefile(args.src, args.dst)
+    columns = list(dict.fromkeys(path for path, _, _ in specs))
+    # per-column options are keyed by the dotted path, as the report names the columns
+    dotted = {path: path if isinstance(path, str) else ".".join(path) for path in columns}
+    ndv = {dotted[path]: n for path, n, _ in specs if n is not None}
+    per_column_fpp = {dotted[path]: p for path, _, p in specs if p is not None}
+    fpp: float | dict[str, float] = args.fpp
+    if per_column_fpp:
+        fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
+    with _about(args.src), progress_bar("attach", "it") as bar:
+        progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
+        report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
+                                      max_bytes=args.max_bytes, overwrite=args.overwrite and not in_place,
+                                      in_place=in_place, progress=progress)
+    if args.json:
+        print_json(render.jsonable(report), out)
+    else:
+        out.write(render.attach_summary(args.src, args.dst, [dotted[path] for path in columns], report))
+    return EXIT_OK
+
+
+def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    from ..parquet.audit import audit
+
+    sensitive = [c.strip() for group in args.sensitive for c in group.split(",") if c.strip()]
+    if not sensitive:
+        raise CliError("audit: --sensitive names no column", ErrorKind.USAGE_ERROR)
+    keys = key_access_from_args(args)
+    with progress_bar("audit", "files") as bar:
+        progress = None if bar is None else (lambda done, total, path: bar(done, total))
+        report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
+                       progress=progress)
+    if args.junit_xml:
+        try:
+            with open(args.junit_xml, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(report.to_junit_xml())
+        except OSError as e:
+            raise CliError(describe(args.junit_xml, e), ErrorKind.IO_ERROR) from e  # the audit itself failed: 3
+    if args.json:
+        out.write(json_safe(report.to_json()))
+        out.write("\n")
+    else:
+        out.write(render.audit_text(report))
+    return int(report.exit_code)
+
+
+def run_delegated(name: str, argv: list[str]) -> int:
+    """Run a :data:`~secure_bloom.cli.parser.DELEGATED` command's ``main(argv)``; its exit code."""
+    module_name = DELEGATED[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise CliError(f"{name}: not available in this installation ({module_name} is missing)",
+                           ErrorKind.ERROR) from e
+        raise
+    entry = getattr(module, "main", None)
+    if not callable(entry):
+        raise CliError(f"{name}: {module_name} has no main(argv)", ErrorKind.ERROR)
+    try:
+        return int(entry(argv) or 0)
+    except SystemExit as e:  # the delegate's own argparse (--help, usage errors)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+
+
+#: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit}
+
+
+def run_command(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the parsed command on ``out``; paths it could not check (under a directory) make it
+    fail after its output, with at least EXIT_USAGE."""
+    unchecked: list[tuple[ErrorKind, str]] = []
+    token = _UNCHECKED.set(unchecked)
+    try:
+        code = COMMANDS[args.command](args, out)
+    finally:
+        _UNCHECKED.reset(token)
+    if unchecked:
+        out.flush()
+        raise CliError(f"could not check {len(unchecked)} path{'s' if len(unchecked) > 1 else ''} (the output "
+                       f"above is incomplete): {'; '.join(visible(text) for _, text in unchecked)}",
+                       unchecked[0][0], code=max(code, EXIT_USAGE))
+    return code

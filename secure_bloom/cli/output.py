@@ -1,0 +1,122 @@
+"""What reaches stdout and stderr: filtered streams, redacted library logging, progress bars.
+
+Human-readable output passes through :func:`~secure_bloom.display.visible_lines` (no terminal
+escape from a column or file name reaches the terminal); a delegated command's streams and every
+library log record pass through the :class:`~secure_bloom.cli.keys.Redactor`. Progress bars are
+drawn on stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from ..display import json_safe
+from .exits import PROG
+from .keys import Redactor
+
+__all__ = ["FilteredStream", "redacted_std_streams", "library_logging", "progress_bar", "print_json"]
+
+
+class FilteredStream:
+    """A text stream that passes every write through ``transform``: the redactor for a delegate
+    (bench, demo prints with its own argparse and may echo key material), or
+    :func:`~secure_bloom.display.visible_lines` for human-readable output (no terminal escape
+    from a column or file name reaches the terminal)."""
+
+    def __init__(self, stream: TextIO, transform: Callable[[str], str]) -> None:
+        self._stream = stream
+        self._transform = transform
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._transform(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def redacted_std_streams(redact: Redactor) -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` redacted, for a delegate that prints on its own."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = FilteredStream(saved[0], redact)
+    sys.stderr = FilteredStream(saved[1], redact)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+class _RedactingFormatter(logging.Formatter):
+    def __init__(self, redact: Redactor) -> None:
+        super().__init__(f"{PROG}: %(levelname)s: %(message)s")
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redact(" ".join(super().format(record).split()))
+
+
+@contextmanager
+def library_logging(debug: bool, redact: Redactor, err: TextIO) -> Iterator[None]:
+    """Library log records (e.g. KMS retries) reach stderr, redacted, only with --debug; otherwise
+    they would break the one-line error convention."""
+    logger = logging.getLogger("secure_bloom")
+    saved = logger.level, logger.propagate, list(logger.handlers)
+    handler = logging.StreamHandler(err) if debug else logging.NullHandler()
+    handler.setFormatter(_RedactingFormatter(redact))
+    logger.handlers = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG if debug else logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+        logger.handlers = saved[2]
+
+
+def _progress_enabled(stream: TextIO | None = None) -> bool:
+    stream = stream if stream is not None else sys.stderr
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
+    """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
+    terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
+    under its name."""
+    if not _progress_enabled():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    try:
+        current = [None]
+
+        def update(done: int, total: int | None = None, stage: Any = None) -> None:
+            if stage is not None and stage != current[0]:
+                current[0] = stage
+                bar.set_description(f"{desc}: {stage}", refresh=False)
+            if total is not None and bar.total != total:
+                bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield update
+    finally:
+        bar.close()
+
+
+def print_json(obj: Any, out: TextIO) -> None:
+    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`)."""
+    out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))
+    out.write("\n")

@@ -1,0 +1,404 @@
+"""The ``secure-bloom`` command line parser: commands, options, option types and help texts.
+
+Also what happens to argv around argparse: delegated commands (``bench``, ``bench-spark``,
+``demo``) are split off before parsing; ``--value X`` becomes ``--value=X`` (a value may start with
+'-'); and a usage error never echoes an argument's value (:func:`parse_args`), because a misspelt
+option's value is often a key or token. Stdlib argparse only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+from typing import Any, NoReturn
+
+from .. import __version__
+from ..errors import ErrorKind
+from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
+from .keys import key_options_parent, looks_like_key_material
+
+__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg", "parse_column_spec",
+           "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
+
+#: Commands handed to another module's ``main(argv)`` with the rest of the command line.
+DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
+             "demo": "secure_bloom.tools.demo"}
+NOT_SHOWN = "<not shown>"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing and exiting, so main() can redact the message.
+
+    Usage errors never echo an argument's value: unknown arguments are named only when they are
+    option names (``--key-lst``), and quoted values in argparse's messages are hidden
+    (:func:`parse_args`), because a misspelt option's value is often a key or token.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog[len(PROG):].strip()
+        hint = f" (see '{self.prog} --help')"
+        raise CliError(f"{command}: {message}{hint}" if command else f"{message}{hint}", ErrorKind.USAGE_ERROR)
+
+
+# --- parser ----------------------------------------------------------------------------------
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+_MAIN_EPILOG = f"""\
+examples:
+  {PROG} inspect data.parquet.encrypted --key-list-file keys/dev-key-list.txt
+  {PROG} probe data.parquet --column email --value alice@example.com --json
+  export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt     # or give --key-list-file each time
+  {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001
+  {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml
+
+Keys: give the key list in a file (--key-list-file or $SECURE_BLOOM_KEY_LIST_FILE) or in
+$SECURE_BLOOM_KEY_LIST, not with --key-list/--key: a command line is visible to every local user
+(ps) and stays in shell history (a warning says so when key material arrives that way).
+
+Run '{PROG} COMMAND --help' for a command's options and examples.
+
+{EXIT_CODES_HELP}"""
+
+_INSPECT_EPILOG = f"""\
+Shows, per row group and leaf column: whether a Bloom filter exists, whether it is encrypted, the
+key id, filter size (bitset bytes) and on-disk offset and length. Encrypted columns need their key
+to show filter details; without it they are listed as encrypted with unknown filter. A plaintext
+filter on an encrypted column is shown as "PLAINTEXT (leak)" (use 'audit' to fail on it).
+A directory is searched recursively and each Parquet file in it is shown (--json: a list).
+
+examples:
+  {PROG} inspect data.parquet
+  {PROG} inspect enc.parquet.encrypted --key kf=text:0123456789012345 --key kc1=hex:... --json
+  {PROG} inspect part-00000.snappy.parquet --key-list-file keys/dev-key-list.txt
+
+{EXIT_CODES_HELP}"""
+
+_PROBE_EPILOG = f"""\
+Answers, per row group, whether each value MAY be present ("maybe") or is certainly "absent",
+from the Bloom filters alone (no data page is read). A row group without a filter answers "maybe".
+A directory is searched recursively; each file is probed (--json: a list of the per-file objects).
+
+Values are text and are converted to the column's type: numbers for numeric columns, decimal
+strings for DECIMAL (12.50), ISO-8601 for dates, times and timestamps (2024-05-01,
+2024-05-01T12:00:00.123456789+02:00: up to 9 fractional digits, refused rather than cut when the
+column's unit is coarser). A value may start with '-' (--value -1e5). Answers follow SQL equality:
+0 also finds -0.0, and nan is always "maybe" (writers hash NaN bits inconsistently).
+
+Text is taken literally for string columns. For binary (non-string), fixed-length and INT96
+columns, hex:... gives raw bytes and text:... takes the rest literally (text:hex:ab is "hex:ab").
+
+Timestamp columns holding UTC instants (isAdjustedToUTC, and Spark's INT96) need an instant: give
+an offset (Z, +02:00) or --timezone for naive text (both instants are asked where a local time
+repeats at a DST change). Local (wall-clock) timestamp columns take naive text as it is.
+
+examples:
+  {PROG} probe data.parquet --column email --value alice@example.com --value bob@example.com
+  {PROG} probe enc.parquet.encrypted --column double_field --value 0.5 --json \\
+      --key kf=text:0123456789012345 --key kc1=text:1234567890123450
+  {PROG} probe events.parquet --column ts --value 2024-05-01T12:00:00Z
+  {PROG} probe events.parquet --column ts --value 2024-05-01T14:00:00 --timezone Europe/Paris
+  {PROG} probe warehouse/events/ --column user_id --value 42 --key-list-file keys.txt
+
+{EXIT_CODES_HELP}"""
+
+_ATTACH_EPILOG = f"""\
+Builds a Bloom filter for each named column from the data in SRC and writes DST: SRC's pages
+unchanged, plus the filters (encrypted with each column's own key when the column is encrypted)
+and the rewritten footer. Per-column options follow the path, separated by ':'.
+
+examples:
+  {PROG} attach in.parquet out.parquet --column email --column user_id:ndv=1000000
+  {PROG} attach enc.parquet.encrypted out.parquet.encrypted --column ssn:fpp=0.001 \\
+      --key-list-file keys/dev-key-list.txt
+  {PROG} attach in.parquet in.parquet --column email --overwrite    # replace in place
+
+{EXIT_CODES_HELP}"""
+
+_AUDIT_EPILOG = f"""\
+Checks that no Bloom filter leaks a sensitive column: in every file and row group, each sensitive
+column has no filter, or a filter encrypted with that column's own key. Directories are searched
+recursively (symbolic links followed, each directory once; hidden and _ directories too) and
+every file is recognised as Parquet by its content (PAR1/PARE magic), whatever its name (Hive's
+000000_0, Impala's .parq); other files are listed as skipped. A directory, file or link that
+cannot be read (or a FIFO) is "could not check", as is a sensitive column found in no file.
+
+Violation codes:
+  PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN  a readable filter on an encrypted column (arrow-rs does this)
+  SENSITIVE_COLUMN_NOT_ENCRYPTED        the sensitive column itself is stored in plaintext
+  FILTER_UNDER_FOOTER_KEY               the filter is encrypted with the footer key (allow with
+                                        --allow-footer-key)
+  FILTER_UNREADABLE                     the filter fails to authenticate or parse (tampered?)
+  SENSITIVE_COLUMN_MISSING              (warning) the file has no such column
+Without keys the audit still reports what is visible (a plaintext filter on a column with
+crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is reported as
+"could not check", never as a pass.
+
+examples:
+  {PROG} audit warehouse/ --sensitive email,ssn --key-list-file keys/dev-key-list.txt
+  {PROG} audit a.parquet b.parquet --sensitive card.number --json
+  {PROG} audit lake/ --sensitive ssn --junit-xml audit.xml --kms-url https://bao:8200 \\
+      --kms-token-env BAO_TOKEN
+
+exit codes (audit), first match wins:
+  1  violations found (even if something else could not be checked)
+  2  something could not be checked, or a --sensitive column is in none of the files read
+  0  every file compliant
+  3  the audit itself failed (e.g. the JUnit file cannot be written)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``secure-bloom`` parser (also used to render ``--help``)."""
+    keys = key_options_parent()
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print a traceback on errors (key material still redacted)")
+
+    parser = _Parser(prog=PROG, formatter_class=_formatter, allow_abbrev=False, epilog=_MAIN_EPILOG,
+                     description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
+                                 "and audit them, byte-compatible with parquet-java.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    parents: list[Any] = [keys, common]
+
+    def command(name: str, help_text: str, epilog: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
+                              parents=parents, formatter_class=_formatter, allow_abbrev=False)
+
+    p = command("inspect", "show row groups, columns and their Bloom filters", _INSPECT_EPILOG)
+    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    p = command("probe", "ask the Bloom filters whether values may be in each row group", _PROBE_EPILOG)
+    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
+    p.add_argument("--column", required=True, metavar="PATH", type=column_arg,
+                   help="leaf column path, e.g. a.b.c; where a column's own name holds a dot, give the "
+                        "path as a JSON array of its parts: '[\"a.b\"]' (a column named a.b) vs "
+                        "'[\"a\", \"b\"]' (field b of group a)")
+    p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
+                   help="a value to look up (may start with '-'); repeatable, one answer each")
+    p.add_argument("--timezone", type=_timezone, metavar="ZONE",
+                   help="the zone of naive date/time values for columns of UTC instants "
+                        "(UTC, Europe/Paris, ...)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    p = command("attach", "add (encrypted) Bloom filters to a copy of a Parquet file", _ATTACH_EPILOG)
+    p.add_argument("src", metavar="SRC", help="the Parquet file to read")
+    p.add_argument("dst", metavar="DST", help="the file to write")
+    p.add_argument("--column", required=True, action="append", metavar="PATH[:ndv=N][:fpp=P]",
+                   dest="columns", help="a column to build a filter for; repeatable. PATH is dotted, or a "
+                                        "JSON array of path parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
+    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
+                   help="false-positive probability for columns without their own (default: %(default)s)")
+    p.add_argument("--max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
+                   help="largest bitset per filter, a power of two from 32 to 134217728 "
+                        "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace DST if it exists (DST = SRC replaces the file atomically)")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+
+    p = command("audit", "prove that no Bloom filter leaks a sensitive column", _AUDIT_EPILOG)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Parquet files or directories")
+    p.add_argument("--sensitive", required=True, action="append", metavar="COL[,COL...]",
+                   help="sensitive column paths; repeatable")
+    p.add_argument("--allow-footer-key", action="store_true",
+                   help="accept filters encrypted with the footer key")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report to FILE")
+
+    for name, module in DELEGATED.items():
+        p = sub.add_parser(name, help=f"run {module}.main with the remaining arguments "
+                                      f"('{PROG} {name} --help' for its options)", add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _max_bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--max-bytes must be an integer, got {text!r}") from None
+    if not MIN_BITSET_BYTES <= value <= SPEC_MAX_BITSET_BYTES or value & (value - 1):
+        raise argparse.ArgumentTypeError(
+            f"--max-bytes must be a power of two from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, got {value}")
+    return value
+
+
+def _fpp(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"false-positive probability must be a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"false-positive probability must be in (0, 1), got {text}")
+    return value
+
+
+def column_arg(text: str) -> str | tuple[str, ...]:
+    """A --column path: dotted text, or a JSON array of path parts (``["a.b"]`` names a column
+    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``)."""
+    if not text.lstrip().startswith("["):
+        return text
+    try:
+        parts = json.loads(text)
+    except ValueError:
+        raise UsageError(f"--column {text!r}: not a JSON array of path parts") from None
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) and p for p in parts):
+        raise UsageError(f"--column {text!r}: a JSON path must be a non-empty array of names, e.g. [\"a.b\"]")
+    return tuple(parts)
+
+
+def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None]:
+    """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts;
+    PATH may be a JSON array of path parts (:func:`column_arg`)."""
+    parts = spec.split(":")
+    ndv: int | None = None
+    fpp: float | None = None
+    while len(parts) > 1 and "=" in parts[-1]:
+        name, _, value = parts.pop().partition("=")
+        name = name.strip().lower()
+        if name == "ndv":
+            try:
+                ndv = int(value)
+            except ValueError:
+                raise UsageError(f"--column {spec!r}: ndv must be an integer, got {value!r}") from None
+            if ndv < 0:
+                raise UsageError(f"--column {spec!r}: ndv must be >= 0")
+        elif name == "fpp":
+            try:
+                fpp = _fpp(value)
+            except argparse.ArgumentTypeError as e:
+                raise UsageError(f"--column {spec!r}: {e}") from None
+        else:
+            raise UsageError(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
+    path = ":".join(parts).strip()
+    if not path:
+        raise UsageError(f"--column {spec!r}: empty column path")
+    return column_arg(path), ndv, fpp
+
+
+def _timezone(name: str) -> Any:
+    """--timezone: an IANA zone for zoneinfo."""
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (e.g. UTC, Europe/Paris)") from None
+
+
+# --- argv around argparse ---------------------------------------------------------------------
+
+
+def split_delegated(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """(global options, delegated command or None, its arguments)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("-"):
+            continue
+        if arg in DELEGATED:
+            return argv[:i], arg, argv[i + 1:]
+        break
+    return argv, None, []
+
+
+# Options whose argument is user data that may start with '-' (--value -1e5, --value -abc).
+_DATA_OPTIONS = ("--value", "--column")
+
+
+def attach_data_arguments(argv: list[str]) -> list[str]:
+    """``--value X`` -> ``--value=X``: like getopt, an option that takes an argument takes the
+    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        if arg in _DATA_OPTIONS and i + 1 < len(argv):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+# --- usage errors that show no value ---------------------------------------------------------
+
+
+_OPTION_NAME = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,31}\Z")
+
+
+def _vocabulary(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string and command name of ``parser`` and its subcommands."""
+    words: set[str] = set()
+    for action in parser._actions:
+        words.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                words.add(name)
+                words |= _vocabulary(sub)
+    return words
+
+
+def _unrecognized(extras: list[str], vocabulary: set[str]) -> str:
+    """Names the unknown OPTIONS only; other words (values, stray positionals) are counted, never
+    shown: they are often key material given to a misspelt option."""
+    names = list(dict.fromkeys(a.split("=", 1)[0] for a in extras if _OPTION_NAME.match(a.split("=", 1)[0])))
+    hidden = sum(1 for a in extras if a.split("=", 1)[0] not in names or "=" in a)
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, [w for w in vocabulary if w.startswith("-")], n=1)
+        parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    message = f"unrecognized option{'s' if len(names) > 1 else ''} {', '.join(parts)}" if names else ""
+    if hidden:
+        what = f"{hidden} unexpected value{'s' if hidden > 1 else ''} ({NOT_SHOWN}: may be key material)"
+        message = f"{message}, and {what}" if message else f"unrecognized arguments: {what}"
+    return message
+
+
+def _hide_values(message: str, args_list: list[str], vocabulary: set[str]) -> str:
+    """``message`` with every quoted argument value replaced: argparse quotes values it rejects
+    (an invalid command, an explicit argument to a flag, a value of the wrong type)."""
+    words = set(args_list) | {a.split("=", 1)[1] for a in args_list if a.startswith("-") and "=" in a}
+    for word in sorted(words - vocabulary, key=len, reverse=True):
+        if word:
+            for quoted in (repr(word), f"'{word}'", f'"{word}"'):
+                message = message.replace(quoted, f"'{NOT_SHOWN}'")
+    return message
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed (after :func:`attach_data_arguments`); a usage error is a :class:`CliError`
+    that names unknown options but shows no argument value."""
+    args_list = attach_data_arguments(argv)
+    vocabulary = _vocabulary(parser)
+    try:
+        args, extras = parser.parse_known_args(args_list)
+    except CliError as e:
+        raise CliError(_hide_values(str(e), args_list, vocabulary), e.kind, code=e.code) from None
+    if extras:
+        command = getattr(args, "command", None)
+        prefix = f"{command}: " if command else ""
+        raise CliError(f"{prefix}{_unrecognized(extras, vocabulary)} (see '{PROG} --help')", ErrorKind.USAGE_ERROR)
+    return args
+
+
+def refuse_key_shaped_paths(args: argparse.Namespace) -> None:
+    """A key list given where a path goes would be echoed in a report on stdout: refuse it."""
+    given = [getattr(args, name, None) for name in ("file", "src", "dst")] + list(getattr(args, "paths", None) or [])
+    for path in given:
+        if isinstance(path, str) and not os.path.lexists(path) and looks_like_key_material(path):
+            raise CliError(f"{args.command}: a PATH argument looks like key material ({NOT_SHOWN}); give keys "
+                           "with --key-list-file or $SECURE_BLOOM_KEY_LIST_FILE", ErrorKind.USAGE_ERROR)
+
+

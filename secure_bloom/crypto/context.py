@@ -1,0 +1,45 @@
+"""The crypto facts of one column chunk: its key, the file AAD and the chunk's two ordinals.
+
+Spec: Parquet Encryption.md, "Additional Authenticated Data": every module of a column chunk
+(ColumnMetaData, pages, indexes, Bloom filter header and bitset) is bound to
+``file_aad | module_type | row_group_ordinal | column_ordinal``. One :class:`ChunkCryptoContext`
+replaces the four loose arguments; the key is checked and the ordinals are validated (int16,
+0..32767) once, when it is made. Its repr shows the ordinals and lengths, never the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .gcm import check_key
+from .modules import ModuleType, module_aad
+
+__all__ = ["ChunkCryptoContext"]
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkCryptoContext:
+    """Key, file AAD and ordinals of one column chunk; :meth:`aad` gives its modules' AADs."""
+
+    key: bytes = field(repr=False)
+    file_aad: bytes = field(repr=False)
+    row_group_ordinal: int
+    column_ordinal: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", check_key(self.key))
+        if not isinstance(self.file_aad, (bytes, bytearray)):
+            raise TypeError(f"file_aad must be bytes, got {type(self.file_aad).__name__}")
+        object.__setattr__(self, "file_aad", bytes(self.file_aad))
+        # Validates both ordinals (type and int16 range) with the module AAD's own rules.
+        module_aad(self.file_aad, ModuleType.COLUMN_META_DATA, self.row_group_ordinal, self.column_ordinal)
+
+    def __repr__(self) -> str:
+        return (f"ChunkCryptoContext(row_group_ordinal={self.row_group_ordinal}, "
+                f"column_ordinal={self.column_ordinal}, key=<{len(self.key)} bytes>, "
+                f"file_aad=<{len(self.file_aad)} bytes>)")
+
+    def aad(self, module_type: ModuleType, page_ordinal: int | None = None) -> bytes:
+        """The AAD of this chunk's module of ``module_type`` (``page_ordinal`` for data pages and
+        data page headers only)."""
+        return module_aad(self.file_aad, module_type, self.row_group_ordinal, self.column_ordinal, page_ordinal)

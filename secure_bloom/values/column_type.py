@@ -1,0 +1,60 @@
+"""What the value encoders need to know about a column: its type facts, nothing about files.
+
+Spec: parquet.thrift ``SchemaElement`` (physical type, ``type_length``) and LogicalTypes.md (the
+logical annotation and its parameters). :class:`ColumnType` is a structural protocol:
+:class:`secure_bloom.parquet.schema.ColumnInfo` satisfies it, and so does any object with these
+attributes, so :mod:`secure_bloom.values` never imports the file layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..errors import InvalidValueError
+from ..types import PhysicalType
+
+__all__ = ["ColumnType", "column_error"]
+
+
+class ColumnType(Protocol):
+    """A leaf column's type: ``logical_type`` is the annotation's name (``STRING``, ``DECIMAL``,
+    ``DATE``, ``TIMESTAMP``, ``TIME``, ``INTEGER``, ``UUID``, ``FLOAT16``, ...) or None;
+    ``time_unit`` is ``millis``/``micros``/``nanos``; ``path`` and ``type_name`` label errors;
+    ``path_in_schema`` finds the leaf inside an Arrow array of its top-level field."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def path_in_schema(self) -> Sequence[str]: ...
+    @property
+    def physical_type(self) -> PhysicalType: ...
+    @property
+    def type_length(self) -> int | None: ...
+    @property
+    def logical_type(self) -> str | None: ...
+    @property
+    def scale(self) -> int | None: ...
+    @property
+    def precision(self) -> int | None: ...
+    @property
+    def time_unit(self) -> str | None: ...
+    @property
+    def is_adjusted_to_utc(self) -> bool | None: ...
+    @property
+    def int_bits(self) -> int | None: ...
+    @property
+    def int_signed(self) -> bool | None: ...
+    @property
+    def type_name(self) -> str: ...
+
+
+def column_error(column: ColumnType, value: Any, why: str) -> InvalidValueError:
+    """``InvalidValueError`` naming the column, its type and (shortened) the value."""
+    try:
+        shown = repr(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits() has no decimal repr
+        shown = f"<{type(value).__name__} of {value.bit_length()} bits>" if isinstance(value, int) else "<value>"
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return InvalidValueError(f"column {column.path!r} ({column.type_name}): {shown} {why}")

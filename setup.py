@@ -1,0 +1,38 @@
+"""Build script for the optional C kernels; every other setting lives in pyproject.toml.
+
+``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c) is an *optional* extension: where it
+cannot be compiled (no C compiler, no Python headers, a big-endian host) ``pip install .`` still
+succeeds and :mod:`secure_bloom.kernels` uses its numpy fallback.
+
+Flags: -O3 and nothing machine-specific (no -march=native): wheels must run on any x86-64 or
+aarch64 machine. The AVX2 block kernels are compiled per function (``target("avx2")``) and chosen
+at import with ``__builtin_cpu_supports``.
+"""
+
+from __future__ import annotations
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+_UNIX_FLAGS = ["-O3"]
+_MSVC_FLAGS = ["/O2"]
+
+
+class _BuildExt(build_ext):
+    """Pick the optimisation flags for the compiler in use and record them in the module."""
+
+    def build_extensions(self) -> None:
+        flags = _MSVC_FLAGS if self.compiler.compiler_type == "msvc" else _UNIX_FLAGS
+        for ext in self.extensions:
+            ext.extra_compile_args = [*flags, *ext.extra_compile_args]
+            ext.define_macros = [*ext.define_macros, ("SB_BUILD_FLAGS", '"' + " ".join(flags) + '"')]
+        super().build_extensions()
+
+
+setup(
+    # secure_bloom/_idl is specs/ (the Thrift IDL ships inside the package, as with hatch before).
+    packages=[*find_packages(include=["secure_bloom", "secure_bloom.*"]), "secure_bloom._idl"],
+    package_dir={"secure_bloom._idl": "specs"},
+    ext_modules=[Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True)],
+    cmdclass={"build_ext": _BuildExt},
+)
