@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from components import missing
 
-from secure_bloom import header, spec
+from secure_bloom import spec
 from secure_bloom import kernels as kernels_module
 from secure_bloom.errors import MalformedBitsetError, MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
