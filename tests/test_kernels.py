@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from components import missing
 
-from secure_bloom import header
+from secure_bloom import spec
 from secure_bloom import kernels as kernels_module
 from secure_bloom.errors import MalformedBitsetError, MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
@@ -118,9 +118,9 @@ def test_native_is_the_default_where_built(monkeypatch: pytest.MonkeyPatch) -> N
     assert info["simd"] in ("avx2", "scalar")
 
 
-def test_bitset_limits_match_the_header_module() -> None:
-    assert (kernels_module.MIN_BITSET_BYTES, kernels_module.MAX_BITSET_BYTES) == (
-        header.MIN_BITSET_BYTES, header.MAX_BITSET_BYTES)
+def test_bitset_limits_are_the_specs() -> None:
+    assert (kernels_module.MIN_BITSET_BYTES, kernels_module.MAX_BITSET_BYTES) == (32, 128 << 20) == (
+        spec.MIN_BITSET_BYTES, spec.SPEC_MAX_BITSET_BYTES)
 
 
 # ----------------------------------------------------------------------- known answers (SPEC_NOTES 2)
