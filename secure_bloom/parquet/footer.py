@@ -165,7 +165,8 @@ def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None)
         verify_footer_signature(thrift_bytes, tail.footer[used:], key, file_aad, where)
         verified = True
     return Footer(mode=FooterMode.SIGNED, metadata=metadata, metadata_thrift=thrift_bytes, params=params,
-                  file_aad=file_aad, aad_error=aad_error, footer_key=key, footer_key_metadata=kmd, signature_verified=verified)
+                  file_aad=file_aad, aad_error=aad_error, footer_key=key, footer_key_metadata=kmd,
+                  signature_verified=verified)
 
 
 def _refuse_encrypted_columns(metadata: Any, where: str) -> None:
