@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from parquet_files import TESTING_KEY_LIST, read_encrypted, vector_kms, write_encrypted, write_plain
+from support.parquet_files import TESTING_KEY_LIST, read_encrypted, vector_kms, write_encrypted, write_plain
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 from secure_bloom.tools.parquet_java import bloom_verify
 

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO_DIR
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO_DIR / "examples"
 
 
 def _run(name: str, *args: str, timeout: float = 300) -> str:

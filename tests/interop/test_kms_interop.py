@@ -18,7 +18,7 @@ from secure_bloom.errors import AuthenticationError
 from secure_bloom.kms import (KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata,
                               pyarrow_kms_client_factory, rewrap_external_key_material, sidecar_path)
 
-from kms_support import (EXTERNAL_JAVA_FILE, EXTERNAL_JAVA_SIDECAR, PARQUET_TESTING_KEYS, CountingKms,
+from support.kms_support import (EXTERNAL_JAVA_FILE, EXTERNAL_JAVA_SIDECAR, PARQUET_TESTING_KEYS, CountingKms,
                          decrypt_footer, footer_key_metadata, key_list_text)
 
 TABLE = pa.table({"id": pa.array(range(20), pa.int64()), "ssn": [f"{i:03d}-00-0000" for i in range(20)],

@@ -18,8 +18,8 @@ from secure_bloom.errors import (AuthenticationError, KeyAccessDeniedError, KeyN
 from secure_bloom.kms import (KeyUnwrapper, FileKeyWrapper, KeyMaterialStore, OpenBaoTransitKms,
                               pyarrow_kms_client_factory, rewrap_external_key_material, sidecar_path)
 
-from kms_support import CountingKms, SettableClock, call_outcome, decrypt_footer, footer_key_metadata
-from openbao_server import OpenBaoServer, openbao, openbao_fresh  # noqa: F401  (fixtures)
+from support.kms_support import CountingKms, SettableClock, call_outcome, decrypt_footer, footer_key_metadata
+from support.openbao_server import OpenBaoServer
 
 pytestmark = pytest.mark.kms
 

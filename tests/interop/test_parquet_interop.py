@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from parquet_files import (
+from support.parquet_files import (
     ROWS_PER_GROUP,
     TESTING_KEY_LIST,
     read_encrypted,
@@ -24,7 +24,7 @@ from secure_bloom.parquet import MAYBE, KeyAccess, ParquetBloomReader, attach_bl
 from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe, format_value
 from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
 from secure_bloom.spark.session import applied_policy
-from spark_bloom_data import SparkBloomFiles, make_policy, random_key_list, standard_dataframe, write_parquet
+from support.spark_bloom_data import SparkBloomFiles, make_policy, random_key_list, standard_dataframe, write_parquet
 
 pytestmark = pytest.mark.interop
 
@@ -74,7 +74,7 @@ def test_reader_uses_parquet_java_filters_capped_at_a_max_that_is_no_multiple_of
     key_list = random_key_list()
     policy = make_policy(KeyListKmsConfig(key_list), bloom_filter_max_bytes=1000)
     path = write_parquet(spark, standard_dataframe(spark), tmp_path / "max1000", policy)
-    from spark_bloom_data import expected_columns
+    from support.spark_bloom_data import expected_columns
 
     columns = {name: col for name, col in expected_columns().items() if col.has_filter}
     with ParquetBloomReader(path, KeyAccess(kms=KeyListKms(key_list))) as r:
@@ -89,7 +89,7 @@ def test_reader_uses_parquet_java_filters_capped_at_a_max_that_is_no_multiple_of
 
 def test_reader_takes_logical_values_for_spark_types(spark_bloom_files: SparkBloomFiles) -> None:
     """DECIMAL(25,2) as Decimal, DATE as date, TIMESTAMP as datetime: the same hashes Spark wrote."""
-    from spark_bloom_data import decimal_unscaled
+    from support.spark_bloom_data import decimal_unscaled
 
     f = spark_bloom_files.files["gcm_footer"]
     keys = KeyAccess(kms=KeyListKms(spark_bloom_files.key_list))

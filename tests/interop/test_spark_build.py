@@ -141,7 +141,7 @@ def _spark_columns():  # type: ignore[no-untyped-def]
 def _parquet_java_bitsets(spark, frame, tmp_path, timestamp_type):  # type: ignore[no-untyped-def]
     """Spark writes ``frame`` (one row group, no dictionary: every chunk gets a filter of 128 bytes,
     ndv 64 at fpp 0.01); returns {column: (numBytes, bitset SHA-256)} as parquet-java reads them."""
-    from spark_bloom_data import write_parquet
+    from support.spark_bloom_data import write_parquet
 
     from secure_bloom.tools.parquet_java import bloom_probe
 

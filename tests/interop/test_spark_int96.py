@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_bloom_data import random_key_list
+from support.spark_bloom_data import random_key_list
 
 from secure_bloom.kms import KeyListKms
 from secure_bloom.values.logical import encode_int96

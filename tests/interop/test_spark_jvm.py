@@ -18,7 +18,7 @@ import pytest
 import xxhash
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
+from support.openbao_server import OpenBaoServer
 from secure_bloom.errors import JavaNotFoundError, JvmError
 from secure_bloom.spark.jvm import run_java, secure_bloom_jar, spark_version
 from secure_bloom.tools.parquet_java import (
@@ -36,7 +36,7 @@ from secure_bloom.tools.parquet_java import (
 )
 from secure_bloom.spark.policy import KeyListKmsConfig, TransitKmsConfig
 from secure_bloom.spark.session import applied_policy, configure_spark
-from spark_bloom_data import (
+from support.spark_bloom_data import (
     ExpectedColumn,
     SparkBloomFiles,
     make_policy,
@@ -44,10 +44,11 @@ from spark_bloom_data import (
     standard_dataframe,
     write_parquet,
 )
+from support.paths import VECTORS_DIR
 
 pytestmark = pytest.mark.interop
 
-DATA = Path(__file__).parent / "data" / "parquet-testing"
+DATA = VECTORS_DIR
 TESTING_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 TESTING_KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in TESTING_KEYS.items())
 KEY_LIST_CONF = {"parquet.encryption.kms.client.class": "io.securebloom.KeyListKmsClient"}
@@ -322,7 +323,7 @@ def test_writer_options_and_int96(spark: Any, tmp_path: Path) -> None:
     """Bloom filter settings given only as DataFrameWriter options (the session holding the keys)
     take effect. The INT96 timestamp (Spark's default type) gets no filter here because its 1,000
     distinct values stay all dictionary-encoded (parquet-java skips such chunks, SPEC_NOTES 6); a
-    high-cardinality INT96 column does get filters (tests/test_spark_int96.py)."""
+    high-cardinality INT96 column does get filters (tests/interop/test_spark_int96.py)."""
     with_blooms = make_policy(KeyListKmsConfig(random_key_list()), ("i64", "s", "ts"))
     session_policy = type(with_blooms)(footer_key="kf", kms=with_blooms.kms,
                                        column_keys=with_blooms.column_keys)

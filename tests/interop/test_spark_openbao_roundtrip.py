@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
-from spark_bloom_data import expected_columns, make_policy, standard_dataframe, write_parquet
+from support.openbao_server import OpenBaoServer
+from support.spark_bloom_data import expected_columns, make_policy, standard_dataframe, write_parquet
 
 from secure_bloom.kms import OpenBaoTransitKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader

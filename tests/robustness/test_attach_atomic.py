@@ -29,7 +29,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, write_encrypted, write_plain
+from support.parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, write_encrypted, write_plain
 
 from secure_bloom.errors import AttachError, KmsUnavailableError, SecureBloomError, SourceChangedError
 from secure_bloom.kms import KeyListKms

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kms_support import CountingKms, SettableClock
-from parquet_files import TESTING_KEYS, write_encrypted, write_plain
-from robustness_support import DATA
+from support.kms_support import CountingKms, SettableClock
+from support.parquet_files import TESTING_KEYS, write_encrypted, write_plain
+from support.robustness_support import DATA
 
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.cache import ExpiringCache

@@ -19,7 +19,7 @@ from secure_bloom.kms import (DataKey, ExplicitKeys, KeyUnwrapper, FileKeyWrappe
 from secure_bloom.kms.cache import ExpiringCache
 from secure_bloom.kms.local_wrap import unwrap_locally, wrap_locally
 
-from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
+from support.openbao_server import OpenBaoServer
 
 CANARY = b"CANARY!k3y#16byt"
 CANARY_LONG = CANARY + b"\xca\xfe"  # an invalid (18-byte) key the code must refuse without echoing it

@@ -6,7 +6,7 @@ while OpenBao is stopped, hung, has revoked the token or deleted the master key;
 servers that accept and never answer, hang up, or answer garbage. Every fault must surface as the
 library's clear error within the client's timeout (a thread bound catches a hang; no wall-clock
 assertion). Cached KEKs are served within their lifetime and never after it.
-(tests/test_kms_openbao.py covers the client alone when stopped, hung or sealed.)
+(tests/interop/test_kms_openbao.py covers the client alone when stopped, hung or sealed.)
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kms_support import SettableClock, call_outcome
-from openbao_server import OpenBaoServer, openbao_fresh  # noqa: F401  (fixture)
+from support.kms_support import SettableClock, call_outcome
+from support.openbao_server import OpenBaoServer
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
-from parquet_files import COLUMN_KEYS, crypto_factory, sample_table
+from support.parquet_files import COLUMN_KEYS, crypto_factory, sample_table
 
 from secure_bloom.errors import (KeyAccessDeniedError, KeyManagementError, KeyNotFoundError, KmsUnavailableError,
                                  MalformedKeyMaterialError, MissingKeyError, SecureBloomError)

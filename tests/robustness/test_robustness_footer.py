@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import (DATA, PARQUET_VECTORS, TESTING_KEYS, allocation_peak, examples, mutated,
+from support.robustness_support import (DATA, PARQUET_VECTORS, TESTING_KEYS, allocation_peak, examples, mutated,
                                 read_everything, vector)
 
 from secure_bloom import thrift_codec

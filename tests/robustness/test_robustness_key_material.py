@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import DATA, TESTING_KEYS, examples, mutated
+from support.robustness_support import DATA, TESTING_KEYS, examples, mutated
 
 from secure_bloom.errors import MalformedKeyMaterialError, SecureBloomError
 from secure_bloom.kms import (ExplicitKeys, KeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMaterial,

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import (DATA, INTERESTING_U32, TESTING_KEYS, BoundedReadFile, allocation_peak, examples,
+from support.robustness_support import (DATA, INTERESTING_U32, TESTING_KEYS, BoundedReadFile, allocation_peak, examples,
                                 mutated)
 
 from secure_bloom.crypto import gcm, modules

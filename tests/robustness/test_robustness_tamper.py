@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from robustness_support import DATA, TESTING_KEYS, read_everything, vector
+from support.robustness_support import DATA, TESTING_KEYS, read_everything, vector
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import AuthenticationError, ModuleAuthenticationError, SecureBloomError

@@ -14,8 +14,8 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kms_support import call_outcome
-from robustness_support import PARQUET_VECTORS, DATA, TESTING_KEYS, allocation_peak, examples, mutated, varint, vector
+from support.kms_support import call_outcome
+from support.robustness_support import PARQUET_VECTORS, DATA, TESTING_KEYS, allocation_peak, examples, mutated, varint, vector
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedHeaderError, MalformedThriftError

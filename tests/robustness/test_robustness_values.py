@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import examples
+from support.robustness_support import examples
 
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.types import PhysicalType as P

@@ -5,7 +5,7 @@ messages, tracebacks and reprs.
 Secrets watched, each in raw, hex (both cases) and Base64 (padded, unpadded, URL-safe) form:
 the canary master keys of the key-list KMS, the data keys and KEKs they protect (unwrapped here
 from the files' key material), explicit keys given on the command line, and a KMS token. The
-failure message reports how many forms leaked, never the secret. (tests/test_kms_canary.py
+failure message reports how many forms leaked, never the secret. (tests/robustness/test_kms_canary.py
 covers the objects of secure_bloom.kms one by one.)
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
-from parquet_files import COLUMN_KEYS, crypto_factory, sample_table
-from robustness_support import DATA
+from support.parquet_files import COLUMN_KEYS, crypto_factory, sample_table
+from support.robustness_support import DATA
 
 from secure_bloom import cli
 from secure_bloom.errors import SecureBloomError

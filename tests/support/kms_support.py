@@ -1,4 +1,4 @@
-"""Shared helpers of the key-management tests (tests/test_kms_*.py, tests/test_key_material.py).
+"""Shared helpers of the key-management tests (tests/*/test_kms_*.py, tests/unit/test_key_material.py).
 
 Holds the parquet-testing key facts (SPEC_NOTES 10), a counting wrapper around a real KMS client
 (a labelled test double: its only job is counting calls), a settable clock for cache-lifetime
@@ -19,12 +19,13 @@ from typing import Any
 
 from secure_bloom import thrift_codec
 from secure_bloom.crypto.modules import ModuleType, decrypt_module, footer_aad, module_aad
+from support.paths import DATA_DIR, REPO_DIR
 
-DATA = Path(__file__).parent / "data"
+DATA = DATA_DIR
 PARQUET_TESTING = DATA / "parquet-testing"
 EXTERNAL_JAVA_FILE = PARQUET_TESTING / "external_key_material_java.parquet.encrypted"
 EXTERNAL_JAVA_SIDECAR = PARQUET_TESTING / "_KEY_MATERIAL_FOR_external_key_material_java.parquet.encrypted.json"
-REPO = Path(__file__).resolve().parent.parent
+REPO = REPO_DIR
 DEV_KEY_LIST = REPO / "keys" / "dev-key-list.txt"
 
 #: The parquet-testing master keys (SPEC_NOTES 10): ASCII strings used as AES-128 keys.

@@ -4,7 +4,7 @@
 random root token (passed through ``BAO_DEV_ROOT_TOKEN_ID`` so it is not visible in the process
 list), has the transit engine enabled at ``transit/``, and is stopped on exit (SIGTERM, then
 SIGKILL). Every wait is bounded. Tests that use it are marked ``kms``; without the binary they fail
-(tests/components.py says how to opt out).
+(tests/support/components.py says how to opt out).
 
     with openbao_dev_server() as bao:
         client = hvac.Client(url=bao.url, token=bao.token)
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from components import missing
+from support.components import missing
 
 __all__ = ["OpenBaoServer", "bao_binary", "openbao_dev_server", "openbao", "openbao_fresh"]
 

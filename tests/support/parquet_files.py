@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
 from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+from support.paths import VECTORS_DIR
 
-DATA = Path(__file__).parent / "data" / "parquet-testing"
+DATA = VECTORS_DIR
 TESTING_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 TESTING_KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in TESTING_KEYS.items())
 ROWS = 3000

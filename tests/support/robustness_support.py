@@ -1,4 +1,4 @@
-"""Shared pieces of the adversarial suites (tests/test_robustness_*.py): real seed inputs,
+"""Shared pieces of the adversarial suites (tests/robustness/test_robustness_*.py): real seed inputs,
 structure-aware mutation strategies, a read-bounded file object and an allocation probe.
 
 Mutations are the ones a fuzzer applies to real inputs: bit flips, byte overwrites, truncations,
@@ -22,8 +22,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from secure_bloom.parquet import ParquetBloomReader
+from support.paths import VECTORS_DIR
 
-DATA = Path(__file__).parent / "data" / "parquet-testing"
+DATA = VECTORS_DIR
 TESTING_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 
 #: Every Parquet vector the suites mutate, with the keys of parquet-testing (explicit key ids).

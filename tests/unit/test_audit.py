@@ -1,7 +1,7 @@
 """The compliance audit (secure_bloom.parquet.audit): every violation code on a file built to
 have it, could-not-check never passing, directory expansion, JSON and JUnit reports.
 
-Hostile files are built by tests/leaky_writer.py from pyarrow-encrypted sources (pyarrow refuses
+Hostile files are built by tests/support/leaky_writer.py from pyarrow-encrypted sources (pyarrow refuses
 Bloom filters on encrypted files): a plaintext filter on an encrypted column as arrow-rs writes
 it, a filter under the footer key, a tampered filter.
 """
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import leaky_writer as lw
+from support import leaky_writer as lw
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
@@ -37,8 +37,9 @@ from secure_bloom.parquet.filter_storage import (
     describe_with_storage,
 )
 from secure_bloom.types import PhysicalType
+from support.paths import VECTORS_DIR
 
-DATA = Path(__file__).parent / "data" / "parquet-testing"
+DATA = VECTORS_DIR
 JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 PLAIN_BLOOM = DATA / "data_index_bloom_encoding_stats.parquet"
 EXPLICIT = KeyAccess(explicit=ExplicitKeys.from_specs(

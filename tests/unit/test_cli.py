@@ -19,15 +19,16 @@ from typing import Any
 
 import pytest
 
-import leaky_writer as lw
+from support import leaky_writer as lw
 from secure_bloom import __version__
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.types import PhysicalType
-from openbao_server import OpenBaoServer, openbao  # noqa: F401  (fixture)
+from support.openbao_server import OpenBaoServer
+from support.paths import VECTORS_DIR
 
-DATA = Path(__file__).parent / "data" / "parquet-testing"
+DATA = VECTORS_DIR
 JAVA_BLOOM = str(DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted")
 PLAIN_BLOOM = str(DATA / "data_index_bloom_encoding_stats.parquet")
 KEYS = ["--key", "kf=text:0123456789012345", "--key", "kc1=text:1234567890123450",

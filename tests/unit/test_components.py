@@ -1,4 +1,4 @@
-"""The suite's policy for missing real components (tests/components.py): a missing OpenBao binary
+"""The suite's policy for missing real components (tests/support/components.py): a missing OpenBao binary
 fails the run unless the user deselects the ``kms`` marker or opts out by name; a skip says why."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ONE_KMS_TEST = "test_kms_openbao.py::test_token_from_environment"
+from support.paths import TESTS_DIR
+
+TESTS = TESTS_DIR
+ONE_KMS_TEST = "interop/test_kms_openbao.py::test_token_from_environment"
 
 
 def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -32,7 +34,7 @@ def test_missing_openbao_fails_without_ci_set() -> None:
 def test_missing_openbao_skips_only_when_named_and_says_why() -> None:
     result = _pytest(ONE_KMS_TEST, SECURE_BLOOM_ALLOW_SKIP="spark, openbao")
     assert result.returncode == 0, result.stdout[-3000:]
-    assert re.search(r"SKIPPED \[1\] test_kms_openbao.py:\d+: openbao missing \(bao binary '/nonexistent/bao' "
+    assert re.search(r"SKIPPED \[1\] interop/test_kms_openbao.py:\d+: openbao missing \(bao binary '/nonexistent/bao' "
                      r"is not an executable file\); skipped because SECURE_BLOOM_ALLOW_SKIP names it", result.stdout)
     assert "1 skipped" in result.stdout
 

@@ -18,10 +18,11 @@ from secure_bloom.encrypted_filter import (
 )
 from secure_bloom.errors import AuthenticationError, FooterSignatureError, ModuleAuthenticationError
 from secure_bloom.filter import SplitBlockBloomFilter
+from support.paths import REPO_DIR
 
 KEY = bytes(range(16))
 FILE_AAD = b"prefix" + bytes(8)
-PACKAGE = Path(__file__).resolve().parent.parent / "secure_bloom"
+PACKAGE = REPO_DIR / "secure_bloom"
 
 
 def test_context_repr_never_shows_the_key() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from footer_decrypt import decrypt_column_metadata, decrypt_encrypted_footer
+from support.footer_decrypt import decrypt_column_metadata, decrypt_encrypted_footer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,8 +32,9 @@ from secure_bloom.errors import (
 )
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.header import serialize_header
+from support.paths import VECTORS_DIR
 
-VECTORS = Path(__file__).parent / "data" / "parquet-testing"
+VECTORS = VECTORS_DIR
 BLOOM_FILE = VECTORS / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 FOOTER_KEY = b"0123456789012345"
 DOUBLE_KEY = b"1234567890123450"

@@ -18,8 +18,9 @@ from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, o
 from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
 from secure_bloom.types import PhysicalType
 from secure_bloom.values.physical import hash_value, hash_values
+from support.paths import DATA_DIR
 
-DATA = Path(__file__).parent / "data"
+DATA = DATA_DIR
 VECTORS = DATA / "parquet-testing"
 MIB = 1 << 20
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -474,3 +475,12 @@ def test_fpp_estimate_matches_the_measured_rate_small_and_large(num_bytes: int, 
     spread = float(np.std(rates, ddof=1)) / math.sqrt(trials)
     noise = math.sqrt(max(estimate * (1 - estimate), 1e-4) / (trials * probes))
     assert abs(float(np.mean(rates)) - estimate) <= 4 * (spread + noise) + 0.001, (np.mean(rates), estimate)
+
+
+@pytest.mark.parametrize("cap,expected", [(1_000_000, 524_288), (1 << 20, 1 << 20), (33, 32), (100, 64)])
+def test_non_power_of_two_cap_gives_a_constructible_size(cap: int, expected: int) -> None:
+    size = round_num_bytes(10**9 // 8, cap)
+    assert size == expected
+    SplitBlockBloomFilter(size)  # every size we hand out must be accepted by the constructor
+    assert SplitBlockBloomFilter.for_ndv(10**7, 0.01, max_bytes=cap).num_bytes == expected
+    assert optimal_num_bytes(10, 0.01, cap) == 32

@@ -451,3 +451,16 @@ def test_uint64_arrow_values_beyond_int32_are_our_error() -> None:
         [hash_value(7, P.INT32), hash_value(2**32 - 1, P.INT32)]
     with pytest.raises(InvalidValueError, match="does not fit INT32"):
         hash_values(pa.array([2**63 + 5], pa.uint64()), P.INT32)
+
+
+def test_numpy_bytes_arrays_fixed_width_hash_every_byte() -> None:
+    values = [b"ab\x00\x00", b"\x00\x00\x00\x00", b"cdef"]
+    arr = np.array(values, dtype="S4")
+    got = hash_values(arr, "FIXED_LEN_BYTE_ARRAY", type_length=4)
+    assert list(got) == [hash_value(v, "FIXED_LEN_BYTE_ARRAY", type_length=4) for v in values]
+
+
+def test_numpy_bytes_arrays_are_refused_for_byte_array() -> None:
+    # b"a\x00" would silently become b"a": refuse rather than hash the wrong bytes.
+    with pytest.raises(InvalidValueError, match="trailing NUL"):
+        hash_values(np.array([b"a\x00"], dtype="S2"), "BYTE_ARRAY")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from robustness_support import varint
+from support.robustness_support import varint
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError, MalformedInputError

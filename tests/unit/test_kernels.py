@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import missing
+from support.components import missing
 
 from secure_bloom import header
 from secure_bloom import kernels as kernels_module
@@ -30,8 +30,9 @@ from secure_bloom.errors import MalformedBitsetError, MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.types import PhysicalType
 from secure_bloom.values import hash_value
+from support.paths import VECTORS_DIR
 
-VECTORS = Path(__file__).parent / "data" / "parquet-testing"
+VECTORS = VECTORS_DIR
 PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
 NATIVE_BUILT = importlib.util.find_spec("secure_bloom.native_kernels") is not None

@@ -13,7 +13,7 @@ from secure_bloom.errors import KeyNotFoundError, MalformedKeyMaterialError
 from secure_bloom.kms import KeyMaterial, KeyMaterialStore, KeyMetadata, sidecar_path
 from secure_bloom.kms._java_json import _iteration_order, java_hashmap_json
 
-from kms_support import DATA, EXTERNAL_JAVA_FILE, EXTERNAL_JAVA_SIDECAR
+from support.kms_support import DATA, EXTERNAL_JAVA_FILE, EXTERNAL_JAVA_SIDECAR
 
 FOOTER = KeyMaterial(master_key_id="kf", wrapped_dek="d2Q=", is_footer_key=True, double_wrapping=True,
                      kek_id="a2Vr", wrapped_kek="d2s=", kms_instance_id="DEFAULT", kms_instance_url="DEFAULT")
@@ -49,7 +49,7 @@ def test_parquet_java_sidecar_reads_as_written() -> None:
 
 
 def test_parquet_java_external_key_metadata_bytes() -> None:
-    from kms_support import footer_key_metadata
+    from support.kms_support import footer_key_metadata
 
     in_file = footer_key_metadata(EXTERNAL_JAVA_FILE.read_bytes())
     metadata = KeyMetadata.from_bytes(in_file)

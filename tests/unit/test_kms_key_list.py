@@ -12,7 +12,7 @@ from secure_bloom.errors import (AuthenticationError, KeyNotFoundError, Malforme
 from secure_bloom.kms import ExplicitKeys, KeyListKms, KeyMaterialStore, parse_key_spec
 from secure_bloom.kms.local_wrap import unwrap_locally, wrap_locally
 
-from kms_support import DEV_KEY_LIST, EXTERNAL_JAVA_SIDECAR, PARQUET_TESTING_KEYS, key_list_text
+from support.kms_support import DEV_KEY_LIST, EXTERNAL_JAVA_SIDECAR, PARQUET_TESTING_KEYS, key_list_text
 
 K16 = bytes(range(16))
 

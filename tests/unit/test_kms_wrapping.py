@@ -16,7 +16,7 @@ from secure_bloom.kms import (KeyUnwrapper, FileKeyWrapper, KeyListKms, KeyMater
                               KeyMaterialStore, KeyMetadata, rewrap_external_key_material, sidecar_path)
 from secure_bloom.kms.cache import ExpiringCache
 
-from kms_support import CountingKms, SettableClock
+from support.kms_support import CountingKms, SettableClock
 
 KEYS = {"footer_key": bytes(range(16)), "pii_key": bytes(range(16, 32)), "finance_key": bytes(range(32, 64))}
 

@@ -141,3 +141,14 @@ def test_int96_layout() -> None:
     before = encode_int96(dt.datetime(1969, 12, 31, 23, 59, 59))
     assert before == (86_399 * 10**9).to_bytes(8, "little") + (2440587).to_bytes(4, "little")
     assert len(encode_int96("2024-02-29T12:00:00+02:00")) == 12
+
+
+@pytest.mark.parametrize("nanos", [-1, 1000])
+def test_timestamp_nanos_out_of_range(nanos: int) -> None:
+    with pytest.raises(ValueError, match="0..999"):
+        encode_timestamp(dt.datetime(2024, 1, 1), "nanos", nanos=nanos)
+
+
+def test_timestamp_nanos_in_range() -> None:
+    base = encode_timestamp(dt.datetime(2024, 1, 1), "nanos")
+    assert encode_timestamp(dt.datetime(2024, 1, 1), "nanos", nanos=999) == base + 999

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from parquet_files import (
+from support.parquet_files import (
     DATA,
     ROWS_PER_GROUP,
     TESTING_KEYS,
@@ -535,7 +535,7 @@ def test_replacing_a_leaked_plaintext_filter_leaves_none_of_its_bytes(tmp_path: 
     """arrow-rs shape: a plaintext filter on an encrypted column. attach rebuilds it encrypted and
     zeroes the old bytes (every other offset stays valid), so the output has no copy of the leak
     and the audit, orphan scan included, passes."""
-    import leaky_writer as lw
+    from support import leaky_writer as lw
 
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet.audit import audit
@@ -616,3 +616,39 @@ def test_attach_refuses_an_ambiguous_path_and_takes_path_parts(tmp_path: Path) -
             assert r.bloom_filter(0, other) is None
             assert r.probe(r.column(parts), values + ["elsewhere"]).row_groups[0].values == \
                 ((values[0], MAYBE), (values[1], MAYBE), ("elsewhere", ABSENT))
+
+
+def test_attach_without_footer_key_names_the_key_not_its_material(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from support.parquet_files import write_encrypted
+
+    from secure_bloom.errors import MissingKeyError
+    from secure_bloom.parquet import NO_KEYS
+    from secure_bloom.parquet.attach import attach_bloom_filters
+
+    src = write_encrypted(tmp_path / "signed.parquet", plaintext_footer=True)
+    with pytest.raises(MissingKeyError) as info:
+        attach_bloom_filters(src, tmp_path / "out.parquet", ["id"], keys=NO_KEYS)
+    message = str(info.value)
+    assert "'kf'" in message  # the master key id
+    for material in ("wrappedDEK", "wrappedKEK", "keyMaterialType", "{"):
+        assert material not in message
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_attach_reports_expected_fpp_and_the_size_cap(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from secure_bloom.cli import main
+    from secure_bloom.parquet.attach import attach_bloom_filters
+
+    src = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"v": pa.array(range(20_000), pa.int64())}), src, row_group_size=20_000)
+    roomy = attach_bloom_filters(src, tmp_path / "roomy.parquet", ["v"], fpp=0.01)
+    assert not roomy.filters[0].capped and roomy.filters[0].expected_fpp < 0.01
+    tight = attach_bloom_filters(src, tmp_path / "tight.parquet", ["v"], fpp=0.01, max_bytes=1024)
+    assert tight.filters[0].capped and tight.filters[0].num_bytes == 1024
+    assert tight.filters[0].expected_fpp > 0.5  # 20k values in 1 KiB: nearly every probe says "maybe"
+    assert main(["attach", str(src), str(tmp_path / "cli.parquet"), "--column", "v", "--max-bytes", "1024"]) == 0
+    assert "hit the size cap" in capsys.readouterr().out
+    assert main(["attach", str(src), str(tmp_path / "bad.parquet"), "--column", "v", "--max-bytes", "1000"]) == 2

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from parquet_files import DATA, TESTING_KEYS, vector_kms, write_encrypted, write_plain
+from support.parquet_files import DATA, TESTING_KEYS, vector_kms, write_encrypted, write_plain
 from secure_bloom import SplitBlockBloomFilter, thrift_codec
 from secure_bloom.errors import (
     AuthenticationError,
@@ -662,7 +662,7 @@ def test_chunks_sharing_one_bitset_are_not_held_once_per_reference(tmp_path: Pat
     """Regression (issue 15 item 8): ``inspect`` of a sparse file whose chunks all point at one
     bitset held a copy per chunk (6 x 32 MiB here; 1 GB for 6 x 128 MiB). Sizes now come from
     the headers alone, and a plaintext filter read once serves every chunk that points at it."""
-    from robustness_support import allocation_peak
+    from support.robustness_support import allocation_peak
 
     mib = 1 << 20
     path = _sparse_filters(tmp_path / "shared.parquet", groups=6, num_bytes=32 * mib, shared=True)
@@ -682,7 +682,7 @@ def test_chunks_sharing_one_bitset_are_not_held_once_per_reference(tmp_path: Pat
 def test_filter_cache_is_bounded_by_its_budget(tmp_path: Path) -> None:
     """Distinct filters beyond ``filter_cache_bytes`` evict the least recently used: a reader
     holds its budget plus the filter being read, whatever the footer points at."""
-    from robustness_support import allocation_peak
+    from support.robustness_support import allocation_peak
 
     mib = 1 << 20
     path = _sparse_filters(tmp_path / "distinct.parquet", groups=8, num_bytes=4 * mib, shared=False)
@@ -696,3 +696,26 @@ def test_filter_cache_is_bounded_by_its_budget(tmp_path: Path) -> None:
         assert r.bloom_filter(0, "x") is not r.bloom_filter(0, "x")  # nothing cached
     with pytest.raises(ValueError, match="filter_cache_bytes must be an int >= 0"):
         ParquetBloomReader(path, filter_cache_bytes=-1)
+
+
+def test_plaintext_filter_on_encrypted_column_is_named_and_isolated(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from support import leaky_writer as lw
+
+    from secure_bloom.errors import PlaintextFilterOnEncryptedColumnError
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+
+    src, dst = tmp_path / "src.parquet", tmp_path / "leak.parquet"
+    lw.write_pyarrow_encrypted(src)
+    keys = KeyAccess(kms=KeyListKms(lw.key_list()))
+    values = lw.table_values()
+    lw.inject_filters(src, dst, {"ssn": "plaintext", "email": "column_key"}, keys,
+                      values={"ssn": values["ssn"], "email": values["email"]})
+    with ParquetBloomReader(dst, keys=keys) as reader:
+        with pytest.raises(PlaintextFilterOnEncryptedColumnError, match="stored in plaintext"):
+            reader.bloom_filter(0, "ssn")
+        chunks = {(c.row_group, c.column): c for c in reader.chunks()}
+        assert chunks[(0, "ssn")].filter_error is not None and "plaintext" in chunks[(0, "ssn")].filter_error
+        assert chunks[(0, "email")].filter_error is None and chunks[(0, "email")].filter_num_bytes
+        assert reader.row_groups_maybe_containing("email", values["email"][1][0]) == [1]
+        assert reader.describe()  # one leaked chunk does not stop the rest from being described

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedHeaderError, MalformedThriftError
+from support.paths import VECTORS_DIR
 
-VECTORS = Path(__file__).parent / "data" / "parquet-testing"
+VECTORS = VECTORS_DIR
 M = thrift_codec.idl()
 
 
