@@ -1,4 +1,10 @@
-"""Shared pytest fixtures. Additive edits only: several engineers add fixtures here."""
+"""Shared pytest fixtures, and the fixture modules of tests/support registered as plugins (so no
+test imports a fixture by hand).
+
+Layout: tests/unit (one module per subject, no JVM or server), tests/interop (Spark, parquet-java
+through PySpark, a real OpenBao), tests/robustness (malformed input, tampering, crashes, faults,
+concurrency, secret hygiene), tests/support (helpers), tests/data (vectors with provenance).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from support.paths import REPO_DIR
+
+pytest_plugins = ["support.openbao_server"]
+
 if TYPE_CHECKING:
-    from spark_bloom_data import SparkBloomFiles
+    from support.spark_bloom_data import SparkBloomFiles
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +28,7 @@ def spark() -> Iterator[Any]:
     Shared by the whole run: a test that sets an encryption policy must clear it again
     (``with secure_bloom.spark.session.applied_policy(spark, policy): ...``).
     """
-    from components import missing
+    from support.components import missing
     from secure_bloom.errors import JavaNotFoundError
 
     try:
@@ -35,8 +45,8 @@ def spark() -> Iterator[Any]:
 def spark_bloom_files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> SparkBloomFiles:
     """Spark-written Parquet files with encrypted Bloom filters (GCM / CTR, encrypted / plaintext
     footer), the key list that opens them and the values expected in each row group; see
-    tests/spark_bloom_data.py."""
-    from spark_bloom_data import write_spark_bloom_files
+    tests/support/spark_bloom_data.py."""
+    from support.spark_bloom_data import write_spark_bloom_files
 
     return write_spark_bloom_files(spark, tmp_path_factory.mktemp("spark-bloom-files"))
 
@@ -46,12 +56,12 @@ def dev_key_list_file() -> Any:
     """keys/dev-key-list.txt of this checkout (development keys: never for production)."""
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"
+    path = REPO_DIR / "keys" / "dev-key-list.txt"
     assert path.is_file(), path
     return path
 
 
-# Hypothesis profiles (tests/test_robustness_*.py and the other property suites). CI and a plain
+# Hypothesis profiles (tests/robustness/test_robustness_*.py and the other property suites). CI and a plain
 # `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples.
 def _register_hypothesis_profiles() -> None:
     import os
