@@ -46,7 +46,10 @@ _OR = ("or", "or_kleene")
 @dataclass(frozen=True)
 class Leaf:
     """``column op values``: op is one of ==, !=, <, <=, >, >=, in, not in (``values`` holds the
-    literal(s), non-null) or is_null, is_valid (``values`` None)."""
+    literal(s), non-null) or is_null, is_valid (``values`` None).
+
+    Null rows match no comparison and no ``in`` (Kleene logic; ``is_in`` answers false for a
+    null when its value set holds none) but DO match ``not in`` (pyarrow's ``~is_in``)."""
 
     column: str
     op: str

@@ -246,6 +246,8 @@ def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:
         return b.null_count is None or b.null_count > 0
     if op == "is_valid":
         return not b.all_null
+    if op == "not in" and (b.null_count is None or b.null_count > 0):
+        return True  # not(is_in): is_in answers false (not null) for a null, so null rows match
     if b.all_null:
         return False  # every comparison with a null is null: no row matches
     keys = view.keys

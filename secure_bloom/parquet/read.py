@@ -32,6 +32,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
 
+from ..errors import MissingKeyError
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
 from .keys import KeyAccess
@@ -94,8 +95,14 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     fmt = parquet_format(keys)
     expression = to_expression(filters)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
-    base = ds.dataset(resolved.paths[0] if single_dir else list(resolved.paths), filesystem=scan_fs, format=fmt,
-                      partitioning=partitioning if single_dir else None)
+    try:
+        base = ds.dataset(resolved.paths[0] if single_dir else list(resolved.paths), filesystem=scan_fs,
+                          format=fmt, partitioning=partitioning if single_dir else None)
+    except (pa.ArrowInvalid, OSError) as e:
+        if "decryption" in str(e) and (keys is None or keys.kms is None):
+            raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
+                                  "client their key material was wrapped with") from None
+        raise
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
     kept = list(base.get_fragments(filter=expression)) if expression is not None else every
