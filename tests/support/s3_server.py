@@ -88,18 +88,29 @@ class CountingProxy:
 
 
 class S3Service:
-    def __init__(self, proxy: CountingProxy) -> None:
+    """Reads go through the counting proxy (:meth:`filesystem`); test data is uploaded straight to
+    the server (:meth:`upload_filesystem`: the proxy forwards no chunked uploads)."""
+
+    def __init__(self, proxy: CountingProxy, server_port: int) -> None:
         self.proxy = proxy
         self.endpoint = f"127.0.0.1:{proxy.port}"
+        self.server_endpoint = f"127.0.0.1:{server_port}"
 
-    def filesystem(self) -> Any:
+    @staticmethod
+    def _fs(endpoint: str) -> Any:
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
-                                 endpoint_override=self.endpoint, scheme="http", allow_bucket_creation=True)
+                                 endpoint_override=endpoint, scheme="http", allow_bucket_creation=True)
+
+    def filesystem(self) -> Any:
+        return self._fs(self.endpoint)
+
+    def upload_filesystem(self) -> Any:
+        return self._fs(self.server_endpoint)
 
     def bucket(self, name: str) -> str:
-        self.filesystem().create_dir(name)
+        self.upload_filesystem().create_dir(name)
         return name
 
     def reset(self) -> None:
@@ -132,7 +143,7 @@ def s3() -> Iterator[S3Service]:
     port = server._server.server_port  # moto exposes the bound port only on its werkzeug server
     proxy = CountingProxy(("127.0.0.1", port))
     try:
-        yield S3Service(proxy)
+        yield S3Service(proxy, port)
     finally:
         proxy.stop()
         server.stop()
