@@ -40,7 +40,7 @@ from .predicate import Node, predicate_tree, to_expression
 from .prune import DEFAULT_PRUNE_THREADS, PruneReport, prune_files
 from .sources import CountingFileSystem, ReadCounter, resolve
 
-__all__ = ["read_table", "dataset", "scan", "PrunedScan", "parquet_format"]
+__all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format"]
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -80,20 +80,12 @@ class PrunedScan:
         return table
 
 
-def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
-         count_reads: bool = False, threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
-         partitioning: Any = "hive") -> PrunedScan:
-    """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
-    restricted dataset. ``count_reads`` routes pyarrow's reads through a
-    :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks)."""
-    if keys is not None and not isinstance(keys, KeyAccess):
-        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
+              partitioning: Any) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem]:
     resolved = resolve(source, filesystem)
     fs = resolved.filesystem
-    counter = ReadCounter() if count_reads else None
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
-    expression = to_expression(filters)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
     try:
         base = ds.dataset(resolved.paths[0] if single_dir else list(resolved.paths), filesystem=scan_fs,
@@ -103,6 +95,29 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
             raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
                                   "client their key material was wrapped with") from None
         raise
+    return base, fs, scan_fs
+
+
+def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any = None,
+                 partitioning: Any = "hive") -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
+    """pyarrow's whole dataset of ``source`` (decryption configured) and the filesystem of its
+    files: the schema, the fragments, before any pruning."""
+    base, fs, _ = _discover(source, keys, filesystem, None, partitioning)
+    return base, fs
+
+
+def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
+         count_reads: bool = False, threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
+         partitioning: Any = "hive") -> PrunedScan:
+    """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
+    restricted dataset. ``count_reads`` routes pyarrow's reads through a
+    :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks)."""
+    if keys is not None and not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    counter = ReadCounter() if count_reads else None
+    base, fs, scan_fs = _discover(source, keys, filesystem, counter, partitioning)
+    fmt = base.format
+    expression = to_expression(filters)
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
     kept = list(base.get_fragments(filter=expression)) if expression is not None else every
