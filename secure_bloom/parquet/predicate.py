@@ -177,7 +177,8 @@ class _Parse:
             return ("literal", self.literal(value))
         if kind != "call":
             raise ValueError(f"unexpected {kind!r}")
-        args, options = [], None
+        args: list[Any] = []
+        options: Any = None
         while True:
             kind2, value2 = self.tokens[self.at] if self.at < len(self.tokens) else ("", "")
             if kind2 == "end":

@@ -37,7 +37,7 @@ from .keys import KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
-from .statistics import Bounds, chunk_bounds, literal_keys, stat_kind
+from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
 
 __all__ = ["FilePrune", "PruneReport", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS"]
 
@@ -163,11 +163,19 @@ class _LeafView:
             self.info = info
             return
         self.info = info
-        typ = _arrow_type(schema, leaf.column)
+        # pyarrow compares in the dataset's type; this file may store another (schema evolution,
+        # no dataset schema on a Spark worker): cast the literal to the dataset's type, then
+        # losslessly to this file's own type. Any cast that fails or loses: no pruning here.
+        typ, own = _arrow_type(schema, leaf.column), arrow_type_of(info)
+        if own is None:
+            return
         try:
             values = leaf.values.cast(typ, safe=True) if typ is not None else leaf.values
+            values = values.cast(own, safe=True)
+            if typ is not None and not values.cast(typ, safe=True).equals(leaf.values.cast(typ, safe=True)):
+                return
         except (pa.ArrowException, ValueError, TypeError):
-            return  # pyarrow compares in another type: no pruning on this leaf
+            return
         floats = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE)
         if floats:
             self.nan = any(v is not None and math.isnan(v) for v in values.to_pylist())

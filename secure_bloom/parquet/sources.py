@@ -64,7 +64,7 @@ def open_source(source: str | os.PathLike[str] | BinaryIO, filesystem: Any = Non
     binary file (returned as it is, not owned)."""
     if hasattr(source, "read") and hasattr(source, "seek"):
         return str(getattr(source, "name", "<stream>")), cast(BinaryIO, source), False
-    text = os.fspath(cast("str | os.PathLike[str]", source))
+    text = os.fspath(source)
     if filesystem is None and is_uri(text) and not text.startswith("file://"):
         filesystem, text = pafs.FileSystem.from_uri(text)
     text = _strip_scheme(text, filesystem)

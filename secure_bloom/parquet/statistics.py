@@ -29,7 +29,7 @@ from ..types import PhysicalType
 from ..values.arrow import stored_form
 from .schema import ColumnInfo
 
-__all__ = ["Bounds", "stat_kind", "chunk_bounds", "literal_keys"]
+__all__ = ["Bounds", "stat_kind", "chunk_bounds", "literal_keys", "arrow_type_of"]
 
 _BYTES_LOGICAL = (None, "STRING", "ENUM", "JSON", "BSON", "UUID")
 
@@ -168,3 +168,42 @@ def literal_keys(values: pa.Array, column: ColumnInfo, kind: str) -> list[Any]:
             return [bytes(v) for v in stored.to_pylist()]
         raise ValueError(f"Arrow type {typ} on a byte-array column")
     raise ValueError(f"no order for {kind}")
+
+
+_UNITS = {"millis": "ms", "micros": "us", "nanos": "ns"}
+
+
+def arrow_type_of(column: ColumnInfo) -> pa.DataType | None:
+    """The Arrow type pyarrow reads a leaf as, from its Parquet type alone (None where unsure)."""
+    ptype, logical = column.physical_type, column.logical_type
+    if logical == "DECIMAL" and column.precision is not None and column.scale is not None:
+        return pa.decimal128(column.precision, column.scale) if column.precision <= 38 else \
+            pa.decimal256(column.precision, column.scale)
+    if ptype is PhysicalType.BOOLEAN:
+        return pa.bool_()
+    if ptype is PhysicalType.FLOAT:
+        return pa.float32()
+    if ptype is PhysicalType.DOUBLE:
+        return pa.float64()
+    if ptype is PhysicalType.INT96:
+        return pa.timestamp("ns")
+    unit = _UNITS.get(column.time_unit or "")
+    if ptype in (PhysicalType.INT32, PhysicalType.INT64):
+        if logical == "DATE" and ptype is PhysicalType.INT32:
+            return pa.date32()
+        if logical == "TIMESTAMP" and unit and ptype is PhysicalType.INT64:
+            return pa.timestamp(unit, tz="UTC" if column.is_adjusted_to_utc else None)
+        if logical == "TIME" and unit:
+            return pa.time32(unit) if ptype is PhysicalType.INT32 else pa.time64(unit)
+        if logical == "INTEGER" and column.int_bits in (8, 16, 32, 64):
+            return getattr(pa, f"{'' if column.int_signed is not False else 'u'}int{column.int_bits}")()
+        if logical is None:
+            return pa.int32() if ptype is PhysicalType.INT32 else pa.int64()
+        return None
+    if ptype is PhysicalType.BYTE_ARRAY:
+        if logical in ("STRING", "ENUM", "JSON"):
+            return pa.string()
+        return pa.binary() if logical in (None, "BSON") else None
+    if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY and logical is None and column.type_length:
+        return pa.binary(column.type_length)
+    return None

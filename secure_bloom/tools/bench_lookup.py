@@ -175,13 +175,15 @@ def run_lookup_benchmark(size_mb: float = 1024, files: int = 50, lookups: int = 
             spark = local_spark("secure-bloom-bench-lookup", policy=policy)
             path = str(data["encrypted"])
             runners["spark"] = lambda k: (len(spark.read.parquet(path).where(f"key = '{k}'").collect()), None)
-            pids["spark"] = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+            jvm: Any = spark.sparkContext._jvm
+            pids["spark"] = int(jvm.java.lang.ProcessHandle.current().pid())
         try:
             for engine in [e for e in engines if e in runners]:
                 runners[engine](present[0])  # warm-up (JIT, session, page cache): not timed
                 figures = {}
                 for label, keys in (("present", present), ("absent", absent)):
-                    runs = [_timed(lambda k=k: runners[engine](k), pids[engine]) for k in keys]
+                    run = runners[engine]
+                    runs = [_timed(lambda: run(k), pids[engine]) for k in keys]
                     figures[label] = _summary(runs)
                 result["engines"][engine] = figures
                 log(f"{engine}: present {figures['present']['median_s']:.3f} s, "
