@@ -152,4 +152,5 @@ def test_prune_dataset_returns_the_row_groups_to_read(spark, dataset_dir, spark_
         with ParquetBloomReader(r["file"], keys=worker_keys.key_access()) as reader:
             local = prune_reader(reader, predicate_tree(to_expression(filters)))
         assert (r["row_groups"], r["pruned_by_bloom"]) == (list(local.row_groups), list(local.pruned_by_bloom))
-    assert sum(len(r["pruned_by_bloom"]) for r in rows) >= len(rows)  # the filters rule groups out
+        assert r["pruned_by_statistics"] == list(local.pruned_by_statistics)
+    assert sum(len(r["pruned_by_statistics"]) + len(r["pruned_by_bloom"]) for r in rows) >= len(rows)
