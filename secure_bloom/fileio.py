@@ -74,10 +74,15 @@ def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
 
 class RecordingFile:
     """A read-only file wrapper that records every (offset, length) read: proof that a reader
-    reads the tail and filter bytes only."""
+    reads the tail and filter bytes only.
 
-    def __init__(self, raw: BinaryIO) -> None:
+    ``raw`` is any seekable binary file: a local file, or a ``pyarrow`` random-access file of an
+    object store (each read is then one range request). ``close_raw=False`` leaves ``raw`` open
+    on :meth:`close` (a file the caller opened)."""
+
+    def __init__(self, raw: BinaryIO, *, close_raw: bool = True) -> None:
         self._raw = raw
+        self._close_raw = close_raw
         self.ranges: list[tuple[int, int]] = []
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
@@ -93,7 +98,8 @@ class RecordingFile:
         return data
 
     def close(self) -> None:
-        self._raw.close()
+        if self._close_raw:
+            self._raw.close()
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -53,7 +53,12 @@ def _open_reader(path: str, keys: Any) -> Any:
 
 def _files_of(path: str) -> tuple[list[str], bool]:
     """(files, is_directory): a file as given, or the Parquet files under a directory. What could
-    not be searched under a directory is recorded in ``_UNCHECKED``, not dropped."""
+    not be searched under a directory is recorded in ``_UNCHECKED``, not dropped. A URI
+    (``s3://bucket/prefix?endpoint_override=...``) names an object or a prefix on that store."""
+    from ..parquet.sources import is_uri
+
+    if is_uri(path) and not path.startswith("file://"):
+        return _objects_of(path)
     if not os.path.isdir(path):
         if not os.path.exists(path):
             raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
@@ -70,6 +75,27 @@ def _files_of(path: str) -> tuple[list[str], bool]:
     if unchecked is not None:
         unchecked.extend(problems)
     return list(found.files), True
+
+
+def _objects_of(uri: str) -> tuple[list[str], bool]:
+    """The object ``uri`` names, or the Parquet objects under it (as URIs with the same query)."""
+    import pyarrow.fs as pafs
+
+    with _about(uri):
+        fs, root = pafs.FileSystem.from_uri(uri)
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.File:
+            return [uri], False
+        if info.type != pafs.FileType.Directory:
+            raise CliError(f"{uri}: No such file or object", ErrorKind.FILE_NOT_FOUND)
+        scheme, rest = uri.split("://", 1)
+        query = "?" + rest.split("?", 1)[1] if "?" in rest else ""
+        names = sorted(i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
+                       if i.type == pafs.FileType.File
+                       and not os.path.basename(i.path).startswith((".", "_")) and not i.path.endswith(".crc"))
+    if not names:
+        raise CliError(f"{uri}: no Parquet files under this prefix", ErrorKind.NO_PARQUET_FILES)
+    return [f"{scheme}://{name}{query}" for name in names], True
 
 
 def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
@@ -186,6 +212,75 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return int(report.exit_code)
 
 
+# --- query (issue 12: read by key) ---
+
+
+def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    import sys
+
+    from ..parquet.read import open_dataset, scan
+    from ..parquet.reader import ParquetBloomReader
+    from ..parquet.where import conditions_expression, parse_condition
+
+    keys = key_access_from_args(args)
+    if args.format == "parquet" and not args.output:
+        raise UsageError("--format parquet needs --output FILE")
+    columns = [c.strip() for group in args.columns or [] for c in group.split(",") if c.strip()] or None
+    with _about(args.file):
+        conditions = [parse_condition(text) for text in args.conditions]
+        whole, fs = open_dataset(args.file, keys=keys)  # the schema and the first file's columns
+        first = next(iter(whole.get_fragments()), None)
+        if first is None:
+            raise CliError(f"{args.file}: no Parquet files", ErrorKind.NO_PARQUET_FILES)
+        with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
+            file_columns = reader.columns
+        expression = conditions_expression(conditions, file_columns, whole.schema, timezone=args.timezone)
+        pruned = scan(args.file, filters=expression, keys=keys, count_reads=True)
+        table = pruned.to_table(columns)
+    report = pruned.report
+    explain_to = out if args.format == "table" and not args.output else sys.stderr
+    _write_rows(table, args, out, report.to_dict() if args.explain else None)
+    if args.explain:
+        if args.format == "json" and not args.output:
+            pass  # in the JSON document
+        else:
+            explain_to.write(("\n" if explain_to is out else "") + report.summary() + "\n")
+    return EXIT_OK
+
+
+def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[str, Any] | None) -> None:
+    if args.format == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, args.output)
+        return
+    if args.format == "csv":
+        import io
+
+        import pyarrow.csv as pcsv
+
+        buffer = io.BytesIO()
+        pcsv.write_csv(table, buffer)
+        text = buffer.getvalue().decode("utf-8")
+    elif args.format == "json":
+        rows = render.jsonable(table.to_pylist())
+        import json
+
+        doc: Any = rows
+        if report is not None:
+            doc = {"rows": rows, "report": report}
+        text = json_safe(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)) + "\n"
+    else:
+        shown = table if args.limit is None else table.slice(0, args.limit)
+        text = render.table(table.column_names, [[visible(str(v)) for v in row.values()] for row in shown.to_pylist()])
+        text += f"\n({table.num_rows} row{'s' if table.num_rows != 1 else ''})\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        out.write(text)
+
+
 def run_delegated(name: str, argv: list[str]) -> int:
     """Run a :data:`~secure_bloom.cli.parser.DELEGATED` command's ``main(argv)``; its exit code."""
     module_name = DELEGATED[name]
@@ -207,7 +302,7 @@ def run_delegated(name: str, argv: list[str]) -> int:
 
 #: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
-    "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit}
+    "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query}
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:

@@ -26,6 +26,7 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
+             "bench-lookup": "secure_bloom.tools.bench_lookup",
              "demo": "secure_bloom.tools.demo"}
 NOT_SHOWN = "<not shown>"
 
@@ -154,6 +155,21 @@ exit codes (audit), first match wins:
   3  the audit itself failed (e.g. the JUnit file cannot be written)"""
 
 
+_QUERY_EPILOG = f"""\
+Reads the rows matching every --where condition, as pyarrow's own filtered read returns them, after
+skipping the row groups that cannot match: by min/max statistics, then by Bloom filters for = and
+in (encrypted filters too). Only footers, filters and the surviving row groups are read, also on
+object stores. Values are text converted per column type, as for 'probe'.
+
+examples:
+  {PROG} query warehouse/customers --where "email = alice@example.com" --key-list-file keys.txt
+  {PROG} query data.parquet --where "ssn in (123-45-6789, 987-65-4321)" --columns email,ssn --format json
+  {PROG} query "s3://lake/events?endpoint_override=127.0.0.1:9000&scheme=http" \\
+      --where "user_id = 42" --where "ts >= 2024-05-01T00:00:00Z" --explain
+
+{EXIT_CODES_HELP}"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``secure-bloom`` parser (also used to render ``--help``)."""
     keys = key_options_parent()
@@ -214,6 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept filters encrypted with the footer key")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report to FILE")
+
+    # --- query (issue 12: read by key) ---
+    p = command("query", "read the rows matching conditions, skipping row groups by statistics and "
+                         "Bloom filters", _QUERY_EPILOG)
+    p.add_argument("file", metavar="PATH", help="a Parquet file, a directory (hive partitions too) or a URI "
+                                                "(s3://bucket/prefix?endpoint_override=host:port&scheme=http)")
+    p.add_argument("--where", required=True, action="append", metavar="COND", dest="conditions",
+                   help="COLUMN OP VALUE, OP one of = != < <= > >= 'in (a, b)' 'not in (a, b)'; repeatable (AND)")
+    p.add_argument("--columns", action="append", metavar="COL[,COL...]", help="columns to return (default: all)")
+    p.add_argument("--format", choices=("table", "json", "csv", "parquet"), default="table",
+                   help="output format (default: table; parquet needs --output)")
+    p.add_argument("--output", metavar="FILE", help="write the rows to FILE instead of standard output")
+    p.add_argument("--explain", action="store_true",
+                   help="also print the prune report: row groups pruned by statistics and by Bloom filters, bytes read")
+    p.add_argument("--timezone", type=_timezone, metavar="ZONE",
+                   help="the zone of naive date/time values for columns of UTC instants")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N rows (table format)")
 
     for name, module in DELEGATED.items():
         p = sub.add_parser(name, help=f"run {module}.main with the remaining arguments "

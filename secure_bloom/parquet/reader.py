@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
 from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
-from ..fileio import RecordingFile, open_regular_file
+from ..fileio import RecordingFile
 from ..filter import SplitBlockBloomFilter
 from ..crypto.context import ChunkCryptoContext
 from ..crypto.modules import MAX_ORDINAL
@@ -33,6 +33,7 @@ from .footer import Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
+from .sources import open_source
 from .tail import FileTail, read_tail
 
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
@@ -46,6 +47,11 @@ DEFAULT_FILTER_CACHE_BYTES = 256 << 20
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
+    ``path`` is a local path, a path on ``filesystem`` (a ``pyarrow.fs.FileSystem``: S3, GCS,
+    HDFS...), a URI (``s3://bucket/key``, ``file:///...``) or an open seekable binary file (not
+    closed by :meth:`close`). Every read is a range read of the bytes needed (tail, ColumnMetaData
+    is in the footer, filters): nothing else of the file is fetched.
+
     ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
     the plaintext columns of a plaintext-footer file need none. External key material is read
     from the sidecar beside ``key_material_file`` (default: ``path`` itself).
@@ -55,17 +61,17 @@ class ParquetBloomReader:
     sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
     """
 
-    def __init__(self, path: str | os.PathLike[str], keys: KeyAccess | None = None, *,
-                 key_material_file: str | os.PathLike[str] | None = None,
+    def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
+                 filesystem: Any = None, key_material_file: str | os.PathLike[str] | None = None,
                  filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES) -> None:
         if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
             raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
-        self.path = os.fspath(path)
         self.keys = keys if keys is not None else NO_KEYS
         if not isinstance(self.keys, KeyAccess):
             raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
         self._lock = threading.Lock()
-        self._file = RecordingFile(open_regular_file(self.path))
+        self.path, raw, owned = open_source(path, filesystem)
+        self._file = RecordingFile(raw, close_raw=owned)
         try:
             self.tail: FileTail = read_tail(self.file, self.path)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)

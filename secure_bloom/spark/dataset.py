@@ -1,6 +1,7 @@
 """Dataset-level operations on Spark: one Parquet file per task, results collected to the driver.
 
 * :func:`probe_dataset` - which files and row groups may contain each value;
+* :func:`prune_dataset` - the row groups to read for a filter (read_table's filters syntax);
 * :func:`attach_dataset` - attach (encrypted) Bloom filters to every file of a directory;
 * :func:`audit_dataset` - the compliance audit over a directory.
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from ..parquet.keys import KeyAccess
 
-__all__ = ["WorkerKeys", "probe_dataset", "attach_dataset", "audit_dataset", "dataset_files"]
+__all__ = ["WorkerKeys", "probe_dataset", "prune_dataset", "attach_dataset", "audit_dataset", "dataset_files"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,43 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
               "has_bloom_filter boolean, encrypted boolean, error string, error_kind string")
     return spark.createDataFrame([{**r, "value": None if r["value"] is None else str(r["value"])} for r in rows],
                                  schema)
+
+
+def _prune_file(path: str, filters: Any, keys: WorkerKeys) -> list[dict[str, Any]]:
+    from ..errors import SecureBloomError, error_kind
+    from ..parquet import ParquetBloomReader
+    from ..parquet.predicate import predicate_tree, to_expression
+    from ..parquet.prune import prune_reader
+
+    try:
+        tree = predicate_tree(to_expression(filters))
+        with ParquetBloomReader(path, keys=keys.key_access()) as reader:
+            result = prune_reader(reader, tree)
+    except (SecureBloomError, OSError) as e:
+        return [{"file": path, "num_row_groups": None, "row_groups": None, "pruned_by_statistics": None,
+                 "pruned_by_bloom": None, "error": f"{type(e).__name__}: {e}", "error_kind": error_kind(e).value}]
+    return [{"file": path, "num_row_groups": result.num_row_groups, "row_groups": list(result.row_groups),
+             "pruned_by_statistics": list(result.pruned_by_statistics),
+             "pruned_by_bloom": list(result.pruned_by_bloom), "error": None, "error_kind": None}]
+
+
+def prune_dataset(spark: SparkSession, paths: Any, filters: Any, keys: WorkerKeys) -> list[dict[str, Any]]:
+    """The row groups to read in every file under ``paths`` for ``filters`` (pyarrow's DNF list of
+    ``(column, op, value)`` tuples, or a ``pyarrow.compute.Expression``: the syntax of
+    :func:`secure_bloom.parquet.read_table`), one file per task: min/max statistics and Bloom
+    filters (encrypted or not), as :mod:`secure_bloom.parquet.prune` does it locally.
+
+    One dict per file, sorted by file: ``row_groups`` to read, ``pruned_by_statistics``,
+    ``pruned_by_bloom``; a file that cannot be read has ``error`` / ``error_kind`` set (never an
+    empty ``row_groups``). Literals are taken in each file's own column type (no dataset schema
+    on the workers); a literal that does not convert exactly prunes nothing.
+    """
+    from ..parquet.predicate import to_expression
+
+    expression = to_expression(filters)  # refuse bad filters on the driver, ship the Expression
+    files = dataset_files(paths)
+    rows = _one_task_per_file(spark, files, lambda p: _prune_file(p, expression, keys))
+    return sorted(rows, key=lambda r: r["file"])
 
 
 def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], fpp: float,

@@ -47,3 +47,11 @@ def test_spark_pipeline(tmp_path: Path) -> None:
     assert "has user000042: True" in out
     lines = [ln for ln in out.splitlines() if "user000042@example.com" in ln and "part-00000" in ln]
     assert lines and lines[0].endswith("maybe")
+
+
+def test_read_by_key_with_polars_and_duckdb() -> None:
+    out = _run("05_read_by_key.py")
+    assert "[{'email': 'user231141969162@example.com', 'amount': 3655}]" in out
+    assert "row groups: 10 total, 0 pruned by statistics, 9 pruned by Bloom filters, 1 read" in out
+    assert "│ user231141969162@example.com ┆ 3655   │" in out  # Polars
+    assert "[('user231141969162@example.com', 3655)]" in out  # DuckDB

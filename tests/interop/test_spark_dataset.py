@@ -132,3 +132,25 @@ def test_attach_dataset_on_pyarrow_files(spark, tmp_path, spark_bloom_files):  #
         with ParquetBloomReader(out) as reader:
             assert reader.row_groups_maybe_containing("id", i * 1000 + 450) == [1]
             assert reader.row_groups_maybe_containing("name", f"n{i * 1000 + 999}") == [2]
+
+
+def test_prune_dataset_returns_the_row_groups_to_read(spark, dataset_dir, spark_bloom_files, worker_keys):  # type: ignore[no-untyped-def]
+    """Same filters syntax as read_table; the holder of the value is always kept, and the result
+    equals the local pruner's, file by file."""
+    from secure_bloom.parquet import ParquetBloomReader
+    from secure_bloom.parquet.predicate import predicate_tree, to_expression
+    from secure_bloom.parquet.prune import prune_reader
+    from secure_bloom.spark.dataset import dataset_files, prune_dataset
+
+    col = spark_bloom_files.columns["s"]
+    value = col.row_groups[1][17]
+    filters = [("s", "in", [value, col.absent[0]])]
+    rows = prune_dataset(spark, dataset_dir, filters, worker_keys)
+    assert [r["file"] for r in rows] == dataset_files(dataset_dir)
+    for r in rows:
+        assert r["error"] is None and 1 in r["row_groups"]
+        with ParquetBloomReader(r["file"], keys=worker_keys.key_access()) as reader:
+            local = prune_reader(reader, predicate_tree(to_expression(filters)))
+        assert (r["row_groups"], r["pruned_by_bloom"]) == (list(local.row_groups), list(local.pruned_by_bloom))
+        assert r["pruned_by_statistics"] == list(local.pruned_by_statistics)
+    assert sum(len(r["pruned_by_statistics"]) + len(r["pruned_by_bloom"]) for r in rows) >= len(rows)

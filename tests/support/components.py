@@ -1,9 +1,9 @@
 """The policy for a real component the suite needs but cannot find: fail, unless the user opts out.
 
-A missing OpenBao binary (marker ``kms``), Java / pyspark (marker ``interop``) or the compiled C
-kernel (marker ``native``) FAILS the run, so a green run means those tests ran. To run without one, either deselect its marker
+A missing OpenBao binary (marker ``kms``), Java / pyspark (marker ``interop``), the compiled C
+kernel (marker ``native``) or moto's S3 server (marker ``s3``) FAILS the run, so a green run means those tests ran. To run without one, either deselect its marker
 (``scripts/test -m "not kms"``) or name it in ``SECURE_BLOOM_ALLOW_SKIP`` (comma-separated:
-``openbao``, ``spark``, ``native``): the tests then skip, and ``-ra`` prints why in the summary.
+``openbao``, ``spark``, ``native``, ``moto``): the tests then skip, and ``-ra`` prints why in the summary.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import NoReturn
 import pytest
 
 ALLOW_SKIP_ENV = "SECURE_BLOOM_ALLOW_SKIP"
-_MARKERS = {"openbao": "kms", "spark": "interop", "native": "native"}
+_MARKERS = {"openbao": "kms", "spark": "interop", "native": "native", "moto": "s3"}
 
 
 def missing(component: str, why: str) -> NoReturn:

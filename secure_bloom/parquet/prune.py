@@ -1,0 +1,361 @@
+"""Which row groups of which files can hold rows matching a filter: statistics, then Bloom filters.
+
+Per row group, the filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot
+match" in two passes: first with min/max statistics and null counts alone (:mod:`.statistics`,
+decrypting encrypted ColumnMetaData with the column's key), then, for the row groups that
+survive, with the Bloom filters of the ``==`` / ``in`` columns (encrypted or not; read lazily,
+only where needed). AND needs every part to may-match, OR one. Whatever is missing or doubtful
+(no statistics, no filter, a key that is not available, a literal that does not convert exactly
+to the column's type, NaN) means "may match": a row group is only ever dropped on proof. The
+caller applies the exact filter to what is read.
+
+Bloom queries follow SQL equality (:func:`~secure_bloom.values.query_hashes` semantics): 0.0
+asks for both zeros, a NaN is always "maybe".
+
+:func:`prune_files` runs over many files concurrently (threads: footers and filters are range
+reads, the kernels release the GIL), with a progress bar on a TTY, holding only one reader per
+worker and the small per-file results.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import MissingKeyError, SecureBloomError
+from ..types import PhysicalType
+from ..values import QueryHashes, maybe_in
+from ..values.arrow import hash_arrow, stored_form
+from .keys import KeyAccess
+from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
+from .reader import ParquetBloomReader
+from .schema import ColumnInfo
+from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
+
+__all__ = ["FilePrune", "PruneReport", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS"]
+
+#: Files pruned at once (each a handful of range reads; on object stores latency dominates).
+DEFAULT_PRUNE_THREADS = 16
+#: Filter bytes cached per reader while pruning (one filter is usually read once).
+_PRUNE_FILTER_CACHE = 8 << 20
+
+
+@dataclass(frozen=True)
+class FilePrune:
+    """One file's outcome: the row groups to read and why the others were skipped."""
+
+    path: str
+    num_row_groups: int
+    row_groups: tuple[int, ...]
+    pruned_by_statistics: tuple[int, ...] = ()
+    pruned_by_bloom: tuple[int, ...] = ()
+    metadata_bytes_read: int = 0
+    metadata_requests: int = 0
+    file_size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
+                "pruned_by_statistics": list(self.pruned_by_statistics),
+                "pruned_by_bloom": list(self.pruned_by_bloom), "metadata_bytes_read": self.metadata_bytes_read,
+                "metadata_requests": self.metadata_requests}
+
+
+@dataclass
+class PruneReport:
+    """What a pruned read did: files, row groups (total / skipped by statistics / skipped by Bloom
+    filters / read) and bytes read (footers and filters by the pruner; data by the scan)."""
+
+    files: list[FilePrune] = field(default_factory=list)
+    files_skipped_by_partition: int = 0
+    data_bytes_read: int | None = None
+    data_requests: int | None = None
+    rows: int | None = None
+
+    @property
+    def row_groups_total(self) -> int:
+        return sum(f.num_row_groups for f in self.files)
+
+    @property
+    def row_groups_pruned_by_statistics(self) -> int:
+        return sum(len(f.pruned_by_statistics) for f in self.files)
+
+    @property
+    def row_groups_pruned_by_bloom(self) -> int:
+        return sum(len(f.pruned_by_bloom) for f in self.files)
+
+    @property
+    def row_groups_read(self) -> int:
+        return sum(len(f.row_groups) for f in self.files)
+
+    @property
+    def metadata_bytes_read(self) -> int:
+        return sum(f.metadata_bytes_read for f in self.files)
+
+    @property
+    def bytes_read(self) -> int:
+        return self.metadata_bytes_read + (self.data_bytes_read or 0)
+
+    @property
+    def files_read(self) -> int:
+        return sum(1 for f in self.files if f.row_groups)
+
+    def to_dict(self, *, with_files: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "files": len(self.files) + self.files_skipped_by_partition,
+            "files_skipped_by_partition": self.files_skipped_by_partition,
+            "files_read": self.files_read,
+            "row_groups_total": self.row_groups_total,
+            "row_groups_pruned_by_statistics": self.row_groups_pruned_by_statistics,
+            "row_groups_pruned_by_bloom": self.row_groups_pruned_by_bloom,
+            "row_groups_read": self.row_groups_read,
+            "metadata_bytes_read": self.metadata_bytes_read,
+            "data_bytes_read": self.data_bytes_read,
+            "bytes_read": self.bytes_read,
+            "rows": self.rows,
+        }
+        if with_files:
+            out["per_file"] = [f.to_dict() for f in self.files]
+        return out
+
+    def summary(self) -> str:
+        """A few lines for a person (``query --explain``)."""
+        files = len(self.files) + self.files_skipped_by_partition
+        lines = [f"files: {files} ({self.files_skipped_by_partition} skipped by partition, {self.files_read} read)",
+                 f"row groups: {self.row_groups_total} total, {self.row_groups_pruned_by_statistics} pruned by "
+                 f"statistics, {self.row_groups_pruned_by_bloom} pruned by Bloom filters, "
+                 f"{self.row_groups_read} read",
+                 f"bytes read: {self.metadata_bytes_read} footer/filter"
+                 + (f" + {self.data_bytes_read} data = {self.bytes_read}" if self.data_bytes_read is not None else "")]
+        if self.rows is not None:
+            lines.append(f"rows: {self.rows}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- one file
+
+
+def _arrow_type(schema: pa.Schema | None, name: str) -> pa.DataType | None:
+    if schema is None or schema.get_field_index(name) < 0:
+        return None
+    typ = schema.field(name).type
+    return typ.value_type if pa.types.is_dictionary(typ) else typ
+
+
+class _LeafView:
+    """A leaf bound to one file: its column, its literals as the column orders them, its Bloom
+    queries. ``None`` parts mean "not usable" (the row group is kept)."""
+
+    def __init__(self, leaf: Leaf, reader: ParquetBloomReader, schema: pa.Schema | None) -> None:
+        self.leaf = leaf
+        self.info: ColumnInfo | None = None
+        self.keys: list[Any] | None = None
+        self.query: QueryHashes | None = None
+        self.nan = False
+        info = next((c for c in reader.columns if c.path_in_schema == (leaf.column,)), None)
+        if info is None or leaf.values is None:
+            self.info = info
+            return
+        self.info = info
+        # pyarrow compares in the dataset's type; this file may store another (schema evolution,
+        # no dataset schema on a Spark worker): cast the literal to the dataset's type, then
+        # losslessly to this file's own type. Any cast that fails or loses: no pruning here.
+        typ, own = _arrow_type(schema, leaf.column), arrow_type_of(info)
+        if own is None:
+            return
+        try:
+            values = leaf.values.cast(typ, safe=True) if typ is not None else leaf.values
+            values = values.cast(own, safe=True)
+            if typ is not None and not values.cast(typ, safe=True).equals(leaf.values.cast(typ, safe=True)):
+                return
+        except (pa.ArrowException, ValueError, TypeError):
+            return
+        floats = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE)
+        if floats:
+            self.nan = any(v is not None and math.isnan(v) for v in values.to_pylist())
+        kind = stat_kind(info)
+        if kind is not None and not self.nan:
+            try:
+                self.keys = literal_keys(values, info, kind)
+            except (pa.ArrowException, ValueError, TypeError, ArithmeticError):
+                self.keys = None
+        if leaf.op in ("==", "in") and info.physical_type not in (PhysicalType.INT96, PhysicalType.BOOLEAN):
+            self.query = self._bloom_query(values, info, floats)
+
+    @staticmethod
+    def _bloom_query(values: pa.Array, info: ColumnInfo, floats: bool) -> QueryHashes | None:
+        try:
+            plain = values.drop_null()
+            hashes = hash_arrow(stored_form(plain, info), info.physical_type, info.type_length).tolist()
+            nan = False
+            if floats:
+                py = plain.to_pylist()
+                nan = any(math.isnan(v) for v in py)
+                if any(v == 0 for v in py):  # SQL: 0.0 = -0.0; the filter holds whichever was written
+                    zeros = pa.array([0.0, -0.0], type=plain.type)
+                    hashes += hash_arrow(zeros, info.physical_type, info.type_length).tolist()
+            return QueryHashes(hashes=tuple(dict.fromkeys(int(h) for h in hashes)), always_maybe=nan)
+        except (pa.ArrowException, SecureBloomError, ValueError, TypeError, OverflowError):
+            return None
+
+
+class _FileEvaluator:
+    def __init__(self, reader: ParquetBloomReader, tree: Node, schema: pa.Schema | None) -> None:
+        self.reader = reader
+        self.tree = tree
+        md = reader.footer.metadata
+        orders = getattr(md, "column_orders", None) or []
+        self.type_order = {i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None}
+        self.views = {id(leaf): _LeafView(leaf, reader, schema) for leaf in leaves(tree)}
+        self._bounds: dict[tuple[int, int], Bounds | None] = {}
+
+    def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
+        at = (rg, info.ordinal)
+        if at not in self._bounds:
+            try:
+                chunk = self.reader.chunk(rg, info.ordinal)
+                meta = self.reader.column_metadata(chunk)
+                self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
+            except MissingKeyError:
+                self._bounds[at] = None
+        return self._bounds[at]
+
+    def may(self, node: Node, rg: int, bloom: bool) -> bool:
+        if isinstance(node, Unknown):
+            return True
+        if isinstance(node, AllOf):
+            return all(self.may(p, rg, bloom) for p in node.parts)
+        if isinstance(node, AnyOf):
+            return any(self.may(p, rg, bloom) for p in node.parts)
+        view = self.views[id(node)]
+        info = view.info
+        if info is None:
+            return True
+        bounds = self.bounds(rg, info)
+        if bounds is not None and not _may_by_bounds(node.op, view, bounds):
+            return False
+        if bloom and view.query is not None:
+            try:
+                bf = self.reader.bloom_filter(rg, info.ordinal)
+            except MissingKeyError:
+                return True
+            return maybe_in(bf, [view.query])[0]
+        return True
+
+
+def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:
+    if op == "is_null":
+        return b.null_count is None or b.null_count > 0
+    if op == "is_valid":
+        return not b.all_null
+    if op == "not in" and (b.null_count is None or b.null_count > 0):
+        return True  # not(is_in): is_in answers false (not null) for a null, so null rows match
+    if b.all_null:
+        return False  # every comparison with a null is null: no row matches
+    keys = view.keys
+    if keys is None or view.nan:
+        return True
+    low, high = b.low, b.high
+    if op in ("==", "in"):
+        return any((low is None or low <= k) and (high is None or k <= high) for k in keys)
+    if op in ("!=", "not in"):
+        if view.info is not None and view.info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
+            return True  # a NaN is != everything and has no bound
+        return not (b.exact and low == high and low in keys)
+    k = keys[0]
+    if op == "<":
+        return low is None or low < k
+    if op == "<=":
+        return low is None or low <= k
+    if op == ">":
+        return high is None or high > k
+    if op == ">=":
+        return high is None or high >= k
+    return True
+
+
+def _uses_bloom(tree: Node) -> bool:
+    return any(leaf.op in ("==", "in") for leaf in leaves(tree))
+
+
+def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | None = None,
+                 row_groups: Iterable[int] | None = None) -> FilePrune:
+    """The row groups of an open file that may hold matching rows (among ``row_groups``, default
+    all), and those skipped by statistics and by Bloom filters."""
+    candidates = list(range(reader.num_row_groups)) if row_groups is None else list(row_groups)
+    if isinstance(tree, AllOf) and not tree.parts:
+        return FilePrune(reader.path, reader.num_row_groups, tuple(candidates))
+    evaluator = _FileEvaluator(reader, tree, schema)
+    keep, by_stats, by_bloom = [], [], []
+    bloom = _uses_bloom(tree)
+    for rg in candidates:
+        if not evaluator.may(tree, rg, bloom=False):
+            by_stats.append(rg)
+        elif bloom and not evaluator.may(tree, rg, bloom=True):
+            by_bloom.append(rg)
+        else:
+            keep.append(rg)
+    return FilePrune(reader.path, reader.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
+
+
+def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
+               row_groups: Sequence[int] | None) -> FilePrune:
+    with ParquetBloomReader(path, keys, filesystem=filesystem, filter_cache_bytes=_PRUNE_FILTER_CACHE) as reader:
+        result = prune_reader(reader, tree, schema, row_groups)
+        ranges = reader.read_ranges
+        size = reader.tail.file_size
+    return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
+                     result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size)
+
+
+def _progress_wanted(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    stream = sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("SECURE_BLOOM_NO_PROGRESS")
+
+
+def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = None, filesystem: Any = None,
+                schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
+                threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
+                on_done: Callable[[FilePrune], None] | None = None) -> list[FilePrune]:
+    """:func:`prune_reader` for every file (in order), ``threads`` at a time; a progress bar on
+    stderr when it is a TTY (``progress=None``). Errors (a missing key for the footer, a
+    damaged file) propagate: a file that cannot be checked is never silently dropped."""
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    groups = list(row_groups) if row_groups is not None else [None] * len(paths)
+    bar = None
+    if _progress_wanted(progress) and len(paths) > 1:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
+
+    def work(i: int) -> FilePrune:
+        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i])
+        if bar is not None:
+            bar.update(1)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    try:
+        if threads == 1 or len(paths) <= 1:
+            return [work(i) for i in range(len(paths))]
+        with ThreadPoolExecutor(max_workers=min(threads, len(paths)), thread_name_prefix="secure-bloom-prune") as pool:
+            return list(pool.map(work, range(len(paths))))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def bloom_columns(tree: Node) -> list[str]:
+    """Columns whose Bloom filters the tree may consult."""
+    return [c for c in columns_of(tree) if any(l.column == c and l.op in ("==", "in") for l in leaves(tree))]
+

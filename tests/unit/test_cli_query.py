@@ -1,0 +1,89 @@
+"""``secure-bloom query``: conditions parsed per column type, pyarrow's rows, the prune report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from secure_bloom.cli import main
+from secure_bloom.errors import InvalidValueError
+from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+from secure_bloom.parquet.where import parse_condition
+from support.parquet_files import TESTING_KEY_LIST, sample_table, ssn, vector_kms, write_encrypted
+
+
+@pytest.fixture(scope="module")
+def encrypted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("cli-query")
+    write_encrypted(tmp / "src.parquet")
+    attach_bloom_filters(tmp / "src.parquet", tmp / "data.parquet", ["ssn", "id", "ts"],
+                         KeyAccess(kms=vector_kms()))
+    keys = tmp / "keys.txt"
+    keys.write_text(TESTING_KEY_LIST)
+    return tmp / "data.parquet", keys
+
+
+def test_parse_condition() -> None:
+    assert parse_condition("email = a@b.c") == ("email", "==", ["a@b.c"])
+    assert parse_condition("n>=5") == ("n", ">=", ["5"])
+    assert parse_condition("ssn in (a, 'b, c', \"d\")") == ("ssn", "in", ["a", "b, c", "d"])
+    assert parse_condition("ssn NOT IN (x)") == ("ssn", "not in", ["x"])
+    assert parse_condition("x <> 1") == ("x", "!=", ["1"])
+    with pytest.raises(InvalidValueError, match="parenthesised list"):
+        parse_condition("ssn in a, b")
+    with pytest.raises(InvalidValueError, match="expected COLUMN OP VALUE"):
+        parse_condition("just text")
+
+
+def test_query_json_with_explain(encrypted: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    data, keys = encrypted
+    code = main(["query", str(data), "--where", f"ssn in ({ssn(1500)}, {ssn(7)}, nobody)", "--columns", "id,ssn",
+                 "--format", "json", "--explain", "--key-list-file", str(keys)])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == [{"id": 7, "ssn": ssn(7)}, {"id": 1500, "ssn": ssn(1500)}]
+    report = doc["report"]
+    assert (report["row_groups_total"], report["row_groups_read"], report["rows"]) == (3, 2, 2)
+    assert report["row_groups_pruned_by_statistics"] + report["row_groups_pruned_by_bloom"] == 1
+
+
+def test_query_timestamp_needs_a_zone_and_takes_one(encrypted: tuple[Path, Path],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    data, keys = encrypted
+    code = main(["query", str(data), "--where", "ts = 2024-01-01T01:00:05", "--key-list-file", str(keys)])
+    assert code == 2
+    assert "naive" in capsys.readouterr().err
+    code = main(["query", str(data), "--where", "ts = 2024-01-01T01:00:05", "--timezone", "Europe/Paris",
+                 "--columns", "id", "--format", "csv", "--key-list-file", str(keys)])
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == ['"id"', "5"]
+
+
+def test_query_parquet_output(encrypted: tuple[Path, Path], tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    data, keys = encrypted
+    out = tmp_path / "rows.parquet"
+    code = main(["query", str(data), "--where", "id < 3", "--where", "amount >= 0.01", "--format", "parquet",
+                 "--output", str(out), "--explain", "--key-list-file", str(keys)])
+    assert code == 0
+    assert pq.read_table(out)["id"].to_pylist() == [1, 2]
+    assert "2 pruned by statistics" in capsys.readouterr().err
+
+
+def test_query_table_and_bad_value(encrypted: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    data, keys = encrypted
+    assert main(["query", str(data), "--where", f"ssn = {ssn(42)}", "--columns", "id", "--key-list-file",
+                 str(keys)]) == 0
+    assert capsys.readouterr().out.split() == ["id", "42", "(1", "row)"]
+    assert main(["query", str(data), "--where", "id = forty", "--key-list-file", str(keys)]) == 2
+    assert "id" in capsys.readouterr().err
+
+
+def test_plain_table_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq.write_table(sample_table(100), tmp_path / "p.parquet", row_group_size=10)
+    assert main(["query", str(tmp_path / "p.parquet"), "--where", "score > 48", "--columns", "id",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"id": 97}, {"id": 98}, {"id": 99}]
