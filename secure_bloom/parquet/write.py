@@ -37,6 +37,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,6 +385,7 @@ class ParquetWriter:
         self._out: AtomicOutput | None = None
         self._sink: Any = None
         self._writer: Any = None
+        self._pool: ThreadPoolExecutor | None = None
         if dest.local:
             target = Path(dest.path)
             _check_local_target(target)
@@ -458,12 +460,26 @@ class ParquetWriter:
             self.abort()
             raise
 
-    def _write_row_group(self, part: pa.Table) -> None:
+    def _build_filters(self, part: pa.Table) -> list[_Built]:
         setup = self._setup
+        return [build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes)
+                for column in setup.columns]
+
+    def _write_row_group(self, part: pa.Table) -> None:
+        # pyarrow encodes and encrypts the slice (GIL released) while a second thread hashes
+        # the same Arrow arrays into the filters; both finish before the next slice.
         group = _RowGroup(rows=part.num_rows)
-        for column in setup.columns:
-            group.filters.append(build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes))
-        self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
+        if self._setup.columns:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="secure-bloom-hash")
+            building = self._pool.submit(self._build_filters, part)
+            try:
+                self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
+            finally:
+                filters = building.result()  # its error, if any, after pyarrow's
+            group.filters = filters
+        else:
+            self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
         self._row_groups.append(group)
 
     # ------------------------------------------------------------------ closing
@@ -476,6 +492,7 @@ class ParquetWriter:
         if self._closed:
             raise WriteError(f"{self._dest}: the writer was aborted; nothing was written")
         try:
+            self._stop_pool()
             self._writer.close()
             self._sink.close()
             self._report = self._finish()
@@ -491,8 +508,14 @@ class ParquetWriter:
         """Discard everything written so far; nothing is published."""
         self._discard()
 
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
     def _discard(self) -> None:
         self._closed = True
+        self._stop_pool()
         for closing in (self._writer, self._sink):
             if closing is not None:
                 try:
