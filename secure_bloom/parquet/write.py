@@ -163,8 +163,13 @@ def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list
     """The leaf columns pyarrow writes for ``schema`` with ``writer_options`` (physical types,
     widths, units), from an empty file written in memory; bad writer options raise here."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, **writer_options):
-        pass
+    try:
+        with pq.ParquetWriter(sink, schema, **writer_options):
+            pass
+    except pa.ArrowException as e:
+        if isinstance(e, (ValueError, TypeError)):
+            raise
+        raise ValueError(f"pyarrow refuses the writer options: {e}") from None
     data = sink.getvalue().to_pybytes()
     (length,) = struct.unpack("<I", data[-8:-4])
     metadata, _ = thrift_codec.parse(thrift_codec.idl().FileMetaData, data[-8 - length:-8])
@@ -202,7 +207,9 @@ def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
         raise TypeError("encryption must be a pyarrow.parquet.encryption.EncryptionConfiguration, got "
                         f"{type(encryption).__name__}")
     seen: dict[str, str] = {}
-    for master_key, columns in (encryption.column_keys or {}).items():
+    # pyarrow's column_keys getter fails on the empty string it keeps for uniform encryption
+    column_keys = {} if encryption.uniform_encryption else (encryption.column_keys or {})
+    for master_key, columns in column_keys.items():
         for column in columns:
             info = find_column(leaves, column, f"encryption.column_keys[{master_key!r}]")
             if info.path in seen and seen[info.path] != master_key:
