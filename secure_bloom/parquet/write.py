@@ -203,6 +203,8 @@ def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
 
 
 def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
+    """``encryption`` is pyarrow's configuration and each column it names is a leaf path or, as
+    pyarrow accepts, a group (a struct, list or map column: every leaf under it)."""
     if not isinstance(encryption, pe.EncryptionConfiguration):
         raise TypeError("encryption must be a pyarrow.parquet.encryption.EncryptionConfiguration, got "
                         f"{type(encryption).__name__}")
@@ -211,11 +213,13 @@ def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
     column_keys = {} if encryption.uniform_encryption else (encryption.column_keys or {})
     for master_key, columns in column_keys.items():
         for column in columns:
-            info = find_column(leaves, column, f"encryption.column_keys[{master_key!r}]")
-            if info.path in seen and seen[info.path] != master_key:
-                raise ValueError(f"encryption.column_keys gives column {info.path!r} two keys "
-                                 f"({seen[info.path]!r} and {master_key!r})")
-            seen[info.path] = master_key
+            covered = [leaf.path for leaf in leaves if leaf.path == column or leaf.path.startswith(column + ".")]
+            if not covered:
+                find_column(leaves, column, f"encryption.column_keys[{master_key!r}]")  # raises, naming the columns
+            for path in covered:
+                if seen.setdefault(path, master_key) != master_key:
+                    raise ValueError(f"encryption.column_keys gives column {path!r} two keys "
+                                     f"({seen[path]!r} and {master_key!r})")
 
 
 def _key_access(kms: Any, config: Any) -> KeyAccess:
