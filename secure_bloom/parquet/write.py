@@ -407,8 +407,9 @@ class ParquetWriter:
             key_file = None
             if not setup.encryption.internal_key_material:
                 # pyarrow writes the sidecar when the keys are made: make it in a private
-                # directory, under the final file's name, and publish it with the file.
-                self._staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".keys", dir=spool_dir))
+                # directory of the system's temporary folder, under the final file's name, and
+                # publish a copy with the file (nothing is created beside the destination before).
+                self._staging = Path(tempfile.mkdtemp(prefix="secure-bloom-keys-"))
                 key_file = os.fspath(self._staging / dest.name)
             properties = setup.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
                                                                  parquet_file_path=key_file)
@@ -603,7 +604,7 @@ class ParquetWriter:
         if dest.local:
             target = Path(dest.path)
             if sidecar is not None:  # the key material first: a kill in between leaves no file without it
-                os.replace(sidecar, sidecar_path(target))
+                _publish_copy(sidecar, sidecar_path(target))
             out.publish(target, replace=True)
             fsync_dir(target.parent)
         else:
@@ -615,6 +616,18 @@ class ParquetWriter:
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
             self._staging = None
+
+
+def _publish_copy(source: Path, target: Path) -> None:
+    """Copy a small local file to ``target`` atomically (unnamed until complete and synced)."""
+    copy = AtomicOutput(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"), 0o666)
+    try:
+        copy.write(source.read_bytes())
+        copy.sync()
+        copy.publish(target, replace=True)
+    except BaseException:
+        copy.discard()
+        raise
 
 
 def _upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
