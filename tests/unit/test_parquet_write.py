@@ -89,6 +89,12 @@ def test_round_trip_encrypted_filters_plaintext_filters_and_report(tmp_path: Pat
     assert by[(1, "ssn")].ndv == 1000 and by[(1, "ts")].ndv == 5000 and by[(2, "id")].values == 1000
     assert by[(0, "id")].num_bytes == 2048 and 0 < by[(0, "id")].expected_fpp < 0.002  # 1000 values at 0.1 %
     assert report.verified_values == 9 * 64
+    # Arrow C++ (pyarrow 26) decrypts the rewritten ColumnMetaData and sees each filter's place
+    metadata = pq.ParquetFile(path, decryption_properties=props).metadata
+    ordinal = {"id": 0, "ssn": 1, "ts": 4}
+    assert [(metadata.row_group(f.row_group).column(ordinal[f.column]).bloom_filter_offset,
+             metadata.row_group(f.row_group).column(ordinal[f.column]).bloom_filter_length)
+            for f in report.filters] == [(f.offset, f.length) for f in report.filters]
     with ParquetBloomReader(path, KEYS) as reader:
         assert reader.footer.mode is FooterMode.ENCRYPTED
         kinds = {(c.column, c.encryption) for c in reader.chunks() if c.has_bloom_filter}
