@@ -45,9 +45,10 @@ Rules kept across the code base:
     │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle  [UNSUPPORTED]
     │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
     │   ├── NotRegularFileError          a FIFO, socket or device where a file was expected  [NOT_REGULAR_FILE]
-    │   └── AttachError                  attach could not complete; the source is untouched
-    │       ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
-    │       └── SourceChangedError       the source changed or was replaced while attach read it
+    │   ├── AttachError                  attach could not complete; the source is untouched
+    │   │   ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
+    │   │   └── SourceChangedError       the source changed or was replaced while attach read it
+    │   └── WriteError                   write_table / ParquetWriter could not complete; nothing published
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing  [FILE_NOT_FOUND]
 
@@ -92,6 +93,7 @@ __all__ = [
     "AttachError",
     "DestinationExistsError",
     "SourceChangedError",
+    "WriteError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -340,6 +342,11 @@ class DestinationExistsError(AttachError, FileExistsError):
 
 class SourceChangedError(AttachError):
     """The source file was modified or replaced while attach read it: nothing was published."""
+
+
+class WriteError(ParquetFileError):
+    """Writing a Parquet file with Bloom filters (:mod:`secure_bloom.parquet.write`) could not
+    complete: nothing was published (no partial file, no file without its filters)."""
 
 
 # --- the JVM side (secure_bloom.spark) --------------------------------------------------------

@@ -150,6 +150,12 @@ class AtomicOutput:
             view = view[n:]
             self.written += n
 
+    def truncate(self, size: int) -> None:
+        """Cut the file to its first ``size`` bytes; later writes continue from there."""
+        os.ftruncate(self._fd, size)
+        os.lseek(self._fd, size, os.SEEK_SET)
+        self.written = size
+
     def chmod(self, mode: int) -> None:
         os.fchmod(self._fd, mode)
 

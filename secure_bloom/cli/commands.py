@@ -25,7 +25,8 @@ from .keys import key_access_from_args
 from .output import print_json, progress_bar
 from .parser import DELEGATED, parse_column_spec
 
-__all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit"]
+__all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
+           "cmd_encrypt"]
 
 
 # What a command could not check (paths under a directory it could not read): reported on stderr
@@ -187,6 +188,90 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _encryption_config(args: argparse.Namespace) -> Any:
+    import pyarrow.parquet.encryption as pe
+
+    column_keys: dict[str, list[str]] = {}
+    for spec in args.column_keys:
+        key_id, sep, columns = spec.partition(":")
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+        if not sep or not key_id.strip() or not names:
+            raise CliError(f"--column-key {spec!r}: expected ID:COL[,COL...]", ErrorKind.USAGE_ERROR)
+        column_keys.setdefault(key_id.strip(), []).extend(names)
+    if not column_keys and not args.uniform:
+        raise CliError("encrypt: give --column-key ID:COL,... (or --uniform to encrypt every column with the "
+                       "footer key)", ErrorKind.USAGE_ERROR)
+    if column_keys and args.uniform:
+        raise CliError("encrypt: --uniform and --column-key exclude each other", ErrorKind.USAGE_ERROR)
+    keys: dict[str, Any] = {"uniform_encryption": True} if args.uniform else {"column_keys": column_keys}
+    return pe.EncryptionConfiguration(
+        footer_key=args.footer_key, plaintext_footer=args.plaintext_footer, encryption_algorithm=args.algorithm,
+        double_wrapping=not args.single_wrapping, internal_key_material=not args.external_key_material, **keys)
+
+
+def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> list[tuple[str, str]]:
+    """(source file, destination file) for a file or each Parquet file under a directory."""
+    files, is_dir = _files_of(src)
+    if not is_dir:
+        if os.path.isdir(dst):
+            raise CliError(f"{dst}: is a directory, expected the file to write", ErrorKind.IS_A_DIRECTORY)
+        pairs = [(src, dst)]
+    else:
+        if os.path.exists(dst) and not os.path.isdir(dst):
+            raise CliError(f"{dst}: is not a directory (SRC is one)", ErrorKind.NOT_A_DIRECTORY)
+        root = os.path.abspath(src)
+        pairs = [(f, os.path.join(dst, os.path.relpath(os.path.abspath(f), root))) for f in files]
+    existing = [d for _, d in pairs if os.path.lexists(d)]
+    if existing and not overwrite:
+        raise CliError(f"{existing[0]}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
+    return pairs
+
+
+def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
+    import pyarrow.parquet as pq
+
+    from ..parquet import ParquetWriter
+
+    specs = [parse_column_spec(c) for c in args.bloom]
+    bloom: dict[str, dict[str, Any]] = {}
+    for path, ndv, fpp in specs:
+        name = path if isinstance(path, str) else ".".join(path)
+        if ndv == 0:
+            raise CliError(f"--bloom {name}: ndv must be >= 1", ErrorKind.USAGE_ERROR)
+        bloom[name] = {"fpp": fpp if fpp is not None else args.fpp, **({"ndv": ndv} if ndv is not None else {})}
+    keys = key_access_from_args(args)
+    if keys.kms is None:
+        raise CliError("encrypt: needs a KMS to wrap the data keys: --key-list-file FILE, $SECURE_BLOOM_KEY_LIST_FILE "
+                       "or --kms-url URL", ErrorKind.USAGE_ERROR)
+    config = _encryption_config(args)
+    pairs = _encrypt_pairs(args.src, args.dst, args.overwrite)
+    reports = []
+    with progress_bar("encrypt", "row groups") as bar:
+        for src, dst in pairs:
+            with _about(src):
+                source = pq.ParquetFile(src)
+                if source.metadata is not None and source.metadata.num_row_groups and bar is not None:
+                    bar(0, source.metadata.num_row_groups, os.path.basename(src))
+                os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+                with source, ParquetWriter(dst, source.schema_arrow, encryption=config, kms=keys.kms,
+                                           bloom_filter_options=bloom, max_bytes=args.max_bytes,
+                                           compression=args.compression) as writer:
+                    for i in range(source.num_row_groups):
+                        part = source.read_row_group(i)
+                        writer.write_table(part, row_group_size=max(part.num_rows, 1))
+                        if bar is not None:
+                            bar(i + 1, source.num_row_groups, os.path.basename(src))
+                assert writer.report is not None
+                reports.append(writer.report)
+    if args.json:
+        docs = [r.to_dict() for r in reports]
+        print_json(render.jsonable(docs if len(docs) > 1 or os.path.isdir(args.src) else docs[0]), out)
+    else:
+        for (src, _), report in zip(pairs, reports):
+            out.write(render.encrypt_summary(src, report))
+    return EXIT_OK
+
+
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.audit import audit
 
@@ -302,7 +387,8 @@ def run_delegated(name: str, argv: list[str]) -> int:
 
 #: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
-    "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query}
+    "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query,
+    "encrypt": cmd_encrypt}
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:

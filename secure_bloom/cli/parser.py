@@ -27,6 +27,7 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
              "bench-lookup": "secure_bloom.tools.bench_lookup",
+             "bench-write": "secure_bloom.tools.bench_write",
              "demo": "secure_bloom.tools.demo"}
 NOT_SHOWN = "<not shown>"
 
@@ -58,6 +59,7 @@ examples:
   {PROG} probe data.parquet --column email --value alice@example.com --json
   export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt     # or give --key-list-file each time
   {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001
+  {PROG} encrypt in.parquet out.parquet --footer-key fk --column-key ck:email --bloom email
   {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml
 
 Keys: give the key list in a file (--key-list-file or $SECURE_BLOOM_KEY_LIST_FILE) or in
@@ -120,6 +122,22 @@ examples:
   {PROG} attach enc.parquet.encrypted out.parquet.encrypted --column ssn:fpp=0.001 \\
       --key-list-file keys/dev-key-list.txt
   {PROG} attach in.parquet in.parquet --column email --overwrite    # replace in place
+
+{EXIT_CODES_HELP}"""
+
+_ENCRYPT_EPILOG = f"""\
+Writes DST: SRC (a plaintext Parquet file, or a directory of them) encrypted with Parquet Modular
+Encryption through the KMS of the key options, with a Bloom filter per row group on each --bloom
+column, encrypted with that column's key (plaintext for a plaintext column). Row groups are kept
+as in SRC; each filter is sized for its row group's exact distinct count unless ndv is given. A
+directory is mirrored file by file (every file gets its own data keys); each file appears
+complete and verified, or not at all.
+
+examples:
+  {PROG} encrypt customers.parquet customers.enc.parquet --footer-key footer_key \\
+      --column-key pii_key:email,ssn --bloom email --bloom ssn:fpp=0.001 --key-list-file keys.txt
+  {PROG} encrypt lake/raw/ lake/encrypted/ --footer-key fk --column-key ck:account_id \\
+      --bloom account_id:ndv=100000 --plaintext-footer --kms-url https://bao:8200
 
 {EXIT_CODES_HELP}"""
 
@@ -220,6 +238,30 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DST if it exists (DST = SRC replaces the file atomically)")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+
+    p = command("encrypt", "write an encrypted copy of Parquet files with encrypted Bloom filters", _ENCRYPT_EPILOG)
+    p.add_argument("src", metavar="SRC", help="a plaintext Parquet file, or a directory of them")
+    p.add_argument("dst", metavar="DST", help="the file (or directory) to write")
+    p.add_argument("--footer-key", required=True, metavar="ID", help="master key id of the footer key")
+    p.add_argument("--column-key", action="append", default=[], metavar="ID:COL[,COL...]", dest="column_keys",
+                   help="a master key id and the columns encrypted with it; repeatable")
+    p.add_argument("--uniform", action="store_true", help="encrypt every column with the footer key")
+    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P]", dest="bloom",
+                   help="a column to give Bloom filters; repeatable")
+    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
+                   help="false-positive probability for --bloom columns without their own (default: %(default)s)")
+    p.add_argument("--max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
+                   help="largest bitset per filter (default: %(default)s)")
+    p.add_argument("--plaintext-footer", action="store_true", help="a signed plaintext footer (legacy readers)")
+    p.add_argument("--algorithm", choices=("AES_GCM_V1", "AES_GCM_CTR_V1"), default="AES_GCM_V1",
+                   help="encryption algorithm (default: %(default)s)")
+    p.add_argument("--single-wrapping", action="store_true",
+                   help="wrap data keys with the master keys directly (default: double wrapping)")
+    p.add_argument("--external-key-material", action="store_true",
+                   help="keep key material in a _KEY_MATERIAL_FOR_<file>.json sidecar")
+    p.add_argument("--compression", default="snappy", metavar="CODEC", help="compression codec (default: snappy)")
+    p.add_argument("--overwrite", action="store_true", help="replace DST files that exist")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
     p = command("audit", "prove that no Bloom filter leaks a sensitive column", _AUDIT_EPILOG)

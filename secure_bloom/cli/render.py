@@ -236,6 +236,16 @@ def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> s
     return "".join(lines)
 
 
+def encrypt_summary(src: str, report: Any) -> str:
+    """What ``encrypt`` wrote: rows, row groups, footer mode, then the filters as attach shows them."""
+    columns = list(dict.fromkeys(f.column for f in report.filters))
+    head = (f"wrote {visible(report.path)} from {visible(src)}: {_plural(report.num_rows, 'row')} in "
+            f"{_plural(report.row_groups, 'row group')}, {report.footer_mode} footer\n")
+    if not columns:
+        return head
+    return head + attach_summary(src, report.path, columns, report).split("\n", 1)[1]
+
+
 # --- audit -----------------------------------------------------------------------------------
 
 

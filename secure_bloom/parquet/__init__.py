@@ -11,6 +11,8 @@
   shared by the reader, attach, the CLI and the audit.
 * :func:`attach_bloom_filters`: a copy of a file with (encrypted) Bloom filters added, per column
   options as :class:`ColumnSpec`.
+* :func:`write_table`, :class:`ParquetWriter`, :func:`write_to_dataset` (:mod:`.write`): pyarrow's
+  writers, with pyarrow's option names, for encrypted files with encrypted Bloom filters in one pass.
 * :mod:`secure_bloom.values` (re-exported here): user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
@@ -24,12 +26,17 @@ from .options import ColumnSpec
 from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
+from .write import ParquetWriter, WriteReport, write_table, write_to_dataset
 from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
 __all__ = [
     "ParquetBloomReader",
     "KeyAccess",
     "attach_bloom_filters",
+    "write_table",
+    "ParquetWriter",
+    "write_to_dataset",
+    "WriteReport",
     "ColumnSpec",
     "AttachReport",
     "AttachedFilter",

@@ -54,12 +54,11 @@ from ..types import ChunkEncryption, PhysicalType
 from ..values.physical import hash_value, hash_values
 from ..kms.sidecar import sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
-from .crypto_context import encrypt_column_metadata
-from .footer import encode_footer, key_id_of
+from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, verify_filters
+from .footer import key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs
 from .chunk import ColumnChunk, FilterLocation
-from .filter_io import serialize_chunk_filter
 from .reader import ParquetBloomReader
 from .regions import Region, filter_extent, merge, metadata_regions
 from .schema import ColumnInfo, ColumnRef
@@ -67,7 +66,6 @@ from .schema import ColumnInfo, ColumnRef
 __all__ = ["attach_bloom_filters", "AttachReport", "AttachedFilter", "ColumnSpec", "DEFAULT_FPP",
            "WRITER_DEFAULT_MAX_BYTES"]
 _COPY_BLOCK = 1 << 20
-_SAMPLE = 64
 
 #: ``progress(stage, done, total)``; stages "filters" (chunks built) and "copy" (bytes written).
 Progress = Callable[[str, int, int], None]
@@ -209,13 +207,6 @@ class _Planned:
     offset: int = 0
 
 
-def _check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
-    if thrift_codec.serialize(thrift_obj) != bytes(original):
-        raise UnsupportedParquetFeatureError(
-            f"{what} does not re-serialise to its original bytes (it holds fields this version does not "
-            "know); attaching would drop them, so nothing was written")
-
-
 def _choose_columns(reader: ParquetBloomReader, plan: _Plan) -> dict[int, ColumnSpec]:
     """Leaf ordinal -> the column's spec with every option resolved, in the order given."""
     chosen: dict[int, ColumnSpec] = {}
@@ -241,51 +232,11 @@ def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: ColumnCh
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
     bf.insert_hashes(hashes)
     meta = reader.column_metadata(chunk)
-    _cross_check(bf, meta.statistics, info)
-    step = max(1, hashes.size // _SAMPLE)
+    cross_check_statistics(bf, meta.statistics, info, AttachError)
     replaced = meta.bloom_filter_offset is not None
-    return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=hashes[::step][:_SAMPLE],
+    return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=sample_of(hashes),
                     replaced=replaced, capped=capped,
                     inserted_distinct=distinct if ndv is None else int(np.unique(hashes).size))
-
-
-_STORED_WIDTH = {PhysicalType.INT32: 4, PhysicalType.INT64: 8, PhysicalType.FLOAT: 4, PhysicalType.DOUBLE: 8,
-                 PhysicalType.INT96: 12}
-
-
-def _stored_values(statistics: Any, info: ColumnInfo) -> list[bytes]:
-    """The chunk's min and max as the file stores them (plain encoding, no length prefix): values
-    the chunk holds, read without pyarrow. Left out: inexact (truncated) bounds, values of the
-    wrong width, and floating-point zeros and NaN (writers put -0.0 / +0.0 in bounds in place of
-    either zero, and leave NaN out)."""
-    if statistics is None:
-        return []
-    width = _STORED_WIDTH.get(info.physical_type, info.type_length)
-    is_float = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE) or info.logical_type == "FLOAT16"
-    out: list[bytes] = []
-    for raw, exact in ((statistics.min_value, statistics.is_min_value_exact),
-                       (statistics.max_value, statistics.is_max_value_exact),
-                       (statistics.min, None), (statistics.max, None)):
-        if raw is None or exact is False or (width is not None and len(raw) != width):
-            continue
-        raw = bytes(raw)
-        if is_float:
-            number = np.frombuffer(raw, dtype={2: "<f2", 4: "<f4", 8: "<f8"}[len(raw)])[0]
-            if number == 0 or np.isnan(number):
-                continue
-        out.append(raw)
-    return out
-
-
-def _cross_check(bf: SplitBlockBloomFilter, statistics: Any, info: ColumnInfo) -> None:
-    """The chunk's stored min and max (footer statistics: the physical bytes as written, not
-    values pyarrow converted) must be "maybe" in the new filter: a guard, independent of the
-    Arrow read, against a conversion that does not give back what the file holds."""
-    for raw in _stored_values(statistics, info):
-        if not bf.check_hash(hash_value(raw, PhysicalType.BYTE_ARRAY)):
-            raise AttachError(f"column {info.path!r} ({info.type_name}): a value the chunk stores (its statistics' "
-                              f"min or max, 0x{raw.hex()[:64]}) is not in the filter built from the values pyarrow "
-                              "read; refusing to write a wrong filter")
 
 
 def _uses_external_material(reader: ParquetBloomReader) -> bool:
@@ -298,30 +249,6 @@ def _uses_external_material(reader: ParquetBloomReader) -> bool:
             except SecureBloomError:
                 continue
     return False
-
-
-def _new_metadata(reader: ParquetBloomReader, planned: list[_Planned]) -> Any:
-    """A fresh FileMetaData with every planned filter's offset and length set."""
-    m = thrift_codec.idl()
-    footer = reader.footer
-    _check_round_trip(footer.metadata, footer.metadata_thrift, "the footer FileMetaData")
-    metadata, _ = thrift_codec.parse(m.FileMetaData, footer.metadata_thrift)
-    for p in planned:
-        chunk = p.chunk
-        cc = metadata.row_groups[chunk.row_group].columns[chunk.column.ordinal]
-        if cc.encrypted_column_metadata is not None:
-            full = reader.column_metadata(chunk)
-            original = reader.column_metadata_thrift(chunk) or b""
-            _check_round_trip(full, original,
-                              f"the encrypted ColumnMetaData of {chunk.where}")
-            meta, _ = thrift_codec.parse(m.ColumnMetaData, original)
-            meta.bloom_filter_offset, meta.bloom_filter_length = p.offset, len(p.data)
-            cc.encrypted_column_metadata = encrypt_column_metadata(meta, reader.crypto_context(chunk))
-        if cc.meta_data is not None:
-            # The plaintext (or, beside encrypted_column_metadata, redacted) metadata: parquet-java
-            # keeps the filter's offset and length visible there.
-            cc.meta_data.bloom_filter_offset, cc.meta_data.bloom_filter_length = p.offset, len(p.data)
-    return metadata
 
 
 def _stale_filters(reader: ParquetBloomReader, chunks: list[ColumnChunk], metas: list[Any],
@@ -360,21 +287,11 @@ def _stale_filters(reader: ParquetBloomReader, chunks: list[ColumnChunk], metas:
 
 def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
             kept: dict[tuple[int, int], SplitBlockBloomFilter]) -> int:
-    checked = 0
-    with ParquetBloomReader(tmp, keys, key_material_file=key_file) as check:
-        for p in planned:
-            got = check.bloom_filter(p.chunk.row_group, p.chunk.column.ordinal)
-            if got is None or got != p.bf:
-                raise AttachError(f"verification failed: the filter of row group {p.chunk.row_group}, column "
-                                  f"{p.chunk.column.path!r} did not read back identical")
-            if p.sample.size and not bool(got.check_hashes(p.sample).all()):
-                raise AttachError(f"verification failed: inserted values of column {p.chunk.column.path!r} "
-                                  f"are not found in row group {p.chunk.row_group}")
-            checked += int(p.sample.size)
-        for (rg, col), bf in kept.items():
-            if check.bloom_filter(rg, col) != bf:
-                raise AttachError(f"verification failed: the existing filter of row group {rg}, column {col} changed")
-    return checked
+    return verify_filters(tmp, keys, key_file, [_new_filter(p) for p in planned], kept, AttachError)
+
+
+def _new_filter(p: _Planned) -> NewFilter:
+    return NewFilter(chunk=p.chunk, bf=p.bf, sample=p.sample)
 
 
 def _copy_sidecar(src: Path, dst: Path, overwrite: bool, tmp_paths: list[Path]) -> AtomicOutput | None:
@@ -516,17 +433,9 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
             if progress is not None:
                 progress("filters", i + 1, len(chunks))
 
-    offset = reader.tail.footer_offset
-    for p in planned:
-        chunk = p.chunk
-        p.data = serialize_chunk_filter(
-            p.bf, column=chunk.column.path, encrypted=chunk.encrypted,
-            key=reader.key_for(chunk) if chunk.encrypted else None,
-            file_aad=footer.file_aad, row_group_ordinal=chunk.row_group_ordinal, column_ordinal=chunk.column.ordinal)
-        p.offset = offset
-        offset += len(p.data)
-    footer_bytes = encode_footer(footer, _new_metadata(reader, planned))
-    tail = footer_bytes + struct.pack("<I", len(footer_bytes)) + reader.tail.magic
+    layout = filter_tail(reader, [_new_filter(p) for p in planned])
+    for p, blob, at in zip(planned, layout.blobs, layout.offsets):
+        p.data, p.offset = blob, at
 
     staged_sidecar = None
     tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
@@ -535,11 +444,10 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
     try:
         if not same and _uses_external_material(reader):
             staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
-        total = offset + len(tail)
-        source.copy_to(out, reader.tail.footer_offset, stale, progress, total)
-        for p in planned:
-            out.write(p.data)
-        out.write(tail)
+        total = layout.size
+        source.copy_to(out, layout.start, stale, progress, total)
+        for data in layout.chunks():
+            out.write(data)
         if progress is not None:
             progress("copy", out.written, total)
         out.sync()

@@ -9,8 +9,10 @@ On the embedded defaults (local Spark, the development key list in ``keys/dev-ke
    filters let a reader skip;
 4. pyarrow writes an encrypted copy (it refuses Bloom filters with encryption: shown), and
    secure_bloom attaches encrypted Bloom filters to it;
-5. Spark reads both files and a filtered query returns the right rows; parquet-java's own Bloom
-   filter reader finds the values in the filters secure_bloom attached.
+5. the one-call write: ``secure_bloom.parquet.write_table`` writes the pyarrow table encrypted,
+   with encrypted Bloom filters, in one pass (pyarrow's option names); audited and probed;
+6. Spark reads the three files and a filtered query returns the right rows; parquet-java's own
+   Bloom filter reader finds the values in the filters secure_bloom attached and wrote.
 
 Prints a short report, writes ``report.json`` (and ``row_groups_skipped.png`` when matplotlib is
 installed) to ``--out``.
@@ -153,6 +155,15 @@ def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
     return {"compliant": bool(report.is_compliant), "violations": violations}
 
 
+def _encryption_config() -> Any:
+    import pyarrow.parquet.encryption as pe
+
+    column_keys: dict[str, list[str]] = {}
+    for column, key_id in COLUMN_KEYS.items():
+        column_keys.setdefault(key_id, []).append(column)
+    return pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=column_keys, double_wrapping=True)
+
+
 def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
     """pyarrow writes an encrypted copy; first show that it refuses Bloom filters with encryption."""
     import pyarrow.parquet as pq
@@ -161,10 +172,7 @@ def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
     from secure_bloom.kms import pyarrow_kms_client_factory
 
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
-    column_keys: dict[str, list[str]] = {}
-    for column, key_id in COLUMN_KEYS.items():
-        column_keys.setdefault(key_id, []).append(column)
-    config = pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=column_keys, double_wrapping=True)
+    config = _encryption_config()
     props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
     refusal = "(no error)"
     try:
@@ -194,6 +202,8 @@ def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
     except ImportError:
         return None
     def origin(r: dict[str, Any]) -> str:
+        if r["file"].startswith("one_call"):
+            return "write_table"
         return "pyarrow+attach" if r["file"].startswith("pyarrow") else "Spark"
 
     labels = [f"{origin(r)}\n{r['column']}" for r in results]
@@ -220,7 +230,7 @@ def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
 def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int = 7) -> dict[str, Any]:
     """Run every step; returns the report (also written to ``out/report.json``)."""
     from secure_bloom.kms import KeyListKms
-    from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
     from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
     from secure_bloom.spark.session import clear_policy, local_spark
 
@@ -284,9 +294,24 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
             attached_probes = _probe_file(attached, keys, probes)
             _print_probes(attached_probes)
 
-        with _Step("6. Spark reads both files; a filtered query returns the right rows", timings):
+        with _Step("6. secure_bloom.parquet.write_table: the same pyarrow table, encrypted with encrypted "
+                   "Bloom filters, in one call", timings):
+            one_call = out / "one_call_customers.parquet"
+            written = write_table(table, one_call, encryption=_encryption_config(), kms=kms,
+                                  bloom_filter_options={c: {"fpp": DEFAULT_FPP} for c in SENSITIVE},
+                                  row_group_size=max(1, table.num_rows // 8))
+            _say(f"   wrote {one_call.name} ({written.size:,} bytes, {written.row_groups} row groups): "
+                 f"{len(written.filters)} filters ({sum(f.encrypted for f in written.filters)} encrypted with "
+                 f"their column keys), each sized for its row group's exact distinct count; "
+                 f"max expected fpp {max(f.expected_fpp for f in written.filters):.3%}")
+            report["one_call_write"] = written.to_dict()
+            report["audit_one_call"] = _audit([one_call], keys)
+            one_call_probes = _probe_file(one_call, keys, probes)
+            _print_probes(one_call_probes)
+
+        with _Step("7. Spark reads the three files; a filtered query returns the right rows", timings):
             checks = []
-            for path in (spark_dir, attached):
+            for path in (spark_dir, attached, one_call):
                 for column in ("email", "account_id"):
                     for kind, want in (("present", 1), ("absent", 0)):
                         value = probes[column][kind][0]
@@ -297,15 +322,17 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
                              f"{'OK' if got == want else 'WRONG'}")
             report["spark_queries"] = checks
 
-        with _Step("7. parquet-java's own Bloom filter reader checks the filters secure_bloom attached", timings):
+        with _Step("8. parquet-java's own Bloom filter reader checks the filters secure_bloom attached and "
+                   "wrote", timings):
             report["parquet_java_probe"] = _parquet_java_probe(attached, policy, probes)
+            report["parquet_java_probe_one_call"] = _parquet_java_probe(one_call, policy, probes)
     finally:
         if existing is None:
             spark.stop()
         else:  # a session we were handed (tests, notebooks): leave it running, without our keys
             clear_policy(spark)
 
-    all_probes = spark_probes + attached_probes
+    all_probes = spark_probes + attached_probes + one_call_probes
     absent = [r for r in all_probes if r["kind"] == "absent"]
     present = [r for r in all_probes if r["kind"] == "present"]
     report["probes"] = all_probes
@@ -314,9 +341,10 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
         "present_probes_row_groups_skipped": f"{sum(r['skipped'] for r in present)}/{sum(r['row_groups'] for r in present)}",
         "present_values_found": all(r["maybe"] for r in present),
         "spark_queries_ok": all(c["ok"] for c in report["spark_queries"]),
-        "audits_compliant": report["audit_spark"]["compliant"] and report["audit_attached"]["compliant"],
+        "audits_compliant": all(report[a]["compliant"] for a in ("audit_spark", "audit_attached", "audit_one_call")),
         "parquet_java_finds_present_values": all(
-            hits[v] for column, hits in report["parquet_java_probe"].items() for v in probes[column]["present"]),
+            hits[v] for probe in ("parquet_java_probe", "parquet_java_probe_one_call")
+            for column, hits in report[probe].items() for v in probes[column]["present"]),
     }
     plot = _plot(all_probes, out)
     report["plot"] = plot

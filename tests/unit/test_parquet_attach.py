@@ -42,6 +42,7 @@ from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, a
 from secure_bloom.fileio import AtomicOutput
 from secure_bloom.parquet import ColumnSpec
 from secure_bloom.parquet import attach as attach_module
+from secure_bloom.parquet.append import cross_check_statistics
 from secure_bloom.parquet.filter_io import serialize_chunk_filter
 from secure_bloom.parquet.schema import ColumnInfo
 from secure_bloom.types import PhysicalType
@@ -442,10 +443,10 @@ def test_arrow_arrays_are_hashed_in_the_stored_unit() -> None:
     wrong = SplitBlockBloomFilter(32)
     wrong.insert_hashes(hash_values(seconds, PhysicalType.INT64))  # seconds hashed as if they were the stored millis
     with pytest.raises(AttachError, match="not in the filter built from the values pyarrow read"):
-        attach_module._cross_check(wrong, stats, millis)
+        cross_check_statistics(wrong, stats, millis, AttachError)
     right = SplitBlockBloomFilter(32)
     right.insert_hashes(hash_values(leaf_values(seconds, millis), PhysicalType.INT64))
-    attach_module._cross_check(right, stats, millis)
+    cross_check_statistics(right, stats, millis, AttachError)
 
 
 _EPOCH_DAY = dt.date(1970, 1, 1)

@@ -1,0 +1,204 @@
+"""Benchmark of writing encrypted Parquet with encrypted Bloom filters (figures, not a test).
+
+``secure-bloom bench-write`` (or ``python -m secure_bloom.tools.bench_write``) writes one table
+(default 2M rows: a sequential id, an e-mail, an SSN-like text, an account number, an amount and
+a timestamp), encrypted with a footer key and two column keys, four ways in the same run:
+
+* (a) pyarrow, encrypted, no Bloom filter (pyarrow refuses them on encrypted files);
+* (b) :func:`secure_bloom.parquet.write_table`, encrypted filters on 3 columns (email, ssn,
+  account);
+* (c) Spark / parquet-java writing the same table with the same keys and the same 3 filters
+  (``local[1]``, one partition, the input cached in memory first; the filters sized for the
+  rows per row group);
+* (d) pyarrow's write (a) followed by :func:`secure_bloom.parquet.attach_bloom_filters`.
+
+Same row groups (``--row-group-size``, default 1Mi rows; Spark's are by bytes), same
+compression (snappy). Each figure is the best of ``--repeat`` runs. Targets: (b) <= 1.25 x (a)
+and (c) >= 2 x (b).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
+
+__all__ = ["main", "run_write_benchmark", "TARGETS", "make_table"]
+
+TARGETS = {"ours_vs_pyarrow_max": 1.25, "spark_vs_ours_min": 2.0}
+BLOOM_COLUMNS = ("email", "ssn", "account")
+COLUMN_KEYS = {"pii": ["email", "ssn"], "fin": ["account", "amount"]}
+
+
+def make_table(rows: int, seed: int = 7) -> pa.Table:
+    """The benchmark table: unique ids, e-mails and SSN-like texts, accounts with repeats."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(rows, dtype=np.int64)
+    perm = rng.permutation(rows)
+    email = pc.binary_join_element_wise(
+        pa.array(np.char.add("customer", perm.astype(str))), pa.scalar("example.com"), "@")
+    ssn = pa.array([f"{v // 1000000 % 1000:03d}-{v // 10000 % 100:02d}-{v % 10000:04d}"
+                    for v in rng.integers(0, 10**9, rows).tolist()])
+    return pa.table({
+        "id": ids,
+        "email": email,
+        "ssn": ssn,
+        "account": pa.array(rng.integers(0, max(rows // 4, 1), rows, dtype=np.int64)),
+        "amount": pa.array(rng.random(rows) * 1000),
+        "ts": pa.array(1_700_000_000_000_000 + ids * 1_000_000, pa.timestamp("us", tz="UTC")),
+    })
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _key_list() -> str:
+    return ", ".join(f"{name}:{base64.b64encode(os.urandom(16)).decode()}" for name in ("footer", "pii", "fin"))
+
+
+def _measure_python(table: pa.Table, tmp: Path, key_list: str, row_group_size: int, repeat: int) -> dict[str, float]:
+    from ..kms import KeyListKms, pyarrow_kms_client_factory
+    from ..parquet import KeyAccess, attach_bloom_filters, write_table
+
+    kms = KeyListKms(key_list)
+    config = pe.EncryptionConfiguration(footer_key="footer", column_keys=COLUMN_KEYS)
+    factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
+    plain_path, ours_path, attached = tmp / "pyarrow.parquet", tmp / "ours.parquet", tmp / "attached.parquet"
+
+    def pyarrow_write() -> None:
+        props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
+        pq.write_table(table, plain_path, encryption_properties=props, row_group_size=row_group_size)
+
+    def ours() -> None:
+        write_table(table, ours_path, encryption=config, kms=kms, bloom_filter_options={c: True for c in BLOOM_COLUMNS},
+                    row_group_size=row_group_size)
+
+    keys = KeyAccess(kms=kms)
+
+    def pyarrow_then_attach() -> None:
+        pyarrow_write()
+        attach_bloom_filters(plain_path, attached, list(BLOOM_COLUMNS), keys, overwrite=True)
+
+    figures = {"a_pyarrow_s": _best(pyarrow_write, repeat), "b_ours_s": _best(ours, repeat),
+               "d_pyarrow_attach_s": _best(pyarrow_then_attach, repeat)}
+    figures["a_bytes"] = float(plain_path.stat().st_size)
+    figures["b_bytes"] = float(ours_path.stat().st_size)
+    return figures
+
+
+def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> dict[str, float]:
+    from pyspark.sql import SparkSession
+
+    from ..spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    from ..spark.session import local_spark
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    column_keys = {c: key for key, cols in COLUMN_KEYS.items() for c in cols}
+    policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=key_list), column_keys=column_keys,
+                              bloom_filters={c: BloomFilterSpec(ndv=table.num_rows) for c in BLOOM_COLUMNS})
+    source = tmp / "spark-source.parquet"
+    pq.write_table(table, source)
+    spark = local_spark("secure-bloom-bench-write", cores=1, policy=policy)
+    try:
+        df = spark.read.parquet(str(source)).coalesce(1).cache()
+        df.count()
+
+        def write() -> None:
+            df.write.mode("overwrite").options(**policy.write_options()).parquet(str(tmp / "spark-out"))
+
+        seconds = _best(write, repeat)
+        size = sum(p.stat().st_size for p in (tmp / "spark-out").glob("*.parquet"))
+        df.unpersist()
+    finally:
+        spark.stop()
+    return {"c_spark_s": seconds, "c_bytes": float(size)}
+
+
+def run_write_benchmark(rows: int = 2_000_000, *, row_group_size: int = 1024 * 1024, repeat: int = 3,
+                        with_spark: bool = True) -> dict[str, Any]:
+    """Run the four writes; returns figures (seconds, bytes), ratios and the targets."""
+    from ..kernels import BACKEND
+
+    table = make_table(rows)
+    tmp = Path(tempfile.mkdtemp(prefix="secure-bloom-bench-write-"))
+    key_list = _key_list()
+    try:
+        figures = _measure_python(table, tmp, key_list, row_group_size, repeat)
+        if with_spark:
+            figures.update(_measure_spark(table, tmp, key_list, max(1, min(repeat, 2))))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratios = {"ours_vs_pyarrow": figures["b_ours_s"] / figures["a_pyarrow_s"],
+              "pyarrow_attach_vs_ours": figures["d_pyarrow_attach_s"] / figures["b_ours_s"]}
+    if "c_spark_s" in figures:
+        ratios["spark_vs_ours"] = figures["c_spark_s"] / figures["b_ours_s"]
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    return {"rows": rows, "row_group_size": row_group_size, "bloom_columns": list(BLOOM_COLUMNS),
+            "kernel_backend": BACKEND, "cpu_count": os.cpu_count(), "load_1min": round(load, 2),
+            "figures": {k: round(v, 3) for k, v in figures.items()},
+            "ratios": {k: round(v, 2) for k, v in ratios.items()}, "targets": TARGETS}
+
+
+def format_report(result: dict[str, Any]) -> str:
+    f, r = result["figures"], result["ratios"]
+    lines = [f"encrypted write, {result['rows']:,} rows, row groups of {result['row_group_size']:,}, "
+             f"filters on {', '.join(result['bloom_columns'])} (kernels: {result['kernel_backend']}, "
+             f"load {result['load_1min']} on {result['cpu_count']} CPUs)",
+             f"  (a) pyarrow, encrypted, no filters      {f['a_pyarrow_s']:8.3f} s  {f['a_bytes'] / 1e6:8.1f} MB",
+             f"  (b) secure_bloom write_table + filters  {f['b_ours_s']:8.3f} s  {f['b_bytes'] / 1e6:8.1f} MB",
+             ]
+    if "c_spark_s" in f:
+        lines.append(f"  (c) Spark / parquet-java + filters      {f['c_spark_s']:8.3f} s  {f['c_bytes'] / 1e6:8.1f} MB")
+    lines.append(f"  (d) pyarrow write + attach              {f['d_pyarrow_attach_s']:8.3f} s")
+    target = TARGETS["ours_vs_pyarrow_max"]
+    lines.append(f"  (b)/(a) = {r['ours_vs_pyarrow']:.2f} (target <= {target}: "
+                 f"{'met' if r['ours_vs_pyarrow'] <= target else 'NOT met'})")
+    if "spark_vs_ours" in r:
+        target = TARGETS["spark_vs_ours_min"]
+        lines.append(f"  (c)/(b) = {r['spark_vs_ours']:.2f} (target >= {target}: "
+                     f"{'met' if r['spark_vs_ours'] >= target else 'NOT met'})")
+    lines.append(f"  (d)/(b) = {r['pyarrow_attach_vs_ours']:.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="secure-bloom bench-write", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows (default 2M)")
+    parser.add_argument("--row-group-size", type=int, default=1024 * 1024, help="rows per row group (default 1Mi)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept (Spark: at most 2)")
+    parser.add_argument("--no-spark", action="store_true", help="skip (c), the Spark / parquet-java write")
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    args = parser.parse_args(argv)
+    result = run_write_benchmark(args.rows, row_group_size=args.row_group_size, repeat=args.repeat,
+                                 with_spark=not args.no_spark)
+    print(json.dumps(result, indent=2) if args.json else format_report(result), end="\n" if args.json else "")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

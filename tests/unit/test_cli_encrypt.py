@@ -1,0 +1,97 @@
+"""``secure-bloom encrypt``: a plaintext file or directory -> encrypted copies with encrypted filters."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from support.parquet_files import TESTING_KEY_LIST, read_encrypted, sample_table, vector_kms, write_plain
+
+from secure_bloom.cli import main
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.audit import audit
+
+KEYS = KeyAccess(kms=vector_kms())
+ENCRYPT = ["--footer-key", "kf", "--column-key", "kc1:ssn,amount", "--column-key", "kc2:ts"]
+
+
+@pytest.fixture
+def keys_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    key_file = tmp_path / "keys.txt"
+    key_file.write_text(TESTING_KEY_LIST)
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST_FILE", str(key_file))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_encrypt_a_file_keeps_row_groups_and_adds_encrypted_filters(tmp_path: Path, keys_env: None,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_plain(tmp_path / "plain.parquet")
+    dst = tmp_path / "enc.parquet"
+    rc, out, err = run(capsys, "encrypt", str(src), str(dst), *ENCRYPT, "--bloom", "ssn", "--bloom", "id:fpp=0.001",
+                       "--json")
+    assert (rc, err) == (0, "")
+    report = json.loads(out)
+    assert report["num_rows"] == 3000 and report["row_groups"] == 3
+    assert {(f["column"], f["encrypted"]) for f in report["filters"]} == {("ssn", True), ("id", False)}
+    assert read_encrypted(dst).equals(pq.read_table(src))
+    with ParquetBloomReader(dst, KEYS) as reader:
+        assert reader.row_groups_maybe_containing("ssn", sample_table()["ssn"][2500].as_py()) == [2]
+    assert audit([dst], ["ssn"], keys=KEYS).exit_code == 0
+
+
+def test_encrypt_a_directory_mirrors_it(tmp_path: Path, keys_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "raw" / "day=1").mkdir(parents=True)
+    write_plain(tmp_path / "raw" / "a.parquet", sample_table(100))
+    write_plain(tmp_path / "raw" / "day=1" / "b.parquet", sample_table(50))
+    rc, out, err = run(capsys, "encrypt", str(tmp_path / "raw"), str(tmp_path / "enc"), *ENCRYPT, "--bloom", "ssn:ndv=10")
+    assert (rc, err) == (0, "")
+    assert out.count("wrote ") == 2 and "encrypted footer" in out
+    assert read_encrypted(tmp_path / "enc" / "day=1" / "b.parquet").num_rows == 50
+    assert audit([tmp_path / "enc"], ["ssn"], keys=KEYS).exit_code == 0
+
+
+@pytest.mark.parametrize("extra,message,code", [
+    (["--bloom", "flag"], "column 'flag' is BOOLEAN", 3),
+    (["--bloom", "nope"], "no leaf column 'nope'", 2),
+    (["--bloom", "ssn:fpp=1.5"], r"must be in \(0, 1\)", 2),
+    (["--bloom", "ssn:ndv=0"], "ndv must be >= 1", 2),
+    (["--column-key", "kc2:missing"], "no leaf column 'missing'", 2),
+    (["--column-key", "kc2"], "expected ID:COL", 2),
+])
+def test_bad_options_are_one_line_errors_and_write_nothing(tmp_path: Path, keys_env: None,
+                                                           capsys: pytest.CaptureFixture[str], extra: list[str],
+                                                           message: str, code: int) -> None:
+    src = write_plain(tmp_path / "plain.parquet", sample_table(20))
+    rc, out, err = run(capsys, "encrypt", str(src), str(tmp_path / "out.parquet"), *ENCRYPT, *extra)
+    assert rc == code and out == ""
+    assert err.count("\n") == 1 and err.startswith("secure-bloom: error: ")
+    assert re.search(message, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.txt", "plain.parquet"]
+
+
+def test_existing_destination_needs_overwrite(tmp_path: Path, keys_env: None,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_plain(tmp_path / "plain.parquet", sample_table(20))
+    dst = tmp_path / "out.parquet"
+    dst.write_bytes(b"keep")
+    rc, _, err = run(capsys, "encrypt", str(src), str(dst), *ENCRYPT, "--bloom", "ssn")
+    assert rc == 2 and "already exists (use --overwrite" in err and dst.read_bytes() == b"keep"
+    rc, _, err = run(capsys, "encrypt", str(src), str(dst), *ENCRYPT, "--bloom", "ssn", "--overwrite")
+    assert (rc, err) == (0, "") and read_encrypted(dst).num_rows == 20
+
+
+def test_no_kms_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("SECURE_BLOOM_KEY_LIST_FILE", "SECURE_BLOOM_KEY_LIST"):
+        monkeypatch.delenv(name, raising=False)
+    src = write_plain(tmp_path / "plain.parquet", sample_table(20))
+    rc, _, err = run(capsys, "encrypt", str(src), str(tmp_path / "o.parquet"), *ENCRYPT, "--bloom", "ssn")
+    assert rc == 2 and "needs a KMS" in err
