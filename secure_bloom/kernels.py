@@ -55,6 +55,8 @@ from .spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 __all__ = [
     "BACKEND",
     "kernel_info",
+    "kernel_summary",
+    "forced_backend",
     "xxh64_fixed",
     "xxh64_binary",
     "xxh64_binary_view",
@@ -101,17 +103,46 @@ def _load() -> tuple[Any, str | None]:
     return native_kernels, None
 
 
-_native, _why_not = _load()
+_loaded, _why_not = _load()
+_native = _loaded
 #: "native" (the C kernels) or "numpy" (the fallback).
 BACKEND = "native" if _native is not None else "numpy"
 
 
+@contextmanager
+def forced_backend(name: str) -> Iterator[None]:
+    """Run the block on one backend, ``"numpy"`` or ``"native"`` (where it loaded), whatever
+    :data:`BACKEND` was: for benchmarks and tests that compare them in one process. Process-wide
+    and not thread-safe: other threads see the switch too."""
+    global _native, BACKEND
+    if name not in ("native", "numpy"):
+        raise ValueError(f"backend must be native or numpy, got {name!r}")
+    if name == "native" and _loaded is None:
+        raise ImportError(f"the native kernel is not available: {_why_not}")
+    saved = _native, BACKEND
+    _native, BACKEND = (_loaded, "native") if name == "native" else (None, "numpy")
+    try:
+        yield
+    finally:
+        _native, BACKEND = saved
+
+
 def kernel_info() -> dict[str, Any]:
     """Which backend runs, why the native one does not (if so), and how it was built."""
-    info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": _why_not}
+    why = _why_not if _loaded is None or _native is not None else "forced_backend('numpy')"
+    info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": why}
     if _native is not None:
         info.update(_native.info())
     return info
+
+
+def kernel_summary() -> str:
+    """One line naming the backend in use, e.g. ``native (avx2; gcc 12.2.0 -O3)`` or
+    ``numpy fallback (SECURE_BLOOM_KERNEL=numpy)`` (for ``--version`` and benchmark output)."""
+    info = kernel_info()
+    if info["backend"] == "native":
+        return f"native ({info.get('simd')}; {info.get('compiler')} {info.get('flags')})"
+    return f"numpy fallback ({info['unavailable_reason']})"
 
 
 # ---------------------------------------------------------------------- argument checks (both backends)
