@@ -14,8 +14,8 @@ in-memory key list), then times, in one run on one machine:
   encrypted, with Bloom filters on the same columns (ndv = rows per row group, fpp 0.01, 1 MiB
   cap: the same filter sizes). Session start-up is not timed.
 
-pyarrow read and attach each run in a fresh process, so their peak memory (``ru_maxrss``) is their
-own; the baseline (interpreter, numpy, pyarrow loaded) is printed beside it. Targets (issue 13):
+pyarrow read and attach each run in a fresh (spawned) process, so their peak memory (``VmHWM``) is
+their own; the baseline (interpreter, numpy, pyarrow loaded) is printed beside it. Targets (issue 13):
 attach <= 0.33x Spark's time and <= 1.5x pyarrow's read of the columns.
 """
 
@@ -111,8 +111,19 @@ def write_source(path: Path, rows: int, row_group_rows: int, key_list: str, seed
     return path.stat().st_size
 
 
-def _peak_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
+def _memory_mb(field: str) -> float:
+    """``VmHWM`` (peak) or ``VmRSS`` (now) of this process in MB, from /proc (reset by exec, unlike
+    ``ru_maxrss``, which Linux carries over from the parent that forked the process); elsewhere
+    ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except OSError:
+        pass
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(maxrss / (1 << 20) if sys.platform == "darwin" else maxrss / 1024, 1)
 
 
 def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
@@ -124,7 +135,7 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
     from ..parquet import KeyAccess, attach_bloom_filters
 
     kms = KeyListKms(key_list)
-    baseline = _peak_mb()
+    baseline = _memory_mb("VmRSS")
     start = time.perf_counter()
     if name == "pyarrow_read":
         factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
@@ -138,7 +149,7 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
         extra = {"filters": len(report.filters), "dst_bytes": report.dst_bytes,
                  "filter_bytes": sum(f.length for f in report.filters), "kernel": kernels.kernel_summary()}
     seconds = time.perf_counter() - start
-    return {"seconds": round(seconds, 3), "peak_rss_mb": _peak_mb(), "baseline_rss_mb": baseline, **extra}
+    return {"seconds": round(seconds, 3), "peak_rss_mb": _memory_mb("VmHWM"), "baseline_rss_mb": baseline, **extra}
 
 
 def _in_fresh_process(name: str, src: Path, dst: Path, key_list: str) -> dict[str, Any]:

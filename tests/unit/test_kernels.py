@@ -119,6 +119,34 @@ def test_native_is_the_default_where_built(monkeypatch: pytest.MonkeyPatch) -> N
     assert info["simd"] in ("avx2", "scalar")
 
 
+@pytest.mark.native
+def test_the_kernel_in_use_is_the_one_built_with_this_package() -> None:
+    """Run from the installed wheel (scripts/test), the library uses the extension the wheel built."""
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
+    import secure_bloom
+    import secure_bloom.native_kernels as built
+
+    assert Path(built.__file__).parent == Path(secure_bloom.__file__).parent
+    assert kernels_module.BACKEND == "native" and kernels_module.kernel_summary().startswith("native (")
+
+
+def test_forced_backend_switches_and_restores() -> None:
+    before = kernels_module.BACKEND
+    with kernels_module.forced_backend("numpy"):
+        assert kernels_module.BACKEND == "numpy"
+        assert kernels_module.kernel_info()["backend"] == "numpy"
+        bf = SplitBlockBloomFilter(64)
+        bf.insert(np.arange(100, dtype=np.int64), "INT64")
+    assert kernels_module.BACKEND == before
+    ref = SplitBlockBloomFilter(64)
+    ref.insert(np.arange(100, dtype=np.int64), "INT64")
+    assert bf == ref
+    with pytest.raises(ValueError, match="backend must be native or numpy, got 'gpu'"):
+        with kernels_module.forced_backend("gpu"):
+            pass
+
+
 def test_bitset_limits_are_the_specs() -> None:
     assert (kernels_module.MIN_BITSET_BYTES, kernels_module.MAX_BITSET_BYTES) == (32, 128 << 20) == (
         spec.MIN_BITSET_BYTES, spec.SPEC_MAX_BITSET_BYTES)
