@@ -16,18 +16,11 @@ z = floor(numBytes / 32) and the tail is kept as stored, never read or written. 
 are ``-8 ndv / ln(1 - fpp^(1/8))``, then rounded as BlockSplitBloomFilter rounds them, to a power
 of two in [32 bytes, 128 MiB].
 
-Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) and numpy
-(:meth:`insert_hashes`, :meth:`check_hashes`). The numpy insert never uses plain fancy-index
-``|=`` alone (it drops repeated indices). It picks one of two strategies (:func:`insert_strategy`):
-
-* ``"scatter"`` - big batches on filters up to 512 KiB: set bytes of an unpacked bit array, one
-  word lane at a time (each lane's bits stay cache-sized), then pack it back;
-* ``"blocks"`` - everything else: in cache-sized chunks, gather each value's 32-byte block, OR its
-  eight masks in, write the blocks back, then re-check; values whose block another value of the
-  chunk overwrote go round again (a few rounds at most for real hashes), and whatever is left
-  after ``_BLOCK_ROUNDS`` rounds goes through ``np.bitwise_or.at``.
-
-The check gathers each value's block with one ``np.take`` and compares the eight masks at once.
+Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) and batch
+(:meth:`insert_hashes`, :meth:`check_hashes`, :meth:`insert`, :meth:`might_contain_many`). The batch
+calls run :mod:`secure_bloom.kernels`: the compiled kernel where it is built (values hashed straight
+from numpy / Arrow buffers into the bitset, GIL released), else the numpy code of
+:mod:`secure_bloom.sbbf_numpy`.
 """
 
 from __future__ import annotations
@@ -39,24 +32,17 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MalformedBitsetError
+from . import kernels
 from .header import parse_header, serialize_header, validate_num_bytes
+from .sbbf_numpy import SALT, insert_strategy
 from .spec import BYTES_PER_BLOCK, DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 from .types import PhysicalType
-from .values.physical import hash_value, hash_values
+from .values.physical import hash_value, hash_values, plain_arrays
 
 __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes",
            "insert_strategy"]
 
-#: BloomFilter.md "Technical Approach": the eight odd salt constants.
-SALT = (0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31)
-_SALT = np.array(SALT, dtype=np.uint32)
-_SALT_COLUMN = _SALT[:, None].copy()
 _BITS_PER_BLOCK = BYTES_PER_BLOCK * 8
-_CHUNK = 1 << 14            # values per numpy step: keeps every temporary in the CPU cache
-_SCATTER_MAX_BYTES = 512 << 10  # each lane of unpacked bits (= the filter size) stays cache-sized
-_BLOCK_CHUNK = 8192         # values per round of the "blocks" strategy (also <= blocks / 2)
-_BLOCK_ROUNDS = 8           # then np.bitwise_or.at for values still colliding (hostile hashes)
-_BLOCK = np.dtype((np.void, BYTES_PER_BLOCK))
 
 
 def optimal_num_bits(ndv: int, fpp: float) -> int:
@@ -99,14 +85,6 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
     """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
-
-
-def insert_strategy(num_bytes: int, count: int) -> str:
-    """Which numpy insert :meth:`SplitBlockBloomFilter.insert_hashes` uses for ``count`` hashes
-    into a filter of ``num_bytes``: ``"scatter"`` or ``"blocks"`` (module docstring)."""
-    if num_bytes <= _SCATTER_MAX_BYTES and count * 8 >= num_bytes // 4:
-        return "scatter"
-    return "blocks"
 
 
 def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
@@ -263,111 +241,27 @@ class SplitBlockBloomFilter:
                 return False
         return True
 
-    # ---------------------------------------------------------------- numpy hash level
-
-    def _blocks_of(self, h: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
-        """``((h >> 32) * z) >> 32``; for z = 2^k that is ``h >> (64 - k)``, one operation."""
-        z = self.num_blocks
-        if z & (z - 1) == 0:
-            if z == 1:
-                return np.zeros(h.shape[0], dtype=np.intp)
-            return (h >> np.uint64(65 - z.bit_length())).astype(np.intp)
-        return (((h >> np.uint64(32)) * np.uint64(z)) >> np.uint64(32)).astype(np.intp)
-
-    @staticmethod
-    def _masks_of(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
-        """The word masks ``1 << ((key * SALT[i]) mod 2^32 >> 27)``, key = low 32 bits, as an
-        (8, n) array: row i holds word i's masks (long rows vectorise far better than (n, 8))."""
-        masks = np.multiply(_SALT_COLUMN, h.astype(np.uint32))
-        np.right_shift(masks, np.uint32(27), out=masks)
-        np.left_shift(np.uint32(1), masks, out=masks)
-        return masks
+    # ---------------------------------------------------------------- batch hash level
 
     def insert_hashes(self, hashes: Any) -> None:
         """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
-        h = _check_hash_array(hashes)
-        if h.size == 0:
-            return
-        if insert_strategy(self.num_bytes, h.size) == "scatter":
-            self._insert_scatter(h)
-        else:
-            self._insert_blocks(h)
-
-    def _insert_scatter(self, h: npt.NDArray[np.uint64]) -> None:
-        """Bit i of word w of block b is byte ``b * 32 + bit`` of lane w's unpacked bits."""
-        z = self.num_blocks
-        lanes = np.ascontiguousarray(self._words.reshape(z, 8).T)            # (8, z)
-        bits = np.unpackbits(lanes.view(np.uint8), axis=1, bitorder="little")  # (8, 32 z)
-        salts = [np.uint32(s) for s in SALT]
-        for start in range(0, h.size, _CHUNK):
-            chunk = h[start:start + _CHUNK]
-            base = self._blocks_of(chunk) * 32
-            key = chunk.astype(np.uint32)
-            bit = np.empty_like(key)
-            idx = np.empty_like(base)
-            for i in range(8):
-                np.multiply(key, salts[i], out=bit)
-                np.right_shift(bit, np.uint32(27), out=bit)
-                np.add(base, bit, out=idx, casting="unsafe")
-                bits[i][idx] = 1
-        packed = np.packbits(bits, axis=1, bitorder="little").view("<u4")    # (8, z)
-        self._words.reshape(z, 8)[:] = packed.T
-
-    def _insert_blocks(self, h: npt.NDArray[np.uint64]) -> None:
-        """Gather blocks, OR the masks in, scatter back, re-check; see the module docstring.
-
-        A "stamp" per block (the last row of the chunk that wrote it) finds the rows another row
-        may have overwritten; only those are re-read, and only those whose bits really went
-        missing (a different value in the same block) go round again.
-        """
-        blocks = self._words.reshape(-1, 8)
-        as_void = self._words.view(_BLOCK)
-        step = max(1, min(_BLOCK_CHUNK, self.num_blocks // 2))
-        stamp = np.empty(self.num_blocks, dtype=np.int32)
-        rows = np.arange(step, dtype=np.int32)
-        for start in range(0, h.size, step):
-            chunk = h[start:start + step]
-            idx = self._blocks_of(chunk)
-            masks = self._masks_of(chunk)
-            for _ in range(_BLOCK_ROUNDS):
-                cur = np.take(blocks, idx, axis=0)                 # (m, 8)
-                np.bitwise_or(cur.T, masks, out=cur.T)
-                as_void[idx] = cur.view(_BLOCK).reshape(-1)  # a repeated block: last write wins
-                order = rows[:idx.shape[0]]
-                stamp[idx] = order
-                overwritten = np.flatnonzero(stamp[idx] != order)
-                if overwritten.size == 0:
-                    break
-                idx, masks = idx[overwritten], np.take(masks, overwritten, axis=1)
-                got = np.take(blocks, idx, axis=0).T
-                lost = np.bitwise_and(got, masks) != masks
-                lost = lost.any(axis=0)
-                if not lost.any():
-                    break
-                idx, masks = idx[lost], np.compress(lost, masks, axis=1)
-            else:
-                slots = (idx * 8)[:, None] + np.arange(8, dtype=np.intp)
-                np.bitwise_or.at(self._words, slots.ravel(), masks.T.ravel())
+        kernels.sbbf_insert(self._words, _check_hash_array(hashes))
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
         like :meth:`check_hash`."""
-        h = _check_hash_array(hashes)
-        out = np.empty(h.size, dtype=bool)
-        blocks = self._words.reshape(-1, 8)
-        for start in range(0, h.size, _CHUNK):
-            chunk = h[start:start + _CHUNK]
-            got = np.take(blocks, self._blocks_of(chunk), axis=0).T          # (8, m) view
-            masks = self._masks_of(chunk)
-            np.bitwise_and(np.invert(got), masks, out=masks)                  # the bits not set
-            np.equal(np.bitwise_or.reduce(masks, axis=0), 0, out=out[start:start + _CHUNK])
-        return out
+        return kernels.sbbf_check(self._words, _check_hash_array(hashes))
 
     # ---------------------------------------------------------------- value level
 
     def insert(self, values: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
         """Hash and insert values (scalar, sequence, numpy or pyarrow; nulls skipped).
-        Returns how many values were inserted."""
+        Returns how many values were inserted. With the compiled kernel, values whose buffers
+        hold their plain encoding (:func:`~secure_bloom.values.physical.plain_arrays`) are hashed
+        and inserted in one pass, without an array of hashes."""
+        parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
+        if parts is not None:
+            return sum(kernels.sbbf_insert_array(self._words, part) for part in parts)
         hashes = hash_values(values, physical_type, type_length=type_length)
         self.insert_hashes(hashes)
         return int(hashes.size)
@@ -382,6 +276,10 @@ class SplitBlockBloomFilter:
     def might_contain_many(self, values: Any, physical_type: PhysicalType | str | int, *,
                            type_length: int | None = None) -> npt.NDArray[np.bool_]:
         """:meth:`might_contain` for many values; nulls are skipped (one result per non-null)."""
+        parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
+        if parts is not None:
+            flags = [kernels.sbbf_check_array(self._words, part) for part in parts]
+            return np.concatenate(flags) if flags else np.empty(0, dtype=np.bool_)
         return self.check_hashes(hash_values(values, physical_type, type_length=type_length))
 
     # ---------------------------------------------------------------- set operations

@@ -47,12 +47,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import sbbf_numpy
 from .errors import MalformedBitsetError, MalformedInputError
+from .values.xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 from .spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [
     "BACKEND",
     "kernel_info",
+    "kernel_summary",
+    "forced_backend",
     "xxh64_fixed",
     "xxh64_binary",
     "xxh64_binary_view",
@@ -68,6 +72,9 @@ __all__ = [
     "xxh64_arrow",
     "sbbf_insert_arrow",
     "sbbf_check_arrow",
+    "xxh64_array",
+    "sbbf_insert_array",
+    "sbbf_check_array",
 ]
 
 ENV_VAR = "SECURE_BLOOM_KERNEL"
@@ -96,17 +103,46 @@ def _load() -> tuple[Any, str | None]:
     return native_kernels, None
 
 
-_native, _why_not = _load()
+_loaded, _why_not = _load()
+_native = _loaded
 #: "native" (the C kernels) or "numpy" (the fallback).
 BACKEND = "native" if _native is not None else "numpy"
 
 
+@contextmanager
+def forced_backend(name: str) -> Iterator[None]:
+    """Run the block on one backend, ``"numpy"`` or ``"native"`` (where it loaded), whatever
+    :data:`BACKEND` was: for benchmarks and tests that compare them in one process. Process-wide
+    and not thread-safe: other threads see the switch too."""
+    global _native, BACKEND
+    if name not in ("native", "numpy"):
+        raise ValueError(f"backend must be native or numpy, got {name!r}")
+    if name == "native" and _loaded is None:
+        raise ImportError(f"the native kernel is not available: {_why_not}")
+    saved = _native, BACKEND
+    _native, BACKEND = (_loaded, "native") if name == "native" else (None, "numpy")
+    try:
+        yield
+    finally:
+        _native, BACKEND = saved
+
+
 def kernel_info() -> dict[str, Any]:
     """Which backend runs, why the native one does not (if so), and how it was built."""
-    info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": _why_not}
+    why = _why_not if _loaded is None or _native is not None else "forced_backend('numpy')"
+    info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": why}
     if _native is not None:
         info.update(_native.info())
     return info
+
+
+def kernel_summary() -> str:
+    """One line naming the backend in use, e.g. ``native (avx2; gcc 12.2.0 -O3)`` or
+    ``numpy fallback (SECURE_BLOOM_KERNEL=numpy)`` (for ``--version`` and benchmark output)."""
+    info = kernel_info()
+    if info["backend"] == "native":
+        return f"native ({info.get('simd')}; {info.get('compiler')} {info.get('flags')})"
+    return f"numpy fallback ({info['unavailable_reason']})"
 
 
 # ---------------------------------------------------------------------- argument checks (both backends)
@@ -121,6 +157,8 @@ def _bytes_view(obj: Any, name: str, *, writable: bool = False) -> memoryview:
         raise TypeError(f"{name} must be C-contiguous")
     if writable and view.readonly:
         raise TypeError(f"{name} must be writable")
+    if view.nbytes == 0:  # memoryview.cast refuses a shape with a zero in it, e.g. (0, 12)
+        return memoryview(bytearray())
     return view.cast("B") if view.ndim != 1 or view.format != "B" else view
 
 
@@ -209,15 +247,13 @@ def _np_mask(validity: Any, offset: int, n: int) -> npt.NDArray[np.bool_] | None
 
 
 def _np_fixed(data: Any, width: int, mask: npt.NDArray[np.bool_] | None) -> Hashes:
-    from .values.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
-
     rows = np.frombuffer(_bytes_view(data, "data"), dtype=np.uint8).reshape(-1, width)
     if mask is not None:
         rows = rows[mask]
     if width == 4:
-        return xxh64_u32(np.ascontiguousarray(rows).view("<u4").reshape(-1).astype(np.uint32))
+        return xxh64_u32(np.ascontiguousarray(rows).view("<u4").reshape(-1).astype(np.uint32, copy=False))
     if width == 8:
-        return xxh64_u64(np.ascontiguousarray(rows).view("<u8").reshape(-1).astype(np.uint64))
+        return xxh64_u64(np.ascontiguousarray(rows).view("<u8").reshape(-1).astype(np.uint64, copy=False))
     return xxh64_rows(rows)
 
 
@@ -240,8 +276,6 @@ def _np_offsets(offsets: Any, offset_width: int, data_len: int) -> npt.NDArray[n
 
 
 def _np_binary(offsets: Any, data: Any, offset_width: int, mask: npt.NDArray[np.bool_] | None) -> Hashes:
-    from .values.xxh64 import hash_binary_arrays
-
     raw = np.frombuffer(_bytes_view(data, "data"), dtype=np.uint8)
     offs = _np_offsets(offsets, offset_width, raw.shape[0])
     hashes = hash_binary_arrays(offs, raw)
@@ -251,8 +285,6 @@ def _np_binary(offsets: Any, data: Any, offset_width: int, mask: npt.NDArray[np.
 def _np_view(views: Any, data_buffers: Sequence[Any], mask: npt.NDArray[np.bool_] | None) -> Hashes:
     """Validate the views (same checks and messages as the C kernel), gather every value into one
     offsets + data pair, then hash it as Arrow binary."""
-    from .values.xxh64 import hash_binary_arrays
-
     rows = np.frombuffer(_bytes_view(views, "views"), dtype=np.uint8).reshape(-1, 16)
     index = np.arange(rows.shape[0])
     if mask is not None:
@@ -294,24 +326,17 @@ def _np_hashes(kind: str, src: tuple[Any, ...], mask: npt.NDArray[np.bool_] | No
     return _np_view(src[0], src[1], mask)
 
 
-def _np_filter(view: memoryview) -> Any:
-    """A SplitBlockBloomFilter over a copy of the bitset's whole blocks."""
-    from .filter import SplitBlockBloomFilter
-
-    return SplitBlockBloomFilter.from_bitset(view[:view.nbytes // 32 * 32])
+def _np_words(view: memoryview) -> npt.NDArray[np.uint32]:
+    """The bitset's whole blocks as uint32 words, sharing its memory (writable if it is)."""
+    return np.frombuffer(view[:view.nbytes // 32 * 32], dtype="<u4")
 
 
 def _np_insert(view: memoryview, hashes: Hashes) -> None:
-    if hashes.size == 0:
-        return
-    bf = _np_filter(view)
-    bf.insert_hashes(hashes)
-    view[:view.nbytes // 32 * 32] = bf.bitset
+    sbbf_numpy.insert_hashes(_np_words(view), hashes)
 
 
 def _np_check(view: memoryview, hashes: Hashes) -> Flags:
-    result: Flags = _np_filter(view).check_hashes(hashes)
-    return result
+    return sbbf_numpy.check_hashes(_np_words(view), hashes)
 
 
 # ---------------------------------------------------------------------- dispatch
@@ -515,6 +540,47 @@ def sbbf_check_arrow(bitset: Any, array: Any) -> Flags:
     """Hash and check each non-null value of a pyarrow Array / ChunkedArray."""
     parts = _arrow_run("check", bitset, array)
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.bool_)
+
+
+# ---------------------------------------------------------------------- plain arrays
+
+def _plain_source(part: Any) -> tuple[str, tuple[Any, ...], Any, int]:
+    """(kind, source, validity, validity_offset) of a numpy array whose bytes are the values
+    (1-D: one value per item; 2-D: one value per row) or of one pyarrow Array."""
+    if isinstance(part, np.ndarray):
+        if part.ndim not in (1, 2) or part.dtype.hasobject:
+            raise TypeError(f"expected a 1-D or 2-D numpy array of fixed-width values, got {part.dtype} "
+                            f"with {part.ndim} dimensions")
+        width = part.dtype.itemsize * (part.shape[1] if part.ndim == 2 else 1)
+        return "fixed", (np.ascontiguousarray(part), width), None, 0
+    chunks = _arrow_chunks(part)
+    if len(chunks) != 1:
+        raise TypeError("expected one pyarrow Array, not a ChunkedArray of several chunks")
+    return _arrow_source(chunks[0])
+
+
+def _run_plain(op: str, bitset: Any, part: Any) -> Any:
+    kind, src, validity, offset = _plain_source(part)
+    return _run(op, kind, bitset, src, validity, offset)
+
+
+def xxh64_array(part: Any) -> Hashes:
+    """XXH64 of each value of a numpy array (its bytes, one value per item or row) or of each
+    non-null value of a pyarrow Array (the bytes Arrow stores)."""
+    result: Hashes = _run_plain("hash", None, part)
+    return result
+
+
+def sbbf_insert_array(bitset: Any, part: Any) -> int:
+    """:func:`xxh64_array` fused with :func:`sbbf_insert`; returns the number inserted."""
+    count: int = _run_plain("insert", bitset, part)
+    return count
+
+
+def sbbf_check_array(bitset: Any, part: Any) -> Flags:
+    """:func:`xxh64_array` fused with :func:`sbbf_check`."""
+    flags: Flags = _run_plain("check", bitset, part)
+    return flags
 
 
 # ---------------------------------------------------------------------- benchmark

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any, NoReturn
 
-from .. import __version__
+from .. import __version__, kernels
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
@@ -28,7 +28,7 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
              "bench-lookup": "secure_bloom.tools.bench_lookup",
              "bench-write": "secure_bloom.tools.bench_write",
-             "demo": "secure_bloom.tools.demo"}
+             "bench-attach": "secure_bloom.tools.bench_attach", "demo": "secure_bloom.tools.demo"}
 NOT_SHOWN = "<not shown>"
 
 
@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, formatter_class=_formatter, allow_abbrev=False, epilog=_MAIN_EPILOG,
                      description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
                                  "and audit them, byte-compatible with parquet-java.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"{PROG} {__version__} (kernel: {kernels.kernel_summary()})")
     parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 

@@ -14,6 +14,12 @@ Spec: BloomFilter.md "File Format", Encryption.md (SPEC_NOTES 4-6). The destinat
 
 Values come from the file itself (pyarrow, decrypting through our KMS client); each filter is
 sized for the chunk's distinct count at ``fpp`` (parquet-java's sizing) unless ``ndv`` is given.
+The count is exact over the values' 64-bit hashes (:func:`secure_bloom.kernels.count_distinct_hashes`,
+from the hashes the filter is built from: values differ in the filter only if their hashes do).
+Three things overlap, on threads (pyarrow and the compiled kernel release the GIL): pyarrow reads
+(decrypts, decodes) the next column chunk, the current one is hashed, counted and inserted, and
+``src[0 : footer_offset]`` is copied to the destination. Memory: the values and hashes of two
+column chunks at a time.
 The copy is written to a temporary file beside ``dst``, fsynced, re-opened with
 :class:`ParquetBloomReader` (every new filter decrypted and compared, a sample of inserted values
 must be "maybe", every kept filter unchanged) and only then renamed onto ``dst``. On any failure
@@ -28,16 +34,17 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
-import struct
+import queue
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.compute as pc
 
-from .. import thrift_codec
+from .. import kernels
 from ..errors import (
     AttachError,
     DestinationExistsError,
@@ -51,7 +58,7 @@ from ..fileio import AtomicOutput, fsync_dir, open_regular_fd
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..kms.material import KeyMetadata
 from ..types import ChunkEncryption, PhysicalType
-from ..values.physical import hash_value, hash_values
+from ..values.physical import hash_values
 from ..kms.sidecar import sidecar_path
 from .arrow_source import ArrowChunkSource, decryption_properties
 from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, verify_filters
@@ -168,10 +175,11 @@ class _Source:
                                      "nothing was written")
 
     def copy_to(self, out: AtomicOutput, size: int, zero: list[Region], progress: Progress | None,
-                total: int) -> None:
-        """Write bytes ``[0, size)`` of the source to ``out``, with the ``zero`` regions zeroed."""
+                total: int, stop: threading.Event | None = None) -> None:
+        """Write bytes ``[0, size)`` of the source to ``out``, with the ``zero`` regions zeroed;
+        ``stop`` (set by another thread) ends the copy early, leaving ``out`` incomplete."""
         pos = 0
-        while pos < size:
+        while pos < size and not (stop is not None and stop.is_set()):
             block = os.pread(self.fd, min(_COPY_BLOCK, size - pos), pos)
             if not block:
                 raise SourceChangedError(f"{self.path} shrank while being copied")
@@ -220,23 +228,67 @@ def _choose_columns(reader: ParquetBloomReader, plan: _Plan) -> dict[int, Column
     return chosen
 
 
-def _build(reader: ParquetBloomReader, source: ArrowChunkSource, chunk: ColumnChunk, spec: ColumnSpec,
+def _build(reader: ParquetBloomReader, values: Any, chunk: ColumnChunk, spec: ColumnSpec,
            max_bytes: int) -> _Planned:
+    """The filter of one column chunk from its values: hash once (the kernel), count the distinct
+    hashes (exact-NDV sizing), insert the same hashes, check the chunk's stored min/max."""
     info = chunk.column
     ndv, fpp = spec.ndv, spec.fpp
     assert fpp is not None
-    values = source.values(chunk.row_group, info)
-    distinct = int(pc.count_distinct(values, mode="only_valid").as_py()) if ndv is None else int(ndv)
+    hashes = hash_values(values, info.physical_type, type_length=info.type_length)
+    del values
+    counted = kernels.count_distinct_hashes(hashes)
+    distinct = counted if ndv is None else int(ndv)
     bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
     capped = optimal_num_bytes(distinct, fpp) > bf.num_bytes
-    hashes = hash_values(values, info.physical_type, type_length=info.type_length)
     bf.insert_hashes(hashes)
     meta = reader.column_metadata(chunk)
     cross_check_statistics(bf, meta.statistics, info, AttachError)
     replaced = meta.bloom_filter_offset is not None
-    return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=sample_of(hashes),
-                    replaced=replaced, capped=capped,
-                    inserted_distinct=distinct if ndv is None else int(np.unique(hashes).size))
+    return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=sample_of(hashes).copy(),
+                    replaced=replaced, capped=capped, inserted_distinct=counted)
+
+
+def _await_copy(copied: Future[None], events: queue.SimpleQueue[int], progress: Progress | None,
+                total: int) -> None:
+    """Wait for the page copy, passing its queued progress events on (now that ``total`` is known)."""
+    while True:
+        finished = copied.done()
+        while not events.empty():
+            done = events.get()
+            if progress is not None:
+                progress("copy", done, total)
+        if finished:
+            break
+        wait([copied], timeout=0.1)
+    copied.result()
+
+
+def _build_all(reader: ParquetBloomReader, source: ArrowChunkSource, chunks: list[ColumnChunk],
+               chosen: Mapping[int, ColumnSpec], max_bytes: int, progress: Progress | None) -> list[_Planned]:
+    """Every chunk's filter, in order; pyarrow reads chunk i + 1 on a thread while chunk i is
+    hashed and inserted (at most two chunks' values in memory)."""
+    planned: list[_Planned] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="secure-bloom-read") as pool:
+        def read(i: int) -> Future[Any] | None:
+            if i >= len(chunks):
+                return None
+            return pool.submit(source.values, chunks[i].row_group, chunks[i].column)
+
+        pending = read(0)
+        try:
+            for i, chunk in enumerate(chunks):
+                assert pending is not None
+                values = pending.result()
+                pending = read(i + 1)
+                planned.append(_build(reader, values, chunk, chosen[chunk.column.ordinal], max_bytes))
+                del values
+                if progress is not None:
+                    progress("filters", i + 1, len(chunks))
+        finally:
+            if pending is not None:
+                pending.cancel()
+    return planned
 
 
 def _uses_external_material(reader: ParquetBloomReader) -> bool:
@@ -426,17 +478,6 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
     stale = _stale_filters(reader, chunks, metas, other_filters)
     column_keys = [c.key_metadata for c in chunks if c.encryption is ChunkEncryption.COLUMN_KEY]
     decryption = decryption_properties(footer, column_keys, keys, src_path)
-    planned: list[_Planned] = []
-    with ArrowChunkSource(source.readable_path, decryption) as values:
-        for i, chunk in enumerate(chunks):
-            planned.append(_build(reader, values, chunk, chosen[chunk.column.ordinal], plan.max_bytes))
-            if progress is not None:
-                progress("filters", i + 1, len(chunks))
-
-    layout = filter_tail(reader, [_new_filter(p) for p in planned])
-    for p, blob, at in zip(planned, layout.blobs, layout.offsets):
-        p.data, p.offset = blob, at
-
     staged_sidecar = None
     tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
@@ -444,8 +485,23 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
     try:
         if not same and _uses_external_material(reader):
             staged_sidecar = _copy_sidecar(src_path, dst_path, overwrite, tmp_paths)
-        total = layout.size
-        source.copy_to(out, layout.start, stale, progress, total)
+        # The pages are copied on a thread while the filters are built: neither needs the other.
+        # Its progress events wait in a queue until the filters are done (one stage at a time).
+        stop, copy_events = threading.Event(), queue.SimpleQueue[int]()
+        relay: Progress | None = None if progress is None else (lambda _stage, done, _total: copy_events.put(done))
+        with ThreadPoolExecutor(1, thread_name_prefix="secure-bloom-copy") as copier:
+            copied = copier.submit(source.copy_to, out, reader.tail.footer_offset, stale, relay, 0, stop)
+            try:
+                with ArrowChunkSource(source.readable_path, decryption) as values:
+                    planned = _build_all(reader, values, chunks, chosen, plan.max_bytes, progress)
+                layout = filter_tail(reader, [_new_filter(p) for p in planned])
+                for p, blob, at in zip(planned, layout.blobs, layout.offsets):
+                    p.data, p.offset = blob, at
+                total = layout.size
+                _await_copy(copied, copy_events, progress, total)
+            except BaseException:
+                stop.set()
+                raise
         for data in layout.chunks():
             out.write(data)
         if progress is not None:

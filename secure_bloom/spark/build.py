@@ -1,4 +1,5 @@
-"""Distributed Bloom filter builds: one numpy-built filter per partition, OR-merged.
+"""Distributed Bloom filter builds: one filter per partition (the compiled kernel where it is
+built, else numpy: :meth:`SplitBlockBloomFilter.insert` on each Arrow batch), OR-merged.
 
 Spec: Parquet BloomFilter.md (two filters of the same size merge by OR into the filter of the union
 of their sets), and Spark's Parquet writer (ParquetWriteSupport) for how Spark types land on
@@ -150,7 +151,8 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
                        hashing: ColumnHashing | None = None) -> SplitBlockBloomFilter:
     """Build the Bloom filter of ``df[column]`` on the cluster.
 
-    Each partition builds a filter of the same size with the numpy path (``mapInArrow``); the
+    Each partition builds a filter of the same size from its Arrow batches (``mapInArrow``;
+    :mod:`secure_bloom.kernels`: the compiled kernel, GIL released, where it is built); the
     bitsets are OR-merged (on the executors first when there are many partitions, then on the
     driver), so the result is bit-identical to a single-process build of the same values. Size: ``num_bytes`` if given, else parquet-java's sizing for ``ndv`` (or Spark's
     ``approx_count_distinct`` when ``ndv`` is None) at ``fpp``, capped at ``max_bytes`` (parquet-java's

@@ -1,21 +1,25 @@
-"""Benchmark: hash + insert and hash + check, numpy path vs scalar path vs parquet-java.
+"""Benchmark: hash + insert and hash + check, native kernel vs numpy vs scalar vs parquet-java.
 
 ``python -m secure_bloom.tools.bench`` (also ``secure-bloom bench``) times, on one machine and in one run:
 
 * N int64 values and N UTF-8 strings (about 24 bytes each; as a pyarrow string array and as a
-  Python list) into a 1 MiB filter: ns/value for hash+insert and hash+check;
-* the numpy path (:meth:`SplitBlockBloomFilter.insert` / :meth:`might_contain_many`);
+  Python list) into a 1 MiB and a 16 MiB filter: ns/value for hash+insert and hash+check;
+* the native path (:meth:`SplitBlockBloomFilter.insert` / :meth:`might_contain_many` on the
+  compiled kernel, :mod:`secure_bloom.kernels`) and the numpy fallback (the same calls under
+  :func:`~secure_bloom.kernels.forced_backend` ``("numpy")``);
 * the scalar path (:func:`hash_value` + :meth:`insert_hash` / :meth:`check_hash` per value) on a
   sample of the values (100k by default: it is slow by design);
-* parquet-java's ``BlockSplitBloomFilter`` on the same values, through the Java harness
-  ``io.securebloom.BloomBench`` (its phases ``hash_insert`` and ``hash_check``); skipped, with a
-  note, when java or pyspark is missing;
+* parquet-java's ``BlockSplitBloomFilter`` on the same values and filter sizes, through the Java
+  harness ``io.securebloom.BloomBench`` (its phases ``hash_insert`` and ``hash_check``); skipped,
+  with a note, when java or pyspark is missing;
 * encrypt + decrypt of the 1 MiB filter as two AES-GCM modules (MB/s of bitset).
 
-It also verifies, and reports (never asserts): the numpy-built filter equals the scalar-built one
-over the sample bit for bit, every inserted value is found, and parquet-java found every value.
-Figures are the median of ``--repeat`` runs (best also kept in the JSON). Targets from the issue:
-numpy >= 20x the scalar path; <= 1.0x parquet-java's time for int64, <= 1.5x for strings.
+It also verifies, and reports (never asserts): the native, numpy and scalar filters of the sample
+are equal bit for bit, every inserted value is found, and parquet-java found every value. Figures
+are the median of ``--repeat`` runs (best also kept in the JSON); the output names the kernel
+backend (:func:`~secure_bloom.kernels.kernel_summary`) and the machine's load. Targets (issue 13):
+native <= 0.5x parquet-java's time at 1 MiB for int64 and pyarrow strings, <= 1.0x at 16 MiB,
+Python lists of str <= 1.0x; numpy >= 20x the scalar path.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from .. import kernels
 from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
 from ..filter import SplitBlockBloomFilter
 from ..spec import WRITER_DEFAULT_MAX_BYTES
@@ -42,9 +47,17 @@ from ..values.physical import hash_value
 
 __all__ = ["run_benchmarks", "main", "make_int64_values", "make_string_values", "TARGETS"]
 
-#: The issue's targets: numpy speed-up over scalar, and numpy time / parquet-java time per kind.
-TARGETS = {"numpy_vs_scalar_speedup": 20.0, "vs_parquet_java": {"int64": 1.0, "string": 1.5}}
-_DEFAULT_BYTES = WRITER_DEFAULT_MAX_BYTES
+#: The issue's targets: numpy speed-up over scalar; native time / parquet-java time per input and
+#: filter size ("1MiB": at most 1 MiB, "large": above), and for the numpy fallback (issue 3).
+TARGETS: dict[str, Any] = {
+    "numpy_vs_scalar_speedup": 20.0,
+    "native_vs_parquet_java": {"1MiB": {"numpy int64 array": 0.5, "pyarrow string array": 0.5,
+                                        "Python list of str": 1.0},
+                               "large": {"numpy int64 array": 1.0, "pyarrow string array": 1.0,
+                                         "Python list of str": 1.0}},
+    "numpy_vs_parquet_java": {"int64": 1.0, "string": 1.5},
+}
+_DEFAULT_SIZES = (WRITER_DEFAULT_MAX_BYTES, 16 << 20)
 _KEY = bytes(range(16))  # a fixed benchmark key: it protects nothing and is never printed
 
 
@@ -78,18 +91,21 @@ def _ns(seconds: float, n: int) -> float:
     return round(seconds * 1e9 / max(n, 1), 2)
 
 
-def _numpy_figures(values: Any, ptype: PhysicalType, num_bytes: int, n: int, repeat: int) -> dict[str, Any]:
-    bf = SplitBlockBloomFilter(num_bytes)
+def _path_figures(values: Any, ptype: PhysicalType, num_bytes: int, n: int, repeat: int,
+                  backend: str) -> dict[str, Any]:
+    """SplitBlockBloomFilter.insert / might_contain_many on one kernel backend."""
+    with kernels.forced_backend(backend):
+        bf = SplitBlockBloomFilter(num_bytes)
 
-    def insert() -> None:
-        SplitBlockBloomFilter(num_bytes).insert(values, ptype)
+        def insert() -> None:
+            SplitBlockBloomFilter(num_bytes).insert(values, ptype)
 
-    bf.insert(values, ptype)
-    ins_med, ins_best = _time(insert, repeat)
-    chk_med, chk_best = _time(lambda: bf.might_contain_many(values, ptype), repeat)
+        bf.insert(values, ptype)
+        ins_med, ins_best = _time(insert, repeat)
+        chk_med, chk_best = _time(lambda: bf.might_contain_many(values, ptype), repeat)
+        found = bool(bf.might_contain_many(values, ptype).all())
     return {"insert_ns": _ns(ins_med, n), "check_ns": _ns(chk_med, n),
-            "insert_best_ns": _ns(ins_best, n), "check_best_ns": _ns(chk_best, n),
-            "all_found": bool(bf.might_contain_many(values, ptype).all())}
+            "insert_best_ns": _ns(ins_best, n), "check_best_ns": _ns(chk_best, n), "all_found": found}
 
 
 def _scalar_figures(sample: list[Any], ptype: PhysicalType, num_bytes: int) -> tuple[dict[str, Any], SplitBlockBloomFilter]:
@@ -152,28 +168,39 @@ def _write_length_prefixed(out: Any, strings: pa.Array) -> None:
     out.write(buf.tobytes())
 
 
-def _ratios(numpy_fig: dict[str, Any], scalar_fig: dict[str, Any], java_fig: dict[str, Any] | None) -> dict[str, Any]:
+def _ratios(paths: dict[str, dict[str, Any]], java_fig: dict[str, Any] | None) -> dict[str, Any]:
+    numpy_fig, scalar_fig = paths["numpy"], paths["scalar"]
     out: dict[str, Any] = {
         "numpy_vs_scalar_insert_speedup": round(scalar_fig["insert_ns"] / numpy_fig["insert_ns"], 1),
         "numpy_vs_scalar_check_speedup": round(scalar_fig["check_ns"] / numpy_fig["check_ns"], 1),
     }
+    if "native" in paths:
+        out["native_vs_numpy_insert_speedup"] = round(numpy_fig["insert_ns"] / paths["native"]["insert_ns"], 1)
+        out["native_vs_numpy_check_speedup"] = round(numpy_fig["check_ns"] / paths["native"]["check_ns"], 1)
     if java_fig and "skipped" not in java_fig:
-        out["numpy_over_parquet_java_insert"] = round(numpy_fig["insert_ns"] / java_fig["insert_ns"], 2)
-        out["numpy_over_parquet_java_check"] = round(numpy_fig["check_ns"] / java_fig["check_ns"], 2)
+        for name in ("native", "numpy"):
+            if name in paths:
+                out[f"{name}_over_parquet_java_insert"] = round(paths[name]["insert_ns"] / java_fig["insert_ns"], 2)
+                out[f"{name}_over_parquet_java_check"] = round(paths[name]["check_ns"] / java_fig["check_ns"], 2)
     return out
 
 
 def _workload(kind: str, label: str, values: Any, sample: list[Any], ptype: PhysicalType, num_bytes: int,
               n: int, repeat: int, java_fig: dict[str, Any] | None) -> dict[str, Any]:
-    numpy_fig = _numpy_figures(values, ptype, num_bytes, n, repeat)
-    scalar_fig, scalar_bf = _scalar_figures(sample, ptype, num_bytes)
-    numpy_sample = SplitBlockBloomFilter(num_bytes)
-    numpy_sample.insert(sample, ptype)
-    out: dict[str, Any] = {"kind": kind, "input": label, "n": n, "numpy": numpy_fig, "scalar": scalar_fig,
-                           "numpy_equals_scalar": numpy_sample == scalar_bf}
+    paths: dict[str, dict[str, Any]] = {}
+    built: dict[str, SplitBlockBloomFilter] = {}
+    for backend in (["native"] if kernels.kernel_info()["unavailable_reason"] is None else []) + ["numpy"]:
+        paths[backend] = _path_figures(values, ptype, num_bytes, n, repeat, backend)
+        with kernels.forced_backend(backend):
+            built[backend] = SplitBlockBloomFilter(num_bytes)
+            built[backend].insert(sample, ptype)
+    paths["scalar"], scalar_bf = _scalar_figures(sample, ptype, num_bytes)
+    out: dict[str, Any] = {"kind": kind, "input": label, "n": n, "num_bytes": num_bytes, **paths,
+                           "numpy_equals_scalar": built["numpy"] == scalar_bf,
+                           "native_equals_scalar": built["native"] == scalar_bf if "native" in built else None}
     if java_fig is not None:
         out["parquet_java"] = java_fig
-    out["ratios"] = _ratios(numpy_fig, scalar_fig, java_fig)
+    out["ratios"] = _ratios(paths, java_fig)
     return out
 
 
@@ -191,91 +218,110 @@ def _crypto_figures(num_bytes: int, repeat: int) -> dict[str, Any]:
 
 
 def run_benchmarks(n: int = 1_000_000, *, repeat: int = 3, scalar_sample: int = 100_000,
-                   num_bytes: int = _DEFAULT_BYTES, java: bool = True,
+                   num_bytes: int | Sequence[int] = _DEFAULT_SIZES, java: bool = True,
                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run every figure; returns them as a JSON-ready dict (see the module docstring)."""
+    """Run every figure for each filter size in ``num_bytes``; returns them as a JSON-ready dict
+    (see the module docstring)."""
     if n < 1 or repeat < 1 or scalar_sample < 1:
         raise ValueError("n, repeat and scalar_sample must be >= 1")
+    sizes = [num_bytes] if isinstance(num_bytes, int) else list(num_bytes)
     say = progress or (lambda _msg: None)
     sample_n = min(scalar_sample, n)
-    say(f"generating {n:,} int64 values and {n:,} strings")
+    say(f"generating {n:,} int64 values and {n:,} strings; kernel: {kernels.kernel_summary()}")
     ints = make_int64_values(n)
     strings = make_string_values(n)
     string_list = strings.to_pylist()
+    load_start = os.getloadavg()[0]
     workloads = []
-    say("int64")
-    java_int = _java_figures("int64", ints, num_bytes, repeat) if java else None
-    workloads.append(_workload("int64", "numpy int64 array", ints, ints[:sample_n].tolist(), PhysicalType.INT64,
-                               num_bytes, n, repeat, java_int))
-    say("strings (pyarrow)")
-    java_str = _java_figures("string", strings, num_bytes, repeat) if java else None
-    workloads.append(_workload("string", "pyarrow string array", strings, string_list[:sample_n],
-                               PhysicalType.BYTE_ARRAY, num_bytes, n, repeat, java_str))
-    say("strings (Python list)")
-    workloads.append(_workload("string", "Python list of str", string_list, string_list[:sample_n],
-                               PhysicalType.BYTE_ARRAY, num_bytes, n, repeat, java_str))
+    for size in sizes:
+        say(f"int64, {size:,}-byte filter")
+        java_int = _java_figures("int64", ints, size, repeat) if java else None
+        workloads.append(_workload("int64", "numpy int64 array", ints, ints[:sample_n].tolist(),
+                                   PhysicalType.INT64, size, n, repeat, java_int))
+        say(f"strings (pyarrow), {size:,}-byte filter")
+        java_str = _java_figures("string", strings, size, repeat) if java else None
+        workloads.append(_workload("string", "pyarrow string array", strings, string_list[:sample_n],
+                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str))
+        say(f"strings (Python list), {size:,}-byte filter")
+        workloads.append(_workload("string", "Python list of str", string_list, string_list[:sample_n],
+                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str))
     say("encrypt + decrypt")
     result: dict[str, Any] = {
-        "n": n, "repeat": repeat, "num_bytes": num_bytes, "scalar_sample": sample_n,
+        "n": n, "repeat": repeat, "num_bytes": sizes[0] if len(sizes) == 1 else sizes, "scalar_sample": sample_n,
+        "kernel": kernels.kernel_info(), "kernel_summary": kernels.kernel_summary(),
         "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
-        "cpus": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2), "workloads": workloads, "crypto": _crypto_figures(num_bytes, repeat),
-        "targets": TARGETS,
+        "cpus": os.cpu_count(), "load_average_1min_start": round(load_start, 2),
+        "load_average_1min": round(os.getloadavg()[0], 2), "workloads": workloads,
+        "crypto": _crypto_figures(min(sizes), repeat), "targets": TARGETS,
     }
     result["verified"] = {
         "numpy_equals_scalar": all(w["numpy_equals_scalar"] for w in workloads),
-        "all_values_found": all(w["numpy"]["all_found"] and w["scalar"]["all_found"] for w in workloads),
+        "all_values_found": all(w[p]["all_found"] for w in workloads for p in ("native", "numpy", "scalar") if p in w),
         "parquet_java_found_all": (None if not java or any("skipped" in w.get("parquet_java", {})
                                                              for w in workloads)
                                    else all(w["parquet_java"]["all_found"] for w in workloads)),
         "encrypt_round_trip": result["crypto"]["round_trip_equal"],
     }
+    if any(w["native_equals_scalar"] is not None for w in workloads):
+        result["verified"]["native_equals_scalar"] = all(w["native_equals_scalar"] for w in workloads)
     return result
 
 
 def _target_line(w: dict[str, Any]) -> str:
     r = w["ratios"]
     speed = min(r["numpy_vs_scalar_insert_speedup"], r["numpy_vs_scalar_check_speedup"])
-    parts = [f"speed-up vs scalar {r['numpy_vs_scalar_insert_speedup']}x insert, "
+    parts = [f"numpy vs scalar {r['numpy_vs_scalar_insert_speedup']}x insert, "
              f"{r['numpy_vs_scalar_check_speedup']}x check "
              f"({'meets' if speed >= TARGETS['numpy_vs_scalar_speedup'] else 'misses'} >= 20x)"]
-    if "numpy_over_parquet_java_insert" in r:
-        limit = TARGETS["vs_parquet_java"][w["kind"]]  # type: ignore[index]
-        worst = max(r["numpy_over_parquet_java_insert"], r["numpy_over_parquet_java_check"])
-        parts.append(f"numpy / parquet-java {r['numpy_over_parquet_java_insert']}x insert, "
-                     f"{r['numpy_over_parquet_java_check']}x check "
+    if "native_over_parquet_java_insert" in r:
+        band = "1MiB" if w["num_bytes"] <= WRITER_DEFAULT_MAX_BYTES else "large"
+        limit = TARGETS["native_vs_parquet_java"][band][w["input"]]
+        worst = max(r["native_over_parquet_java_insert"], r["native_over_parquet_java_check"])
+        parts.append(f"native / parquet-java {r['native_over_parquet_java_insert']}x insert, "
+                     f"{r['native_over_parquet_java_check']}x check "
                      f"({'meets' if worst <= limit else 'misses'} <= {limit}x)")
+    if "numpy_over_parquet_java_insert" in r:
+        parts.append(f"numpy / parquet-java {r['numpy_over_parquet_java_insert']}x insert, "
+                     f"{r['numpy_over_parquet_java_check']}x check")
     return "; ".join(parts)
 
 
 def format_report(result: dict[str, Any]) -> str:
     """The human-readable table printed by :func:`main`."""
-    lines = [f"secure_bloom benchmark: {result['n']:,} values into a {result['num_bytes']:,}-byte filter, "
-             f"median of {result['repeat']} runs (wall clock, ns/value; lower is better)",
-             f"machine: {result['cpus']} CPUs, load average {result['load_average_1min']} at the end"
-             + (" - busy: other processes share the CPUs, figures are noisy"
-                if result["load_average_1min"] > (result["cpus"] or 1) else ""),
+    sizes = result["num_bytes"] if isinstance(result["num_bytes"], list) else [result["num_bytes"]]
+    load = max(result["load_average_1min_start"], result["load_average_1min"])
+    lines = [f"secure_bloom benchmark: {result['n']:,} values into filters of "
+             f"{', '.join(f'{s:,}' for s in sizes)} bytes, median of {result['repeat']} runs "
+             "(wall clock, ns/value; lower is better)",
+             f"kernel: {result['kernel_summary']}",
+             f"machine: {result['cpus']} CPUs, load average {result['load_average_1min_start']} at the start, "
+             f"{result['load_average_1min']} at the end"
+             + (" - busy: other processes share the CPUs, figures are noisy" if load > (result["cpus"] or 1) else ""),
              f"scalar path timed on a sample of the first {result['scalar_sample']:,} values "
              "(hash_value + insert_hash / check_hash per value)", ""]
-    header = f"{'workload':<32}{'path':<14}{'hash+insert':>12}{'hash+check':>12}"
+    header = f"{'workload':<44}{'path':<14}{'hash+insert':>12}{'hash+check':>12}"
     lines.append(header)
     lines.append("-" * len(header))
     for w in result["workloads"]:
-        name = f"{w['kind']} ({w['input']})"
-        rows = [("numpy", w["numpy"]), ("scalar", w["scalar"])]
+        name = f"{w['kind']} ({w['input']}), {w['num_bytes'] >> 20 or w['num_bytes']}" + \
+            (" MiB" if w["num_bytes"] >= 1 << 20 else " B")
+        rows = [(p, w[p]) for p in ("native", "numpy", "scalar") if p in w]
         pj = w.get("parquet_java")
         if pj and "skipped" not in pj:
             rows.append(("parquet-java", pj))
         for i, (path, fig) in enumerate(rows):
-            lines.append(f"{name if i == 0 else '':<32}{path:<14}{fig['insert_ns']:>12.1f}{fig['check_ns']:>12.1f}")
+            lines.append(f"{name if i == 0 else '':<44}{path:<14}{fig['insert_ns']:>12.1f}{fig['check_ns']:>12.1f}")
         if pj and "skipped" in pj:
-            lines.append(f"{'':<32}parquet-java  skipped: {pj['skipped']}")
-        lines.append(f"{'':<32}{_target_line(w)}")
+            lines.append(f"{'':<44}parquet-java  skipped: {pj['skipped']}")
+        lines.append(f"{'':<44}{_target_line(w)}")
     c = result["crypto"]
     lines += ["", f"encrypt {c['num_bytes']:,}-byte filter: {c['encrypt_mb_s']} MB/s ({c['encrypt_ms']} ms); "
                   f"decrypt: {c['decrypt_mb_s']} MB/s ({c['decrypt_ms']} ms)"]
     v = result["verified"]
     pj_found = {None: "not run", True: "yes", False: "NO"}[v["parquet_java_found_all"]]
+    native = {None: "not built", True: "yes", False: "NO"}[v.get("native_equals_scalar")]
     lines.append(f"verified: numpy filter == scalar filter: {'yes' if v['numpy_equals_scalar'] else 'NO'}; "
+                 f"native filter == scalar filter: {native}; "
                  f"all inserted values found: {'yes' if v['all_values_found'] else 'NO'}; "
                  f"parquet-java found all: {pj_found}; "
                  f"encrypt/decrypt round trip: {'yes' if v['encrypt_round_trip'] else 'NO'}")
@@ -290,20 +336,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the median is shown (default 3)")
     parser.add_argument("--scalar-sample", type=int, default=100_000,
                         help="values timed on the scalar path (default 100,000)")
-    parser.add_argument("--bytes", type=int, default=_DEFAULT_BYTES, dest="num_bytes",
-                        help="filter size in bytes, a power of two (default 1 MiB)")
+    parser.add_argument("--bytes", type=int, action="append", dest="num_bytes",
+                        help="filter size in bytes, a power of two; repeatable (default 1 MiB and 16 MiB)")
     parser.add_argument("--no-java", action="store_true", help="skip the parquet-java column")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     args = parser.parse_args(argv)
     if args.n < 1 or args.repeat < 1 or args.scalar_sample < 1:
         parser.error("--n, --repeat and --scalar-sample must be >= 1")
+    sizes = args.num_bytes or list(_DEFAULT_SIZES)
     try:
-        SplitBlockBloomFilter(args.num_bytes)
+        for size in sizes:
+            SplitBlockBloomFilter(size)
     except (TypeError, ValueError) as e:
         parser.error(f"--bytes: {e}")
     progress = None if args.json else (lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
     result = run_benchmarks(args.n, repeat=args.repeat, scalar_sample=args.scalar_sample,
-                            num_bytes=args.num_bytes, java=not args.no_java, progress=progress)
+                            num_bytes=sizes, java=not args.no_java, progress=progress)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
 

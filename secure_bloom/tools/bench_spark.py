@@ -9,13 +9,16 @@
   cost of the filter; the ratio is our build time over that difference.
 
 The input is cached in memory first so that data generation is not timed. Each figure is the best
-of ``--repeat`` runs.
+of ``--repeat`` runs. The report names the kernel backend of the driver and of Spark's Python
+workers (a one-row ``mapInArrow`` job asks them): the partition builds run
+:meth:`SplitBlockBloomFilter.insert`, i.e. the compiled kernel where it is built.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -23,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import kernels
 from ..filter import optimal_num_bytes
 from ..spec import DEFAULT_FPP
 
@@ -49,6 +53,15 @@ def _frame(spark: Any, n: int, kind: str, partitions: int) -> Any:
     return df.select(col).cache()
 
 
+def _worker_kernel(batches: Any) -> Any:
+    """mapInArrow: one row naming the kernel backend of the Python worker that ran it."""
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_arrays([pa.array([kernels.kernel_summary()])], names=["kernel"])
+
+
 def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: int,
              with_parquet_java: bool) -> dict[str, Any]:
     from pyspark.sql import SparkSession
@@ -63,6 +76,8 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
     out: dict[str, Any] = {}
     tmp = Path(tempfile.mkdtemp(prefix="secure-bloom-bench-"))
     try:
+        rows = spark.range(1, numPartitions=1).mapInArrow(_worker_kernel, "kernel string").collect()
+        out["worker_kernel"] = rows[0]["kernel"] if rows else None
         for kind in kinds:
             df = _frame(spark, n, kind, partitions=4 * cores)
             df.count()  # materialise the cache
@@ -94,15 +109,18 @@ def run_spark_benchmark(n: int = 10_000_000, kinds: Sequence[str] = ("int64", "s
     """Run the benchmark; returns the figures and ratios as a dict."""
     num_bytes = optimal_num_bytes(n, DEFAULT_FPP, max_bytes)
     one = _measure(1, n, kinds, num_bytes, repeat, with_parquet_java=False)
+    one.pop("worker_kernel", None)
     two = _measure(2, n, kinds, num_bytes, repeat, with_parquet_java=True)
-    ratios = {}
+    ratios: dict[str, Any] = {}
     for kind in kinds:
         r: dict[str, Any] = {"speedup_local2_vs_local1": round(one[kind]["build_s"] / two[kind]["build_s"], 2)}
         pj = two[kind].get("parquet_java_filter_s")
         if pj:
             r["ours_vs_parquet_java_filter_cost"] = round(two[kind]["build_s"] / pj, 2)
         ratios[kind] = r
-    return {"n": n, "num_bytes": num_bytes, "local1": one, "local2": two, "ratios": ratios}
+    return {"n": n, "num_bytes": num_bytes, "kernel": kernels.kernel_summary(),
+            "worker_kernel": two.pop("worker_kernel", None), "local1": one, "local2": two, "ratios": ratios,
+            "load_average_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"distributed Bloom filter build: {result['n']:,} values, {result['num_bytes']:,}-byte filter")
+    print(f"kernel: driver {result['kernel']}; Spark Python workers {result['worker_kernel']}")
+    print(f"machine: {result['cpus']} CPUs, load average {result['load_average_1min']} at the end")
     for kind in result["ratios"]:
         one, two, r = result["local1"][kind], result["local2"][kind], result["ratios"][kind]
         print(f"  {kind:<7} local[1] {one['build_s']:7.2f} s ({one['ns_per_value']} ns/value)   "

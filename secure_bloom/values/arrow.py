@@ -28,14 +28,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import kernels
 from ..errors import InvalidValueError, UnsupportedParquetFeatureError
 from ..spec import NANOS_PER_DAY, NANOS_PER_SECOND, SECONDS_PER_DAY, UNITS_PER_SECOND
 from ..types import PhysicalType
 from .column_type import ColumnType
 from .logical import int96_rows, minimal_twos_complement
-from .xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 
-__all__ = ["hash_arrow", "leaf_array", "leaf_values", "stored_form", "in_column_unit", "timestamps_in_unit",
+__all__ = ["hash_arrow", "is_plain", "plain_chunks", "leaf_array", "leaf_values", "stored_form", "in_column_unit", "timestamps_in_unit",
            "int96_from_reads", "float16_bytes", "ARROW_UNIT"]
 
 #: Parquet TIMESTAMP / TIME units -> Arrow's unit names.
@@ -43,8 +43,53 @@ ARROW_UNIT = {"millis": "ms", "micros": "us", "nanos": "ns"}
 _ARROW_UNITS_PER_SECOND = {"s": 1, **{ARROW_UNIT[unit]: per for unit, per in UNITS_PER_SECOND.items()}}
 
 
+def is_plain(typ: pa.DataType, ptype: PhysicalType, width: int | None) -> bool:
+    """Whether an Arrow array of ``typ`` stores each value's plain encoding for a ``ptype``
+    column as it is (so the kernels hash its buffers directly): 32-bit integers, date32 and
+    time32 for INT32; 64-bit integers, timestamps, date64, time64 and durations for INT64;
+    float32 / float64 for FLOAT / DOUBLE; binary-like types for BYTE_ARRAY; fixed_size_binary of
+    the column's width for FIXED_LEN_BYTE_ARRAY and INT96."""
+    if ptype is PhysicalType.BYTE_ARRAY:
+        return _is_binary_like(typ)
+    if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
+        return bool(pa.types.is_fixed_size_binary(typ) and typ.byte_width == width)
+    if ptype is PhysicalType.FLOAT:
+        return bool(pa.types.is_float32(typ))
+    if ptype is PhysicalType.DOUBLE:
+        return bool(pa.types.is_float64(typ))
+    bits = {PhysicalType.INT32: 32, PhysicalType.INT64: 64}.get(ptype)
+    if bits is None or pa.types.is_decimal(typ) or pa.types.is_floating(typ):
+        return False
+    return bool((pa.types.is_integer(typ) or pa.types.is_temporal(typ)) and typ.bit_width == bits)
+
+
+def plain_chunks(values: Any, ptype: PhysicalType, width: int | None) -> list[pa.Array] | None:
+    """The chunks of a pyarrow Array / ChunkedArray (dictionaries decoded, all-null chunks left
+    out) if every chunk :func:`is_plain`, else None."""
+    if isinstance(values, pa.ChunkedArray):
+        chunks = list(values.chunks)
+    elif isinstance(values, pa.Array):
+        chunks = [values]
+    else:
+        return None
+    out = []
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            chunk = chunk.dictionary_decode()
+        if not is_plain(chunk.type, ptype, width):
+            return None
+        if chunk.null_count < len(chunk):
+            out.append(chunk)
+    return out
+
+
 def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
     """XXH64 of every non-null value of a pyarrow Array or ChunkedArray."""
+    if kernels.BACKEND == "native":
+        chunks = plain_chunks(values, ptype, width)
+        if chunks is not None:
+            parts = [kernels.xxh64_array(chunk) for chunk in chunks]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
     if isinstance(values, pa.ChunkedArray):
         parts = [hash_arrow(chunk, ptype, width) for chunk in values.chunks]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
@@ -62,13 +107,13 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
     if ptype in (PhysicalType.BYTE_ARRAY,) and _is_binary_like(typ):
         return _hash_binary(values)
     if ptype is PhysicalType.INT96 and pa.types.is_timestamp(typ):
-        return xxh64_rows(_int96_matrix(values))
+        return _hash_rows(_int96_matrix(values))
     if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
         assert width is not None  # _resolve gives FIXED_LEN_BYTE_ARRAY and INT96 their width
         if pa.types.is_fixed_size_binary(typ):
             if typ.byte_width != width:
                 raise InvalidValueError(f"{ptype.name}({width}) column given fixed_size_binary({typ.byte_width})")
-            return xxh64_rows(_fixed_matrix(values, width))
+            return _hash_rows(_fixed_matrix(values, width))
         if _is_binary_like(typ):
             return _hash_fixed_from_binary(values, ptype, width)
     if ptype is PhysicalType.INT32 and (pa.types.is_integer(typ) or pa.types.is_date32(typ)
@@ -84,7 +129,7 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
             lo, hi = -(1 << 31), (1 << 32)
             if arr.size and (arr.min() < lo or arr.max() >= hi):
                 raise InvalidValueError("value does not fit INT32")
-        return xxh64_u32(arr.astype(np.int64).astype(np.uint32))
+        return _hash_fixed(4, arr.astype(np.int64).astype(np.uint32))
     if ptype is PhysicalType.INT64 and (pa.types.is_integer(typ) or pa.types.is_temporal(typ)):
         if pa.types.is_uint64(typ):
             arr = values.to_numpy(zero_copy_only=False).view(np.uint64)
@@ -93,11 +138,11 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
         else:
             arr = values.view(pa.int64()) if typ.bit_width == 64 else values.cast(pa.int64())
             arr = arr.to_numpy(zero_copy_only=False).view(np.uint64)
-        return xxh64_u64(arr)
+        return _hash_fixed(8, arr)
     if ptype is PhysicalType.FLOAT and pa.types.is_floating(typ):
-        return xxh64_u32(values.cast(pa.float32()).to_numpy(zero_copy_only=False).view(np.uint32))
+        return _hash_fixed(4, values.cast(pa.float32()).to_numpy(zero_copy_only=False).view(np.uint32))
     if ptype is PhysicalType.DOUBLE and pa.types.is_floating(typ):
-        return xxh64_u64(values.cast(pa.float64()).to_numpy(zero_copy_only=False).view(np.uint64))
+        return _hash_fixed(8, values.cast(pa.float64()).to_numpy(zero_copy_only=False).view(np.uint64))
     raise InvalidValueError(f"cannot hash Arrow type {typ} as {ptype.name}")
 
 
@@ -123,7 +168,17 @@ def _binary_buffers(values: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArra
 
 def _hash_binary(values: pa.Array) -> npt.NDArray[np.uint64]:
     offsets, data = _binary_buffers(values)
-    return hash_binary_arrays(offsets, data)
+    return kernels.xxh64_binary(offsets, data, 8)
+
+
+def _hash_fixed(width: int, arr: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """XXH64 of each ``width``-byte item of a 1-D array."""
+    return kernels.xxh64_fixed(np.ascontiguousarray(arr), width)
+
+
+def _hash_rows(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """XXH64 of each row of an (n, w) uint8 matrix."""
+    return kernels.xxh64_fixed(np.ascontiguousarray(rows), rows.shape[1])
 
 
 def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
@@ -133,7 +188,7 @@ def _hash_fixed_from_binary(values: pa.Array, ptype: PhysicalType, width: int | 
         raise InvalidValueError(f"{ptype.name}({width}) values must all be {width} bytes")
     starts = offsets[:-1]
     assert width is not None
-    return xxh64_rows(data[starts[:, None] + np.arange(width)])
+    return _hash_rows(data[starts[:, None] + np.arange(width)])
 
 
 def _int96_matrix(values: pa.Array) -> npt.NDArray[np.uint8]:
@@ -162,17 +217,17 @@ def _hash_decimal(values: pa.Array, ptype: PhysicalType, width: int | None) -> n
     if ptype is PhysicalType.INT32:
         low = np.ascontiguousarray(le[:, :4]).view("<i4").reshape(-1)
         _check_sign_extension(le, 4)
-        return xxh64_u32(low.view(np.uint32))
+        return _hash_fixed(4, low.view(np.uint32))
     if ptype is PhysicalType.INT64:
         _check_sign_extension(le, 8)
-        return xxh64_u64(np.ascontiguousarray(le[:, :8]).view("<u8").reshape(-1).astype(np.uint64))
+        return _hash_fixed(8, np.ascontiguousarray(le[:, :8]).view("<u8").reshape(-1).astype(np.uint64))
     if ptype is PhysicalType.FIXED_LEN_BYTE_ARRAY:
         assert width is not None
         if width > nbytes:
             le = _sign_extend(le, width)
         else:
             _check_sign_extension(le, width)
-        return xxh64_rows(np.ascontiguousarray(le[:, :width][:, ::-1]))
+        return _hash_rows(le[:, :width][:, ::-1])
     if ptype is PhysicalType.BYTE_ARRAY:
         # Minimal two's complement big-endian bytes, as Java BigInteger.toByteArray().
         raw = [minimal_twos_complement(int.from_bytes(bytes(row), "little", signed=True)) for row in le]

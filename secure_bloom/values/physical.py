@@ -9,7 +9,9 @@ Spec: Parquet BloomFilter.md, "Technical Approach / Hash Function" and "Hashing 
 * BOOLEAN: never hashed (parquet-java skips it, Arrow refuses).
 
 Two paths, equal bit for bit: :func:`hash_value` (one value, the ``xxhash`` package) and
-:func:`hash_values` (many values, :mod:`secure_bloom.values.xxh64`). ``hash_values`` accepts a
+:func:`hash_values` (many values, :mod:`secure_bloom.kernels`: compiled where built, else the numpy
+code of :mod:`secure_bloom.values.xxh64`). :func:`plain_arrays` hands the kernels values whose
+buffers already hold their plain encoding, so they are hashed (or inserted) in one pass. ``hash_values`` accepts a
 scalar, a sequence, a numpy array, or a pyarrow Array / ChunkedArray; nulls (``None``, Arrow
 nulls) are skipped, never hashed, so the result may be shorter than the input.
 """
@@ -17,6 +19,7 @@ nulls) are skipped, never hashed, so the result may be shorter than the input.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,11 +27,12 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from .. import kernels
 from ..errors import InvalidValueError
 from ..types import PhysicalType
-from .xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
+from .xxh64 import hash_binary_arrays
 
-__all__ = ["plain_bytes", "hash_value", "hash_values", "hash_binary_arrays"]
+__all__ = ["plain_bytes", "hash_value", "hash_values", "hash_binary_arrays", "plain_arrays"]
 
 
 _INT_RANGES = {PhysicalType.INT32: 32, PhysicalType.INT64: 64}
@@ -109,7 +113,7 @@ def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_leng
 def _hash_fixed_ints(arr: npt.NDArray[Any], ptype: PhysicalType) -> npt.NDArray[np.uint64]:
     if ptype is PhysicalType.INT32:
         if arr.dtype in (np.int32, np.uint32):
-            return xxh64_u32(arr.view(np.uint32))
+            return _hash_fixed(4, arr.view(np.uint32))
         if arr.dtype.kind in "iu":
             wide = arr.astype(np.int64)
             if arr.dtype == np.uint64:
@@ -118,12 +122,12 @@ def _hash_fixed_ints(arr: npt.NDArray[Any], ptype: PhysicalType) -> npt.NDArray[
                 bad = (wide < -(1 << 31)) | (wide >= (1 << 32))
             if bad.any():
                 raise InvalidValueError(f"{arr[bad][0]} does not fit INT32 (signed or unsigned)")
-            return xxh64_u32(wide.astype(np.uint32))
+            return _hash_fixed(4, wide.astype(np.uint32))
     else:
         if arr.dtype in (np.int64, np.uint64):
-            return xxh64_u64(arr.view(np.uint64))
+            return _hash_fixed(8, arr.view(np.uint64))
         if arr.dtype.kind in "iu":
-            return xxh64_u64(arr.astype(np.int64).view(np.uint64))
+            return _hash_fixed(8, arr.astype(np.int64).view(np.uint64))
     raise InvalidValueError(f"{ptype.name} values must be integers, got dtype {arr.dtype}")
 
 
@@ -134,7 +138,7 @@ def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -
         # numpy "S" arrays pad with NUL and drop trailing NULs on read: only a fixed width that
         # equals the itemsize is unambiguous.
         if width is not None and arr.dtype.itemsize == width:
-            return xxh64_rows(arr.view(np.uint8).reshape(-1, width))
+            return _hash_rows(arr.view(np.uint8).reshape(-1, width))
         raise InvalidValueError("numpy bytes ('S') arrays cannot hold trailing NUL bytes; pass a list of "
                                 "bytes or a pyarrow binary array")
     if arr.dtype == object or arr.dtype.kind == "U":
@@ -144,11 +148,11 @@ def _hash_numpy(arr: npt.NDArray[Any], ptype: PhysicalType, width: int | None) -
     if ptype is PhysicalType.FLOAT:
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise InvalidValueError(f"FLOAT values must be numbers, got dtype {arr.dtype}")
-        return xxh64_u32(_to_float32(arr).view(np.uint32))
+        return _hash_fixed(4, _to_float32(arr).view(np.uint32))
     if ptype is PhysicalType.DOUBLE:
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise InvalidValueError(f"DOUBLE values must be numbers, got dtype {arr.dtype}")
-        return xxh64_u64(arr.astype(np.float64).view(np.uint64))
+        return _hash_fixed(8, arr.astype(np.float64).view(np.uint64))
     if width is not None and arr.dtype == np.uint8:
         raise InvalidValueError(f"pass {ptype.name} values as a (n, {width}) uint8 matrix or bytes")
     raise InvalidValueError(f"cannot hash numpy dtype {arr.dtype} as {ptype.name}")
@@ -169,8 +173,8 @@ def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None
         bits = _INT_RANGES[ptype]
         ints = [_int_bits(v, bits) for v in present]
         if bits == 64:
-            return xxh64_u64(np.array(ints, dtype=np.uint64))
-        return xxh64_u32(np.array(ints, dtype=np.uint32))
+            return _hash_fixed(8, np.array(ints, dtype=np.uint64))
+        return _hash_fixed(4, np.array(ints, dtype=np.uint32))
     if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
         for v in present:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -188,11 +192,21 @@ def _hash_sequence(values: Iterable[Any], ptype: PhysicalType, width: int | None
     raw = [plain_bytes(v, ptype, type_length=width) for v in present]
     if width is not None:
         mat = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(len(raw), width)
-        return xxh64_rows(mat)
+        return _hash_rows(mat)
     lengths = np.fromiter((len(r) for r in raw), dtype=np.int64, count=len(raw))
     offsets = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return hash_binary_arrays(offsets, np.frombuffer(b"".join(raw), dtype=np.uint8))
+    return kernels.xxh64_binary(offsets, np.frombuffer(b"".join(raw), dtype=np.uint8), 8)
+
+
+def _hash_fixed(width: int, arr: npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
+    """XXH64 of each ``width``-byte item of a 1-D array (the kernels: native or numpy)."""
+    return kernels.xxh64_fixed(np.ascontiguousarray(arr), width)
+
+
+def _hash_rows(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """XXH64 of each row of an (n, w) uint8 matrix."""
+    return kernels.xxh64_fixed(np.ascontiguousarray(rows), rows.shape[1])
 
 
 def _int_list(present: list[int], ptype: PhysicalType) -> npt.NDArray[np.uint64] | None:
@@ -218,6 +232,47 @@ def _binary_list(present: list[str | bytes]) -> npt.NDArray[np.uint64] | None:
     return hash_arrow(arr, PhysicalType.BYTE_ARRAY, None)
 
 
+#: numpy dtypes whose items are a column's plain encoding, by physical type (little-endian hosts).
+_PLAIN_DTYPES = {PhysicalType.INT32: ("<i4", "<u4"), PhysicalType.INT64: ("<i8", "<u8"),
+                 PhysicalType.FLOAT: ("<f4",), PhysicalType.DOUBLE: ("<f8",)}
+
+
+def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
+                 type_length: int | None = None) -> list[Any] | None:
+    """``values`` as arrays whose buffers hold exactly the bytes Parquet hashes, for the kernels
+    (:func:`secure_bloom.kernels.xxh64_array` and the fused insert / check), or None when they
+    need a conversion first (then :func:`hash_values` converts and checks them).
+
+    Plain: a pyarrow Array / ChunkedArray of a type :func:`secure_bloom.values.arrow.is_plain`
+    accepts (dictionaries decoded; nulls stay in the validity bitmap and are skipped); a 1-D numpy
+    array of the column's own width (int32 / uint32 for INT32, int64 / uint64 for INT64, float32,
+    float64); an ``(n, w)`` uint8 matrix for a fixed width ``w``; a list or tuple that pyarrow
+    converts (in C) to strings or binaries for BYTE_ARRAY, or to int64 for INT64 (``None`` as null).
+    """
+    ptype, width = _resolve(physical_type, type_length)
+    if _is_arrow(values):
+        from .arrow import plain_chunks
+
+        return plain_chunks(values, ptype, width)
+    if isinstance(values, np.ndarray):
+        if width is not None:
+            ok = values.ndim == 2 and values.dtype == np.uint8 and values.shape[1] == width
+        else:
+            ok = values.ndim == 1 and values.dtype.str in _PLAIN_DTYPES.get(ptype, ())
+        return [values] if ok and sys.byteorder == "little" else None
+    if isinstance(values, (list, tuple)) and ptype in (PhysicalType.BYTE_ARRAY, PhysicalType.INT64):
+        import pyarrow as pa
+
+        from .arrow import plain_chunks
+
+        try:  # pyarrow infers the type in C: str -> string, bytes -> binary, int -> int64
+            arr = pa.array(values)
+        except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError):
+            return None  # e.g. a lone surrogate or an int beyond int64: hash_values decides
+        return plain_chunks(arr, ptype, width)
+    return None
+
+
 def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
                 type_length: int | None = None) -> npt.NDArray[np.uint64]:
     """XXH64 of many values (nulls skipped) as a ``uint64`` array; equal to :func:`hash_value`.
@@ -226,6 +281,11 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
     fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.values.arrow`).
     """
     ptype, width = _resolve(physical_type, type_length)
+    if kernels.BACKEND == "native" and isinstance(values, (list, tuple, np.ndarray)):
+        parts = plain_arrays(values, ptype, type_length=width)
+        if parts is not None:
+            hashed = [kernels.xxh64_array(part) for part in parts]
+            return np.concatenate(hashed) if hashed else np.empty(0, dtype=np.uint64)
     if _is_arrow(values):
         from .arrow import hash_arrow  # pyarrow is imported only when Arrow input arrives
 
@@ -234,7 +294,7 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
         if width is not None and values.ndim == 2 and values.dtype == np.uint8:
             if values.shape[1] != width:
                 raise InvalidValueError(f"{ptype.name} rows must be {width} bytes, got {values.shape[1]}")
-            return xxh64_rows(values)
+            return _hash_rows(values)
         return _hash_numpy(values, ptype, width)
     if isinstance(values, (str, bytes, bytearray, memoryview, int, float, np.generic)) or values is None:
         return _hash_sequence([values], ptype, width)

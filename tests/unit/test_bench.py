@@ -4,12 +4,14 @@ it ran, verified its filters and reported the fields the CLI and the README rely
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from secure_bloom.tools import bench
+from secure_bloom import kernels
+from secure_bloom.tools import bench, bench_attach
 
 
 def test_run_benchmarks_small_without_java() -> None:
@@ -17,13 +19,18 @@ def test_run_benchmarks_small_without_java() -> None:
     assert result["scalar_sample"] == 400 and result["n"] == 3000
     assert [(w["kind"], w["input"]) for w in result["workloads"]] == [
         ("int64", "numpy int64 array"), ("string", "pyarrow string array"), ("string", "Python list of str")]
-    assert result["verified"] == {"numpy_equals_scalar": True, "all_values_found": True,
-                                  "parquet_java_found_all": None, "encrypt_round_trip": True}
+    expected = {"numpy_equals_scalar": True, "all_values_found": True, "parquet_java_found_all": None,
+                "encrypt_round_trip": True}
+    if kernels.BACKEND == "native":
+        expected["native_equals_scalar"] = True
+    assert result["verified"] == expected
     for w in result["workloads"]:
         assert w["numpy"]["insert_ns"] > 0 and w["scalar"]["check_ns"] > 0
         assert "numpy_vs_scalar_insert_speedup" in w["ratios"]
+        assert ("native" in w) == (kernels.BACKEND == "native")
     assert result["crypto"]["num_bytes"] == 4096 and result["crypto"]["encrypt_mb_s"] > 0
     report = bench.format_report(result)
+    assert f"kernel: {kernels.kernel_summary()}" in report
     assert "scalar path timed on a sample of the first 400 values" in report
     assert "numpy filter == scalar filter: yes" in report
 
@@ -33,6 +40,7 @@ def test_main_json_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
                        "--no-java", "--json"]) == 0
     parsed = json.loads(capsys.readouterr().out)
     assert parsed["verified"]["numpy_equals_scalar"] is True
+    assert parsed["num_bytes"] == 1024 and parsed["kernel"]["backend"] == kernels.BACKEND
     for bad in (["--n", "0"], ["--bytes", "1000"], ["--repeat", "x"]):
         with pytest.raises(SystemExit) as info:
             bench.main(bad)
@@ -66,3 +74,26 @@ def test_parquet_java_column_runs() -> None:
         assert w["parquet_java"]["all_found"] is True
         assert w["parquet_java"]["num_bytes"] == 4096
     assert result["verified"]["parquet_java_found_all"] is True
+
+
+def test_two_filter_sizes_in_one_run() -> None:
+    result = bench.run_benchmarks(1000, repeat=1, scalar_sample=100, num_bytes=[1024, 4096], java=False)
+    assert [(w["num_bytes"], w["input"]) for w in result["workloads"]] == [
+        (size, label) for size in (1024, 4096)
+        for label in ("numpy int64 array", "pyarrow string array", "Python list of str")]
+
+
+def test_bench_attach_runs_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The attach benchmark end to end on a tiny file, without Spark: it wrote a real encrypted
+    file, attached 3 filters per row group in a fresh process, measured its memory, cleaned up."""
+    assert bench_attach.main(["--rows", "3000", "--row-group-rows", "1000", "--no-spark", "--json",
+                              "--dir", str(tmp_path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["rows"] == 3000 and result["source_bytes"] > 3000 * 40
+    assert result["pyarrow_read"]["rows"] == 3000
+    assert result["attach"]["filters"] == 3 * 3 and result["attach"]["kernel"] == kernels.kernel_summary()
+    assert result["attach"]["peak_rss_mb"] >= result["attach"]["baseline_rss_mb"] > 0
+    assert set(result["ratios"]) == {"attach_over_pyarrow_read"} and "spark_rewrite" not in result
+    assert list(tmp_path.iterdir()) == []
+    text = bench_attach.format_report(result)
+    assert "attach / pyarrow read = " in text and f"kernel: {kernels.kernel_summary()}" in text

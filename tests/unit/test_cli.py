@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from support import leaky_writer as lw
-from secure_bloom import __version__
+from secure_bloom import __version__, kernels
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
 from secure_bloom.filter import SplitBlockBloomFilter
@@ -118,7 +118,11 @@ def test_help_teaches_key_files_not_keys_in_argv(capsys: pytest.CaptureFixture[s
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "--version") == (0, f"secure-bloom {__version__}\n", "")
+    rc, out, err = run(capsys, "--version")
+    assert (rc, err) == (0, "")
+    assert out == f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()})\n"
+    # the backend in use is named: the compiled kernel where it is built, else why not
+    assert re.fullmatch(r"secure-bloom \S+ \(kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\))\)\n", out)
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
@@ -660,7 +664,7 @@ def test_console_script() -> None:
     if not script.exists():
         pytest.skip("secure-bloom is not installed in this environment (scripts/test installs it)")
     proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, f"secure-bloom {__version__}\n")
+    assert (proc.returncode, proc.stdout) == (0, f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()})\n")
     proc = subprocess.run([str(script), "inspect", "/nonexistent.parquet"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and ONE_LINE_ERROR.match(proc.stderr)
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secure_bloom import filter as filter_module
-from secure_bloom import thrift_codec
+from secure_bloom import sbbf_numpy, thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
+from secure_bloom.header import serialize_header
 from secure_bloom.filter import SALT, SplitBlockBloomFilter, optimal_num_bits, optimal_num_bytes, round_num_bytes
 from secure_bloom.spec import SPEC_MAX_BITSET_BYTES
 from secure_bloom.types import PhysicalType
@@ -174,7 +174,14 @@ def _scalar_filter(num_bytes: int, hashes: list[int]) -> SplitBlockBloomFilter:
 
 
 def _strategy(bf: SplitBlockBloomFilter, count: int) -> str:
-    return filter_module.insert_strategy(bf.num_bytes, count)
+    return sbbf_numpy.insert_strategy(bf.num_bytes, count)
+
+
+def _numpy_filter(num_bytes: int, hashes: np.ndarray) -> SplitBlockBloomFilter:
+    """The numpy fallback's insert (secure_bloom.sbbf_numpy), whichever kernel the filter runs."""
+    words = np.zeros(num_bytes // 4, dtype=np.uint32)
+    sbbf_numpy.insert_hashes(words, hashes)
+    return SplitBlockBloomFilter.from_bitset(words.tobytes())
 
 
 hashes64 = st.integers(0, 2**64 - 1)
@@ -203,6 +210,7 @@ def test_insert_scatter_equals_scalar(case: tuple[int, list[int]]) -> None:
     assert _strategy(bf, len(hashes)) == "scatter"
     bf.insert_hashes(np.array(hashes, dtype=np.uint64))
     assert bf.bitset == _scalar_filter(size, hashes).bitset
+    assert _numpy_filter(size, np.array(hashes, dtype=np.uint64)) == bf
 
 
 @PROPERTY
@@ -214,6 +222,7 @@ def test_insert_blocks_small_batches_equal_scalar(case: tuple[int, list[int]]) -
         assert _strategy(bf, len(hashes)) == "blocks"
     bf.insert_hashes(np.array(hashes, dtype=np.uint64))
     assert bf.bitset == _scalar_filter(size, hashes).bitset
+    assert _numpy_filter(size, np.array(hashes, dtype=np.uint64)) == bf
 
 
 @settings(max_examples=15, deadline=None)
@@ -228,6 +237,7 @@ def test_insert_blocks_big_batches_equal_scalar(pool: list[int], repeats: int, s
     assert _strategy(bf, hashes.size) == "blocks"
     bf.insert_hashes(hashes)
     assert bf == _scalar_filter(size, hashes.tolist())
+    assert _numpy_filter(size, hashes) == bf
 
 
 def test_insert_scatter_at_its_largest_filter() -> None:
@@ -239,6 +249,7 @@ def test_insert_scatter_at_its_largest_filter() -> None:
     assert _strategy(bf, hashes.size) == "scatter"
     bf.insert_hashes(hashes)
     assert bf == _scalar_filter(512 * 1024, hashes.tolist())
+    assert _numpy_filter(512 * 1024, hashes) == bf
     assert _strategy(SplitBlockBloomFilter(MIB), hashes.size) == "blocks"
 
 
@@ -252,6 +263,7 @@ def test_insert_blocks_hostile_collisions_fall_back_to_ufunc_at() -> None:
     assert _strategy(bf, hashes.size) == "blocks"
     bf.insert_hashes(hashes)
     assert bf == _scalar_filter(MIB, hashes.tolist())
+    assert _numpy_filter(MIB, hashes) == bf
 
 
 @PROPERTY
@@ -285,6 +297,7 @@ def test_large_filter_big_batch() -> None:
     bf.insert_hashes(hashes)
     ref = _scalar_filter(32 * MIB, hashes.tolist())
     assert bf == ref
+    assert _numpy_filter(32 * MIB, hashes) == ref
     assert bf.check_hashes(hashes).all()
 
 
@@ -464,7 +477,7 @@ def test_fpp_estimate_matches_the_measured_rate_small_and_large(num_bytes: int, 
     """Issue 15 item 19: the estimate must hold for tiny filters too (a 32-byte filter holding 200
     values answers "maybe" to almost everything). Random hashes, fixed seed, 4-sigma tolerance."""
     rng = np.random.default_rng(num_bytes * 7919 + n)
-    header = filter_module.serialize_header(num_bytes)
+    header = serialize_header(num_bytes)
     trials, probes = 24, 4000
     rates = []
     for _ in range(trials):  # the estimate is an expectation over filters: average several

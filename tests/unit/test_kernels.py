@@ -26,10 +26,10 @@ from support.components import missing
 
 from secure_bloom import spec
 from secure_bloom import kernels as kernels_module
-from secure_bloom.errors import MalformedBitsetError, MalformedInputError
+from secure_bloom.errors import InvalidValueError, MalformedBitsetError, MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.types import PhysicalType
-from secure_bloom.values import hash_value
+from secure_bloom.values import hash_value, hash_values
 from support.paths import VECTORS_DIR
 
 VECTORS = VECTORS_DIR
@@ -117,6 +117,34 @@ def test_native_is_the_default_where_built(monkeypatch: pytest.MonkeyPatch) -> N
     assert info["unavailable_reason"] is None
     assert "-O3" in info["flags"] or "/O2" in info["flags"]
     assert info["simd"] in ("avx2", "scalar")
+
+
+@pytest.mark.native
+def test_the_kernel_in_use_is_the_one_built_with_this_package() -> None:
+    """Run from the installed wheel (scripts/test), the library uses the extension the wheel built."""
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
+    import secure_bloom
+    import secure_bloom.native_kernels as built
+
+    assert Path(built.__file__).parent == Path(secure_bloom.__file__).parent
+    assert kernels_module.BACKEND == "native" and kernels_module.kernel_summary().startswith("native (")
+
+
+def test_forced_backend_switches_and_restores() -> None:
+    before = kernels_module.BACKEND
+    with kernels_module.forced_backend("numpy"):
+        assert kernels_module.BACKEND == "numpy"
+        assert kernels_module.kernel_info()["backend"] == "numpy"
+        bf = SplitBlockBloomFilter(64)
+        bf.insert(np.arange(100, dtype=np.int64), "INT64")
+    assert kernels_module.BACKEND == before
+    ref = SplitBlockBloomFilter(64)
+    ref.insert(np.arange(100, dtype=np.int64), "INT64")
+    assert bf == ref
+    with pytest.raises(ValueError, match="backend must be native or numpy, got 'gpu'"):
+        with kernels_module.forced_backend("gpu"):
+            pass
 
 
 def test_bitset_limits_are_the_specs() -> None:
@@ -526,3 +554,179 @@ def test_threads_on_distinct_filters(kernels: ModuleType) -> None:
         th.join(timeout=600)
     assert errors == []
     assert results == [(expected[0], True, 400_000), (expected[1], True, 400_000)]
+
+
+# ----------------------------------------------------------------------- the library's own calls dispatch here
+# SplitBlockBloomFilter.insert / might_contain_many / insert_hashes / check_hashes and
+# values.hash_values run the kernels: every input form of every physical type, per backend,
+# equals the scalar path (xxhash of the plain bytes + insert_hash), nulls skipped.
+
+FORMS = {
+    "INT32": ["numpy int32", "numpy uint32", "arrow int32", "arrow uint32", "arrow date32", "arrow int8",
+              "list"],
+    "INT64": ["numpy int64", "numpy uint64", "arrow int64", "arrow timestamp", "arrow uint64 chunked", "list"],
+    "FLOAT": ["numpy float32", "arrow float32", "list"],
+    "DOUBLE": ["numpy float64", "arrow float64", "arrow float64 chunked", "list"],
+    "BYTE_ARRAY": ["list bytes", "list str", "tuple str", "arrow binary", "arrow large_binary", "arrow string",
+                   "arrow large_string", "arrow binary_view", "arrow string_view", "arrow dictionary"],
+    "FIXED_LEN_BYTE_ARRAY": ["numpy matrix", "arrow fixed_size_binary", "list bytes"],
+    "INT96": ["numpy matrix", "arrow fixed_size_binary", "list bytes"],
+}
+FORM_CASES = [(ptype, form) for ptype, forms in FORMS.items() for form in forms]
+_FIXED = {"INT32": 4, "INT64": 8, "FLOAT": 4, "DOUBLE": 8, "FIXED_LEN_BYTE_ARRAY": 7, "INT96": 12}
+
+
+def _with_nulls(values: list[Any], nulls: list[bool]) -> list[Any]:
+    return [None if null else v for v, null in zip(values, nulls)]
+
+
+def value_form(ptype: str, form: str, raw: list[bytes], nulls: list[bool]) -> tuple[Any, list[bytes]]:
+    """(``raw`` in the input form ``form``, the plain bytes of its non-null values in order)."""
+    kept = [r for r, null in zip(raw, nulls) if not null]
+    if ptype == "BYTE_ARRAY":
+        if form in ("list str", "tuple str", "arrow string", "arrow large_string", "arrow string_view",
+                    "arrow dictionary"):
+            raw = [r.decode("latin-1").encode("utf-8") for r in raw]   # valid UTF-8
+            kept = [r for r, null in zip(raw, nulls) if not null]
+            text = _with_nulls([r.decode("utf-8") for r in raw], nulls)
+            if form == "list str":
+                return text, kept
+            if form == "tuple str":
+                return tuple(text), kept
+            if form == "arrow dictionary":
+                return pa.array(text, pa.string()).dictionary_encode(), kept
+            return pa.array(text, {"arrow string": pa.string(), "arrow large_string": pa.large_string(),
+                                   "arrow string_view": pa.string_view()}[form]), kept
+        if form == "list bytes":
+            return _with_nulls(raw, nulls), kept
+        typ = {"arrow binary": pa.binary(), "arrow large_binary": pa.large_binary(),
+               "arrow binary_view": pa.binary_view()}[form]
+        return pa.array(_with_nulls(raw, nulls), typ), kept
+    width = _FIXED[ptype]
+    matrix = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(len(raw), width)
+    if form == "numpy matrix":
+        return matrix, raw
+    if form == "arrow fixed_size_binary":
+        return pa.array(_with_nulls(raw, nulls), pa.binary(width)), kept
+    if form == "list bytes":
+        return _with_nulls(raw, nulls), kept
+    dtype = {"INT32": "<i4", "INT64": "<i8", "FLOAT": "<f4", "DOUBLE": "<f8"}[ptype]
+    items = matrix.view(dtype).reshape(-1)
+    if form.startswith("numpy"):
+        return items.view(form.split()[1]), raw
+    if form == "list":
+        return _with_nulls(items.tolist(), nulls), kept
+    mask = np.array(nulls, dtype=bool)
+    if form == "arrow int8":   # not plain: widened to INT32 first (sign-extended)
+        small = (items.astype(np.int64) % 256 - 128).astype(np.int8)
+        kept = [struct.pack("<i", int(v)) for v, null in zip(small, nulls) if not null]
+        return pa.array(small, pa.int8(), mask=mask), kept
+    arrow_type = {"arrow int32": pa.int32(), "arrow uint32": pa.uint32(), "arrow date32": pa.date32(),
+                  "arrow int64": pa.int64(), "arrow timestamp": pa.timestamp("us"),
+                  "arrow uint64 chunked": pa.uint64(), "arrow float32": pa.float32(),
+                  "arrow float64": pa.float64(), "arrow float64 chunked": pa.float64()}[form]
+    numbers = items.view(np.uint32 if form == "arrow uint32" else np.uint64 if form.startswith("arrow uint64")
+                         else items.dtype)
+    arr = pa.Array.from_buffers(arrow_type, len(raw), [pa.array(~mask).buffers()[1] if mask.any() else None,
+                                                       pa.py_buffer(numbers.tobytes())])
+    if form.endswith("chunked"):
+        half = len(raw) // 2
+        return pa.chunked_array([arr.slice(0, half), arr.slice(half)], arrow_type), kept
+    return arr, kept
+
+
+def scalar_filter(bitset_bytes: int, plain: list[bytes]) -> bytes:
+    import xxhash
+
+    return scalar_bitset(bitset_bytes, [xxhash.xxh64_intdigest(p) for p in plain])
+
+
+@st.composite
+def form_case(draw: st.DrawFn) -> tuple[str, str, list[bytes], list[bool]]:
+    ptype, form = draw(st.sampled_from(FORM_CASES))
+    n = draw(st.integers(0, 300))
+    if ptype == "BYTE_ARRAY":
+        pool = draw(st.lists(st.binary(max_size=40), min_size=1, max_size=max(1, n)))
+    else:
+        pool = draw(st.lists(st.binary(min_size=_FIXED[ptype], max_size=_FIXED[ptype]), min_size=1,
+                             max_size=max(1, n)))
+    raw = [pool[i % len(pool)] for i in range(n)]          # repeats: many values per block
+    nulls = [False] * n if form.startswith("numpy") else draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return ptype, form, raw, nulls
+
+
+@PROPERTY
+@given(form_case(), st.sampled_from([32, 33, 63, 64, 100, 1024, 4096 + 17, 65536]))
+def test_filter_value_calls_equal_scalar_for_every_form(kernels: ModuleType, case: tuple[str, str, list[bytes],
+                                                        list[bool]], num_bytes: int) -> None:
+    """Every filter size, including ones that are no whole number of blocks (their tail stays)."""
+    ptype, form, raw, nulls = case
+    type_length = _FIXED[ptype] if ptype in ("FIXED_LEN_BYTE_ARRAY", "INT96") else None
+    values, plain = value_form(ptype, form, raw, nulls)
+    import xxhash
+
+    expected_hashes = [xxhash.xxh64_intdigest(p) for p in plain]
+    tail = bytes(range(1, 1 + num_bytes % 32))
+    bf = SplitBlockBloomFilter.from_bitset(bytes(num_bytes - len(tail)) + tail)
+    assert bf.insert(values, ptype, type_length=type_length) == len(plain)
+    assert bf.bitset == scalar_filter(num_bytes - len(tail), plain)[:num_bytes - len(tail)] + tail
+    assert hash_values(values, ptype, type_length=type_length).tolist() == expected_hashes
+    assert bf.might_contain_many(values, ptype, type_length=type_length).tolist() == [True] * len(plain)
+    other = SplitBlockBloomFilter(64)
+    other.insert_hashes(np.array(expected_hashes[::2], dtype=np.uint64))
+    assert other.might_contain_many(values, ptype, type_length=type_length).tolist() == [
+        other.check_hash(h) for h in expected_hashes]
+
+
+@pytest.mark.parametrize(("ptype", "form"), FORM_CASES)
+def test_filter_value_calls_on_empty_input(kernels: ModuleType, ptype: str, form: str) -> None:
+    type_length = _FIXED[ptype] if ptype in ("FIXED_LEN_BYTE_ARRAY", "INT96") else None
+    values, plain = value_form(ptype, form, [], [])
+    bf = SplitBlockBloomFilter(32)
+    assert bf.insert(values, ptype, type_length=type_length) == 0
+    assert bf.bitset == bytes(32)
+    assert bf.might_contain_many(values, ptype, type_length=type_length).shape == (0,)
+    assert hash_values(values, ptype, type_length=type_length).shape == (0,)
+
+
+def test_filter_value_calls_on_a_huge_input_equal_across_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2M int64 values and 1M strings (Arrow and a Python list), 1 MiB and 16 MiB: the native and
+    numpy backends build the same filters through SplitBlockBloomFilter.insert."""
+    rng = np.random.default_rng(5)
+    ints = rng.integers(-(2**63), 2**63 - 1, size=2_000_000, dtype=np.int64)
+    strings = pa.array([f"user{i:09d}@example.com" for i in rng.integers(0, 10**9, size=1_000_000)])
+    built: dict[str, list[bytes]] = {}
+    for choice in (["native"] if NATIVE_BUILT else []) + ["numpy"]:
+        module = _reload(monkeypatch, choice)
+        assert module.BACKEND == choice
+        out = []
+        for num_bytes in (1 << 20, 16 << 20):
+            for values, ptype in ((ints, "INT64"), (strings, "BYTE_ARRAY"), (strings.to_pylist()[:200_000], "BYTE_ARRAY")):
+                bf = SplitBlockBloomFilter(num_bytes)
+                bf.insert(values, ptype)
+                assert bf.might_contain_many(values, ptype).all()
+                out.append(bf.bitset)
+        built[choice] = out
+    monkeypatch.undo()
+    importlib.reload(kernels_module)
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
+    assert built["native"] == built["numpy"]
+
+
+def test_hashes_from_every_path_hit_the_kernel_for_plain_inputs(kernels: ModuleType) -> None:
+    """plain_arrays hands the kernels the buffers as they are; a conversion is needed elsewhere."""
+    from secure_bloom.values.physical import plain_arrays
+
+    ints = np.arange(5, dtype=np.int64)
+    assert plain_arrays(ints, "INT64")[0] is ints
+    assert plain_arrays(ints, "INT32") is None                    # needs a range check first
+    assert plain_arrays(pa.array([1, None], pa.int8()), "INT32") is None
+    assert plain_arrays([1.5], "INT64") is None                    # floats are refused by hash_values
+    assert plain_arrays(["a", None], "BYTE_ARRAY")[0].to_pylist() == ["a", None]
+    assert plain_arrays(["\ud800"], "BYTE_ARRAY") is None          # hash_values raises the library's error
+    assert plain_arrays(pa.chunked_array([pa.array([None, None], pa.string())]), "BYTE_ARRAY") == []
+    with pytest.raises(InvalidValueError, match="not encodable as UTF-8"):
+        SplitBlockBloomFilter(32).insert(["\ud800"], "BYTE_ARRAY")
+    with pytest.raises(InvalidValueError, match="INT64 value must be an integer"):
+        SplitBlockBloomFilter(32).insert([1.5], "INT64")
