@@ -48,6 +48,8 @@ Rules kept across the code base:
     │   └── AttachError                  attach could not complete; the source is untouched
     │       ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
     │       └── SourceChangedError       the source changed or was replaced while attach read it
+    ├── ConfigurationError (ValueError)  options or settings that cannot work as given  [USAGE_ERROR]
+    │   └── PolicyError                  a compliance policy file is invalid  [INVALID_POLICY]
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing  [FILE_NOT_FOUND]
 
@@ -92,6 +94,8 @@ __all__ = [
     "AttachError",
     "DestinationExistsError",
     "SourceChangedError",
+    "ConfigurationError",
+    "PolicyError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -140,6 +144,7 @@ class ErrorKind(str, Enum):
     KEY_NOT_FOUND = "KEY_NOT_FOUND", True
     MALFORMED_KEY_MATERIAL = "MALFORMED_KEY_MATERIAL", True
     AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED", True  # a wrong key (or tampered data: not told apart)
+    INVALID_POLICY = "INVALID_POLICY", True          # a compliance policy file that cannot be used
     # failures (CLI exit 3)
     KMS_UNAVAILABLE = "KMS_UNAVAILABLE", False
     KEY_ACCESS_DENIED = "KEY_ACCESS_DENIED", False
@@ -343,6 +348,21 @@ class SourceChangedError(AttachError):
 
 
 # --- the JVM side (secure_bloom.spark) --------------------------------------------------------
+
+
+class ConfigurationError(SecureBloomError, ValueError):
+    """Options or settings that cannot work as given (key sources named twice, a KMS URL
+    without its token); the message names options and variables, never secret values."""
+
+    kind = ErrorKind.USAGE_ERROR
+
+
+class PolicyError(ConfigurationError):
+    """A compliance policy (TOML) that cannot be used: invalid TOML, an unknown key, a bad glob, a
+    value of the wrong type, or contradictory rules. The message starts with ``file:line:``
+    where the line is known."""
+
+    kind = ErrorKind.INVALID_POLICY
 
 
 class JvmError(SecureBloomError):

@@ -57,6 +57,7 @@ from .arrow_source import ArrowChunkSource, decryption_properties
 from .crypto_context import encrypt_column_metadata
 from .footer import encode_footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
+from .leftovers import PairJournal, clean_leftovers
 from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs
 from .chunk import ColumnChunk, FilterLocation
 from .filter_io import serialize_chunk_filter
@@ -529,6 +530,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
     tail = footer_bytes + struct.pack("<I", len(footer_bytes)) + reader.tail.magic
 
     staged_sidecar = None
+    clean_leftovers(target.parent, only_for=target.name, orphans=False)  # of an attach to dst killed earlier
     tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
     out = AtomicOutput(tmp, source.stat.st_mode & 0o777)
@@ -546,10 +548,21 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
         verified = _verify(out.readable_path, keys, os.fspath(src_path), planned, kept)
         source.check_unchanged()
         # The sidecar first: a kill in between leaves dst absent (and its key material, a copy
-        # of src's), never a dst without its key material.
+        # of src's), never a dst without its key material; the journal makes that recoverable
+        # (parquet/leftovers.py: the next attach to dst, or `secure-bloom doctor --fix`).
+        journal = None
         if staged_sidecar is not None:
-            _publish(staged_sidecar, sidecar_path(dst_path), replace=overwrite)
-        _publish(out, target, replace=overwrite or same)
+            journal = PairJournal.begin(target, sidecar_path(dst_path))
+        try:
+            if staged_sidecar is not None:
+                _publish(staged_sidecar, sidecar_path(dst_path), replace=overwrite)
+            _publish(out, target, replace=overwrite or same)
+        except BaseException:
+            if journal is not None:
+                journal.abort()
+            raise
+        if journal is not None:
+            journal.done()
     finally:
         out.close()
         if staged_sidecar is not None:

@@ -225,6 +225,12 @@ class ParquetBloomReader:
             return self.footer.footer_key_metadata
         return chunk.key_metadata
 
+    @property
+    def footer_key_id(self) -> str | None:
+        """A printable id of the footer key (its master key id, from the sidecar for external
+        material); None for a plaintext file."""
+        return self._key_label(self.footer.footer_key_metadata) if self.footer.encrypted else None
+
     def key_id(self, chunk: ColumnChunk) -> str | None:
         """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
         return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
