@@ -212,7 +212,7 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
                     "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out)
     else:
         out.write(render.doctor_text(found, fixed, args.fix))
-    remaining = [f for f in (find_leftovers(d) for d in directories) for f in f] if args.fix else found
+    remaining = [left for d in directories for left in find_leftovers(d)] if args.fix else found
     return 1 if remaining else EXIT_OK
 
 

@@ -215,6 +215,21 @@ class FileResult:
     def findings(self) -> tuple[Finding, ...]:
         return tuple(f for c in self.columns for f in c.findings)
 
+    def failure_lines(self) -> list[str]:
+        """One line per violation (file, row groups, column, code, message) and per
+        could-not-check reason; empty for a pass (what the pytest plugin's failures show)."""
+        if self.error is not None:
+            return [f"COULD NOT CHECK [{self.error_kind}] {self.error}"]
+        lines = []
+        for finding in self.findings:
+            if finding.severity is Severity.VIOLATION:
+                rgs = f"row groups {format_row_groups(finding.row_groups)}" if finding.row_groups else "file-wide"
+                lines.append(f"{self.file}: {rgs}, column {finding.leaf!r}: {finding.code.value}: {finding.message}")
+        for column in self.columns:
+            if column.status is Status.COULD_NOT_CHECK:
+                lines += [f"{self.file}: COULD NOT CHECK {reason}" for reason in column.unchecked]
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "status": self.status.value, "row_groups": self.row_groups,
                 "footer_mode": self.footer_mode, "algorithm": self.algorithm,
