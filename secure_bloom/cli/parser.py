@@ -26,7 +26,7 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
-             "demo": "secure_bloom.tools.demo"}
+             "demo": "secure_bloom.tools.demo", "vectors": "secure_bloom.tools.vectors"}
 NOT_SHOWN = "<not shown>"
 
 
