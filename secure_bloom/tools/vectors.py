@@ -7,8 +7,10 @@ their manifest (keys, layout, EXACT expected probe answers) and negative vectors
   DOUBLE, BYTE_ARRAY (string), FIXED_LEN_BYTE_ARRAY (decimal(30,0), 13 bytes) and INT96
   (timestamp) columns. Master keys are the parquet-testing test keys ``kf`` (footer), ``kc1``
   (i32, i64, f32, f64), ``kc2`` (s, dec, ts), wrapped with the key-list KMS (SPEC_NOTES 7).
+  Filters are sized (parquet-java's sizing, 48 distinct values) for fpp 0.3 (i32, f32, s, ts: one
+  block, many false positives) or 0.05 (i64, f64, dec: four blocks).
 * Positive vectors written by US: pyarrow writes the encrypted file, ``attach_bloom_filters``
-  adds the filters (fpp 0.05, so absent values have false positives), for every footer mode x
+  adds the filters, for every footer mode x
   algorithm x wrapping x key-material storage (16 files). Written by PARQUET-JAVA (through
   PySpark; dictionary off so every chunk gets a filter): both footer modes x both algorithms,
   plus single wrapping and external key material (6 files).
@@ -43,7 +45,9 @@ __all__ = ["main", "generate", "MASTER_KEYS", "COLUMNS", "NEGATIVE"]
 
 SEED = 20240614
 ROWS, ROWS_PER_GROUP = 96, 48
-FPP = 0.05
+#: Per column: 0.3 gives one 32-byte block (about 14 % false positives among absent values),
+#: 0.05 four blocks (the block index formula at work); both are parquet-java's sizing.
+FPP = {"i32": 0.3, "i64": 0.05, "f32": 0.3, "f64": 0.05, "s": 0.3, "dec": 0.05, "ts": 0.3}
 #: The parquet-testing test keys (SPEC_NOTES 10): for tests only, never for production.
 MASTER_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 COLUMN_KEYS = {"kc1": ["i32", "i64", "f32", "f64"], "kc2": ["s", "dec", "ts"]}
@@ -59,8 +63,8 @@ NEGATIVE = {
                             "authentication_error", "ModuleAuthenticationError"),
     "neg_swapped_row_groups": ("the i32 filters of row groups 0 and 1 exchanged (AAD row-group ordinals differ)",
                                "authentication_error", "ModuleAuthenticationError"),
-    "neg_swapped_columns": ("the row group 0 filters of i32 and i64 (same key kc1) exchanged (AAD column ordinals "
-                            "differ)", "authentication_error", "ModuleAuthenticationError"),
+    "neg_swapped_columns": ("the row group 0 filters of i32 and f32 (same key kc1, same size) exchanged (AAD "
+                            "column ordinals differ)", "authentication_error", "ModuleAuthenticationError"),
     "neg_header_bitset_swapped": ("the i32 row group 0 bitset module written before its header module",
                                   "authentication_error", "ModuleAuthenticationError"),
     "neg_truncated_module": ("the i32 row group 0 bitset module's length prefix one byte short (the module "
@@ -96,22 +100,22 @@ def _table() -> Any:
 
 
 def _absent(table: Any) -> dict[str, list[Any]]:
-    """Values not in the table, from another seed: 24 per column."""
+    """Values not in the table, from another seed: 40 per column."""
     rng = np.random.default_rng(SEED + 1)
     present = {name: set(table.column(name).to_pylist()) for name in table.column_names}
     out: dict[str, list[Any]] = {}
-    candidates = {
+    candidates: dict[str, list[Any]] = {
         "i32": [int(v) for v in rng.integers(-(2**31), 2**31, 64)],
         "i64": [int(v) for v in rng.integers(-(2**62), 2**62, 64)],
         "f32": [float(np.float32(v)) for v in rng.standard_normal(64) * 1000],
         "f64": [float(v) for v in rng.standard_normal(64) * 1e6],
-        "s": [f"absent{int(v):08d}@example.org" for v in rng.integers(0, 10**8, 64)],
+        "s": [f"absent{int(v):08d}@example.org" for v in rng.integers(0, 10**8, 64)],  # 64 drawn, 40 kept
         "dec": [decimal.Decimal(int(v)) for v in rng.integers(-(10**15), 10**15, 64)],
         "ts": [dt.datetime(1990, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=int(s))
                for s in rng.integers(0, 10**9, 64)],
     }
     for name, values in candidates.items():
-        out[name] = [v for v in values if v not in present[name]][:24]
+        out[name] = [v for v in values if v not in present[name]][:40]
     return out
 
 
@@ -132,7 +136,7 @@ def _write_ours(path: Path, table: Any, *, plaintext_footer: bool, algorithm: st
     pq.write_table(table, tmp, encryption_properties=props, row_group_size=ROWS_PER_GROUP,
                    use_deprecated_int96_timestamps=True, use_dictionary=False)
     keys = KeyAccess(kms=KeyListKms(key_list()))
-    attach_bloom_filters(tmp, path, list(COLUMNS), keys, fpp=FPP)
+    attach_bloom_filters(tmp, path, list(COLUMNS), keys, fpp=dict(FPP))
     tmp.unlink()
     from ..kms.sidecar import sidecar_path
 
@@ -148,7 +152,7 @@ def _write_java(spark: Any, path: Path, table: Any, *, plaintext_footer: bool, a
     policy = EncryptionPolicy(
         footer_key="kf", kms=KeyListKmsConfig(key_list()),
         column_keys={c: k for k, cols in COLUMN_KEYS.items() for c in cols},
-        bloom_filters={c: BloomFilterSpec(ndv=ROWS_PER_GROUP, fpp=FPP) for c in COLUMNS},
+        bloom_filters={c: BloomFilterSpec(ndv=ROWS_PER_GROUP, fpp=FPP[c]) for c in COLUMNS},
         plaintext_footer=plaintext_footer, algorithm=algorithm, double_wrapping=double)  # type: ignore[arg-type]
     from pyspark.sql import types as T
 
@@ -197,10 +201,10 @@ def probe_values(table: Any, absent: dict[str, list[Any]]) -> dict[str, list[dic
         values += [(v, None) for v in absent[name]]
         info = infos[name]
         rows = []
-        for value, rg in values:
+        for value, where in values:
             raw = plain_bytes(encode_value(value, info), info.physical_type, type_length=info.type_length)
             rows.append({"value": _probe_text(value, raw, value_type), "plain_hex": raw.hex(),
-                         "xxh64": f"{hash_value(raw, 'BYTE_ARRAY'):016x}", "row_group": rg})
+                         "xxh64": f"{hash_value(raw, 'BYTE_ARRAY'):016x}", "row_group": where})
         out[name] = rows
     return out
 
@@ -308,7 +312,7 @@ def _make_negative(name: str, base: Path, plaintext_base: Path) -> bytes:
     elif name == "neg_tampered_bitset":
         _flip(data, bitset_at + 4 + 12)
     elif name in ("neg_swapped_row_groups", "neg_swapped_columns"):
-        other = regions[(1, "i32")] if name == "neg_swapped_row_groups" else regions[(0, "i64")]
+        other = regions[(1, "i32")] if name == "neg_swapped_row_groups" else regions[(0, "f32")]
         if other[1] != length:
             raise AssertionError(f"{name}: the two filters differ in size ({length} vs {other[1]})")
         data[off:off + length], data[other[0]:other[0] + length] = \
@@ -329,8 +333,8 @@ def _make_negative(name: str, base: Path, plaintext_base: Path) -> bytes:
         if name == "neg_wrong_aad_prefix":
             blob = encrypt_bloom_filter(bf, key, b"wrong" + unique, 0, chunk.column_ordinal)
         else:  # a plaintext filter filling the encrypted filter's bytes exactly (numBytes need not be k*32)
-            extra = length - len(serialize_header(bf.num_bytes)) - bf.num_bytes
-            blob = serialize_header(bf.num_bytes + extra) + bf.bitset + bytes(extra)
+            total = next(n for n in range(length, 0, -1) if len(serialize_header(n)) + n == length)
+            blob = serialize_header(total) + bf.bitset + bytes(total - bf.num_bytes)
         if len(blob) != length:
             raise AssertionError(f"{name}: {len(blob)} bytes replace {length}")
         data[off:off + length] = blob

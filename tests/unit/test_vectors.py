@@ -41,7 +41,9 @@ def test_the_manifest_covers_every_combination_type_and_writer() -> None:
         {"authentication_error", "malformed", "refused_plaintext_filter"}
     false_positives = sum(c["false_positives"] for e in POSITIVE.values() for rg in e["row_groups"]
                           for c in rg["columns"].values())
-    assert false_positives > 0  # the absent probes do exercise false positives
+    assert false_positives > 100  # the absent probes do exercise false positives
+    sizes = {c["num_bytes"] for e in POSITIVE.values() for rg in e["row_groups"] for c in rg["columns"].values()}
+    assert min(sizes) == 32 and max(sizes) > 32  # one-block and multi-block filters
     files = [p for p in VECTORS.iterdir() if p.is_file() and p.name not in ("manifest.json", "README.md", "generate.py")]
     assert sum(p.stat().st_size for p in files) == MANIFEST["total_bytes"]
     assert {p.name for p in files if p.name.endswith(".parquet.encrypted")} == set(POSITIVE) | set(NEGATIVE)
@@ -119,7 +121,7 @@ def test_negative_vectors_differ_from_their_base_only_where_they_say() -> None:
             start = info.bloom_filter_offset
             end = start + info.bloom_filter_length  # type: ignore[operator]
             other = {reader.chunk_info(reader.chunk(rg, col), with_sizes=False).bloom_filter_offset
-                     for rg, col in ((1, "i32"), (0, "i64"))}
+                     for rg, col in ((1, "i32"), (0, "f32"))}
         changed = [i for i, (a, b) in enumerate(zip(base, data)) if a != b]
         assert changed, entry["file"]
         assert all(start <= i < end or any(o is not None and o <= i < o + (end - start) for o in other)
