@@ -49,6 +49,8 @@ Rules kept across the code base:
     │   │   ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
     │   │   └── SourceChangedError       the source changed or was replaced while attach read it
     │   └── WriteError                   write_table / ParquetWriter could not complete; nothing published
+    ├── ConfigurationError (ValueError)  options or settings that cannot work as given  [USAGE_ERROR]
+    │   └── PolicyError                  a compliance policy file is invalid  [INVALID_POLICY]
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing  [FILE_NOT_FOUND]
 
@@ -94,6 +96,8 @@ __all__ = [
     "DestinationExistsError",
     "SourceChangedError",
     "WriteError",
+    "ConfigurationError",
+    "PolicyError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -142,6 +146,7 @@ class ErrorKind(str, Enum):
     KEY_NOT_FOUND = "KEY_NOT_FOUND", True
     MALFORMED_KEY_MATERIAL = "MALFORMED_KEY_MATERIAL", True
     AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED", True  # a wrong key (or tampered data: not told apart)
+    INVALID_POLICY = "INVALID_POLICY", True          # a compliance policy file that cannot be used
     # failures (CLI exit 3)
     KMS_UNAVAILABLE = "KMS_UNAVAILABLE", False
     KEY_ACCESS_DENIED = "KEY_ACCESS_DENIED", False
@@ -350,6 +355,21 @@ class WriteError(ParquetFileError):
 
 
 # --- the JVM side (secure_bloom.spark) --------------------------------------------------------
+
+
+class ConfigurationError(SecureBloomError, ValueError):
+    """Options or settings that cannot work as given (key sources named twice, a KMS URL
+    without its token); the message names options and variables, never secret values."""
+
+    kind = ErrorKind.USAGE_ERROR
+
+
+class PolicyError(ConfigurationError):
+    """A compliance policy (TOML) that cannot be used: invalid TOML, an unknown key, a bad glob, a
+    value of the wrong type, or contradictory rules. The message starts with ``file:line:``
+    where the line is known."""
+
+    kind = ErrorKind.INVALID_POLICY
 
 
 class JvmError(SecureBloomError):

@@ -22,6 +22,11 @@ from typing import BinaryIO
 
 from .errors import NotRegularFileError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["open_regular_file", "open_regular_fd", "file_kind", "RecordingFile", "AtomicOutput", "fsync_dir"]
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -122,7 +127,8 @@ class AtomicOutput:
     Where Linux allows it (``O_TMPFILE``) the file has no name until :meth:`publish` links it in,
     so a process killed before that leaves nothing behind; elsewhere it is the hidden temporary
     ``path`` (beside the target), which the caller removes on failure. ``mode`` is the new
-    file's permission bits (the umask applies).
+    file's permission bits (the umask applies). The file is held under an exclusive ``flock``
+    until closed, so a cleaner can tell a live writer's temporary file from a dead one's.
     """
 
     def __init__(self, path: Path, mode: int) -> None:
@@ -137,6 +143,8 @@ class AtomicOutput:
                 pass
         if not self.anonymous:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        if fcntl is not None:  # held until closed: tells a live writer's file from a dead one's
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     @property
     def readable_path(self) -> Path:

@@ -190,6 +190,16 @@ class SplitBlockBloomFilter:
     def bits_set(self) -> int:
         return int(np.unpackbits(self._words.view(np.uint8)).sum())  # bits of the blocks (not the tail)
 
+    def effective_fpp(self) -> float:
+        """The false-positive rate of this filter as it is, from the bits it has set: a random
+        absent value picks a block uniformly and one bit in each of its eight words, so it is
+        "maybe" with probability mean over blocks of prod_i (bits set in word i / 32). Needs no
+        distinct count; a near-zero value on a small domain means the filter answers exactly."""
+        if self.num_blocks == 0:
+            return 1.0
+        counts = np.unpackbits(self._words.view(np.uint8).reshape(self.num_blocks, 8, 4), axis=2).sum(axis=2)
+        return float(np.prod(counts / 32.0, axis=1).mean())
+
     def fpp_estimate(self, n_inserted: int) -> float:
         """Expected false-positive rate after ``n_inserted`` distinct values.
 

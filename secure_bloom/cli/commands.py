@@ -26,7 +26,7 @@ from .output import print_json, progress_bar
 from .parser import DELEGATED, parse_column_spec
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
-           "cmd_encrypt"]
+           "cmd_encrypt", "cmd_doctor"]
 
 
 # What a command could not check (paths under a directory it could not read): reported on stderr
@@ -274,15 +274,22 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.audit import audit
+    from ..parquet.policy import load_policy
 
     sensitive = [c.strip() for group in args.sensitive for c in group.split(",") if c.strip()]
-    if not sensitive:
-        raise CliError("audit: --sensitive names no column", ErrorKind.USAGE_ERROR)
+    if not sensitive and args.policy is None:
+        raise CliError("audit: give --sensitive COLUMNS or --policy FILE", ErrorKind.USAGE_ERROR)
+    policy = None
+    if args.policy is not None:
+        try:
+            policy = load_policy(args.policy)
+        except SecureBloomError as e:
+            raise CliError(visible(str(e)), error_kind(e)) from e
     keys = key_access_from_args(args)
     with progress_bar("audit", "files") as bar:
         progress = None if bar is None else (lambda done, total, path: bar(done, total))
         report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
-                       progress=progress)
+                       progress=progress, policy=policy)
     if args.junit_xml:
         try:
             with open(args.junit_xml, "w", encoding="utf-8", errors="backslashreplace") as f:
@@ -366,6 +373,28 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
         out.write(text)
 
 
+def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
+    """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered."""
+    from ..parquet.leftovers import clean_leftovers, find_leftovers
+
+    directories: list[str] = []
+    for path in args.paths:
+        if not os.path.exists(path):
+            raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+        directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        if directory not in directories:
+            directories.append(directory)
+    found = [leftover for d in directories for leftover in find_leftovers(d)]
+    fixed = [item for d in directories for item in clean_leftovers(d)] if args.fix else []
+    if args.json:
+        print_json({"leftovers": [f.to_dict() for f in found],
+                    "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out)
+    else:
+        out.write(render.doctor_text(found, fixed, args.fix))
+    remaining = [left for d in directories for left in find_leftovers(d)] if args.fix else found
+    return 1 if remaining else EXIT_OK
+
+
 def run_delegated(name: str, argv: list[str]) -> int:
     """Run a :data:`~secure_bloom.cli.parser.DELEGATED` command's ``main(argv)``; its exit code."""
     module_name = DELEGATED[name]
@@ -388,7 +417,7 @@ def run_delegated(name: str, argv: list[str]) -> int:
 #: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query,
-    "encrypt": cmd_encrypt}
+    "encrypt": cmd_encrypt, "doctor": cmd_doctor}
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:

@@ -30,7 +30,7 @@ from .exits import UsageError
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
            "Redactor", "REDACTED", "looks_like_key_material", "argv_key_options", "argv_key_warning"]
 
-ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
+ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"          # = secure_bloom.parquet.keys.ENV_KEY_LIST (no import: kept light)
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
 REDACTED = "<redacted>"
 
@@ -113,61 +113,23 @@ def key_options_parent() -> argparse.ArgumentParser:
     return parent
 
 
-def _key_list_text(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
-    """The key-list text from the options or the environment, or None."""
-    if args.key_list is not None and args.key_list_file is not None:
-        raise _usage("give --key-list or --key-list-file, not both")
-    if args.key_list is not None:
-        return str(args.key_list)
-    path = args.key_list_file
-    if path is None and args.kms_url is None:
-        if environ.get(ENV_KEY_LIST):
-            return environ[ENV_KEY_LIST]
-        path = environ.get(ENV_KEY_LIST_FILE) or None
-    if path is None:
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise _file_error(path, e) from None
-    except UnicodeDecodeError:
-        raise _usage(f"{path}: the key-list file is not UTF-8 text") from None
-
-
 def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
-    """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options."""
-    from ..kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
-    from ..parquet import KeyAccess
+    """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options
+    (:func:`secure_bloom.parquet.keys.key_access_from_sources`)."""
+    from ..errors import ConfigurationError
+    from ..parquet.keys import key_access_from_sources
 
-    env = os.environ if environ is None else environ
-    key_list = _key_list_text(args, env)
-    if key_list is not None and args.kms_url is not None:
-        raise _usage("give either a key list or --kms-url, not both")
-    kms: Any = None
-    if key_list is not None:
-        kms = KeyListKms(key_list)
-    elif args.kms_url is not None:
-        token_env = (args.kms_token_env,) if args.kms_token_env else ("VAULT_TOKEN", "BAO_TOKEN")
-        token = next((env[name] for name in token_env if env.get(name)), None)
-        if token is None:
-            raise _usage(f"--kms-url needs a token: set the environment variable {' or '.join(token_env)}"
-                         f"{'' if args.kms_token_env else ' (or name another with --kms-token-env)'}")
-        try:
-            kms = OpenBaoTransitKms(args.kms_url, token=token, mount=args.kms_mount)
-        except ValueError as e:
-            raise _usage(f"--kms-url: {e}") from None
-    explicit = ExplicitKeys.from_specs(args.key) if args.key else None
-    aad_prefix = args.aad_prefix.encode("utf-8") if args.aad_prefix is not None else None
-    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=aad_prefix)
+    try:
+        return key_access_from_sources(
+            key_list=None if args.key_list is None else str(args.key_list), key_list_file=args.key_list_file,
+            key_specs=args.key or (), aad_prefix=args.aad_prefix, kms_url=args.kms_url,
+            kms_token_env=args.kms_token_env, kms_mount=args.kms_mount, environ=environ)
+    except ConfigurationError as e:
+        raise _usage(str(e)) from None
 
 
 def _usage(message: str) -> UsageError:
     return UsageError(message)
-
-
-def _file_error(path: str, error: OSError) -> UsageError:
-    return UsageError(f"{path}: {error.strerror or type(error).__name__}")
 
 
 # --- redaction -------------------------------------------------------------------------------

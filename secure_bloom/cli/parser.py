@@ -28,7 +28,8 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
              "bench-lookup": "secure_bloom.tools.bench_lookup",
              "bench-write": "secure_bloom.tools.bench_write",
-             "bench-attach": "secure_bloom.tools.bench_attach", "demo": "secure_bloom.tools.demo"}
+             "bench-attach": "secure_bloom.tools.bench_attach", "demo": "secure_bloom.tools.demo",
+             "vectors": "secure_bloom.tools.vectors"}
 NOT_SHOWN = "<not shown>"
 
 
@@ -156,6 +157,16 @@ Violation codes:
                                         --allow-footer-key)
   FILTER_UNREADABLE                     the filter fails to authenticate or parse (tampered?)
   SENSITIVE_COLUMN_MISSING              (warning) the file has no such column
+With --policy, also:
+  WRONG_MASTER_KEY                      the column's key is wrapped by a master key the policy does
+                                        not name for it (from the key material, or its sidecar)
+  FILTER_WRONG_MASTER_KEY               the filter is encrypted under a master key the policy does
+                                        not name for it
+  FILTER_REQUIRED_MISSING               a row group lacks the filter the policy requires
+  FILTER_FORBIDDEN                      a row group has a filter the policy forbids
+  FILTER_FPP_TOO_LOW                    the filter's effective false-positive rate (from its bits
+                                        set) is below min_fpp: a dictionary in disguise
+  FILTER_TOO_LARGE                      the bitset is larger than max_bitset_bytes
 Without keys the audit still reports what is visible (a plaintext filter on a column with
 crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is reported as
 "could not check", never as a pass.
@@ -163,6 +174,7 @@ crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is
 examples:
   {PROG} audit warehouse/ --sensitive email,ssn --key-list-file keys/dev-key-list.txt
   {PROG} audit a.parquet b.parquet --sensitive card.number --json
+  {PROG} audit warehouse/ --policy compliance.toml --junit-xml audit.xml
   {PROG} audit lake/ --sensitive ssn --junit-xml audit.xml --kms-url https://bao:8200 \\
       --kms-token-env BAO_TOKEN
 
@@ -186,6 +198,20 @@ examples:
       --where "user_id = 42" --where "ts >= 2024-05-01T00:00:00Z" --explain
 
 {EXIT_CODES_HELP}"""
+
+_DOCTOR_EPILOG = f"""\
+attach publishes a file's external key material (_KEY_MATERIAL_FOR_<name>.json) before the file
+itself. A process killed in between, or while writing, can leave key material without its data
+file, the hidden temporary files .<name>.<hex>.attach.tmp / .<sidecar>.<hex>.tmp, and a
+publication journal .<name>.<hex>.attach.journal. Without --fix, doctor lists them (exit 1 if
+any). With --fix it rolls unfinished publications back (removing the orphaned key material, or
+restoring the key material an overwrite replaced), removes stale temporary files and key
+material whose data file does not exist. Files a running attach holds (flock) are left alone.
+The next attach to the same destination recovers its own leftovers, and audit lists them.
+
+examples:
+  {PROG} doctor warehouse/customers
+  {PROG} doctor warehouse/customers --fix"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -267,8 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("audit", "prove that no Bloom filter leaks a sensitive column", _AUDIT_EPILOG)
     p.add_argument("paths", nargs="+", metavar="PATH", help="Parquet files or directories")
-    p.add_argument("--sensitive", required=True, action="append", metavar="COL[,COL...]",
-                   help="sensitive column paths; repeatable")
+    p.add_argument("--sensitive", action="append", default=[], metavar="COL[,COL...]",
+                   help="sensitive column paths; repeatable (with --policy: extra rules)")
+    p.add_argument("--policy", metavar="FILE",
+                   help="a TOML compliance policy: per column (path or glob) sensitive or not, the master "
+                        "keys its data and filter must be encrypted under, filter required / allowed / "
+                        "forbidden, min_fpp, max_bitset_bytes (README: 'Compliance policies')")
     p.add_argument("--allow-footer-key", action="store_true",
                    help="accept filters encrypted with the footer key")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -290,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timezone", type=_timezone, metavar="ZONE",
                    help="the zone of naive date/time values for columns of UTC instants")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N rows (table format)")
+
+    p = command("doctor", "find (and with --fix, clean) what an interrupted attach left behind", _DOCTOR_EPILOG)
+    p.add_argument("paths", nargs="+", metavar="DIR", help="directories (or files: their directory) to look in")
+    p.add_argument("--fix", action="store_true", help="roll back unfinished publications and remove stale "
+                                                      "temporary files and orphaned sidecars")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     for name, module in DELEGATED.items():
         p = sub.add_parser(name, help=f"run {module}.main with the remaining arguments "

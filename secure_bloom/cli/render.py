@@ -249,14 +249,28 @@ def encrypt_summary(src: str, report: Any) -> str:
 # --- audit -----------------------------------------------------------------------------------
 
 
+def doctor_text(found: Any, fixed: Any, fix: bool) -> str:
+    """``secure-bloom doctor``: each leftover, and what --fix did with it."""
+    if not found:
+        return "no leftovers of an interrupted attach\n"
+    out = [f"{visible(f.notice())}\n" for f in found]
+    if fix:
+        out.append("\n")
+        out += [f"FIXED  {visible(f.path)}: {visible(action)}\n" for f, action in fixed]
+    return "".join(out)
+
+
 def audit_text(report: Any) -> str:
     """Per file: PASS / FAIL / COULD NOT CHECK with the reasons, then a summary and the verdict."""
-    out = [f"audit of {_plural(len(report.files), 'file')}; sensitive columns: "
+    what = (f"policy {visible(report.policy.source or '(in code)')}: rules for"
+            if report.policy is not None else "sensitive columns:")
+    out = [f"audit of {_plural(len(report.files), 'file')}; {what} "
            f"{visible(', '.join(report.sensitive_columns))}"
            f"{' (filters under the footer key allowed)' if report.allow_footer_key else ''}\n\n"]
     labels = {"pass": "PASS", "violation": "FAIL", "could_not_check": "COULD NOT CHECK"}
     for fr in report.files:
-        out.append(f"{labels.get(fr.status.value, fr.status.value.upper())}  {visible(fr.file)}\n")
+        crypto = "" if fr.footer_mode is None else f"  [{fr.footer_mode} footer{', ' + fr.algorithm if fr.algorithm else ''}]"
+        out.append(f"{labels.get(fr.status.value, fr.status.value.upper())}  {visible(fr.file)}{crypto}\n")
         if fr.error is not None:
             out.append(f"    [{fr.error_kind}] {visible(fr.error)}\n")
         for col in fr.columns:
@@ -266,6 +280,8 @@ def audit_text(report: Any) -> str:
                 out.append(f"    COULD NOT CHECK: {visible(reason)}\n")
     for path, reason in report.skipped:
         out.append(f"SKIPPED  {visible(path)}: {reason}\n")
+    for notice in report.notices:
+        out.append(f"NOTICE  {visible(notice)}\n")
     unknown = report.unknown_columns
     for column in unknown:
         out.append(f"UNKNOWN COLUMN  {visible(column)}: in none of the files read (misspelt?)\n")

@@ -64,6 +64,7 @@ from .arrow_source import ArrowChunkSource, decryption_properties
 from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, verify_filters
 from .footer import key_id_of
 from .keys import NO_KEYS, KeyAccess
+from .leftovers import PairJournal, clean_leftovers
 from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs
 from .chunk import ColumnChunk, FilterLocation
 from .reader import ParquetBloomReader
@@ -479,6 +480,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
     column_keys = [c.key_metadata for c in chunks if c.encryption is ChunkEncryption.COLUMN_KEY]
     decryption = decryption_properties(footer, column_keys, keys, src_path)
     staged_sidecar = None
+    clean_leftovers(target.parent, only_for=target.name, orphans=False)  # of an attach to dst killed earlier
     tmp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.attach.tmp")
     tmp_paths.append(tmp)
     out = AtomicOutput(tmp, source.stat.st_mode & 0o777)
@@ -510,10 +512,21 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
         verified = _verify(out.readable_path, keys, os.fspath(src_path), planned, kept)
         source.check_unchanged()
         # The sidecar first: a kill in between leaves dst absent (and its key material, a copy
-        # of src's), never a dst without its key material.
+        # of src's), never a dst without its key material; the journal makes that recoverable
+        # (parquet/leftovers.py: the next attach to dst, or `secure-bloom doctor --fix`).
+        journal = None
         if staged_sidecar is not None:
-            _publish(staged_sidecar, sidecar_path(dst_path), replace=overwrite)
-        _publish(out, target, replace=overwrite or same)
+            journal = PairJournal.begin(target, sidecar_path(dst_path))
+        try:
+            if staged_sidecar is not None:
+                _publish(staged_sidecar, sidecar_path(dst_path), replace=overwrite)
+            _publish(out, target, replace=overwrite or same)
+        except BaseException:
+            if journal is not None:
+                journal.abort()
+            raise
+        if journal is not None:
+            journal.done()
     finally:
         out.close()
         if staged_sidecar is not None:

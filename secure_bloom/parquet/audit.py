@@ -48,33 +48,22 @@ from ..errors import (
     SecureBloomError,
     error_kind,
 )
+from ..filter import SplitBlockBloomFilter
 from .audit_report import AuditReport, Code, ColumnResult, FileResult, Finding, location
 from .discover import discover
 from ..types import ChunkEncryption, FilterForm
 from .chunk import ChunkInfo
 from .filter_io import read_filter_storage
 from .keys import NO_KEYS, KeyAccess
+from .leftovers import find_leftovers
+from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
 from .reader import ParquetBloomReader
 from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
-from .schema import ColumnInfo
 
 __all__ = ["audit", "audit_file", "match_sensitive", "Progress"]
 
 #: ``progress(files_done, files_total, current_path)``, called before each file and at the end.
 Progress = Callable[[int, int, str], None]
-
-
-
-# --- matching sensitive names to leaves --------------------------------------------------------
-
-
-def match_sensitive(name: str, columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
-    """Leaves a sensitive name covers: exact path, or a group prefix; else case-insensitively."""
-    def matches(fold: Callable[[str], str]) -> tuple[ColumnInfo, ...]:
-        want = fold(name)
-        return tuple(c for c in columns if fold(c.path) == want or fold(c.path).startswith(want + "."))
-
-    return matches(lambda s: s) or matches(str.casefold)
 
 
 # --- per file ----------------------------------------------------------------------------------
@@ -91,7 +80,7 @@ def _error_text(path: str, error: BaseException) -> str:
 
 @dataclass
 class _Leaf:
-    """What the audit learnt about one leaf column, row group by row group."""
+    """What the audit learnt about one leaf column under one rule, row group by row group."""
 
     findings: dict[tuple[Code, str], list[int]]
     unchecked: dict[str, list[int]]
@@ -104,67 +93,157 @@ class _Leaf:
         self.unchecked.setdefault(reason, []).append(rg)
 
 
-class _FileAuditor:
-    """Checks the sensitive leaves of one open reader; raw filter bytes are read through its handle."""
+def _unknown_key_id(key_id: str | None) -> bool:
+    return key_id is None or key_id.startswith(("external:", "<"))
 
-    def __init__(self, reader: ParquetBloomReader, allow_footer_key: bool) -> None:
+
+def _keys_text(keys: Sequence[str]) -> str:
+    return ", ".join(repr(k) for k in keys)
+
+
+class _FileAuditor:
+    """Checks the leaves one rule covers in one open reader; raw filter bytes are read through
+    its handle."""
+
+    def __init__(self, reader: ParquetBloomReader, policy: Policy) -> None:
         self.reader = reader
         self.raw = reader.file
-        self.allow_footer_key = allow_footer_key
+        self.allow_footer_key = policy.allow_footer_key
         footer = reader.footer
         self.footer_key: bytes | None = footer.footer_key
         self.file_aad: bytes | None = footer.file_aad
+        self.footer_key_id = reader.footer_key_id
         self.data_end = reader.tail.footer_offset
 
-    def check_chunk(self, chunk: ChunkInfo, state: _Leaf) -> None:
+    def check_chunk(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule) -> None:
         rg = chunk.row_group
-        if not chunk.encrypted:
+        if rule.sensitive and not chunk.encrypted:
             detail = "it also has a plaintext Bloom filter" if chunk.has_bloom_filter else ""
             state.find(Code.SENSITIVE_COLUMN_NOT_ENCRYPTED, rg, detail)
-            return
+        if chunk.encrypted and rule.master_keys is not None:
+            self._check_master_key(chunk, state, rule)
         if chunk.has_bloom_filter is None:
             state.cannot(f"its metadata is encrypted with key {chunk.key_id!r}, which is not available, "
                          "so whether it has a Bloom filter cannot be seen", rg)
             return
         if not chunk.has_bloom_filter:
+            if rule.filter is FilterRequirement.REQUIRED:
+                state.find(Code.FILTER_REQUIRED_MISSING, rg)
+            return
+        if rule.filter is FilterRequirement.FORBIDDEN:
+            state.find(Code.FILTER_FORBIDDEN, rg)
+        if not chunk.encrypted:  # a plaintext column's filter: read only if its shape is checked
+            if self._shape_checks(rule):
+                state.filters_checked += 1
+                self._check_shape(chunk, state, rule, self._read_filter(chunk, state))
             return
         offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
         assert offset is not None
         storage = read_filter_storage(self.raw, offset, length, self.data_end)
         state.filters_checked += 1
-        if storage.form is FilterForm.PLAINTEXT:
-            state.find(Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN, rg)
-            return
         if storage.form is FilterForm.GARBAGE:
             state.find(Code.FILTER_UNREADABLE, rg, storage.detail)
             return
-        self._check_encrypted(chunk, state, offset, length)
-
-    def _check_encrypted(self, chunk: ChunkInfo, state: _Leaf, offset: int, length: int | None) -> None:
-        rg = chunk.row_group
-        if chunk.encryption is ChunkEncryption.FOOTER_KEY and not self.allow_footer_key:
-            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, "the column itself is encrypted with the footer key")
+        if storage.form is FilterForm.PLAINTEXT:
+            state.find(Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN, rg)
+            if rule.required_filter_keys is not None:
+                state.find(Code.FILTER_WRONG_MASTER_KEY, rg, "the filter is not encrypted at all")
             return
+        self._check_encrypted(chunk, state, rule, offset, length)
+
+    @staticmethod
+    def _shape_checks(rule: ColumnRule) -> bool:
+        return rule.min_fpp is not None or rule.max_bitset_bytes is not None
+
+    def _check_master_key(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule) -> None:
+        assert rule.master_keys is not None
+        if _unknown_key_id(chunk.key_id):
+            state.cannot(f"the master key of its key {chunk.key_id!r} cannot be determined (external key "
+                         "material needs its sidecar beside the file)", chunk.row_group)
+        elif chunk.key_id not in rule.master_keys:
+            how = "the footer key's master key" if chunk.encryption is ChunkEncryption.FOOTER_KEY else "master key"
+            state.find(Code.WRONG_MASTER_KEY, chunk.row_group,
+                       f"encrypted under {how} {chunk.key_id!r}; the policy requires {_keys_text(rule.master_keys)}")
+
+    def _read_filter(self, chunk: ChunkInfo, state: _Leaf) -> SplitBlockBloomFilter | None:
+        try:
+            return self.reader.bloom_filter(chunk.row_group, chunk.column_ordinal)
+        except KeyManagementError as e:  # e.g. a withheld AAD prefix that was not supplied
+            state.cannot(" ".join(str(e).split()), chunk.row_group)
+        except (AuthenticationError, MalformedInputError):
+            state.find(Code.FILTER_UNREADABLE, chunk.row_group)
+        return None
+
+    def _check_encrypted(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, offset: int,
+                         length: int | None) -> None:
+        rg = chunk.row_group
+        if rule.sensitive and chunk.encryption is ChunkEncryption.FOOTER_KEY and not self.allow_footer_key:
+            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, "the column itself is encrypted with the footer key")
+            if not self._shape_checks(rule) and rule.required_filter_keys is None:
+                return
         if not chunk.key_available:
             state.cannot(f"key {chunk.key_id!r} is not available, so the encrypted filter cannot be "
                          "authenticated", rg)
             return
+        filter_key_id = chunk.key_id
         try:
-            self.reader.bloom_filter(rg, chunk.column_ordinal)
+            bf = self.reader.bloom_filter(rg, chunk.column_ordinal)
         except KeyManagementError as e:  # e.g. a withheld AAD prefix that was not supplied
             state.cannot(" ".join(str(e).split()), rg)
             return
         except (AuthenticationError, MalformedInputError):
             if chunk.encryption is ChunkEncryption.COLUMN_KEY and self._opens_with_footer_key(chunk, offset, length):
-                state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
-                           f"the column declares key {chunk.key_id!r} but its filter is encrypted with the footer key")
+                if rule.sensitive:
+                    state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
+                               f"the column declares key {chunk.key_id!r} but its filter is encrypted with the "
+                               "footer key")
+                self._check_filter_key(chunk, state, rule, self.footer_key_id)
             else:
                 state.find(Code.FILTER_UNREADABLE, rg)
             return
-        if chunk.encryption is ChunkEncryption.COLUMN_KEY and not self.allow_footer_key \
+        if rule.sensitive and chunk.encryption is ChunkEncryption.COLUMN_KEY and not self.allow_footer_key \
                 and self._opens_with_footer_key(chunk, offset, length):
-            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
-                       f"the column key {chunk.key_id!r} is the footer key itself")
+            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, f"the column key {chunk.key_id!r} is the footer key itself")
+        self._check_filter_key(chunk, state, rule, filter_key_id)
+        self._check_shape(chunk, state, rule, bf)
+
+    def _check_filter_key(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, key_id: str | None) -> None:
+        wanted = rule.required_filter_keys
+        if wanted is None:
+            return
+        if _unknown_key_id(key_id):
+            state.cannot(f"the master key of the filter's key {key_id!r} cannot be determined", chunk.row_group)
+        elif key_id not in wanted:
+            state.find(Code.FILTER_WRONG_MASTER_KEY, chunk.row_group,
+                       f"the filter is encrypted under master key {key_id!r}; the policy requires "
+                       f"{_keys_text(wanted)}")
+
+    def _check_shape(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, bf: SplitBlockBloomFilter | None) -> None:
+        if bf is None:
+            return
+        rg = chunk.row_group
+        if rule.max_bitset_bytes is not None and bf.num_bytes > rule.max_bitset_bytes:
+            state.find(Code.FILTER_TOO_LARGE, rg,
+                       f"{bf.num_bytes}-byte bitset; the policy allows at most {rule.max_bitset_bytes}")
+        if rule.min_fpp is not None:
+            fpp = bf.effective_fpp()
+            if fpp < rule.min_fpp:
+                values = self._value_counts(chunk)
+                state.find(Code.FILTER_FPP_TOO_LOW, rg,
+                           f"effective fpp {fpp:.3g} (from the bits set in its {bf.num_bytes}-byte bitset{values}) "
+                           f"is below the policy's min_fpp {rule.min_fpp:g}")
+
+    def _value_counts(self, chunk: ChunkInfo) -> str:
+        """``; 1000 values, 12 distinct`` from the chunk's metadata, where it says."""
+        try:
+            meta = self.reader.column_metadata(self.reader.chunk(chunk.row_group, chunk.column_ordinal))
+        except SecureBloomError:
+            return ""
+        parts = [f"{int(meta.num_values)} values"] if meta.num_values is not None else []
+        stats = meta.statistics
+        if stats is not None and stats.distinct_count is not None:
+            parts.append(f"{int(stats.distinct_count)} distinct")
+        return f"; chunk of {', '.join(parts)}" if parts else ""
 
     def _opens_with_footer_key(self, chunk: ChunkInfo, offset: int, length: int | None) -> bool:
         if self.footer_key is None or self.file_aad is None:
@@ -204,47 +283,82 @@ def _check_orphans(reader: ParquetBloomReader, chunks: Sequence[ChunkInfo], stat
                                        "plaintext filters (scan budget exceeded)", [])
 
 
-def _column_result(file: str, name: str, leaves: Sequence[ColumnInfo], states: dict[str, _Leaf]) -> ColumnResult:
+def _column_result(file: str, rule: ColumnRule, leaves: Sequence[str], states: dict[str, _Leaf]) -> ColumnResult:
+    name = rule.path
     if not leaves:
         return ColumnResult(column=name, findings=(Finding(Code.SENSITIVE_COLUMN_MISSING, file, name, name, ()),))
     findings: list[Finding] = []
     unchecked: list[str] = []
     for leaf in leaves:
-        state = states[leaf.path]
+        state = states[leaf]
         for (code, detail), rgs in state.findings.items():
-            findings.append(Finding(code, file, name, leaf.path, tuple(sorted(rgs)), detail))
+            findings.append(Finding(code, file, name, leaf, tuple(sorted(rgs)), detail))
         for reason, rgs in state.unchecked.items():
-            unchecked.append(f"{location(leaf.path, rgs)}: {reason}")
-    return ColumnResult(column=name, leaves=tuple(leaf.path for leaf in leaves), findings=tuple(findings),
+            unchecked.append(f"{location(leaf, rgs)}: {reason}")
+    return ColumnResult(column=name, leaves=tuple(leaves), findings=tuple(findings),
                         unchecked=tuple(unchecked),
-                        filters_checked=sum(states[leaf.path].filters_checked for leaf in leaves))
+                        filters_checked=sum(states[leaf].filters_checked for leaf in leaves))
 
 
-def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str], *,
-               keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False) -> FileResult:
-    """Audit one file. Never raises for a problem with the file: that is a could-not-check result."""
+def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, policy: Policy | None) -> Policy:
+    names = _dedupe(sensitive_columns or ())
+    if policy is None:
+        if not names:
+            raise ValueError("sensitive_columns names no column (and no policy was given)")
+        return Policy.from_sensitive(names, allow_footer_key=allow_footer_key)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a Policy (secure_bloom.parquet.policy.load_policy), got {type(policy).__name__}")
+    if names:
+        policy = policy.with_rules(ColumnRule(path=name) for name in names)
+    if allow_footer_key and not policy.allow_footer_key:
+        policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
+    return policy
+
+
+def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | None = None, *,
+               keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
+               policy: Policy | None = None) -> FileResult:
+    """Audit one file against ``policy`` (or the sensitive names). Never raises for a problem
+    with the file: that is a could-not-check result."""
     file = os.fspath(path)
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
     try:
         with ParquetBloomReader(file, keys=keys) as reader:
-            columns = reader.columns
-            matched = {name: match_sensitive(name, columns) for name in sensitive_columns}
-            wanted = {leaf.path for leaves in matched.values() for leaf in leaves}
-            states = {leaf: _Leaf({}, {}) for leaf in wanted}
-            if wanted:
-                auditor = _FileAuditor(reader, allow_footer_key)
-                chunks = reader.chunks(with_sizes=False)
-                for chunk in chunks:
-                    if chunk.column in wanted:
-                        auditor.check_chunk(chunk, states[chunk.column])
-                encrypted = [states[leaf.path] for leaf in columns if leaf.path in wanted and leaf.encrypted]
-                if encrypted:
-                    _check_orphans(reader, chunks, encrypted)
-            results = tuple(_column_result(file, name, matched[name], states) for name in sensitive_columns)
-            return FileResult(file=file, columns=results, row_groups=reader.num_row_groups)
+            return _audit_reader(file, reader, rules)
     except (SecureBloomError, OSError) as e:
         return FileResult(file=file, error=_error_text(file, e), error_kind=error_kind(e))
     except Exception as e:  # noqa: BLE001 - a bug must not turn one file into a pass or stop the audit
         return FileResult(file=file, error=_error_text(file, e), error_kind=ErrorKind.INTERNAL_ERROR)
+
+
+def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy) -> FileResult:
+    columns = reader.columns
+    matched = {i: tuple(leaf.path for leaf in rule.matches(columns)) for i, rule in enumerate(policy.rules)}
+    states = {(i, leaf): _Leaf({}, {}) for i, leaves in matched.items() for leaf in leaves}
+    if states:
+        auditor = _FileAuditor(reader, policy)
+        chunks = reader.chunks(with_sizes=False)
+        by_leaf: dict[str, list[int]] = {}
+        for i, leaf in states:
+            by_leaf.setdefault(leaf, []).append(i)
+        conflicts = {leaf: policy.conflict(leaf) for leaf in by_leaf if len(by_leaf[leaf]) > 1}
+        for chunk in chunks:
+            for i in by_leaf.get(chunk.column, ()):
+                state = states[(i, chunk.column)]
+                if conflicts.get(chunk.column):
+                    state.cannot(str(conflicts[chunk.column]), chunk.row_group)
+                    continue
+                auditor.check_chunk(chunk, state, policy.rules[i])
+        encrypted = {c.path for c in columns if c.encrypted}
+        sensitive = [state for (i, leaf), state in states.items()
+                     if leaf in encrypted and policy.rules[i].sensitive]
+        if sensitive:
+            _check_orphans(reader, chunks, sensitive)
+    results = tuple(_column_result(file, rule, matched[i], {leaf: states[(i, leaf)] for leaf in matched[i]})
+                    for i, rule in enumerate(policy.rules))
+    params = reader.footer.params
+    return FileResult(file=file, columns=results, row_groups=reader.num_row_groups,
+                      footer_mode=str(reader.footer.mode), algorithm=None if params is None else params.algorithm)
 
 
 def _dedupe(names: Iterable[str]) -> tuple[str, ...]:
@@ -258,19 +372,22 @@ def _dedupe(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sensitive_columns: Iterable[str],
+def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+          sensitive_columns: Iterable[str] | None = None,
           keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
-          progress: Progress | None = None) -> AuditReport:
-    """Audit every Parquet file under ``paths`` (files, or directories searched recursively).
+          progress: Progress | None = None, *, policy: Policy | None = None) -> AuditReport:
+    """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
+    against ``policy`` (:func:`~secure_bloom.parquet.policy.load_policy`) and/or the
+    ``sensitive_columns`` (each: sensitive, filters allowed).
 
     Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
-    fully checked and no sensitive column has a violation.
+    fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
+    directories searched are listed in ``report.notices``.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    names = _dedupe(sensitive_columns)
-    if not names:
-        raise ValueError("sensitive_columns names no column")
+    paths = list(paths)
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
     if not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     found = discover(paths)
@@ -283,8 +400,12 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sens
             results.append(FileResult(file=target.path, error=f"{target.path}: {target.problem}",
                                       error_kind=target.kind))
             continue
-        results.append(audit_file(target.path, names, keys=keys, allow_footer_key=allow_footer_key))
+        results.append(audit_file(target.path, keys=keys, policy=rules))
     if progress is not None:
         progress(len(targets), len(targets), "")
-    return AuditReport(files=tuple(results), sensitive_columns=names, allow_footer_key=allow_footer_key,
-                       skipped=tuple((s.path, s.reason) for s in found.skipped))
+    directories = sorted({os.path.dirname(os.path.abspath(t.path)) for t in targets}
+                         | {os.path.abspath(os.fspath(p)) for p in paths if os.path.isdir(p)})
+    notices = tuple(leftover.notice() for d in directories for leftover in find_leftovers(d))
+    return AuditReport(files=tuple(results), sensitive_columns=rules.names, allow_footer_key=rules.allow_footer_key,
+                       skipped=tuple((s.path, s.reason) for s in found.skipped), policy=rules if policy else None,
+                       notices=notices)

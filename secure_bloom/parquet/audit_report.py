@@ -38,6 +38,13 @@ class Code(str, Enum):
     FILTER_UNREADABLE = "FILTER_UNREADABLE"
     SENSITIVE_COLUMN_MISSING = "SENSITIVE_COLUMN_MISSING"
     ORPHANED_PLAINTEXT_FILTER = "ORPHANED_PLAINTEXT_FILTER"
+    # policy rules (secure_bloom.parquet.policy)
+    WRONG_MASTER_KEY = "WRONG_MASTER_KEY"
+    FILTER_WRONG_MASTER_KEY = "FILTER_WRONG_MASTER_KEY"
+    FILTER_REQUIRED_MISSING = "FILTER_REQUIRED_MISSING"
+    FILTER_FORBIDDEN = "FILTER_FORBIDDEN"
+    FILTER_FPP_TOO_LOW = "FILTER_FPP_TOO_LOW"
+    FILTER_TOO_LARGE = "FILTER_TOO_LARGE"
 
 
 class Severity(str, Enum):
@@ -73,6 +80,20 @@ EXPLANATIONS = {
         "the encrypted file holds a plaintext Bloom filter that no column references (left behind when "
         "a filter was replaced): anyone who can read the file can test it for values, and it may "
         "describe this column",
+    Code.WRONG_MASTER_KEY:
+        "the column is encrypted with a key wrapped by a master key the policy does not allow for it "
+        "(whoever holds that master key can read the column)",
+    Code.FILTER_WRONG_MASTER_KEY:
+        "the column's Bloom filter is encrypted under a master key the policy does not allow for it",
+    Code.FILTER_REQUIRED_MISSING:
+        "the policy requires a Bloom filter on this column and the row group has none",
+    Code.FILTER_FORBIDDEN:
+        "the policy forbids a Bloom filter on this column and the row group has one",
+    Code.FILTER_FPP_TOO_LOW:
+        "the Bloom filter answers almost exactly (its false-positive rate is below the policy's minimum): "
+        "on a low-cardinality column it is a dictionary in disguise for anyone holding its key",
+    Code.FILTER_TOO_LARGE:
+        "the Bloom filter's bitset is larger than the policy allows",
 }
 
 _SEVERITY = {code: Severity.WARNING if code is Code.SENSITIVE_COLUMN_MISSING else Severity.VIOLATION
@@ -175,6 +196,10 @@ class FileResult:
     row_groups: int = 0
     error: str | None = None
     error_kind: str | None = None
+    #: ``plaintext`` / ``signed`` / ``encrypted`` and ``AES_GCM_V1`` / ``AES_GCM_CTR_V1`` (None when
+    #: not encrypted). Bloom filter modules are GCM under either algorithm (specs/NOTES.md).
+    footer_mode: str | None = None
+    algorithm: str | None = None
 
     @property
     def status(self) -> Status:
@@ -190,8 +215,24 @@ class FileResult:
     def findings(self) -> tuple[Finding, ...]:
         return tuple(f for c in self.columns for f in c.findings)
 
+    def failure_lines(self) -> list[str]:
+        """One line per violation (file, row groups, column, code, message) and per
+        could-not-check reason; empty for a pass (what the pytest plugin's failures show)."""
+        if self.error is not None:
+            return [f"COULD NOT CHECK [{self.error_kind}] {self.error}"]
+        lines = []
+        for finding in self.findings:
+            if finding.severity is Severity.VIOLATION:
+                rgs = f"row groups {format_row_groups(finding.row_groups)}" if finding.row_groups else "file-wide"
+                lines.append(f"{self.file}: {rgs}, column {finding.leaf!r}: {finding.code.value}: {finding.message}")
+        for column in self.columns:
+            if column.status is Status.COULD_NOT_CHECK:
+                lines += [f"{self.file}: COULD NOT CHECK {reason}" for reason in column.unchecked]
+        return lines
+
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "status": self.status.value, "row_groups": self.row_groups,
+                "footer_mode": self.footer_mode, "algorithm": self.algorithm,
                 "error": None if self.error is None else {"kind": self.error_kind, "message": self.error},
                 "columns": [c.to_dict() for c in self.columns]}
 
@@ -205,6 +246,11 @@ class AuditReport:
     allow_footer_key: bool = False
     #: ``(path, reason)`` of each file found under a directory and not read (not Parquet).
     skipped: tuple[tuple[str, str], ...] = ()
+    #: The policy checked, when one was given (a ``secure_bloom.parquet.policy.Policy``).
+    policy: Any = None
+    #: Things worth knowing that are no verdict, e.g. leftovers of an interrupted ``attach``
+    #: (``secure-bloom doctor`` removes them).
+    notices: tuple[str, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -251,6 +297,7 @@ class AuditReport:
             "exit_code": self.exit_code,
             "sensitive_columns": list(self.sensitive_columns),
             "allow_footer_key": self.allow_footer_key,
+            "policy": None if self.policy is None else self.policy.to_dict(),
             "summary": {
                 "files": len(self.files),
                 "compliant": sum(r.status is Status.PASS for r in self.files),
@@ -265,6 +312,7 @@ class AuditReport:
             "skipped": [{"path": path, "reason": reason} for path, reason in self.skipped],
             "violations": [f.to_dict() for f in self.violations],
             "warnings": [f.to_dict() for f in self.warnings],
+            "notices": list(self.notices),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -10,18 +10,29 @@ Keys are never given directly to the file layer; they are resolved from each fil
 One ``KeyAccess`` is meant to be shared by the reader, ``attach``, the CLI and the audit: its
 unwrapper caches KEKs across files (``cache_lifetime_s``). ``repr`` shows which sources are set,
 never key bytes.
+
+:func:`key_access_from_sources` builds one from the sources the CLI and the pytest plugin accept
+(a key list or key-list file, explicit key specs, an OpenBao/Vault URL with its token variable),
+falling back to ``SECURE_BLOOM_KEY_LIST`` and ``SECURE_BLOOM_KEY_LIST_FILE``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyUnwrapper
+from ..errors import ConfigurationError
+from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyUnwrapper, OpenBaoTransitKms
 
-__all__ = ["KeyAccess", "NO_KEYS"]
+__all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
+           "DEFAULT_TOKEN_VARIABLES"]
+
+ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
+ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
+#: Where the OpenBao/Vault token is looked for when no variable is named.
+DEFAULT_TOKEN_VARIABLES = ("VAULT_TOKEN", "BAO_TOKEN")
 
 
 @dataclass(frozen=True)
@@ -80,3 +91,61 @@ class KeyAccess:
 
 #: No keys at all: plaintext files, and plaintext columns of plaintext-footer files.
 NO_KEYS = KeyAccess()
+
+
+def _key_list_text(key_list: str | None, key_list_file: str | None, kms_url: str | None,
+                   environ: Mapping[str, str]) -> str | None:
+    """The key-list text from the arguments or the environment, or None."""
+    if key_list is not None and key_list_file is not None:
+        raise ConfigurationError("give --key-list or --key-list-file, not both")
+    if key_list is not None:
+        return key_list
+    path = key_list_file
+    if path is None and kms_url is None:
+        if environ.get(ENV_KEY_LIST):
+            return environ[ENV_KEY_LIST]
+        path = environ.get(ENV_KEY_LIST_FILE) or None
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ConfigurationError(f"{path}: {e.strerror or type(e).__name__}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{path}: the key-list file is not UTF-8 text") from None
+
+
+def key_access_from_sources(*, key_list: str | None = None, key_list_file: str | None = None,
+                            key_specs: Sequence[str] = (), aad_prefix: str | None = None,
+                            kms_url: str | None = None, kms_token_env: str | None = None,
+                            kms_mount: str = "transit", environ: Mapping[str, str] | None = None) -> KeyAccess:
+    """A :class:`KeyAccess` from the key options of the CLI (and the pytest plugin).
+
+    ``key_list`` (``id:BASE64, ...``) or ``key_list_file`` -> the key-list KMS; else ``kms_url``
+    with the token in the variable ``kms_token_env`` (default ``VAULT_TOKEN``, then ``BAO_TOKEN``)
+    -> OpenBao/Vault transit; without either, ``SECURE_BLOOM_KEY_LIST`` then
+    ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are ``ID=base64:...|hex:...|text:...``.
+    :class:`~secure_bloom.errors.ConfigurationError` names what is wrong, never a secret.
+    """
+    env = os.environ if environ is None else environ
+    text = _key_list_text(key_list, key_list_file, kms_url, env)
+    if text is not None and kms_url is not None:
+        raise ConfigurationError("give either a key list or --kms-url, not both")
+    kms: Any = None
+    if text is not None:
+        kms = KeyListKms(text)
+    elif kms_url is not None:
+        token_env = (kms_token_env,) if kms_token_env else DEFAULT_TOKEN_VARIABLES
+        token = next((env[name] for name in token_env if env.get(name)), None)
+        if token is None:
+            raise ConfigurationError(
+                f"--kms-url needs a token: set the environment variable {' or '.join(token_env)}"
+                f"{'' if kms_token_env else ' (or name another with --kms-token-env)'}")
+        try:
+            kms = OpenBaoTransitKms(kms_url, token=token, mount=kms_mount)
+        except ValueError as e:
+            raise ConfigurationError(f"--kms-url: {e}") from None
+    explicit = ExplicitKeys.from_specs(list(key_specs)) if key_specs else None
+    prefix = aad_prefix.encode("utf-8") if aad_prefix is not None else None
+    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=prefix)

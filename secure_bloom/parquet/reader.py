@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, cast
 from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ..fileio import RecordingFile
 from ..filter import SplitBlockBloomFilter
+from ..kms.cache import ExpiringCache
 from ..crypto.context import ChunkCryptoContext
 from ..crypto.modules import MAX_ORDINAL
 from ..types import ChunkEncryption, FilterForm, FooterMode
@@ -83,7 +84,9 @@ class ParquetBloomReader:
         except BaseException:
             self._file.close()
             raise
-        self._column_keys: dict[bytes, bytes] = {}
+        # Data keys are kept no longer than the KEKs they come from (KeyAccess.cache_lifetime_s)
+        # and dropped by close(): a long-lived reader does not hold them for its whole life.
+        self._column_keys: ExpiringCache[bytes, bytes] = ExpiringCache(self.keys.cache_lifetime_s)
         self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
         self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
         self._filter_cache_bytes = filter_cache_bytes
@@ -158,7 +161,21 @@ class ParquetBloomReader:
     # ---------------------------------------------------------------- context manager
 
     def close(self) -> None:
+        """Close the file and drop every key, decrypted metadata and filter this reader holds
+        (the footer key included: :attr:`footer` keeps everything but it)."""
         self._file.close()
+        self._column_keys.clear()
+        if self.footer.footer_key is not None:
+            self.footer = dataclasses.replace(self.footer, footer_key=None)
+        self._metadata.clear()
+        self._filters.clear()
+        self._cached_bytes = 0
+
+    @property
+    def keys_held(self) -> int:
+        """How many data keys this reader holds now (the footer key and cached column keys):
+        0 after :meth:`close`, and column keys expire after ``keys.cache_lifetime_s``."""
+        return len(self._column_keys) + (self.footer.footer_key is not None)
 
     def __enter__(self) -> ParquetBloomReader:
         return self
@@ -231,6 +248,12 @@ class ParquetBloomReader:
             return self.footer.footer_key_metadata
         return chunk.key_metadata
 
+    @property
+    def footer_key_id(self) -> str | None:
+        """A printable id of the footer key (its master key id, from the sidecar for external
+        material); None for a plaintext file."""
+        return self._key_label(self.footer.footer_key_metadata) if self.footer.encrypted else None
+
     def key_id(self, chunk: ColumnChunk) -> str | None:
         """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
         return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
@@ -248,16 +271,17 @@ class ParquetBloomReader:
                     "which is not available")
             return self.footer.footer_key
         kmd = bytes(chunk.key_metadata or b"")
-        if kmd in self._column_keys:
-            return self._column_keys[kmd]
-        if self._retriever is None:
+        retriever = self._retriever
+        if retriever is None:
             raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r} and no keys were given")
-        try:
-            key = self._retriever(kmd)
-        except (MissingKeyError, KeyNotFoundError) as e:
-            raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r}: {e}") from None
-        self._column_keys[kmd] = key
-        return key
+
+        def unwrap() -> bytes:
+            try:
+                return retriever(kmd)
+            except (MissingKeyError, KeyNotFoundError) as e:
+                raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r}: {e}") from None
+
+        return self._column_keys.get_or_create(kmd, unwrap)
 
     def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
         """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the

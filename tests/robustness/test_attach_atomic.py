@@ -35,6 +35,7 @@ from secure_bloom.errors import AttachError, KmsUnavailableError, SecureBloomErr
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.leftovers import clean_leftovers
 from secure_bloom.parquet.attach import attach_bloom_filters
 
 COLUMNS = ["ssn", "id", "ts"]
@@ -88,14 +89,20 @@ def _keys() -> KeyAccess:
 
 
 def _assert_intact(src: Path, digest: str, dst: Path, allowed: set[str]) -> bool:
-    """src unchanged; dst absent or complete; nothing else in the directory. True if dst exists."""
+    """src unchanged; dst absent or complete; after recovery (`secure-bloom doctor --fix`)
+    nothing else in the directory, and dst's sidecar exactly when dst exists. True if dst exists."""
     assert _digest(src) == digest
+    names = set(os.listdir(src.parent))
+    journals = {n for n in names if n.endswith(".attach.journal")}
+    # Only a kill between the sidecar's publication and dst's leaves a journal behind.
+    assert journals <= {n for n in names if n.startswith(f".{dst.name}.")}
+    clean_leftovers(src.parent)
     names = set(os.listdir(src.parent))
     extra = names - allowed - {src.name, dst.name, sidecar_path(src).name}
     dst_sidecar = sidecar_path(dst)
     if dst_sidecar.exists():
-        # Published just before dst (so dst never lacks it): a kill between the two renames
-        # leaves this copy of src's key material (wrapped keys only) without dst.
+        # Published just before dst (so dst never lacks it); without dst, recovery removed it.
+        assert dst.exists(), "orphaned sidecar survived recovery"
         assert dst_sidecar.read_bytes() == sidecar_path(src).read_bytes()
         extra.discard(dst_sidecar.name)
     assert not extra, f"left behind: {sorted(extra)}"

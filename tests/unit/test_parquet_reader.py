@@ -718,3 +718,20 @@ def test_plaintext_filter_on_encrypted_column_is_named_and_isolated(tmp_path) ->
         assert chunks[(0, "email")].filter_error is None and chunks[(0, "email")].filter_num_bytes
         assert reader.row_groups_maybe_containing("email", values["email"][1][0]) == [1]
         assert reader.describe()  # one leaked chunk does not stop the rest from being described
+
+
+# --- data keys: dropped on close, never cached longer than the KEK cache lifetime -------------
+
+
+@pytest.mark.parametrize("lifetime", [600.0, 0.0])
+def test_reader_drops_data_keys_on_close(lifetime: float) -> None:
+    """A reader held its column keys (and the footer key) for its whole life, after close too."""
+    path = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
+    keys = KeyAccess(explicit=TESTING_KEYS, cache_lifetime_s=lifetime)
+    reader = ParquetBloomReader(path, keys=keys)
+    with reader:
+        assert reader.row_groups_maybe_containing("double_field", 3.5) == [0]
+        assert reader.row_groups_maybe_containing("float_field", 1.25) == [0]
+        # footer key + kc1 + kc2 while cached; with lifetime 0 only the footer key (no cache)
+        assert reader.keys_held == (3 if lifetime else 1)
+    assert reader.keys_held == 0 and reader.footer.footer_key is None

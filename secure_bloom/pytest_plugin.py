@@ -1,0 +1,282 @@
+"""pytest plugin: compliance audits of Parquet files as test items, and fixtures for your own tests.
+
+Registered through the ``pytest11`` entry point, so installing secure-bloom is enough; it does
+nothing (and imports nothing heavy: no pyarrow, no pyspark) unless its options are given::
+
+    pytest --secure-bloom-audit warehouse/ --secure-bloom-audit extra.parquet \\
+           --secure-bloom-policy compliance.toml --secure-bloom-key-list-file keys.txt
+
+collects one test item per Parquet file (directories searched as ``secure-bloom audit``
+searches them, :func:`secure_bloom.parquet.discover.discover`) plus one item per path that cannot
+be searched. Each violation of the policy (:mod:`secure_bloom.parquet.policy`) fails its file's
+item with file, row group, column and code; a file that could not be checked (missing key,
+damaged, unreadable) FAILS too, never skips. One more item, ``policy-coverage``, fails when a
+rule matches no column in any of the files (a misspelt path must not pass).
+``--secure-bloom-sensitive a,b`` adds sensitive columns (with or without a policy).
+
+Keys: the CLI's options under the ``--secure-bloom-`` prefix (``key-list-file``, ``key``,
+``aad-prefix``, ``kms-url``, ``kms-token-env``, ``kms-mount``), else ``SECURE_BLOOM_KEY_LIST`` /
+``SECURE_BLOOM_KEY_LIST_FILE`` (:func:`secure_bloom.parquet.keys.key_access_from_sources`).
+Key lists are deliberately not taken on the command line.
+
+Object-store URIs (``s3://...``) are passed to the reader as given: they are audited where the
+installed reader supports them, and fail as "could not check" otherwise (never skipped).
+
+Fixture ``secure_bloom_audit``: ``secure_bloom_audit(paths, policy=None, sensitive=())`` returns
+the :class:`~secure_bloom.parquet.audit_report.AuditReport` (keys from the options above), and
+``secure_bloom_audit.assert_compliant(paths, ...)`` fails with every violation. Helpers for
+hand-written tests: :mod:`secure_bloom.testing` (``assert_compliant``, ``assert_filter_encrypted``,
+``assert_probe``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .parquet.audit_report import AuditReport
+    from .parquet.keys import KeyAccess
+    from .parquet.policy import Policy
+
+__all__ = ["SecureBloomAuditItem", "AuditFixture", "pytest_addoption", "pytest_configure",
+           "pytest_collection_modifyitems"]
+
+MARKER = "secure_bloom_audit"
+_KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_mount")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("secure-bloom", "secure-bloom compliance audit of Parquet files")
+    group.addoption("--secure-bloom-audit", action="append", default=[], metavar="PATH",
+                    help="audit the Parquet files at PATH (a file, a directory searched recursively, or an "
+                         "object-store URI where the reader supports it); repeatable: one test per file")
+    group.addoption("--secure-bloom-policy", metavar="FILE", help="the TOML compliance policy to audit against")
+    group.addoption("--secure-bloom-sensitive", action="append", default=[], metavar="COL[,COL...]",
+                    help="sensitive column paths (as audit --sensitive); repeatable")
+    group.addoption("--secure-bloom-allow-footer-key", action="store_true",
+                    help="accept filters encrypted with the footer key")
+    group.addoption("--secure-bloom-key-list-file", metavar="PATH",
+                    help="key-list KMS master keys (default: $SECURE_BLOOM_KEY_LIST, $SECURE_BLOOM_KEY_LIST_FILE)")
+    group.addoption("--secure-bloom-key", action="append", default=[], metavar="ID=base64:..|hex:..|text:..",
+                    help="explicit key for files whose key_metadata is a plain key id; repeatable")
+    group.addoption("--secure-bloom-aad-prefix", metavar="TEXT", help="AAD prefix the files do not store")
+    group.addoption("--secure-bloom-kms-url", metavar="URL", help="OpenBao/Vault server with a transit engine")
+    group.addoption("--secure-bloom-kms-token-env", metavar="VAR",
+                    help="variable holding the OpenBao/Vault token (default: VAULT_TOKEN, then BAO_TOKEN)")
+    group.addoption("--secure-bloom-kms-mount", metavar="MOUNT", default="transit", help="transit mount path")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: a secure-bloom compliance audit of one Parquet file")
+
+
+class _Session:
+    """The plugin's per-run state: keys, policy, and the reports of the files audited."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._keys: KeyAccess | None = None
+        self._policy: Policy | None = None
+        self._policy_loaded = False
+
+    def keys(self) -> KeyAccess:
+        if self._keys is None:
+            from .parquet.keys import key_access_from_sources
+
+            opts = {name: self.config.getoption(f"secure_bloom_{name}") for name in _KEYS}
+            self._keys = key_access_from_sources(
+                key_list_file=opts["key_list_file"], key_specs=opts["key"] or (), aad_prefix=opts["aad_prefix"],
+                kms_url=opts["kms_url"], kms_token_env=opts["kms_token_env"], kms_mount=opts["kms_mount"])
+        return self._keys
+
+    def policy(self) -> Policy:
+        """The policy of the options (``--secure-bloom-policy`` plus ``--secure-bloom-sensitive``)."""
+        if not self._policy_loaded:
+            from .parquet.policy import ColumnRule, Policy, load_policy
+
+            path = self.config.getoption("secure_bloom_policy")
+            names = [c.strip() for group in self.config.getoption("secure_bloom_sensitive")
+                     for c in group.split(",") if c.strip()]
+            allow = bool(self.config.getoption("secure_bloom_allow_footer_key"))
+            if path is None and not names:
+                raise pytest.UsageError("--secure-bloom-audit needs --secure-bloom-policy FILE or "
+                                        "--secure-bloom-sensitive COLUMNS")
+            if path is not None:
+                policy = load_policy(path).with_rules(ColumnRule(path=n) for n in names)
+                if allow:
+                    policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
+            else:
+                policy = Policy.from_sensitive(names, allow_footer_key=allow)
+            self._policy, self._policy_loaded = policy, True
+        assert self._policy is not None
+        return self._policy
+
+
+_STATE = pytest.StashKey[_Session]()
+
+
+def _state(config: pytest.Config) -> _Session:
+    if _STATE not in config.stash:
+        config.stash[_STATE] = _Session(config)
+    return config.stash[_STATE]
+
+
+def _is_uri(path: str) -> bool:
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
+
+
+class AuditFailure(Exception):
+    """A file that violates the policy or could not be checked (one line per problem)."""
+
+
+class SecureBloomAuditItem(pytest.Item):
+    """One Parquet file audited against the policy; ``problem`` is set for a path that could not
+    be searched (it fails without reading anything)."""
+
+    def __init__(self, *, target: str, problem: str | None = None, kind: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.problem = problem
+        self.kind = kind
+        self.add_marker(MARKER)
+
+    def runtest(self) -> None:
+        if self.problem is not None:
+            raise AuditFailure(f"COULD NOT CHECK [{self.kind}] {self.target}: {self.problem}")
+        from .parquet.audit import audit_file
+
+        state = _state(self.config)
+        result = audit_file(self.target, keys=state.keys(), policy=state.policy())
+        self.user_properties.append(("status", result.status.value))
+        lines = result.failure_lines()
+        if lines:
+            raise AuditFailure("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, (AuditFailure, pytest.UsageError)) or \
+                type(excinfo.value).__module__.startswith("secure_bloom"):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self.target, None, f"secure-bloom audit: {self.target}"
+
+
+class PolicyCoverageItem(pytest.Item):
+    """Fails when a policy rule matches no column in any of the audited files."""
+
+    def __init__(self, *, targets: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.targets = list(targets)
+        self.add_marker(MARKER)
+
+    def runtest(self) -> None:
+        from .errors import SecureBloomError
+        from .parquet.reader import ParquetBloomReader
+
+        state = _state(self.config)
+        policy = state.policy()
+        matched: set[str] = set()
+        read = 0
+        for target in self.targets:
+            try:
+                with ParquetBloomReader(target, keys=state.keys()) as reader:
+                    columns = reader.columns
+            except (SecureBloomError, OSError):
+                continue  # that file's own item fails
+            read += 1
+            matched |= {rule.path for rule in policy.rules if rule.matches(columns)}
+        unknown = [rule.path for rule in policy.rules if rule.path not in matched]
+        if read and unknown:
+            raise AuditFailure("policy rule(s) matching no column in any audited file (misspelt?): "
+                               + ", ".join(repr(u) for u in unknown))
+        if not read:
+            raise AuditFailure("no audited file could be read, so the policy's columns cannot be matched")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, AuditFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "secure-bloom", None, "secure-bloom policy coverage"
+
+
+def _targets(paths: Iterable[str]) -> Iterator[tuple[str, str | None, str | None]]:
+    """(path, problem, kind) for every file to audit and every path that cannot be searched."""
+    from .parquet.discover import discover
+
+    local = []
+    for path in paths:
+        if _is_uri(path):
+            yield path, None, None
+        else:
+            local.append(path)
+    if local:
+        found = discover(local)
+        for entry in found.entries:
+            yield entry.path, entry.problem, entry.kind
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    paths = config.getoption("secure_bloom_audit")
+    if not paths:
+        return
+    from .errors import SecureBloomError
+
+    state = _state(config)
+    try:  # a bad policy or key option is a usage error before anything runs
+        state.policy()
+        state.keys()
+    except SecureBloomError as e:
+        raise pytest.UsageError(f"secure-bloom: {e}") from None
+    new: list[pytest.Item] = []
+    targets = list(_targets(paths))
+    for path, problem, kind in targets:
+        new.append(SecureBloomAuditItem.from_parent(session, name=f"secure_bloom_audit[{path}]", target=path,
+                                                    problem=problem, kind=kind))
+    new.append(PolicyCoverageItem.from_parent(session, name="secure_bloom_audit[policy-coverage]",
+                                              targets=[p for p, problem, _ in targets if problem is None]))
+    items.extend(new)
+
+
+# --- fixture -------------------------------------------------------------------------------------
+
+
+class AuditFixture:
+    """``secure_bloom_audit(paths, policy=None, sensitive=())`` -> AuditReport, with the keys of
+    the plugin's options; ``.assert_compliant(...)`` fails with every violation."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._state = _state(config)
+
+    @property
+    def keys(self) -> KeyAccess:
+        return self._state.keys()
+
+    def __call__(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                 policy: Policy | str | os.PathLike[str] | None = None, sensitive: Iterable[str] = (),
+                 keys: KeyAccess | None = None) -> AuditReport:
+        from .testing import audit_report
+
+        return audit_report(paths, policy, keys if keys is not None else self.keys, sensitive=sensitive)
+
+    def assert_compliant(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                         policy: Policy | str | os.PathLike[str] | None = None, sensitive: Iterable[str] = (),
+                         keys: KeyAccess | None = None) -> AuditReport:
+        from .testing import assert_compliant
+
+        return assert_compliant(paths, policy, keys if keys is not None else self.keys, sensitive=sensitive)
+
+
+@pytest.fixture
+def secure_bloom_audit(request: pytest.FixtureRequest) -> AuditFixture:
+    """Audit Parquet files from a test: see :class:`AuditFixture`."""
+    return AuditFixture(request.config)
