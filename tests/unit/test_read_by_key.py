@@ -191,10 +191,11 @@ def test_list_of_files_and_file_uri(data: tuple[Path, KeyAccess | None]) -> None
     assert sorted(ours["rid"].to_pylist()) == [3, 300]
 
 
-def test_encrypted_without_keys_fails_clearly(data: tuple[Path, KeyAccess | None]) -> None:
-    path, keys = data
-    if keys is None:
-        pytest.skip("plaintext data needs no keys")
+def test_encrypted_without_keys_fails_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "encrypted"
+    path.mkdir()
+    keys = _write(path, True)
+    assert keys is not None
     from secure_bloom.errors import MissingKeyError
 
     with pytest.raises(MissingKeyError, match="encrypted: pass keys=KeyAccess"):
