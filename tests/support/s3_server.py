@@ -48,10 +48,26 @@ class CountingProxy:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _read_chunked(self) -> bytes:
+                """The body of a request sent with Transfer-Encoding: chunked, de-chunked."""
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass   # trailers
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+
             def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    body: bytes | None = self._read_chunked()   # HTTP/1.1 chunked upload (pyarrow's S3 writes)
+                    headers["Content-Length"] = str(len(body))
+                else:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    body = self.rfile.read(length) if length else None
                 conn = http.client.HTTPConnection(*target, timeout=60)
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
