@@ -134,6 +134,37 @@ def _print_probes(results: list[dict[str, Any]]) -> None:
         _say(f"   {r['column']:<11} {r['kind']:<8} {r['value']:<42} {where:<14} {r['skipped']}/{r['row_groups']}")
 
 
+def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """Pruned reads of ``path`` by ``ssn`` (issue 12): hash-like values, so every row group's
+    min/max spans almost the whole range and only the (encrypted) Bloom filters can rule row
+    groups out. Each lookup returns the rows pyarrow's own filtered read returns, with its prune
+    report."""
+    from secure_bloom.parquet.read import scan
+
+    stored = table.column("ssn").to_pylist()
+    present = [stored[rng.randrange(len(stored))] for _ in range(2)]
+    taken, absent = set(stored), []
+    while len(absent) < 2:
+        candidate = f"{rng.randrange(100, 999):03d}-{rng.randrange(1, 100):02d}-{rng.randrange(1, 10000):04d}"
+        if candidate not in taken:
+            absent.append(candidate)
+    out = []
+    for kind, values in (("present", present), ("absent", absent)):
+        for value in values:
+            pruned = scan(path, filters=[("ssn", "==", value)], keys=keys, count_reads=True)
+            rows = pruned.to_table(["ssn"]).num_rows
+            r = pruned.report
+            out.append({"column": "ssn", "kind": kind, "rows": rows, "expected_rows": stored.count(value),
+                        "row_groups": r.row_groups_total, "pruned_by_statistics": r.row_groups_pruned_by_statistics,
+                        "pruned_by_bloom": r.row_groups_pruned_by_bloom, "row_groups_read": r.row_groups_read,
+                        "bytes_read": r.data_bytes_read or 0})
+            _say(f"   ssn = <{kind} value> -> {rows} row(s); row groups: {r.row_groups_total} total, "
+                 f"{r.row_groups_pruned_by_bloom} skipped by Bloom filters, {r.row_groups_pruned_by_statistics} by "
+                 f"statistics, {r.row_groups_read} read; {(r.data_bytes_read or 0):,} of {path.stat().st_size:,} "
+                 "bytes read")
+    return out
+
+
 def _single_parquet(directory: Path) -> Path:
     files = sorted(p for p in directory.iterdir() if p.suffix == ".parquet")
     if len(files) != 1:
@@ -309,7 +340,11 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
             one_call_probes = _probe_file(one_call, keys, probes)
             _print_probes(one_call_probes)
 
-        with _Step("7. Spark reads the three files; a filtered query returns the right rows", timings):
+        with _Step("7. secure_bloom.parquet.read_table: lookups by key that skip row groups by their "
+                   "encrypted Bloom filters", timings):
+            report["read_by_key"] = _read_by_key(one_call, keys, table, rng)
+
+        with _Step("8. Spark reads the three files; a filtered query returns the right rows", timings):
             checks = []
             for path in (spark_dir, attached, one_call):
                 for column in ("email", "account_id"):
@@ -322,7 +357,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
                              f"{'OK' if got == want else 'WRONG'}")
             report["spark_queries"] = checks
 
-        with _Step("8. parquet-java's own Bloom filter reader checks the filters secure_bloom attached and "
+        with _Step("9. parquet-java's own Bloom filter reader checks the filters secure_bloom attached and "
                    "wrote", timings):
             report["parquet_java_probe"] = _parquet_java_probe(attached, policy, probes)
             report["parquet_java_probe_one_call"] = _parquet_java_probe(one_call, policy, probes)
@@ -341,6 +376,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
         "present_probes_row_groups_skipped": f"{sum(r['skipped'] for r in present)}/{sum(r['row_groups'] for r in present)}",
         "present_values_found": all(r["maybe"] for r in present),
         "spark_queries_ok": all(c["ok"] for c in report["spark_queries"]),
+        "read_by_key_ok": all(r["rows"] == r["expected_rows"] for r in report["read_by_key"]),
         "audits_compliant": all(report[a]["compliant"] for a in ("audit_spark", "audit_attached", "audit_one_call")),
         "parquet_java_finds_present_values": all(
             hits[v] for probe in ("parquet_java_probe", "parquet_java_probe_one_call")
@@ -355,6 +391,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     _say(f"   present values: skipped {s['present_probes_row_groups_skipped']} row groups, "
          f"every present value found: {s['present_values_found']}")
     _say(f"   audits compliant: {s['audits_compliant']}; Spark queries correct: {s['spark_queries_ok']}; "
+         f"pruned reads correct: {s['read_by_key_ok']}; "
          f"parquet-java reads our filters: {s['parquet_java_finds_present_values']}")
     _say(f"   report: {out / 'report.json'}" + (f"; plot: {plot}" if plot else ""))
     return report
@@ -388,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--rows must be at least 100")
     report = run_demo(Path(args.out), args.rows, args.key_list_file, args.seed)
     s = report["summary"]
-    ok = all(s[k] for k in ("present_values_found", "spark_queries_ok", "audits_compliant",
+    ok = all(s[k] for k in ("present_values_found", "spark_queries_ok", "read_by_key_ok", "audits_compliant",
                             "parquet_java_finds_present_values"))
     return 0 if ok else 1
 

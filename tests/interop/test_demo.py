@@ -18,6 +18,14 @@ def test_demo_end_to_end(tmp_path, spark, dev_key_list_file):  # type: ignore[no
     summary = report["summary"]
     assert summary["present_values_found"] is True
     assert summary["spark_queries_ok"] is True
+    assert summary["read_by_key_ok"] is True
+    # Pruned reads by ssn (hash-like values: statistics cannot prune): the same rows as the data
+    # holds, absent keys read no row group (ruled out by the Bloom filters), present keys few.
+    reads = report["read_by_key"]
+    assert [r["rows"] for r in reads] == [r["expected_rows"] for r in reads]
+    assert all(r["rows"] >= 1 for r in reads if r["kind"] == "present")
+    assert all(r["row_groups_read"] == 0 and r["pruned_by_bloom"] >= 1 for r in reads if r["kind"] == "absent")
+    assert all(r["row_groups_read"] < r["row_groups"] for r in reads if r["kind"] == "present")
     assert summary["audits_compliant"] is True
     assert summary["parquet_java_finds_present_values"] is True
     # Several row groups, and absent values let a reader skip most of them.
