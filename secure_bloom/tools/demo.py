@@ -143,7 +143,8 @@ def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[
 
     stored = table.column("ssn").to_pylist()
     present = [stored[rng.randrange(len(stored))] for _ in range(2)]
-    taken, absent = set(stored), []
+    taken: set[str] = set(stored)
+    absent: list[str] = []
     while len(absent) < 2:
         candidate = f"{rng.randrange(100, 999):03d}-{rng.randrange(1, 100):02d}-{rng.randrange(1, 10000):04d}"
         if candidate not in taken:
