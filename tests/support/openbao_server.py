@@ -107,8 +107,16 @@ class OpenBaoServer:
         return self.process.poll() is None
 
     def pause(self) -> None:
-        """SIGSTOP: the port stays open (the kernel still accepts connections) but nothing answers."""
+        """SIGSTOP: the port stays open (the kernel still accepts connections) but nothing answers.
+
+        The signal is asynchronous: on a loaded machine a request sent right after it could still
+        be answered, so this waits (bounded) until every thread of the server is stopped."""
         self.process.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not _all_threads_stopped(self.process.pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bao (pid {self.process.pid}) did not stop within 10 s of SIGSTOP")
+            time.sleep(0.01)
 
     def resume(self) -> None:
         self.process.send_signal(signal.SIGCONT)
@@ -124,6 +132,18 @@ class OpenBaoServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=_STOP_TIMEOUT_S)
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Every thread of ``pid`` in state T (stopped), from /proc (Linux)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue  # the thread exited meanwhile
+        states.append(stat[stat.rindex(")") + 2])
+    return bool(states) and all(state in "Tt" for state in states)
 
 
 def _log_tail(server: OpenBaoServer, limit: int = 2000) -> str:
