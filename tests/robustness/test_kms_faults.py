@@ -329,12 +329,12 @@ def test_deadline_must_be_positive() -> None:
         OpenBaoTransitKms("http://127.0.0.1:1", "t", deadline_s=0)
 
 
-@pytest.mark.parametrize("status", ["301 Moved Permanently", "302 Found", "307 Temporary Redirect",
-                                    "308 Permanent Redirect"])
-def test_redirect_is_refused_and_the_token_stays_home(tcp_server: Any, status: str) -> None:
+def _redirecting_server(tcp_server: Any, status: str) -> tuple[_TcpServer, _TcpServer, list[bytes]]:
+    """A server answering every request with redirect ``status`` to ``elsewhere``, a server that
+    would answer like a real OpenBao and records every request it receives (it must get none)."""
     received: list[bytes] = []
 
-    def target(conn: socket.socket) -> None:              # would answer like a real OpenBao
+    def target(conn: socket.socket) -> None:
         conn.settimeout(2)
         try:
             received.append(conn.recv(65536))
@@ -346,7 +346,13 @@ def test_redirect_is_refused_and_the_token_stays_home(tcp_server: Any, status: s
     elsewhere = tcp_server(target)
     redirect = (f"HTTP/1.1 {status}\r\nLocation: {elsewhere.url}/v1/transit/decrypt/kc1\r\n"
                 "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
-    server = tcp_server(_canned(redirect))
+    return tcp_server(_canned(redirect)), elsewhere, received
+
+
+@pytest.mark.parametrize("status", ["301 Moved Permanently", "302 Found", "307 Temporary Redirect",
+                                    "308 Permanent Redirect"])
+def test_redirect_is_refused_and_the_token_stays_home(tcp_server: Any, status: str) -> None:
+    server, elsewhere, received = _redirecting_server(tcp_server, status)
     kms = OpenBaoTransitKms(server.url, "secret-token-value", timeout=(1.0, 1.0), retries=1)
     error = call_outcome(lambda: kms.unwrap_key(WRAPPED, "kc1"))
     assert isinstance(error, KeyManagementError), repr(error)
@@ -394,21 +400,7 @@ def test_java_transit_client_refuses_redirects(tcp_server: Any, status: str) -> 
     from secure_bloom.errors import JvmError
     from secure_bloom.tools.parquet_java import kms_unwrap
 
-    received: list[bytes] = []
-
-    def target(conn: socket.socket) -> None:
-        conn.settimeout(2)
-        try:
-            received.append(conn.recv(65536))
-            conn.sendall(DECRYPT_OK)
-        except OSError:
-            pass
-        conn.close()
-
-    elsewhere = tcp_server(target)
-    redirect = (f"HTTP/1.1 {status}\r\nLocation: {elsewhere.url}/v1/transit/decrypt/kc1\r\n"
-                "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
-    server = tcp_server(_canned(redirect))
+    server, elsewhere, received = _redirecting_server(tcp_server, status)
     with pytest.raises(JvmError, match=rf"HTTP {status.split()[0]} \(a redirect\); redirects are refused") as err:
         kms_unwrap("VaultTransitKmsClient", "kc1", WRAPPED, _java_transit_conf(server, 10.0), timeout=90)
     assert "secret-token-value" not in str(err.value)
