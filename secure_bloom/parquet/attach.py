@@ -17,9 +17,9 @@ sized for the chunk's distinct count at ``fpp`` (parquet-java's sizing) unless `
 The count is exact over the values' 64-bit hashes (:func:`secure_bloom.kernels.count_distinct_hashes`,
 from the hashes the filter is built from: values differ in the filter only if their hashes do).
 Three things overlap, on threads (pyarrow and the compiled kernel release the GIL): pyarrow reads
-(decrypts, decodes) the next column chunk, the current one is hashed, counted and inserted, and
-``src[0 : footer_offset]`` is copied to the destination. Memory: the values and hashes of two
-column chunks at a time.
+(decrypts, decodes) the next row group's chosen columns in one call (in parallel across them), the
+current row group's are hashed, counted and inserted, and ``src[0 : footer_offset]`` is copied to
+the destination. Memory: the values and hashes of two row groups' chosen columns at a time.
 The copy is written to a temporary file beside ``dst``, fsynced, re-opened with
 :class:`ParquetBloomReader` (every new filter decrypted and compared, a sample of inserted values
 must be "maybe", every kept filter unchanged) and only then renamed onto ``dst``. On any failure
@@ -267,25 +267,34 @@ def _await_copy(copied: Future[None], events: queue.SimpleQueue[int], progress: 
 
 def _build_all(reader: ParquetBloomReader, source: ArrowChunkSource, chunks: list[ColumnChunk],
                chosen: Mapping[int, ColumnSpec], max_bytes: int, progress: Progress | None) -> list[_Planned]:
-    """Every chunk's filter, in order; pyarrow reads chunk i + 1 on a thread while chunk i is
-    hashed and inserted (at most two chunks' values in memory)."""
+    """Every chunk's filter, in order, one row group at a time: pyarrow reads (decrypts, decodes)
+    row group g + 1's chosen columns in one call on a thread, in parallel across its columns,
+    while row group g's are hashed and inserted (at most two row groups' chosen columns in
+    memory)."""
+    groups: list[list[ColumnChunk]] = []
+    for chunk in chunks:
+        if groups and groups[-1][0].row_group == chunk.row_group:
+            groups[-1].append(chunk)
+        else:
+            groups.append([chunk])
     planned: list[_Planned] = []
     with ThreadPoolExecutor(1, thread_name_prefix="secure-bloom-read") as pool:
-        def read(i: int) -> Future[Any] | None:
-            if i >= len(chunks):
+        def read(g: int) -> Future[Any] | None:
+            if g >= len(groups):
                 return None
-            return pool.submit(source.values, chunks[i].row_group, chunks[i].column)
+            return pool.submit(source.row_group_values, groups[g][0].row_group, [c.column for c in groups[g]])
 
         pending = read(0)
         try:
-            for i, chunk in enumerate(chunks):
+            for g, group in enumerate(groups):
                 assert pending is not None
                 values = pending.result()
-                pending = read(i + 1)
-                planned.append(_build(reader, values, chunk, chosen[chunk.column.ordinal], max_bytes))
-                del values
-                if progress is not None:
-                    progress("filters", i + 1, len(chunks))
+                pending = read(g + 1)
+                for chunk, chunk_values in zip(group, values):
+                    planned.append(_build(reader, chunk_values, chunk, chosen[chunk.column.ordinal], max_bytes))
+                    if progress is not None:
+                        progress("filters", len(planned), len(chunks))
+                del values, chunk_values
         finally:
             if pending is not None:
                 pending.cancel()
