@@ -21,25 +21,16 @@ import json
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import kernels
 from ..filter import optimal_num_bytes
 from ..spec import DEFAULT_FPP
+from .timing import best_seconds
 
 __all__ = ["main", "run_spark_benchmark"]
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _frame(spark: Any, n: int, kind: str, partitions: int) -> Any:
@@ -81,7 +72,7 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
         for kind in kinds:
             df = _frame(spark, n, kind, partitions=4 * cores)
             df.count()  # materialise the cache
-            build = _best(lambda: build_bloom_filter(df, "v", num_bytes=num_bytes), repeat)
+            build = best_seconds(lambda: build_bloom_filter(df, "v", num_bytes=num_bytes), repeat)
             figures = {"build_s": round(build, 3), "ns_per_value": round(build * 1e9 / n, 1)}
             if with_parquet_java:
                 def write(bloom: bool) -> None:
@@ -92,8 +83,8 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
                         writer = (writer.option("parquet.bloom.filter.enabled#v", "true")
                                   .option("parquet.bloom.filter.expected.ndv#v", str(n // cores)))
                     writer.parquet(str(target))
-                plain = _best(lambda: write(False), repeat)
-                bloom = _best(lambda: write(True), repeat)
+                plain = best_seconds(lambda: write(False), repeat)
+                bloom = best_seconds(lambda: write(True), repeat)
                 figures.update({"spark_write_s": round(plain, 3), "spark_write_bloom_s": round(bloom, 3),
                                 "parquet_java_filter_s": round(max(bloom - plain, 0.0), 3)})
             df.unpersist()

@@ -25,8 +25,7 @@ import json
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
+
+from .timing import best_seconds
 
 __all__ = ["main", "run_write_benchmark", "TARGETS", "make_table"]
 
@@ -60,15 +61,6 @@ def make_table(rows: int, seed: int = 7) -> pa.Table:
         "amount": pa.array(rng.random(rows) * 1000),
         "ts": pa.array(1_700_000_000_000_000 + ids * 1_000_000, pa.timestamp("us", tz="UTC")),
     })
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _key_list() -> str:
@@ -98,8 +90,8 @@ def _measure_python(table: pa.Table, tmp: Path, key_list: str, row_group_size: i
         pyarrow_write()
         attach_bloom_filters(plain_path, attached, list(BLOOM_COLUMNS), keys, overwrite=True)
 
-    figures = {"a_pyarrow_s": _best(pyarrow_write, repeat), "b_ours_s": _best(ours, repeat),
-               "d_pyarrow_attach_s": _best(pyarrow_then_attach, repeat)}
+    figures = {"a_pyarrow_s": best_seconds(pyarrow_write, repeat), "b_ours_s": best_seconds(ours, repeat),
+               "d_pyarrow_attach_s": best_seconds(pyarrow_then_attach, repeat)}
     figures["a_bytes"] = float(plain_path.stat().st_size)
     figures["b_bytes"] = float(ours_path.stat().st_size)
     return figures
@@ -127,7 +119,7 @@ def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> di
         def write() -> None:
             df.write.mode("overwrite").options(**policy.write_options()).parquet(str(tmp / "spark-out"))
 
-        seconds = _best(write, repeat)
+        seconds = best_seconds(write, repeat)
         size = sum(p.stat().st_size for p in (tmp / "spark-out").glob("*.parquet"))
         df.unpersist()
     finally:
