@@ -126,6 +126,14 @@ def key_list() -> str:
     return ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in MASTER_KEYS.items())
 
 
+def key_access() -> Any:
+    """A KeyAccess opening the files this module writes (key-list KMS of :data:`MASTER_KEYS`)."""
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess
+
+    return KeyAccess(kms=KeyListKms(key_list()))
+
+
 def table_values() -> dict[str, list[list[Any]]]:
     """``values[column][row_group]`` of :func:`write_pyarrow_encrypted` files."""
     cols = {"id": list(range(ROWS)), "ssn": [f"ssn-{i:04d}" for i in range(ROWS)],

@@ -19,11 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
-from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+from secure_bloom.kms import ExplicitKeys, KeyListKms, pyarrow_kms_client_factory
+from secure_bloom.parquet import KeyAccess
 from support.paths import VECTORS_DIR
 
 DATA = VECTORS_DIR
 TESTING_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
+
+
+def explicit_testing_keys() -> KeyAccess:
+    """The parquet-testing keys (kf, kc1, kc2) as explicit keys: files whose key_metadata is the id."""
+    return KeyAccess(explicit=ExplicitKeys(TESTING_KEYS))
 TESTING_KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in TESTING_KEYS.items())
 ROWS = 3000
 ROWS_PER_GROUP = 1000

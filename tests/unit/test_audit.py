@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support import leaky_writer as lw
+from support.parquet_files import explicit_testing_keys
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
@@ -37,13 +38,12 @@ from support.paths import VECTORS_DIR
 DATA = VECTORS_DIR
 JAVA_BLOOM = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 PLAIN_BLOOM = DATA / "data_index_bloom_encoding_stats.parquet"
-EXPLICIT = KeyAccess(explicit=ExplicitKeys.from_specs(
-    ["kf=text:0123456789012345", "kc1=text:1234567890123450", "kc2=text:1234567890123451"]))
+EXPLICIT = explicit_testing_keys()
 
 
 @pytest.fixture(scope="module")
 def keys() -> KeyAccess:
-    return KeyAccess(kms=KeyListKms(lw.key_list()))
+    return lw.key_access()
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from support import leaky_writer as lw
+from support.parquet_files import explicit_testing_keys
 from secure_bloom.cli import main
 from secure_bloom.errors import PolicyError
-from secure_bloom.kms import ExplicitKeys, KeyListKms
+from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet.audit import audit, audit_file
@@ -24,13 +25,12 @@ from support.parquet_files import write_encrypted
 from support.paths import VECTORS_DIR
 
 JAVA_BLOOM = VECTORS_DIR / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
-EXPLICIT = KeyAccess(explicit=ExplicitKeys.from_specs(
-    ["kf=text:0123456789012345", "kc1=text:1234567890123450", "kc2=text:1234567890123451"]))
+EXPLICIT = explicit_testing_keys()
 
 
 @pytest.fixture(scope="module")
 def keys() -> KeyAccess:
-    return KeyAccess(kms=KeyListKms(lw.key_list()))
+    return lw.key_access()
 
 
 @pytest.fixture(scope="module")
