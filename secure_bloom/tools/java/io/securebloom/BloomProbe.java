@@ -96,16 +96,7 @@ public final class BloomProbe {
     for (String[] p : pairs) {
       switch (p[0]) {
         case "":
-          if (file != null) {
-            throw new Cli.UsageException("more than one file given");
-          }
-          file = p[1];
-          break;
-        case "--conf":
-          Cli.addProperty(props, p[1]);
-          break;
-        case "--conf-stdin":
-          props.putAll(Cli.readStdinProperties());
+          file = Cli.onlyFile(file, p[1]);
           break;
         case "--column":
           probes.add(new Probe(p[1]));
@@ -138,7 +129,7 @@ public final class BloomProbe {
           allColumns = true;
           break;
         default:
-          throw new Cli.UsageException("unknown option " + p[0]);
+          Cli.hadoopOption(p, props);
       }
     }
     for (Probe probe : probes) {

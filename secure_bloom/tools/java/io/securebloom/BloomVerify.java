@@ -64,16 +64,7 @@ public final class BloomVerify {
     for (String[] p : Cli.pairs(args, new HashSet<>(Arrays.asList("--conf-stdin", "--list-values")))) {
       switch (p[0]) {
         case "":
-          if (file != null) {
-            throw new Cli.UsageException("more than one file given");
-          }
-          file = p[1];
-          break;
-        case "--conf":
-          Cli.addProperty(props, p[1]);
-          break;
-        case "--conf-stdin":
-          props.putAll(Cli.readStdinProperties());
+          file = Cli.onlyFile(file, p[1]);
           break;
         case "--column":
           columns.add(p[1]);
@@ -82,7 +73,7 @@ public final class BloomVerify {
           listValues = true;
           break;
         default:
-          throw new Cli.UsageException("unknown option " + p[0]);
+          Cli.hadoopOption(p, props);
       }
     }
     if (file == null) {

@@ -81,6 +81,31 @@ final class Cli {
     conf.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
   }
 
+  /**
+   * The options every harness shares: {@code --conf k=v} and {@code --conf-stdin} add Hadoop
+   * properties to {@code props}; anything else is an unknown option.
+   */
+  static void hadoopOption(String[] pair, Map<String, String> props) throws IOException {
+    switch (pair[0]) {
+      case "--conf":
+        addProperty(props, pair[1]);
+        break;
+      case "--conf-stdin":
+        props.putAll(readStdinProperties());
+        break;
+      default:
+        throw new UsageException("unknown option " + pair[0]);
+    }
+  }
+
+  /** The one positional file argument: {@code given}, refused if {@code current} is already set. */
+  static String onlyFile(String current, String given) {
+    if (current != null) {
+      throw new UsageException("more than one file given");
+    }
+    return given;
+  }
+
   /** Reads k=v lines from standard input until EOF; blank lines and lines starting with # are skipped. */
   static Map<String, String> readStdinProperties() throws IOException {
     Map<String, String> conf = new LinkedHashMap<>();

@@ -53,14 +53,8 @@ public final class KmsTool {
         case "--wrapped":
           wrapped = p[1];
           break;
-        case "--conf":
-          Cli.addProperty(props, p[1]);
-          break;
-        case "--conf-stdin":
-          props.putAll(Cli.readStdinProperties());
-          break;
         default:
-          throw new Cli.UsageException("unknown option " + p[0]);
+          Cli.hadoopOption(p, props);
       }
     }
     if (!"wrap".equals(op) && !"unwrap".equals(op)) {
