@@ -13,7 +13,9 @@ DATE                   ``date`` (or ISO text) -> INT32 days; ``int`` is the stor
 TIMESTAMP              ``datetime``, :class:`NanoTimestamp`, ``numpy.datetime64`` (taken as UTC)
                        -> INT64 in the column's unit; ``int`` is the stored count
 TIME                   ``datetime.time``, ``datetime.timedelta`` / ``numpy.timedelta64`` since
-                       midnight -> INT32 millis / INT64 micros or nanos; ``int`` raw
+                       midnight -> INT32 millis / INT64 micros or nanos; ``int`` raw. A
+                       time with a UTC offset is converted to UTC (wrapping within the day)
+                       for isAdjustedToUTC and refused for a local TIME column
 INT96 (legacy)         ``datetime`` / :class:`NanoTimestamp` / ``numpy.datetime64`` -> nanos of
                        day + Julian day; ``bytes`` (12)
 INTEGER / plain ints   ``int`` within the column's width and signedness
@@ -66,6 +68,7 @@ from .logical import (
     encode_int96,
     encode_timestamp,
     int96_bytes,
+    time_of_day_nanos,
 )
 from .physical import hash_value, plain_bytes
 from .text import parse_text, parse_time_text
@@ -144,9 +147,9 @@ def _time_of_day(value: Any, column: ColumnType) -> int:
     if _is_int(value):
         return int(value)
     if isinstance(value, str):
-        value = parse_time_text(value)
+        value = parse_time_text(value, adjusted_to_utc=column.is_adjusted_to_utc)
     if isinstance(value, dt.time):
-        nanos = (((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond) * 1000
+        nanos = time_of_day_nanos(value, adjusted_to_utc=column.is_adjusted_to_utc)
     elif isinstance(value, dt.timedelta):
         nanos = value // dt.timedelta(microseconds=1) * 1000
     elif isinstance(value, np.timedelta64):

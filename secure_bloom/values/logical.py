@@ -7,6 +7,8 @@ Spec: Parquet LogicalTypes.md. These let users probe what Spark / parquet-java w
   in FIXED_LEN_BYTE_ARRAY of the column's width, or minimal-width BYTE_ARRAY;
 * DATE: INT32 days since 1970-01-01;
 * TIMESTAMP: INT64 millis / micros / nanos since the epoch (naive datetimes are taken as UTC);
+* TIME: nanoseconds after midnight (:func:`time_of_day_nanos`; a UTC offset is applied or refused
+  per isAdjustedToUTC, never dropped);
 * legacy INT96 timestamps (Spark's default): 8 bytes LE nanoseconds of the day, then 4 bytes LE
   Julian day number: :func:`int96_bytes` for one value, :func:`int96_rows` for a numpy batch (the
   one INT96 implementation; :func:`encode_int96` and :mod:`secure_bloom.values.arrow` use them).
@@ -34,6 +36,7 @@ __all__ = [
     "encode_date",
     "encode_timestamp",
     "encode_int96",
+    "time_of_day_nanos",
     "int96_bytes",
     "int96_rows",
     "minimal_twos_complement",
@@ -171,6 +174,32 @@ def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nan
     if total % divisor:
         raise InvalidValueError(f"{value} is finer than the column's {unit} precision")
     return total // divisor
+
+
+def time_of_day_nanos(value: dt.time, *, adjusted_to_utc: bool | None, nanos: int = 0) -> int:
+    """TIME: nanoseconds after midnight of ``value`` (plus ``nanos``, 0..999, below its
+    microsecond) as a TIME column stores it.
+
+    A naive time is stored as written. A time with a UTC offset is a time of day in UTC only once
+    the offset is applied: a UTC-adjusted column (``adjusted_to_utc``) gets it converted to UTC,
+    wrapping within the day as ``java.time.OffsetTime.withOffsetSameInstant(ZoneOffset.UTC)``
+    does (``01:00+02:00`` is ``23:00``); a local column (not adjusted, or not known to be) refuses
+    it. A time zone without a fixed offset (a named zone, whose offset depends on a date a time
+    of day does not have) is refused: either is :class:`InvalidValueError`, never a dropped offset.
+    """
+    if not 0 <= nanos <= 999:
+        raise ValueError(f"nanos must be 0..999 (sub-microsecond part), got {nanos}")
+    total = (((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond) * 1000 + nanos
+    if value.tzinfo is None:
+        return total
+    offset = value.utcoffset()
+    if offset is None:
+        raise InvalidValueError(f"has the time zone {str(value.tzinfo)[:60]!r}, whose UTC offset depends on a date "
+                                "a time of day does not have: give a fixed offset (+02:00) or none")
+    if not adjusted_to_utc:
+        raise InvalidValueError("has a UTC offset, but the column holds local times of day (TIME with "
+                                "isAdjustedToUTC=false): give the time without an offset")
+    return (total - offset // dt.timedelta(microseconds=1) * 1000) % NANOS_PER_DAY
 
 
 def encode_int96(value: dt.datetime | str, *, nanos: int = 0) -> bytes:

@@ -4,7 +4,8 @@ Spec: LogicalTypes.md (what each annotation's values are) and ISO 8601 for dates
 :func:`parse_text` turns text into a value :func:`secure_bloom.values.column.query_hashes` takes:
 numbers for numeric columns, decimal text, ISO-8601 dates, times and timestamps (all nine
 nanosecond digits kept: a :class:`~secure_bloom.values.logical.NanoTimestamp`, or a
-``numpy.timedelta64`` for a time of day), ``hex:...`` raw bytes for a binary (non-string),
+``numpy.timedelta64`` for a time of day; a time's UTC offset is applied for a UTC-adjusted TIME
+column and refused for a local one), ``hex:...`` raw bytes for a binary (non-string),
 fixed-length or INT96 column and ``text:...`` to take the rest literally there. Text for STRING,
 ENUM and JSON columns is always literal (``hex:ab`` is the 6-character string). Anything that does
 not fit raises :class:`InvalidValueError` naming the column and its type.
@@ -22,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidValueError
+from ..spec import NANOS_PER_SECOND
 from ..types import PhysicalType
 from .column_type import ColumnType, column_error
-from .logical import NanoTimestamp
+from .logical import NanoTimestamp, time_of_day_nanos
 
 __all__ = ["parse_text", "parse_timestamp_text", "parse_time_text", "display_value"]
 
@@ -59,18 +61,24 @@ def parse_timestamp_text(text: str) -> Any:
     return NanoTimestamp(value, extra) if extra else value
 
 
-def parse_time_text(text: str) -> Any:
-    """ISO-8601 time text -> ``datetime.time``, or ``numpy.timedelta64`` since midnight (ns) when
-    it has 7-9 fractional digits."""
+def parse_time_text(text: str, *, adjusted_to_utc: bool | None) -> Any:
+    """ISO-8601 time text -> a naive ``datetime.time``, or ``numpy.timedelta64`` since midnight
+    (ns) when it has 7-9 fractional digits. A UTC offset (``12:00+02:00``, ``Z``) is converted to
+    UTC for a UTC-adjusted TIME column (``adjusted_to_utc``) and refused for a local one
+    (:func:`~secure_bloom.values.logical.time_of_day_nanos`): the result is the time of day the
+    column stores."""
     body, extra = _split_nanos(text.strip())
     try:
         value = dt.time.fromisoformat(body)
     except ValueError:
         raise InvalidValueError("is not an ISO-8601 time") from None
-    if not extra:
+    if value.tzinfo is None and not extra:
         return value
-    micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
-    return np.timedelta64(micros * 1000 + extra, "ns")
+    nanos = time_of_day_nanos(value, adjusted_to_utc=adjusted_to_utc, nanos=extra)
+    if extra:
+        return np.timedelta64(nanos, "ns")
+    seconds, sub = divmod(nanos, NANOS_PER_SECOND)
+    return dt.time(seconds // 3600, seconds // 60 % 60, seconds % 60, sub // 1000)
 
 
 def _int_text(text: str) -> int:
@@ -118,7 +126,7 @@ def _from_text(text: str, column: ColumnType) -> Any:
     if logical == "TIME":
         if re.fullmatch(r"\d+", text.strip()):
             return _int_text(text)  # bounded: int() of >4300 digits raises ValueError
-        return parse_time_text(text)
+        return parse_time_text(text, adjusted_to_utc=column.is_adjusted_to_utc)
     if ptype in (PhysicalType.INT32, PhysicalType.INT64):
         return _int_text(text)
     if ptype in (PhysicalType.FLOAT, PhysicalType.DOUBLE) or logical == "FLOAT16":

@@ -280,6 +280,15 @@ def test_probe_time_nanos_text_keeps_every_digit(capsys: pytest.CaptureFixture[s
                          "--value", "12:34:56.123456790") == ["maybe", "maybe"]
 
 
+def test_probe_time_offset_on_a_local_time_column_is_refused(capsys: pytest.CaptureFixture[str],
+                                                            typed_file: Path) -> None:
+    """Regression: the offset of '12:34:56.123456789+02:00' was dropped and the probe answered for
+    12:34:56 local. pyarrow's TIME columns are local (isAdjustedToUTC=false): an offset is refused."""
+    rc, out, err = run(capsys, "probe", str(typed_file), "--column", "t", "--value", "12:34:56.123456789+02:00")
+    assert (rc, out) == (2, "")
+    assert "column 't'" in err and "has a UTC offset, but the column holds local times of day" in err
+
+
 def test_probe_naive_text_on_a_utc_column_needs_timezone(capsys: pytest.CaptureFixture[str],
                                                          typed_file: Path) -> None:
     """Regression (issue 15 item 26): naive text was taken as UTC; now it needs --timezone or an offset."""

@@ -87,3 +87,30 @@ def test_plain_table_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["query", str(tmp_path / "p.parquet"), "--where", "score > 48", "--columns", "id",
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == [{"id": 97}, {"id": 98}, {"id": 99}]
+
+
+def test_time_literal_offset_is_applied_for_utc_time_and_refused_for_local_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a TIME literal's UTC offset was dropped ('t = 12:00:00+02:00' matched 12:00)."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from secure_bloom.parquet import ColumnInfo
+    from secure_bloom.parquet.where import conditions_expression
+    from secure_bloom.types import PhysicalType
+
+    table = pa.table({"t": pa.array([dt.time(9), dt.time(10), dt.time(12)], pa.time64("us"))})
+    utc_time = ColumnInfo(path="t", path_in_schema=("t",), ordinal=0, physical_type=PhysicalType.INT64,
+                          logical_type="TIME", time_unit="micros", is_adjusted_to_utc=True)
+    expression = conditions_expression([("t", "==", ["12:00:00+02:00"])], [utc_time], table.schema)
+    assert table.filter(expression)["t"].to_pylist() == [dt.time(10)]
+    before = conditions_expression([("t", "<", ["01:00:00+02:00"])], [utc_time], table.schema)  # 23:00 UTC
+    assert table.filter(before)["t"].to_pylist() == [dt.time(9), dt.time(10), dt.time(12)]
+    # pyarrow writes TIME as local (isAdjustedToUTC=false): an offset there names no stored value
+    pq.write_table(table, tmp_path / "times.parquet")
+    assert main(["query", str(tmp_path / "times.parquet"), "--where", "t = 10:00:00+02:00"]) == 2
+    err = capsys.readouterr().err
+    assert "has a UTC offset, but the column holds local times of day" in err
+    assert main(["query", str(tmp_path / "times.parquet"), "--where", "t = 10:00:00", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ['"t"', "10:00:00.000000"]

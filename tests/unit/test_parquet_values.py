@@ -237,6 +237,50 @@ def test_time_nanos_text_keeps_every_digit() -> None:
         encode_value(np.timedelta64(25, "h"), TIME_NS)
 
 
+TIME_US_UTC = col("INT64", "TIME", time_unit="micros", is_adjusted_to_utc=True)
+TIME_NS_UTC = col("INT64", "TIME", time_unit="nanos", is_adjusted_to_utc=True)
+TIME_MS_LOCAL = col("INT32", "TIME", time_unit="millis", is_adjusted_to_utc=False)
+TEN_UTC_US = 10 * 3600 * 10**6
+
+
+@pytest.mark.parametrize("text,micros", [
+    ("12:00:00+02:00", TEN_UTC_US),           # the offset applied: 10:00 UTC
+    ("05:30:00-04:30", TEN_UTC_US),
+    ("10:00:00Z", TEN_UTC_US), ("10:00:00+00:00", TEN_UTC_US), ("10:00:00", TEN_UTC_US),  # naive: as written
+    ("01:00:00+02:00", 23 * 3600 * 10**6),     # wraps within the day, as java.time.OffsetTime does
+    ("23:30:00-01:00", 30 * 60 * 10**6),
+    ("12:00:00.000001+02:00", TEN_UTC_US + 1),
+])
+def test_time_text_offset_is_converted_for_a_utc_adjusted_column(text: str, micros: int) -> None:
+    value = value_from_text(text, TIME_US_UTC)
+    assert encode_value(value, TIME_US_UTC) == micros
+    assert query_hashes(text, TIME_US_UTC) == QueryHashes(hashes=(h(micros, TIME_US_UTC),))
+
+
+def test_time_offset_keeps_nanoseconds_and_applies_to_api_times() -> None:
+    got = value_from_text("12:00:00.123456789+02:00", TIME_NS_UTC)
+    assert encode_value(got, TIME_NS_UTC) == TEN_UTC_US * 1000 + 123_456_789
+    aware = dt.time(12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert encode_value(aware, TIME_US_UTC) == TEN_UTC_US
+    assert hash_for_column(aware, TIME_US_UTC) == h(TEN_UTC_US, TIME_US_UTC)
+
+
+@pytest.mark.parametrize("value", ["10:00:00+02:00", "10:00:00Z", "10:00:00.123456789+00:00",
+                                   dt.time(10, tzinfo=dt.timezone.utc)])
+def test_time_offset_is_refused_for_a_local_column(value: Any) -> None:
+    for column in (TIME_MS_LOCAL, TIME_MS):  # not adjusted, and not known to be
+        with pytest.raises(InvalidValueError, match="has a UTC offset, but the column holds local times of day"):
+            query_hashes(value, column)
+    with pytest.raises(InvalidValueError, match="has a UTC offset, but the column holds local times of day"):
+        value_from_text("10:00:00+02:00", TIME_MS_LOCAL)
+
+
+def test_time_with_a_named_zone_is_refused() -> None:
+    paris = dt.time(12, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"))  # its offset depends on the date
+    with pytest.raises(InvalidValueError, match="whose UTC offset depends on a date"):
+        encode_value(paris, TIME_US_UTC)
+
+
 def test_timestamp_nanos_text_and_numpy_are_exact() -> None:
     want = int(np.datetime64("2024-01-02T03:04:05.123456789", "ns").astype(np.int64))
     got = value_from_text("2024-01-02T03:04:05.123456789", TS_NANOS)
