@@ -47,7 +47,8 @@ Rules kept across the code base:
     │   ├── NotRegularFileError          a FIFO, socket or device where a file was expected  [NOT_REGULAR_FILE]
     │   ├── AttachError                  attach could not complete; the source is untouched
     │   │   ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
-    │   │   └── SourceChangedError       the source changed or was replaced while attach read it
+    │   │   ├── SourceChangedError       the source changed or was replaced while attach read it
+    │   │   └── AttachVerificationError  the copy written does not read back as written; not published
     │   └── WriteError                   write_table / ParquetWriter could not complete; nothing published
     ├── ConfigurationError (ValueError)  options or settings that cannot work as given  [USAGE_ERROR]
     │   └── PolicyError                  a compliance policy file is invalid  [INVALID_POLICY]
@@ -93,6 +94,7 @@ __all__ = [
     "PlaintextFilterOnEncryptedColumnError",
     "NotRegularFileError",
     "AttachError",
+    "AttachVerificationError",
     "DestinationExistsError",
     "SourceChangedError",
     "WriteError",
@@ -347,6 +349,12 @@ class DestinationExistsError(AttachError, FileExistsError):
 
 class SourceChangedError(AttachError):
     """The source file was modified or replaced while attach read it: nothing was published."""
+
+
+class AttachVerificationError(AttachError):
+    """The copy attach wrote does not read back as written (its footer, a filter, or a kept filter
+    differs or no longer parses or authenticates): it was not published. The message names what
+    failed; no exception is chained to it (one raised while decrypting is not carried along)."""
 
 
 class WriteError(ParquetFileError):

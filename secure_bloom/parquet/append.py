@@ -21,6 +21,7 @@ re-serialise to its original bytes: a field this library does not know would oth
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import thrift_codec
-from ..errors import ParquetFileError, UnsupportedParquetFeatureError
+from ..errors import (
+    AuthenticationError,
+    MalformedInputError,
+    NotParquetError,
+    ParquetFileError,
+    UnsupportedParquetFeatureError,
+)
 from ..filter import SplitBlockBloomFilter
 from ..types import PhysicalType
 from ..values.physical import hash_value
@@ -181,20 +188,30 @@ def cross_check_statistics(bf: SplitBlockBloomFilter, statistics: Any, info: Col
 def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str, filters: Sequence[NewFilter],
                    kept: Mapping[tuple[int, int], SplitBlockBloomFilter], error: type[ParquetFileError]) -> int:
     """Re-open the written file: every new filter must read back identical and contain its
-    sample, every kept filter must be unchanged. Returns the number of sample hashes checked."""
-    checked = 0
-    with ParquetBloomReader(path, keys, key_material_file=key_material_file) as check:
-        for new in filters:
-            chunk = new.chunk
-            got = check.bloom_filter(chunk.row_group, chunk.column.ordinal)
-            if got is None or got != new.bf:
-                raise error(f"verification failed: the filter of row group {chunk.row_group}, column "
-                            f"{chunk.column.path!r} did not read back identical")
-            if new.sample.size and not bool(got.check_hashes(new.sample).all()):
-                raise error(f"verification failed: inserted values of column {chunk.column.path!r} "
-                            f"are not found in row group {chunk.row_group}")
-            checked += int(new.sample.size)
-        for (rg, col), bf in kept.items():
-            if check.bloom_filter(rg, col) != bf:
-                raise error(f"verification failed: the existing filter of row group {rg}, column {col} changed")
-    return checked
+    sample, every kept filter must be unchanged. Returns the number of sample hashes checked.
+
+    Any failure raises ``error`` naming what failed, also bytes that no longer parse or
+    authenticate (the footer, a filter): then with no exception chained, so nothing met while
+    decrypting rides along. A key that cannot be had (KMS down, access denied) is raised as is."""
+    checked, part = 0, "the footer"
+    try:
+        with ParquetBloomReader(path, keys, key_material_file=key_material_file) as check:
+            for new in filters:
+                chunk = new.chunk
+                part = f"the filter of row group {chunk.row_group}, column {chunk.column.path!r}"
+                got = check.bloom_filter(chunk.row_group, chunk.column.ordinal)
+                if got is None or got != new.bf:
+                    raise error(f"verification failed: {part} did not read back identical")
+                if new.sample.size and not bool(got.check_hashes(new.sample).all()):
+                    raise error(f"verification failed: inserted values of column {chunk.column.path!r} "
+                                f"are not found in row group {chunk.row_group}")
+                checked += int(new.sample.size)
+            for (rg, col), bf in kept.items():
+                part = f"the existing filter of row group {rg}, column {col}"
+                if check.bloom_filter(rg, col) != bf:
+                    raise error(f"verification failed: {part} changed")
+            return checked
+    except (MalformedInputError, AuthenticationError, NotParquetError, UnsupportedParquetFeatureError) as e:
+        detail = str(e).replace(os.fspath(path), "the file written")  # not the temporary file's /proc path
+        failure = f"{part} of the file written does not read back: {type(e).__name__}: {detail}"
+    raise error(f"verification failed: {failure}; nothing was published")  # outside except: nothing chained

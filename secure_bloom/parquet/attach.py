@@ -47,6 +47,7 @@ import numpy as np
 from .. import kernels
 from ..errors import (
     AttachError,
+    AttachVerificationError,
     DestinationExistsError,
     MissingKeyError,
     NotRegularFileError,
@@ -349,7 +350,7 @@ def _stale_filters(reader: ParquetBloomReader, chunks: list[ColumnChunk], metas:
 
 def _verify(tmp: Path, keys: KeyAccess, key_file: str, planned: list[_Planned],
             kept: dict[tuple[int, int], SplitBlockBloomFilter]) -> int:
-    return verify_filters(tmp, keys, key_file, [_new_filter(p) for p in planned], kept, AttachError)
+    return verify_filters(tmp, keys, key_file, [_new_filter(p) for p in planned], kept, AttachVerificationError)
 
 
 def _new_filter(p: _Planned) -> NewFilter:

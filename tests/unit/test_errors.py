@@ -42,6 +42,7 @@ KINDS: list[tuple[BaseException, str, int]] = [
     (errors.AttachError("x"), "ERROR", 3),
     (errors.DestinationExistsError("x"), "FILE_EXISTS", 2),
     (errors.SourceChangedError("x"), "ERROR", 3),
+    (errors.AttachVerificationError("x"), "ERROR", 3),
     (errors.WriteError("x"), "ERROR", 3),
     (errors.ConfigurationError("x"), "USAGE_ERROR", 2),
     (errors.PolicyError("x"), "INVALID_POLICY", 2),
@@ -71,7 +72,7 @@ def test_error_kind_and_exit_code(error: BaseException, kind: str, code: int) ->
 def test_every_error_class_carries_its_kind() -> None:
     classes = [getattr(errors, name) for name in errors.__all__]
     exceptions = [c for c in classes if isinstance(c, type) and issubclass(c, BaseException)]
-    assert len(exceptions) == 33
+    assert len(exceptions) == 34
     assert all(isinstance(c.kind, ErrorKind) for c in exceptions)
     assert {type(e) for e, _, _ in KINDS} >= set(exceptions)  # the table above covers each class
 

@@ -31,6 +31,7 @@ from support.parquet_files import (
 from secure_bloom import thrift_codec
 from secure_bloom.errors import (
     AttachError,
+    AttachVerificationError,
     MalformedThriftError,
     MissingKeyError,
     ModuleAuthenticationError,
@@ -234,20 +235,53 @@ def test_write_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest
     assert not dst.exists() and _leftovers(tmp_path) == [] and _digest(src) == before
 
 
-def test_verification_failure_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    src = write_plain(tmp_path / "src.parquet")
+def _open_output_being_written(directory: Path) -> int:
+    """A new descriptor (its own open file description) of the file attach is writing in
+    ``directory``: found through /proc/self/fd, whether it is anonymous (O_TMPFILE, listed as
+    '#123 (deleted)') or the hidden temporary file."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(f"{directory}/") and (target.endswith(" (deleted)") or target.endswith(".attach.tmp")):
+            return os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+    raise AssertionError(f"no file being written in {directory}")
 
-    def corrupting_verify(tmp: Path, *args: Any) -> int:
-        data = bytearray(tmp.read_bytes())
-        data[-20] ^= 0xFF
-        tmp.write_bytes(bytes(data))
-        return real_verify(tmp, *args)
 
-    real_verify = attach_module._verify
-    monkeypatch.setattr(attach_module, "_verify", corrupting_verify)
+@pytest.mark.parametrize("encrypted,where,inner", [
+    (False, "footer", "FileMetaData: invalid Thrift compact encoding"),
+    (True, "footer", "authentication"),
+    (True, "filter", "authentication"),
+])
+def test_verification_failure_is_an_attach_error_and_leaves_nothing_behind(
+        tmp_path: Path, encrypted: bool, where: str, inner: str) -> None:
+    """Regression: output bytes that no longer parsed at verification surfaced as the reader's
+    MalformedThriftError / ModuleAuthenticationError, not as an AttachError. Here another writer
+    changes the written file (through its own descriptor) after attach wrote it, before verification."""
+    src = tmp_path / "src.parquet"
+    write_encrypted(src) if encrypted else write_plain(src)
+    keys = KEYS if encrypted else None
+    with ParquetBloomReader(src, keys) as r:
+        filters_start = r.tail.footer_offset  # the copy holds src's pages, then the new filters
+
+    def scribble(stage: str, done: int, total: int) -> None:
+        if stage != "copy" or done != total or total == 0:
+            return
+        fd = _open_output_being_written(tmp_path)
+        try:
+            at = total - 20 if where == "footer" else filters_start + 40
+            os.pwrite(fd, bytes([os.pread(fd, 1, at)[0] ^ 0xFF]), at)
+        finally:
+            os.close(fd)
+
     dst = tmp_path / "dst.parquet"
-    with pytest.raises(MalformedThriftError, match="FileMetaData: invalid Thrift compact encoding"):
-        attach_bloom_filters(src, dst, ["id"])  # verification re-reads the corrupted output
+    part = "the footer" if where == "footer" else "the filter of row group 0, column 'ssn'"
+    with pytest.raises(AttachVerificationError, match=f"verification failed: {part} of the file written does "
+                                                      f"not read back: .*{inner}") as caught:
+        attach_bloom_filters(src, dst, ["ssn"], keys, progress=scribble)
+    assert caught.value.__cause__ is None and caught.value.__context__ is None  # nothing chained
+    assert "/proc/self/fd" not in str(caught.value)
     assert not dst.exists() and _leftovers(tmp_path) == []
 
 
