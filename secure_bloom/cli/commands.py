@@ -228,9 +228,8 @@ def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> list[tuple[str, str]]
 
 
 def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
-    import pyarrow.parquet as pq
-
     from ..parquet import ParquetWriter
+    from ..parquet.arrow_source import open_arrow_file
 
     specs = [parse_column_spec(c) for c in args.bloom]
     bloom: dict[str, dict[str, Any]] = {}
@@ -249,7 +248,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     with progress_bar("encrypt", "row groups") as bar:
         for src, dst in pairs:
             with _about(src):
-                source = pq.ParquetFile(src)
+                source = open_arrow_file(src, keys)  # an encrypted source is decrypted with the key options
                 if source.metadata is not None and source.metadata.num_row_groups and bar is not None:
                     bar(0, source.metadata.num_row_groups, os.path.basename(src))
                 os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)

@@ -127,18 +127,22 @@ examples:
 {EXIT_CODES_HELP}"""
 
 _ENCRYPT_EPILOG = f"""\
-Writes DST: SRC (a plaintext Parquet file, or a directory of them) encrypted with Parquet Modular
+Writes DST: SRC (a Parquet file, or a directory of them) encrypted with Parquet Modular
 Encryption through the KMS of the key options, with a Bloom filter per row group on each --bloom
 column, encrypted with that column's key (plaintext for a plaintext column). Row groups are kept
 as in SRC; each filter is sized for its row group's exact distinct count unless ndv is given. A
 directory is mirrored file by file (every file gets its own data keys); each file appears
-complete and verified, or not at all.
+complete and verified, or not at all. An encrypted SRC is decrypted with the same key options
+(its old master keys and the new ones in one key list or KMS) and re-encrypted under the
+--footer-key / --column-key given: key rotation, or filters added; its old filters are dropped.
 
 examples:
   {PROG} encrypt customers.parquet customers.enc.parquet --footer-key footer_key \\
       --column-key pii_key:email,ssn --bloom email --bloom ssn:fpp=0.001 --key-list-file keys.txt
   {PROG} encrypt lake/raw/ lake/encrypted/ --footer-key fk --column-key ck:account_id \\
       --bloom account_id:ndv=100000 --plaintext-footer --kms-url https://bao:8200
+  {PROG} encrypt old.parquet.encrypted rotated.parquet.encrypted --footer-key fk_2025 \\
+      --column-key pii_2025:email,ssn --bloom email --key-list-file old-and-new-keys.txt
 
 {EXIT_CODES_HELP}"""
 
@@ -268,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
     p = command("encrypt", "write an encrypted copy of Parquet files with encrypted Bloom filters", _ENCRYPT_EPILOG)
-    p.add_argument("src", metavar="SRC", help="a plaintext Parquet file, or a directory of them")
+    p.add_argument("src", metavar="SRC", help="a Parquet file (plaintext or encrypted), or a directory of them")
     p.add_argument("dst", metavar="DST", help="the file (or directory) to write")
     p.add_argument("--footer-key", required=True, metavar="ID", help="master key id of the footer key")
     p.add_argument("--column-key", action="append", default=[], metavar="ID:COL[,COL...]", dest="column_keys",

@@ -23,13 +23,14 @@ import pyarrow as pa
 from ..errors import MissingKeyError, UnsupportedParquetFeatureError
 from ..kms.client import is_kms_client
 from ..kms.material import KeyMetadata
-from ..types import FooterMode, PhysicalType
+from ..types import ChunkEncryption, FooterMode, PhysicalType
 from ..values.arrow import int96_from_reads, leaf_array, stored_form
 from .footer import Footer, key_id_of
-from .keys import KeyAccess
+from .keys import NO_KEYS, KeyAccess
+from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 
-__all__ = ["ArrowChunkSource", "decryption_properties"]
+__all__ = ["ArrowChunkSource", "decryption_properties", "open_arrow_file"]
 
 
 def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], keys: KeyAccess,
@@ -67,6 +68,31 @@ def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], 
     config = pe.DecryptionConfiguration(cache_lifetime=dt.timedelta(seconds=keys.cache_lifetime_s))
     return crypto_factory.file_decryption_properties(pe.KmsConnectionConfig(), config,
                                                      parquet_file_path=os.fspath(key_material_file))
+
+
+def open_arrow_file(path: str | os.PathLike[str], keys: KeyAccess | None = None) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` that reads every value of ``path``, plaintext or
+    encrypted (decrypted through ``keys.kms``, as :func:`decryption_properties`).
+
+    Every key an encrypted file needs (its footer key, each column's) is resolved first, so that
+    one ``keys`` cannot give raises :class:`MissingKeyError` naming it (a wrong one
+    :class:`~secure_bloom.errors.AuthenticationError`) before pyarrow reads anything."""
+    import pyarrow.parquet as pq
+
+    keys = keys if keys is not None else NO_KEYS
+    with ParquetBloomReader(path, keys) as reader:
+        footer = reader.footer
+        column_keys: list[bytes | None] = []
+        for chunk in reader.column_chunks():
+            if chunk.encrypted:
+                reader.key_for(chunk)  # MissingKeyError naming the column and its key
+            if chunk.encryption is ChunkEncryption.COLUMN_KEY:
+                column_keys.append(chunk.key_metadata)
+        if footer.encrypted and footer.footer_key is None:
+            raise MissingKeyError(f"{reader.path}: the footer key {key_id_of(footer.footer_key_metadata)!r} is "
+                                  "needed to read the file's values")
+        decryption = decryption_properties(footer, column_keys, keys, path)
+    return pq.ParquetFile(os.fspath(path), decryption_properties=decryption)
 
 
 class ArrowChunkSource:
