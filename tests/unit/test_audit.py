@@ -24,6 +24,7 @@ from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.kms import ExplicitKeys, KeyListKms, OpenBaoTransitKms
 from secure_bloom.parquet import NO_KEYS, KeyAccess, ParquetBloomReader
+from secure_bloom.parquet.arrow_source import open_arrow_file
 from secure_bloom.parquet.audit import audit, audit_file, match_sensitive
 from secure_bloom.parquet.audit_report import Code, Severity, Status
 from secure_bloom.errors import NotRegularFileError
@@ -32,7 +33,7 @@ from secure_bloom.kms.sidecar import KeyMaterialStore
 from secure_bloom.parquet.discover import Skipped, discover, is_parquet_name
 from secure_bloom.parquet.describe import describe_with_storage
 from secure_bloom.parquet.filter_io import classify_filter_bytes
-from secure_bloom.types import FilterForm, PhysicalType
+from secure_bloom.types import FilterForm, FooterMode, PhysicalType
 from support.paths import VECTORS_DIR
 
 DATA = VECTORS_DIR
@@ -164,6 +165,31 @@ def test_sensitive_column_not_encrypted(files: dict[str, Path], keys: KeyAccess)
     assert "plaintext Bloom filter" in with_filter.message
     # A plaintext Parquet file: every sensitive column is unencrypted.
     assert codes(audit(PLAIN_BLOOM, ["String"])) == {("String", "SENSITIVE_COLUMN_NOT_ENCRYPTED")}
+
+
+def test_plaintext_file_is_a_violation_even_when_keys_are_given(files: dict[str, Path], keys: KeyAccess,
+                                                                tmp_path: Path) -> None:
+    """Keys given do not make a plaintext file pass: in a mixed dataset (legitimate, and so still
+    readable with keys) the file without crypto metadata is flagged, column by column."""
+    root = tmp_path / "mixed"
+    root.mkdir()
+    shutil.copy(files["good"], root / "a.parquet.encrypted")
+    plain = open_arrow_file(files["good"], keys).read()  # the same rows, decrypted
+    pq.write_table(plain, root / "b.parquet", row_group_size=lw.ROWS_PER_GROUP,
+                   bloom_filter_options={"ssn": {"ndv": 100, "fpp": 0.01}})
+    with ParquetBloomReader(root / "b.parquet", keys) as reader:  # readable with keys, and says it is plaintext
+        assert reader.footer.encrypted is False and reader.footer.mode is FooterMode.PLAINTEXT
+        assert not any(c.encrypted for c in reader.columns)
+        assert reader.row_groups_maybe_containing("ssn", "ssn-0075") == [1]
+    report = audit(root, ["ssn", "email"], keys=keys)
+    assert report.exit_code == 1 and not report.is_compliant
+    assert [(os.path.basename(r.file), r.status, r.footer_mode) for r in report.files] == [
+        ("a.parquet.encrypted", Status.PASS, "encrypted"), ("b.parquet", Status.VIOLATION, "plaintext")]
+    assert {(os.path.basename(f.file), f.leaf, f.code) for f in report.violations} == {
+        ("b.parquet", "ssn", Code.SENSITIVE_COLUMN_NOT_ENCRYPTED),
+        ("b.parquet", "email", Code.SENSITIVE_COLUMN_NOT_ENCRYPTED)}
+    ssn_finding = next(f for f in report.violations if f.leaf == "ssn")
+    assert "plaintext Bloom filter" in ssn_finding.message
 
 
 def test_filter_under_footer_key_when_column_declares_its_own(files: dict[str, Path], keys: KeyAccess) -> None:
