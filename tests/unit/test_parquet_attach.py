@@ -32,7 +32,6 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import (
     AttachError,
     AttachVerificationError,
-    MalformedThriftError,
     MissingKeyError,
     ModuleAuthenticationError,
     PlaintextFilterOnEncryptedColumnError,
@@ -42,7 +41,6 @@ from secure_bloom.filter import SplitBlockBloomFilter, optimal_num_bytes
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.fileio import AtomicOutput
 from secure_bloom.parquet import ColumnSpec
-from secure_bloom.parquet import attach as attach_module
 from secure_bloom.parquet.append import cross_check_statistics
 from secure_bloom.parquet.filter_io import serialize_chunk_filter
 from secure_bloom.parquet.schema import ColumnInfo
