@@ -22,18 +22,15 @@ the extension is not built or ``SECURE_BLOOM_THRIFT=python`` is set. :data:`BACK
 one runs and :func:`thrift_info` why. Both create the same thriftpy2 objects (``cls()`` then one
 attribute per field), consume the same bytes and fail with the same messages.
 
-``python -m secure_bloom.thrift_codec --bench [FILE.parquet ...]`` prints the time per footer parse
+``python -m secure_bloom.tools.bench_thrift [FILE.parquet ...]`` prints the time per footer parse
 of both decoders.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import struct
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -360,3 +357,4 @@ def serialize(obj: Any) -> bytes:
     trans = TMemoryBuffer()
     TCompactProtocolFactory().get_protocol(trans).write_struct(obj)
     return bytes(trans.getvalue())
+
