@@ -88,16 +88,20 @@ BACKEND = "native" if _native is not None else "python"
 
 @contextmanager
 def forced_backend(name: str) -> Iterator[None]:
-    """Parse with one decoder, ``"python"`` or ``"native"`` (where it loaded), whatever
-    :data:`BACKEND` was: for benchmarks and tests that compare them in one process. Process-wide
-    and not thread-safe: other threads see the switch too."""
+    """Parse with one decoder, ``"python"`` or ``"native"`` (where it is built, even if
+    ``SECURE_BLOOM_THRIFT=python``), whatever :data:`BACKEND` was: for benchmarks and tests that
+    compare them in one process. Process-wide and not thread-safe: other threads see the switch."""
     global _native, BACKEND
     if name not in ("native", "python"):
         raise ValueError(f"backend must be native or python, got {name!r}")
-    if name == "native" and _loaded is None:
-        raise ImportError(f"the native Thrift decoder is not available: {_why_not}")
+    module = _loaded
+    if name == "native" and module is None:  # not loaded: not built, or SECURE_BLOOM_THRIFT=python
+        try:
+            from . import native_thrift as module
+        except ImportError as e:
+            raise ImportError(f"the native Thrift decoder is not available: {_why_not}") from e
     saved = _native, BACKEND
-    _native, BACKEND = (_loaded, "native") if name == "native" else (None, "python")
+    _native, BACKEND = (module, "native") if name == "native" else (None, "python")
     try:
         yield
     finally:
