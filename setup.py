@@ -1,8 +1,10 @@
 """Build script for the optional C kernels; every other setting lives in pyproject.toml.
 
-``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c) is an *optional* extension: where it
-cannot be compiled (no C compiler, no Python headers, a big-endian host) ``pip install .`` still
-succeeds and :mod:`secure_bloom.kernels` uses its numpy fallback.
+``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c) and ``secure_bloom.native_thrift``
+(secure_bloom/_native/thrift_compact.c) are *optional* extensions: where they cannot be compiled (no
+C compiler, no Python headers; a big-endian host for the kernels) ``pip install .`` still succeeds,
+:mod:`secure_bloom.kernels` uses its numpy fallback and :mod:`secure_bloom.thrift_codec` its Python
+(thriftpy2) decoder.
 
 Flags: -O3 and nothing machine-specific (no -march=native): wheels must run on any x86-64 or
 aarch64 machine. The AVX2 block kernels are compiled per function (``target("avx2")``) and chosen
@@ -33,6 +35,9 @@ setup(
     # secure_bloom/_idl is specs/ (the Thrift IDL ships inside the package, as with hatch before).
     packages=[*find_packages(include=["secure_bloom", "secure_bloom.*"]), "secure_bloom._idl"],
     package_dir={"secure_bloom._idl": "specs"},
-    ext_modules=[Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True)],
+    ext_modules=[
+        Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True),
+        Extension("secure_bloom.native_thrift", sources=["secure_bloom/_native/thrift_compact.c"], optional=True),
+    ],
     cmdclass={"build_ext": _BuildExt},
 )

@@ -1,7 +1,7 @@
 """The policy for a real component the suite needs but cannot find: fail, unless the user opts out.
 
 A missing OpenBao binary (marker ``kms``), Java / pyspark (marker ``interop``), the compiled C
-kernel (marker ``native``) or moto's S3 server (marker ``s3``) FAILS the run, so a green run means those tests ran. To run without one, either deselect its marker
+kernels (secure_bloom.native_kernels and secure_bloom.native_thrift; marker ``native``) or moto's S3 server (marker ``s3``) FAILS the run, so a green run means those tests ran. To run without one, either deselect its marker
 (``scripts/test -m "not kms"``) or name it in ``SECURE_BLOOM_ALLOW_SKIP`` (comma-separated:
 ``openbao``, ``spark``, ``native``, ``moto``): the tests then skip, and ``-ra`` prints why in the summary.
 """

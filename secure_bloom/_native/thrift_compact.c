@@ -1,0 +1,857 @@
+/*
+ * secure_bloom.native_thrift: a bounded Thrift compact-protocol decoder for thriftpy2 structures.
+ *
+ * Written for secure_bloom from the Thrift compact protocol specification (thrift/doc/specs/
+ * thrift-compact-protocol.md) and thriftpy2's documented spec format. It decodes one struct into
+ * the SAME thriftpy2 objects the package's Python path (secure_bloom.thrift_codec, thriftpy2's
+ * TCompactProtocol with bounded reads) builds: it walks ``cls.thrift_spec`` ({fid: (ttype, name,
+ * [type args], required)}), creates every struct with ``cls()`` and stores fields with setattr.
+ *
+ * Private module: secure_bloom.thrift_codec.parse is the API (it maps errors to the caller's class
+ * and checks required fields and unions). decode() does exactly what the Python path does, check
+ * for check in the same order, so both give equal objects and consumed counts, or both fail with
+ * the same message:
+ *   - every read is bounded by the buffer; binary lengths and collection sizes are compared with
+ *     the bytes that remain BEFORE anything is allocated;
+ *   - varints are at most 3/5/10 bytes for i16/i32/i64 (5 for sizes) and integers must fit
+ *     their type;
+ *   - structs, lists, sets and maps nest at most ``max_nesting`` deep, skipped unknown fields
+ *     included (this bounds the C recursion too);
+ *   - one decode creates at most ``max_elements`` collection elements in total;
+ *   - a collection or map with elements of type STOP is refused; a type nibble outside the
+ *     protocol (13..15) is refused.
+ * As thriftpy2 does: list/set elements are read with the element type of the spec (the wire's
+ * element type is only checked for STOP), a field whose wire type differs from the spec is
+ * skipped (string and binary are interchangeable), bools live in the field-type nibble of a
+ * field header and take one byte (1 = true) as list elements, doubles are little-endian,
+ * ``string`` fields are decoded as strict UTF-8 and ``binary`` fields are bytes.
+ *
+ * Required fields and unions: decode() returns needs_check = False only when every struct it
+ * built has all its required fields and, for a class named in union_names, exactly one member
+ * (field set = decoded at least once; decoded values are never None). Otherwise the caller runs
+ * its own check, which names the first problem: the verdict and the message stay in Python, and
+ * valid input (the common case) skips a walk over every object. A class whose cls() sets a field
+ * (IDL defaults) or that has more than 64 fields always asks for the check. union_names must be
+ * the same set on every call: it is read once per class, when the class's table is compiled.
+ *
+ * Errors: DecodeError(kind, message, nbytes) with kind "short" (the input ends too early),
+ * "malformed" (the bytes cannot be valid) or "invalid" (message names the Python exception the
+ * Python path meets: KeyError for a bad type nibble, UnicodeDecodeError). A spec shape this
+ * decoder does not handle (a map-typed field, a container without its element spec) raises
+ * UnsupportedSpec, and the caller uses the Python path. Per-class spec tables are compiled once
+ * and cached for the life of the process (thrift_spec must not change after first use).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#ifndef SB_BUILD_FLAGS
+#define SB_BUILD_FLAGS "unknown"
+#endif
+
+/* thriftpy2.thrift.TType */
+enum {
+    TT_STOP = 0, TT_BOOL = 2, TT_BYTE = 3, TT_DOUBLE = 4, TT_I16 = 6, TT_I32 = 8, TT_I64 = 10,
+    TT_STRING = 11, TT_STRUCT = 12, TT_MAP = 13, TT_SET = 14, TT_LIST = 15, TT_BINARY = 18
+};
+
+/* thriftpy2's TTYPES: compact type nibble -> TType; -1 where thriftpy2 raises KeyError. */
+static const int CTYPE_TO_TTYPE[16] = {
+    TT_STOP, TT_BOOL, TT_BOOL, TT_BYTE, TT_I16, TT_I32, TT_I64, TT_DOUBLE,
+    TT_BINARY, TT_LIST, TT_SET, TT_MAP, TT_STRUCT, -1, -1, -1,
+};
+
+#define MAX_NESTING_CAP 1024   /* decode() refuses a larger max_nesting: the C stack bounds it */
+#define MAX_FID_SPAN 65536     /* a thrift_spec whose field ids span more is left to Python */
+
+static PyObject *DecodeError;
+static PyObject *UnsupportedSpec;
+static PyObject *spec_cache;   /* {cls: capsule(ClassSpec)}; lives as long as the module */
+static PyObject *str_thrift_spec;
+
+/* ------------------------------------------------------------------ compiled specs */
+
+typedef struct ClassSpec ClassSpec;
+
+typedef struct TypeDesc {
+    int ttype;
+    struct TypeDesc *elem;   /* LIST/SET: element type (owned) */
+    PyObject *cls;           /* STRUCT: the class (strong reference) */
+    ClassSpec *spec;         /* STRUCT: resolved at first use; owned by spec_cache */
+} TypeDesc;
+
+typedef struct {
+    PyObject *name;          /* interned attribute name; NULL = no such field id */
+    uint64_t bit;            /* this field's bit in a struct's set-field mask */
+    TypeDesc type;
+} FieldSpec;
+
+struct ClassSpec {
+    PyObject *cls;           /* strong reference */
+    long min_fid;
+    Py_ssize_t nfields;      /* table size: fids min_fid .. min_fid + nfields - 1 */
+    FieldSpec *fields;
+    uint64_t required;       /* mask of the required fields */
+    int is_union;            /* exactly one field must be set */
+    int always_check;        /* > 64 fields, or cls() sets a field: leave the verdict to Python */
+};
+
+static void type_clear(TypeDesc *t)
+{
+    if (t->elem != NULL) {
+        type_clear(t->elem);
+        PyMem_Free(t->elem);
+        t->elem = NULL;
+    }
+    Py_CLEAR(t->cls);
+}
+
+static void class_spec_free(ClassSpec *cs)
+{
+    if (cs == NULL)
+        return;
+    for (Py_ssize_t i = 0; i < cs->nfields; i++) {
+        Py_CLEAR(cs->fields[i].name);
+        type_clear(&cs->fields[i].type);
+    }
+    PyMem_Free(cs->fields);
+    Py_CLEAR(cs->cls);
+    PyMem_Free(cs);
+}
+
+static void capsule_free(PyObject *capsule)
+{
+    class_spec_free((ClassSpec *)PyCapsule_GetPointer(capsule, "secure_bloom.native_thrift.spec"));
+}
+
+static int unsupported(PyObject *cls, const char *why)
+{
+    PyErr_Format(UnsupportedSpec, "%R: %s", cls, why);
+    return -1;
+}
+
+static int is_scalar(int ttype)
+{
+    switch (ttype) {
+    case TT_BOOL: case TT_BYTE: case TT_DOUBLE: case TT_I16: case TT_I32: case TT_I64:
+    case TT_STRING: case TT_BINARY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A TypeDesc for (ttype, spec) as thriftpy2's _read_val interprets them; depth bounds nesting
+ * of container specs (a spec is finite, but a hostile class could build a deep one). */
+static int type_compile(TypeDesc *t, PyObject *owner, int ttype, PyObject *spec, int depth)
+{
+    t->ttype = ttype;
+    if (depth > MAX_NESTING_CAP)
+        return unsupported(owner, "container spec nested too deep");
+    if (is_scalar(ttype))
+        return 0;
+    if (ttype == TT_STRUCT) {
+        if (spec == NULL || !PyType_Check(spec))
+            return unsupported(owner, "struct field without its class");
+        Py_INCREF(spec);
+        t->cls = spec;
+        return 0;
+    }
+    if (ttype == TT_LIST || ttype == TT_SET) {
+        int etype;
+        PyObject *espec = NULL;
+        if (spec != NULL && PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) >= 2) {
+            espec = PyTuple_GET_ITEM(spec, 1);
+            spec = PyTuple_GET_ITEM(spec, 0);
+        }
+        if (spec == NULL || !PyLong_CheckExact(spec))
+            return unsupported(owner, "container field without an integer element type");
+        etype = (int)PyLong_AsLong(spec);
+        if (etype == -1 && PyErr_Occurred())
+            return -1;
+        t->elem = PyMem_Calloc(1, sizeof(TypeDesc));
+        if (t->elem == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        return type_compile(t->elem, owner, etype, espec, depth + 1);
+    }
+    return unsupported(owner, "field type not handled natively (map or unknown)");
+}
+
+/* Whether cls() leaves every field of the spec None (thriftpy2 without IDL defaults). */
+static int defaults_all_none(ClassSpec *cs)
+{
+    PyObject *obj = PyObject_CallNoArgs(cs->cls);
+    int all_none = 1;
+    if (obj == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < cs->nfields && all_none; i++) {
+        PyObject *value;
+        if (cs->fields[i].name == NULL)
+            continue;
+        value = PyObject_GetAttr(obj, cs->fields[i].name);
+        if (value == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                Py_DECREF(obj);
+                return -1;
+            }
+            PyErr_Clear();
+            continue;
+        }
+        all_none = value == Py_None;
+        Py_DECREF(value);
+    }
+    Py_DECREF(obj);
+    return all_none;
+}
+
+static ClassSpec *class_compile(PyObject *cls, PyObject *union_names)
+{
+    int nbits = 0, defaults_none, in_unions;
+    PyObject *cls_name;
+    PyObject *spec = PyObject_GetAttr(cls, str_thrift_spec);
+    ClassSpec *cs = NULL;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    long lo = 0, hi = -1;
+
+    if (spec == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(spec)) {
+        unsupported(cls, "thrift_spec is not a dict");
+        goto fail;
+    }
+    while (PyDict_Next(spec, &pos, &key, &value)) {
+        long fid;
+        if (!PyLong_CheckExact(key)) {
+            unsupported(cls, "field id is not an int");
+            goto fail;
+        }
+        fid = PyLong_AsLong(key);
+        if ((fid == -1 && PyErr_Occurred()) || fid < -(1L << 20) || fid > (1L << 20)) {
+            PyErr_Clear();
+            unsupported(cls, "field id out of range");
+            goto fail;
+        }
+        if (hi < lo) {
+            lo = hi = fid;
+        } else {
+            lo = fid < lo ? fid : lo;
+            hi = fid > hi ? fid : hi;
+        }
+    }
+    if (hi >= lo && hi - lo + 1 > MAX_FID_SPAN) {
+        unsupported(cls, "field ids span too wide a range");
+        goto fail;
+    }
+    cs = PyMem_Calloc(1, sizeof(ClassSpec));
+    if (cs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_INCREF(cls);
+    cs->cls = cls;
+    cs->min_fid = lo;
+    cs->nfields = hi >= lo ? (Py_ssize_t)(hi - lo + 1) : 0;
+    cs->fields = PyMem_Calloc(cs->nfields ? (size_t)cs->nfields : 1, sizeof(FieldSpec));
+    if (cs->fields == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    pos = 0;
+    while (PyDict_Next(spec, &pos, &key, &value)) {
+        FieldSpec *f = &cs->fields[PyLong_AsLong(key) - lo];
+        PyObject *ttype_obj, *name;
+        int ttype;
+        if (value == Py_None)
+            continue;  /* thriftpy2 skips a field whose spec is None */
+        if (!PyTuple_Check(value) || PyTuple_GET_SIZE(value) < 3 || PyTuple_GET_SIZE(value) > 4) {
+            unsupported(cls, "field spec is not a 3- or 4-tuple");
+            goto fail;
+        }
+        ttype_obj = PyTuple_GET_ITEM(value, 0);
+        name = PyTuple_GET_ITEM(value, 1);
+        if (!PyLong_CheckExact(ttype_obj) || !PyUnicode_CheckExact(name)) {
+            unsupported(cls, "field spec needs an int type and a str name");
+            goto fail;
+        }
+        ttype = (int)PyLong_AsLong(ttype_obj);
+        if (ttype == -1 && PyErr_Occurred())
+            goto fail;
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);
+        f->name = name;
+        if (type_compile(&f->type, cls, ttype, PyTuple_GET_SIZE(value) == 4 ? PyTuple_GET_ITEM(value, 2) : NULL,
+                         0) < 0)
+            goto fail;
+        if (nbits < 64) {
+            f->bit = (uint64_t)1 << nbits;
+            if (PyTuple_GET_ITEM(value, PyTuple_GET_SIZE(value) - 1) == Py_True)
+                cs->required |= f->bit;
+        } else {
+            cs->always_check = 1;
+        }
+        nbits++;
+    }
+    if ((defaults_none = defaults_all_none(cs)) < 0)
+        goto fail;
+    cs->always_check |= !defaults_none;
+    if ((cls_name = PyObject_GetAttrString(cls, "__name__")) == NULL)
+        goto fail;
+    in_unions = PySequence_Contains(union_names, cls_name);
+    Py_DECREF(cls_name);
+    if (in_unions < 0)
+        goto fail;
+    cs->is_union = in_unions;
+    Py_DECREF(spec);
+    return cs;
+fail:
+    Py_DECREF(spec);
+    class_spec_free(cs);
+    return NULL;
+}
+
+static ClassSpec *class_spec(PyObject *cls, PyObject *union_names)
+{
+    PyObject *capsule = PyDict_GetItemWithError(spec_cache, cls);
+    ClassSpec *cs;
+    if (capsule != NULL)
+        return (ClassSpec *)PyCapsule_GetPointer(capsule, "secure_bloom.native_thrift.spec");
+    if (PyErr_Occurred())
+        return NULL;
+    cs = class_compile(cls, union_names);
+    if (cs == NULL)
+        return NULL;
+    capsule = PyCapsule_New(cs, "secure_bloom.native_thrift.spec", capsule_free);
+    if (capsule == NULL) {
+        class_spec_free(cs);
+        return NULL;
+    }
+    if (PyDict_SetItem(spec_cache, cls, capsule) < 0) {
+        Py_DECREF(capsule);
+        return NULL;
+    }
+    Py_DECREF(capsule);  /* the cache holds it */
+    return cs;
+}
+
+/* ------------------------------------------------------------------ decoder state and errors */
+
+typedef struct {
+    const uint8_t *buf;
+    Py_ssize_t len;
+    Py_ssize_t pos;
+    int depth;
+    int max_depth;
+    long long elements_left;
+    long long max_elements;
+    PyObject *union_names;   /* names of the union classes (for specs compiled on the way) */
+    int needs_check;         /* some struct misses a required field or is a union without 1 member */
+} Dec;
+
+static Py_ssize_t remaining(const Dec *d) { return d->len - d->pos; }
+
+/* Raise DecodeError(kind, message, nbytes); message from PyUnicode_FromFormat. Returns -1. */
+static int fail(const Dec *d, const char *kind, const char *fmt, ...)
+{
+    va_list va;
+    PyObject *msg, *args;
+    va_start(va, fmt);
+    msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg == NULL)
+        return -1;
+    args = Py_BuildValue("(sNn)", kind, msg, d->len);
+    if (args != NULL) {
+        PyErr_SetObject(DecodeError, args);
+        Py_DECREF(args);
+    }
+    return -1;
+}
+
+static int enter(Dec *d)
+{
+    if (++d->depth > d->max_depth)
+        return fail(d, "malformed", "structures and collections nested deeper than %d", d->max_depth);
+    return 0;
+}
+
+static int take_elements(Dec *d, long long n)
+{
+    d->elements_left -= n;
+    if (d->elements_left < 0)
+        return fail(d, "malformed", "more than %lld collection elements in one structure", d->max_elements);
+    return 0;
+}
+
+/* The field-header byte (thrift_codec's _BoundedBuffer.byte). */
+static int header_byte(Dec *d, int *out)
+{
+    if (d->pos >= d->len)
+        return fail(d, "short", "needs 1 byte at offset %zd, 0 left", d->pos);
+    *out = d->buf[d->pos++];
+    return 0;
+}
+
+/* n raw bytes (_BoundedBuffer.read); *out points into the buffer. */
+static int take(Dec *d, Py_ssize_t n, const uint8_t **out)
+{
+    if (n > remaining(d))
+        return fail(d, "short", "needs %zd bytes at offset %zd, %zd left", n, d->pos, remaining(d));
+    *out = d->buf + d->pos;
+    d->pos += n;
+    return 0;
+}
+
+/* An unsigned varint of at most max_bytes (<= 10) bytes: the low 64 bits in *lo, bits 64..69 in
+ * *hi (only a 10-byte varint has them). */
+static int varint(Dec *d, int max_bytes, const char *what, uint64_t *lo, uint64_t *hi)
+{
+    Py_ssize_t start = d->pos;
+    uint64_t value = 0, high = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        uint8_t byte;
+        if (start + i >= d->len)
+            return fail(d, "short", "varint at offset %zd runs past the end", start);
+        byte = d->buf[start + i];
+        if (i < 9) {
+            value |= (uint64_t)(byte & 0x7F) << (7 * i);
+        } else {
+            value |= (uint64_t)(byte & 0x01) << 63;
+            high = (uint64_t)(byte & 0x7F) >> 1;
+        }
+        if (byte < 0x80) {
+            d->pos = start + i + 1;
+            *lo = value;
+            *hi = high;
+            return 0;
+        }
+    }
+    return fail(d, "malformed", "%s varint at offset %zd is longer than %d bytes", what, start, max_bytes);
+}
+
+/* The message for a zigzag integer outside its type, with the value Python computes. */
+static int out_of_range(Dec *d, const char *what, Py_ssize_t at, int bits, uint64_t lo, uint64_t hi)
+{
+    /* raw = hi << 64 | lo; value = (raw >> 1) ^ -(raw & 1), in Python integers */
+    PyObject *low = PyLong_FromUnsignedLongLong(lo), *high = PyLong_FromUnsignedLongLong(hi);
+    PyObject *sixty_four = PyLong_FromLong(64), *one = PyLong_FromLong(1);
+    PyObject *shifted = NULL, *raw = NULL, *half = NULL, *bit = NULL, *neg = NULL, *value = NULL;
+    int rc = -1;
+    if (low == NULL || high == NULL || sixty_four == NULL || one == NULL)
+        goto done;
+    if ((shifted = PyNumber_Lshift(high, sixty_four)) == NULL || (raw = PyNumber_Or(shifted, low)) == NULL ||
+        (half = PyNumber_Rshift(raw, one)) == NULL || (bit = PyNumber_And(raw, one)) == NULL ||
+        (neg = PyNumber_Negative(bit)) == NULL || (value = PyNumber_Xor(half, neg)) == NULL)
+        goto done;
+    fail(d, "malformed", "%s at offset %zd is out of the i%d range (%S)", what, at, bits, value);
+done:
+    Py_XDECREF(low);
+    Py_XDECREF(high);
+    Py_XDECREF(sixty_four);
+    Py_XDECREF(one);
+    Py_XDECREF(shifted);
+    Py_XDECREF(raw);
+    Py_XDECREF(half);
+    Py_XDECREF(bit);
+    Py_XDECREF(neg);
+    Py_XDECREF(value);
+    return rc;
+}
+
+/* A zigzag varint that must fit a signed bits-bit integer (16, 32 or 64). */
+static int integer(Dec *d, int bits, const char *what, int64_t *out)
+{
+    Py_ssize_t at = d->pos;
+    uint64_t lo = 0, hi = 0;
+    int64_t value;
+    if (varint(d, bits == 16 ? 3 : bits == 32 ? 5 : 10, what, &lo, &hi) < 0)
+        return -1;
+    if (hi != 0)
+        return out_of_range(d, what, at, bits, lo, hi);
+    value = (int64_t)(lo >> 1) ^ -(int64_t)(lo & 1);
+    if (bits < 64 && (value < -((int64_t)1 << (bits - 1)) || value >= ((int64_t)1 << (bits - 1))))
+        return fail(d, "malformed", "%s at offset %zd is out of the i%d range (%lld)", what, at, bits,
+                    (long long)value);
+    *out = value;
+    return 0;
+}
+
+static const char *int_name(int ttype)
+{
+    return ttype == TT_I16 ? "i16" : ttype == TT_I32 ? "i32" : "i64";
+}
+
+static int int_bits(int ttype)
+{
+    return ttype == TT_I16 ? 16 : ttype == TT_I32 ? 32 : 64;
+}
+
+/* A binary length or map size (_read_size): a 5-byte varint no larger than what remains. */
+static int size(Dec *d, Py_ssize_t *out)
+{
+    uint64_t lo = 0, hi = 0;
+    if (varint(d, 5, "size", &lo, &hi) < 0)
+        return -1;
+    if (lo > (uint64_t)remaining(d))
+        return fail(d, "short", "declared size %llu exceeds the %zd bytes left", (unsigned long long)lo,
+                    remaining(d));
+    *out = (Py_ssize_t)lo;
+    return 0;
+}
+
+static int wire_type(Dec *d, int nibble, int *out)
+{
+    *out = CTYPE_TO_TTYPE[nibble & 0x0F];
+    if (*out < 0)
+        return fail(d, "invalid", "KeyError");
+    return 0;
+}
+
+/* List/set header (_read_collection_begin): enters one nesting level. */
+static int collection_begin(Dec *d, int *etype, Py_ssize_t *count)
+{
+    const uint8_t *p = NULL;
+    Py_ssize_t n = 0;
+    if (enter(d) < 0 || take(d, 1, &p) < 0 || wire_type(d, p[0], etype) < 0)
+        return -1;
+    n = p[0] >> 4;
+    if (n == 15 && size(d, &n) < 0)
+        return -1;
+    if (n > remaining(d))
+        return fail(d, "short", "collection of %zd elements exceeds the %zd bytes left", n, remaining(d));
+    if (n && *etype == TT_STOP)
+        return fail(d, "malformed", "collection with elements of type STOP");
+    if (take_elements(d, n) < 0)
+        return -1;
+    *count = n;
+    return 0;
+}
+
+/* Map header (_read_map_begin): enters one nesting level. */
+static int map_begin(Dec *d, int *ktype, int *vtype, Py_ssize_t *count)
+{
+    Py_ssize_t n = 0;
+    int types = 0;
+    if (enter(d) < 0 || size(d, &n) < 0)
+        return -1;
+    if (n > 0) {
+        const uint8_t *p = NULL;
+        if (take(d, 1, &p) < 0)
+            return -1;
+        types = p[0];
+    }
+    if (wire_type(d, types, vtype) < 0 || wire_type(d, types >> 4, ktype) < 0)
+        return -1;
+    if (n > remaining(d))
+        return fail(d, "short", "map of %zd entries exceeds the %zd bytes left", n, remaining(d));
+    if (n && (*ktype == TT_STOP || *vtype == TT_STOP))
+        return fail(d, "malformed", "map with entries of type STOP");
+    if (take_elements(d, n) < 0)
+        return -1;
+    *count = n;
+    return 0;
+}
+
+/* Field header (_read_field_begin): *ttype TT_STOP at the end of the struct; a bool's value
+ * comes in the type nibble (*pending_bool 0/1, else -1). */
+static int field_begin(Dec *d, int64_t *last_fid, int *ttype, int64_t *fid, int *pending_bool)
+{
+    int header = 0, ctype, delta;
+    if (header_byte(d, &header) < 0)
+        return -1;
+    ctype = header & 0x0F;
+    *pending_bool = -1;
+    if (ctype == 0) {
+        *ttype = TT_STOP;
+        return 0;
+    }
+    delta = header >> 4;
+    if (delta) {
+        *fid = *last_fid + delta;
+    } else if (integer(d, 16, "field id", fid) < 0) {
+        return -1;
+    }
+    *last_fid = *fid;
+    if (ctype == 1 || ctype == 2)
+        *pending_bool = ctype == 1;
+    return wire_type(d, ctype, ttype);
+}
+
+/* ------------------------------------------------------------------ skip */
+
+static int skip(Dec *d, int ttype, int pending_bool)
+{
+    const uint8_t *p = NULL;
+    Py_ssize_t n = 0;
+    int64_t ignored;
+    switch (ttype) {
+    case TT_STOP:
+        return 0;
+    case TT_BOOL:
+        return pending_bool >= 0 ? 0 : take(d, 1, &p);
+    case TT_BYTE:
+        return take(d, 1, &p);
+    case TT_I16: case TT_I32: case TT_I64:
+        return integer(d, int_bits(ttype), int_name(ttype), &ignored);
+    case TT_DOUBLE:
+        return take(d, 8, &p);
+    case TT_BINARY: case TT_STRING:  /* the wire only says BINARY: never decoded */
+        if (size(d, &n) < 0)
+            return -1;
+        d->pos += n;
+        return 0;
+    case TT_STRUCT: {
+        int64_t last = 0, fid = 0;
+        int ftype, pending;
+        if (enter(d) < 0)
+            return -1;
+        for (;;) {
+            if (field_begin(d, &last, &ftype, &fid, &pending) < 0)
+                return -1;
+            if (ftype == TT_STOP)
+                break;
+            if (skip(d, ftype, pending) < 0)
+                return -1;
+        }
+        d->depth--;
+        return 0;
+    }
+    case TT_MAP: {
+        int ktype, vtype;
+        if (map_begin(d, &ktype, &vtype, &n) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (skip(d, ktype, -1) < 0 || skip(d, vtype, -1) < 0)
+                return -1;
+        d->depth--;
+        return 0;
+    }
+    case TT_SET: case TT_LIST: {
+        int etype;
+        if (collection_begin(d, &etype, &n) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (skip(d, etype, -1) < 0)
+                return -1;
+        d->depth--;
+        return 0;
+    }
+    default:
+        return 0;  /* thriftpy2's skip ignores a type it does not know; the wire cannot name one */
+    }
+}
+
+/* ------------------------------------------------------------------ read */
+
+static PyObject *read_struct(Dec *d, ClassSpec *cs);
+
+static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
+{
+    const uint8_t *p = NULL;
+    Py_ssize_t n = 0;
+    int64_t v;
+    switch (t->ttype) {
+    case TT_BOOL:
+        if (pending_bool >= 0)
+            return PyBool_FromLong(pending_bool);
+        return take(d, 1, &p) < 0 ? NULL : PyBool_FromLong(p[0] == 1);
+    case TT_BYTE:
+        return take(d, 1, &p) < 0 ? NULL : PyLong_FromLong((long)(int8_t)p[0]);
+    case TT_I16: case TT_I32: case TT_I64:
+        if (integer(d, int_bits(t->ttype), int_name(t->ttype), &v) < 0)
+            return NULL;
+        return PyLong_FromLongLong((long long)v);
+    case TT_DOUBLE:
+        if (take(d, 8, &p) < 0)
+            return NULL;
+#if PY_VERSION_HEX >= 0x030B0000
+        return PyFloat_FromDouble(PyFloat_Unpack8((const char *)p, 1));
+#else
+        return PyFloat_FromDouble(_PyFloat_Unpack8((const unsigned char *)p, 1));
+#endif
+    case TT_BINARY:
+        if (size(d, &n) < 0)
+            return NULL;
+        d->pos += n;
+        return PyBytes_FromStringAndSize((const char *)d->buf + d->pos - n, n);
+    case TT_STRING: {
+        PyObject *s;
+        if (size(d, &n) < 0)
+            return NULL;
+        d->pos += n;
+        s = PyUnicode_DecodeUTF8((const char *)d->buf + d->pos - n, n, "strict");
+        if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            fail(d, "invalid", "UnicodeDecodeError");
+        }
+        return s;
+    }
+    case TT_LIST: case TT_SET: {
+        int etype;
+        PyObject *list;
+        if (collection_begin(d, &etype, &n) < 0)
+            return NULL;
+        list = PyList_New(n);
+        if (list == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = read_val(d, t->elem, -1);
+            if (item == NULL) {
+                Py_DECREF(list);  /* unset items are NULL: list_dealloc skips them */
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, item);
+        }
+        d->depth--;
+        return list;
+    }
+    case TT_STRUCT:
+        if (t->spec == NULL && (t->spec = class_spec(t->cls, d->union_names)) == NULL)
+            return NULL;
+        return read_struct(d, t->spec);
+    default:
+        PyErr_Format(UnsupportedSpec, "type %d", t->ttype);  /* type_compile admits no other */
+        return NULL;
+    }
+}
+
+static int is_binary(int ttype) { return ttype == TT_STRING || ttype == TT_BINARY; }
+
+static int one_bit(uint64_t mask) { return mask != 0 && (mask & (mask - 1)) == 0; }
+
+static PyObject *read_struct(Dec *d, ClassSpec *cs)
+{
+    int64_t last = 0, fid = 0;
+    uint64_t set = 0;
+    PyObject *obj = PyObject_CallNoArgs(cs->cls);
+    if (obj == NULL)
+        return NULL;
+    if (enter(d) < 0)
+        goto fail;
+    for (;;) {
+        int ftype, pending;
+        FieldSpec *f = NULL;
+        if (field_begin(d, &last, &ftype, &fid, &pending) < 0)
+            goto fail;
+        if (ftype == TT_STOP)
+            break;
+        if (fid >= cs->min_fid && fid - cs->min_fid < cs->nfields)
+            f = &cs->fields[fid - cs->min_fid];
+        if (f != NULL && f->name != NULL &&
+            (ftype == f->type.ttype || (is_binary(ftype) && is_binary(f->type.ttype)))) {
+            PyObject *value = read_val(d, &f->type, pending);
+            int rc;
+            if (value == NULL)
+                goto fail;
+            rc = PyObject_SetAttr(obj, f->name, value);
+            Py_DECREF(value);
+            if (rc < 0)
+                goto fail;
+            set |= f->bit;
+        } else if (skip(d, ftype, pending) < 0) {
+            goto fail;
+        }
+    }
+    d->depth--;
+    if (cs->always_check || (set & cs->required) != cs->required || (cs->is_union && !one_bit(set)))
+        d->needs_check = 1;
+    return obj;
+fail:
+    Py_DECREF(obj);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyObject *py_decode(PyObject *self, PyObject *args)
+{
+    PyObject *cls, *data, *union_names, *obj, *result = NULL;
+    int max_nesting;
+    long long max_elements;
+    Py_buffer view;
+    ClassSpec *cs;
+    Dec d;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOiLO!:decode", &cls, &data, &max_nesting, &max_elements, &PyFrozenSet_Type,
+                          &union_names))
+        return NULL;
+    if (max_nesting < 1 || max_nesting > MAX_NESTING_CAP) {
+        PyErr_Format(PyExc_ValueError, "max_nesting must be in [1, %d]", MAX_NESTING_CAP);
+        return NULL;
+    }
+    if (max_elements < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_elements must be >= 0");
+        return NULL;
+    }
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a thriftpy2 struct class");
+        return NULL;
+    }
+    if ((cs = class_spec(cls, union_names)) == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    d.buf = (const uint8_t *)view.buf;
+    d.len = view.len;
+    d.pos = 0;
+    d.depth = 0;
+    d.max_depth = max_nesting;
+    d.elements_left = max_elements;
+    d.max_elements = max_elements;
+    d.union_names = union_names;
+    d.needs_check = 0;
+    obj = read_struct(&d, cs);
+    if (obj != NULL)
+        result = Py_BuildValue("(NnO)", obj, d.pos, d.needs_check ? Py_True : Py_False);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *py_info(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+#if defined(__clang__)
+    const char *compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+    const char *compiler = "gcc " __VERSION__;
+#elif defined(_MSC_VER)
+    const char *compiler = "msvc";
+#else
+    const char *compiler = "unknown";
+#endif
+    return Py_BuildValue("{s:s,s:s}", "compiler", compiler, "flags", SB_BUILD_FLAGS);
+}
+
+static PyMethodDef methods[] = {
+    {"decode", py_decode, METH_VARARGS,
+     "decode(cls, data, max_nesting, max_elements, union_names) -> (obj, consumed, needs_check)."},
+    {"info", py_info, METH_NOARGS, "Compiler and flags of this build."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_thrift",
+                                    "Bounded Thrift compact-protocol decoder (private; see secure_bloom.thrift_codec).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_native_thrift(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    DecodeError = PyErr_NewException("secure_bloom.native_thrift.DecodeError", NULL, NULL);
+    UnsupportedSpec = PyErr_NewException("secure_bloom.native_thrift.UnsupportedSpec", PyExc_TypeError, NULL);
+    spec_cache = PyDict_New();
+    str_thrift_spec = PyUnicode_InternFromString("thrift_spec");
+    if (DecodeError == NULL || UnsupportedSpec == NULL || spec_cache == NULL || str_thrift_spec == NULL ||
+        PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0 ||
+        PyModule_AddObjectRef(m, "UnsupportedSpec", UnsupportedSpec) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
