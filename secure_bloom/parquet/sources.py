@@ -33,11 +33,12 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import KeyNotFoundError, StorageUnavailableError
+from ..errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ..fileio import open_regular_file
 from ..kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
 
-__all__ = ["open_source", "resolve", "locate", "is_uri", "display_path", "display_uri", "storage_error",
+__all__ = ["open_source", "resolve", "locate", "is_uri", "display_path", "display_uri", "display_source", "is_local_source",
+           "storage_error",
            "read_key_material", "CountingFileSystem", "ReadCounter"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -68,6 +69,29 @@ def display_uri(text: str) -> str:
         return text
     parts = urllib.parse.urlsplit(text)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def is_local_source(source: str, filesystem: Any = None) -> bool:
+    """True for a path or ``file://`` URI on the local disk (no filesystem, or a local one)."""
+    return _is_local(filesystem) and (not is_uri(source) or source.startswith("file://"))
+
+
+def display_source(source: str | os.PathLike[str], filesystem: Any = None) -> str:
+    """How reports name ``source``: a path on a non-local ``filesystem`` as
+    ``<type>://path``, a URI by :func:`display_uri`, a local path as it is."""
+    text = os.fspath(source)
+    if not _is_local(filesystem):
+        return display_path(filesystem, _strip_scheme(text, filesystem))
+    return display_uri(text)
+
+
+def locate_uri(text: str) -> tuple[Any, str]:
+    """``pyarrow.fs.FileSystem.from_uri(text)``; a URI it cannot open is a
+    :class:`~secure_bloom.errors.ConfigurationError` that does not repeat the URI's options."""
+    try:
+        return pafs.FileSystem.from_uri(text)
+    except ValueError as e:  # pyarrow.ArrowInvalid
+        raise ConfigurationError(" ".join(str(e).replace(text, display_uri(text)).split())) from None
 
 
 _AWS_ERROR = re.compile(r"AWS Error (\w+)")
@@ -102,7 +126,7 @@ def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any,
     ``file://`` removed); a URI without ``filesystem`` gets the filesystem it names."""
     text = os.fspath(source)
     if filesystem is None and is_uri(text) and not text.startswith("file://"):
-        filesystem, text = pafs.FileSystem.from_uri(text)
+        filesystem, text = locate_uri(text)
     text = _strip_scheme(text, filesystem)
     return (None if _is_local(filesystem) else filesystem), text
 
@@ -174,7 +198,7 @@ def resolve(source: Any, filesystem: Any = None) -> Resolved:
     for item in items:
         text = os.fspath(item)
         if fs is None and is_uri(text) and not text.startswith("file://"):
-            found, path = pafs.FileSystem.from_uri(text)
+            found, path = locate_uri(text)
             fs = found
         elif fs is not None and is_uri(text):
             path = _strip_scheme(text, fs)
