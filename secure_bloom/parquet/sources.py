@@ -89,7 +89,7 @@ def locate_uri(text: str) -> tuple[Any, str]:
     """``pyarrow.fs.FileSystem.from_uri(text)``; a URI it cannot open is a
     :class:`~secure_bloom.errors.ConfigurationError` that does not repeat the URI's options."""
     try:
-        return pafs.FileSystem.from_uri(text)
+        return cast("tuple[Any, str]", pafs.FileSystem.from_uri(text))
     except ValueError as e:  # pyarrow.ArrowInvalid
         raise ConfigurationError(" ".join(str(e).replace(text, display_uri(text)).split())) from None
 
