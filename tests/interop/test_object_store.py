@@ -344,9 +344,9 @@ def test_dead_object_store_is_could_not_check_with_a_specific_error(
     host, port = s3.server_endpoint.split(":")
     gateway = CountingProxy((host, int(port)))
     endpoint = f"127.0.0.1:{gateway.port}"
-    assert s3._fs(endpoint).get_file_info(f"{mixed['prefix']}/notes.txt").size > 0  # alive through the gateway
+    assert s3.filesystem(endpoint).get_file_info(f"{mixed['prefix']}/notes.txt").size > 0  # alive through the gateway
     gateway.stop()  # the store goes away (new connections are refused)
-    fs = s3._fs(endpoint)
+    fs = s3.filesystem(endpoint)
 
     report = audit(s3.uri(mixed["prefix"], endpoint), SENSITIVE, keys=mixed["keys"])
     (result,) = report.files

@@ -128,8 +128,9 @@ class S3Service:
         return pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
                                  endpoint_override=endpoint, scheme="http", allow_bucket_creation=True)
 
-    def filesystem(self) -> Any:
-        return self._fs(self.endpoint)
+    def filesystem(self, endpoint: str | None = None) -> Any:
+        """A pyarrow S3FileSystem through the counting proxy (or through ``endpoint``)."""
+        return self._fs(endpoint or self.endpoint)
 
     def upload_filesystem(self) -> Any:
         return self._fs(self.server_endpoint)
