@@ -93,6 +93,7 @@ __all__ = [
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
     "NotRegularFileError",
+    "StorageUnavailableError",
     "AttachError",
     "AttachVerificationError",
     "DestinationExistsError",
@@ -151,6 +152,7 @@ class ErrorKind(str, Enum):
     INVALID_POLICY = "INVALID_POLICY", True          # a compliance policy file that cannot be used
     # failures (CLI exit 3)
     KMS_UNAVAILABLE = "KMS_UNAVAILABLE", False
+    STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE", False  # an object store that cannot be reached
     KEY_ACCESS_DENIED = "KEY_ACCESS_DENIED", False
     KEY_ERROR = "KEY_ERROR", False
     UNSUPPORTED = "UNSUPPORTED", False
@@ -333,6 +335,13 @@ class NotRegularFileError(ParquetFileError):
     (a read could block forever). A directory raises the builtin ``IsADirectoryError`` instead."""
 
     kind = ErrorKind.NOT_REGULAR_FILE
+
+
+class StorageUnavailableError(SecureBloomError, OSError):
+    """The object store (S3, GCS...) holding a file could not be reached: connection refused or
+    timed out after the filesystem's bounded retries. Nothing about the file is known."""
+
+    kind = ErrorKind.STORAGE_UNAVAILABLE
 
 
 class AttachError(ParquetFileError):

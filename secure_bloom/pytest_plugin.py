@@ -19,8 +19,10 @@ Keys: the CLI's options under the ``--secure-bloom-`` prefix (``key-list-file``,
 ``SECURE_BLOOM_KEY_LIST_FILE`` (:func:`secure_bloom.parquet.keys.key_access_from_sources`).
 Key lists are deliberately not taken on the command line.
 
-Object-store URIs (``s3://...``) are passed to the reader as given: they are audited where the
-installed reader supports them, and fail as "could not check" otherwise (never skipped).
+Object-store URIs (``s3://bucket/prefix?endpoint_override=...``) are searched like directories:
+the prefix is listed and its objects recognised by content with range reads; items are named
+by the URI without its options (which may hold credentials). A store that cannot be reached is
+one failing item (``STORAGE_UNAVAILABLE``), never a skip.
 
 Fixture ``secure_bloom_audit``: ``secure_bloom_audit(paths, policy=None, sensitive=())`` returns
 the :class:`~secure_bloom.parquet.audit_report.AuditReport` (keys from the options above), and
@@ -125,11 +127,6 @@ def _state(config: pytest.Config) -> _Session:
     return config.stash[_STATE]
 
 
-def _is_uri(path: str) -> bool:
-    scheme, sep, _ = path.partition("://")
-    return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
-
-
 class AuditFailure(Exception):
     """A file that violates the policy or could not be checked (one line per problem)."""
 
@@ -140,15 +137,18 @@ class SecureBloomAuditItem(pytest.Item):
 
     def __init__(self, *, target: str, problem: str | None = None, kind: str | None = None,
                  **kwargs: Any) -> None:
+        from .parquet.sources import display_uri
+
         super().__init__(**kwargs)
         self.target = target
+        self.shown = display_uri(target)
         self.problem = problem
         self.kind = kind
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
         if self.problem is not None:
-            raise AuditFailure(f"COULD NOT CHECK [{self.kind}] {self.target}: {self.problem}")
+            raise AuditFailure(f"COULD NOT CHECK [{self.kind}] {self.shown}: {self.problem}")
         from .parquet.audit import audit_file
 
         state = _state(self.config)
@@ -166,7 +166,7 @@ class SecureBloomAuditItem(pytest.Item):
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.target, None, f"secure-bloom audit: {self.target}"
+        return self.shown, None, f"secure-bloom audit: {self.shown}"
 
 
 class PolicyCoverageItem(pytest.Item):
@@ -213,16 +213,8 @@ def _targets(paths: Iterable[str]) -> Iterator[tuple[str, str | None, str | None
     """(path, problem, kind) for every file to audit and every path that cannot be searched."""
     from .parquet.discover import discover
 
-    local = []
-    for path in paths:
-        if _is_uri(path):
-            yield path, None, None
-        else:
-            local.append(path)
-    if local:
-        found = discover(local)
-        for entry in found.entries:
-            yield entry.path, entry.problem, entry.kind
+    for entry in discover(paths).entries:
+        yield entry.path, entry.problem, entry.kind
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -237,11 +229,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         state.keys()
     except SecureBloomError as e:
         raise pytest.UsageError(f"secure-bloom: {e}") from None
+    from .parquet.sources import display_uri
+
     new: list[pytest.Item] = []
-    targets = list(_targets(paths))
+    try:
+        targets = list(_targets(paths))
+    except SecureBloomError as e:  # e.g. a URI pyarrow cannot open
+        raise pytest.UsageError(f"secure-bloom: {e}") from None
     for path, problem, kind in targets:
-        new.append(SecureBloomAuditItem.from_parent(session, name=f"secure_bloom_audit[{path}]", target=path,
-                                                    problem=problem, kind=kind))
+        new.append(SecureBloomAuditItem.from_parent(session, name=f"secure_bloom_audit[{display_uri(path)}]",
+                                                    target=path, problem=problem, kind=kind))
     new.append(PolicyCoverageItem.from_parent(session, name="secure_bloom_audit[policy-coverage]",
                                               targets=[p for p, problem, _ in targets if problem is None]))
     items.extend(new)

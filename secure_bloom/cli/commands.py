@@ -53,21 +53,22 @@ def _open_reader(path: str, keys: Any) -> Any:
 
 
 def _files_of(path: str) -> tuple[list[str], bool]:
-    """(files, is_directory): a file as given, or the Parquet files under a directory. What could
-    not be searched under a directory is recorded in ``_UNCHECKED``, not dropped. A URI
-    (``s3://bucket/prefix?endpoint_override=...``) names an object or a prefix on that store."""
-    from ..parquet.sources import is_uri
+    """(files, is_directory): a file as given, or the Parquet files under a directory or an
+    object-store prefix (``s3://bucket/prefix?endpoint_override=...``, found by content as
+    locally: :func:`~secure_bloom.parquet.discover.discover`). What could not be searched is
+    recorded in ``_UNCHECKED``, not dropped."""
+    from ..parquet.discover import discover
+    from ..parquet.sources import display_uri, is_local_source
 
-    if is_uri(path) and not path.startswith("file://"):
-        return _objects_of(path)
-    if not os.path.isdir(path):
+    local = is_local_source(path)
+    if local and not os.path.isdir(path):
         if not os.path.exists(path):
             raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
         return [path], False
-    from ..parquet.discover import discover
-
-    found = discover([path])
-    problems = [(ErrorKind[p.kind or "ERROR"], f"{p.path}: {p.problem}") for p in found.problems]  # name = value
+    with _about(display_uri(path)):
+        found = discover([path])
+    problems = [(ErrorKind[p.kind or "ERROR"], f"{display_uri(p.path)}: {p.problem}")  # name = value
+                for p in found.problems]
     if not found.files:
         kind = problems[0][0] if problems else ErrorKind.NO_PARQUET_FILES
         raise CliError("; ".join(text for _, text in problems) or f"{path}: no Parquet files in this directory",
@@ -75,40 +76,22 @@ def _files_of(path: str) -> tuple[list[str], bool]:
     unchecked = _UNCHECKED.get()
     if unchecked is not None:
         unchecked.extend(problems)
-    return list(found.files), True
-
-
-def _objects_of(uri: str) -> tuple[list[str], bool]:
-    """The object ``uri`` names, or the Parquet objects under it (as URIs with the same query)."""
-    import pyarrow.fs as pafs
-
-    with _about(uri):
-        fs, root = pafs.FileSystem.from_uri(uri)
-        info = fs.get_file_info(root)
-        if info.type == pafs.FileType.File:
-            return [uri], False
-        if info.type != pafs.FileType.Directory:
-            raise CliError(f"{uri}: No such file or object", ErrorKind.FILE_NOT_FOUND)
-        scheme, rest = uri.split("://", 1)
-        query = "?" + rest.split("?", 1)[1] if "?" in rest else ""
-        names = sorted(i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
-                       if i.type == pafs.FileType.File
-                       and not os.path.basename(i.path).startswith((".", "_")) and not i.path.endswith(".crc"))
-    if not names:
-        raise CliError(f"{uri}: no Parquet files under this prefix", ErrorKind.NO_PARQUET_FILES)
-    return [f"{scheme}://{name}{query}" for name in names], True
+    is_dir = local or len(found.files) > 1 or found.files[0] != path
+    return list(found.files), is_dir
 
 
 def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
     """Run ``work`` on each file of ``path`` (one error stops everything: nothing is skipped
     silently), with a progress bar over files for a directory."""
+    from ..parquet.sources import display_uri
+
     files, is_dir = _files_of(path)
     results = []
-    with progress_bar(os.path.basename(path.rstrip(os.sep)) or path, "files") as bar:
+    with progress_bar(os.path.basename(display_uri(path).rstrip(os.sep)) or path, "files") as bar:
         for i, file in enumerate(files):
             if bar is not None and is_dir:
                 bar(i, len(files))
-            with _about(file):
+            with _about(display_uri(file)):
                 results.append(work(file))
     return results, is_dir
 

@@ -181,6 +181,8 @@ examples:
   {PROG} audit warehouse/ --policy compliance.toml --junit-xml audit.xml
   {PROG} audit lake/ --sensitive ssn --junit-xml audit.xml --kms-url https://bao:8200 \\
       --kms-token-env BAO_TOKEN
+  {PROG} audit "s3://lake/events?endpoint_override=127.0.0.1:9000&scheme=http" --sensitive ssn
+      (an object-store prefix: listed, objects recognised by content, read by range requests)
 
 exit codes (audit), first match wins:
   1  violations found (even if something else could not be checked)
@@ -240,11 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
                               parents=parents, formatter_class=_formatter, allow_abbrev=False)
 
     p = command("inspect", "show row groups, columns and their Bloom filters", _INSPECT_EPILOG)
-    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
+    p.add_argument("file", metavar="PATH", help="a Parquet file, a directory of them, or an object-store URI "
+                                                "(s3://bucket/prefix?endpoint_override=host:port&scheme=http)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     p = command("probe", "ask the Bloom filters whether values may be in each row group", _PROBE_EPILOG)
-    p.add_argument("file", metavar="PATH", help="a Parquet file, or a directory of them")
+    p.add_argument("file", metavar="PATH", help="a Parquet file, a directory of them, or an object-store URI "
+                                                "(s3://bucket/prefix?endpoint_override=host:port&scheme=http)")
     p.add_argument("--column", required=True, metavar="PATH", type=column_arg,
                    help="leaf column path, e.g. a.b.c; where a column's own name holds a dot, give the "
                         "path as a JSON array of its parts: '[\"a.b\"]' (a column named a.b) vs "
@@ -296,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
 
     p = command("audit", "prove that no Bloom filter leaks a sensitive column", _AUDIT_EPILOG)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="Parquet files or directories")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="Parquet files, directories, or object-store URIs (s3://bucket/prefix?endpoint_override=...)")
     p.add_argument("--sensitive", action="append", default=[], metavar="COL[,COL...]",
                    help="sensitive column paths; repeatable (with --policy: extra rules)")
     p.add_argument("--policy", metavar="FILE",

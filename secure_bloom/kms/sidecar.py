@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import KeyNotFoundError, MalformedKeyMaterialError
 from ..fileio import AtomicOutput, fsync_dir, open_regular_file
@@ -48,7 +49,8 @@ class KeyMaterialStore:
     def __init__(self, materials: Mapping[str, KeyMaterial] | None = None) -> None:
         self._materials: dict[str, KeyMaterial] = {}
         self._next_column = 0
-        self.source: Path | None = None
+        #: Where the store was read from or saved to (for messages): a path or an object's URI.
+        self.source: str | None = None
         for reference, material in (materials or {}).items():
             self._put(reference, material)
 
@@ -109,7 +111,7 @@ class KeyMaterialStore:
             except MalformedKeyMaterialError as e:
                 raise MalformedKeyMaterialError(f"{what}, reference {reference!r}: {e}") from None
         store = cls(materials)
-        store.source = Path(source) if source is not None else None
+        store.source = os.fspath(source) if source is not None else None
         return store
 
     @classmethod
@@ -117,12 +119,18 @@ class KeyMaterialStore:
         """Read a sidecar file. A missing file raises :class:`KeyNotFoundError`."""
         try:
             with open_regular_file(path) as f:
-                data = f.read(_MAX_SIDECAR_BYTES + 1)
+                return cls.read_from(f, os.fspath(path))
         except FileNotFoundError:
             raise KeyNotFoundError(f"external key material file {os.fspath(path)} does not exist") from None
+
+    @classmethod
+    def read_from(cls, file: BinaryIO, source: str) -> KeyMaterialStore:
+        """Read a sidecar from an open binary file (e.g. an object on a ``pyarrow.fs``
+        filesystem), named ``source`` in messages; at most 64 MiB are read."""
+        data = file.read(_MAX_SIDECAR_BYTES + 1)
         if len(data) > _MAX_SIDECAR_BYTES:
-            raise MalformedKeyMaterialError(f"key material file {os.fspath(path)} is over {_MAX_SIDECAR_BYTES} bytes")
-        return cls.from_json(data, source=path)
+            raise MalformedKeyMaterialError(f"key material file {source} is over {_MAX_SIDECAR_BYTES} bytes")
+        return cls.from_json(data, source=source)
 
     @classmethod
     def for_data_file(cls, data_file: str | os.PathLike[str]) -> KeyMaterialStore:
@@ -144,7 +152,7 @@ class KeyMaterialStore:
             out.discard()
             raise
         fsync_dir(target.parent)
-        self.source = target
+        self.source = os.fspath(target)
         return target
 
     def __repr__(self) -> str:

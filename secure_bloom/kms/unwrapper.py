@@ -88,13 +88,16 @@ class KeyUnwrapper:
         return unwrap_locally(material.wrapped_dek, kek, kek_id,
                               wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
 
-    def for_file(self, data_file: str | os.PathLike[str] | None = None) -> FileKeyUnwrapper:
+    def for_file(self, data_file: str | os.PathLike[str] | None = None, *,
+                 load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
         """A per-file ``key_metadata -> key`` callable (parquet-java's DecryptionKeyRetriever).
 
-        It loads the sidecar of ``data_file`` the first time a key reference needs it, and
-        remembers the footer's KMS instance for the file's column keys.
+        It loads the sidecar of ``data_file`` the first time a key reference needs it (with
+        ``load_sidecar`` when given, e.g. from an object store, else from the local file
+        :func:`~secure_bloom.kms.sidecar_path` names), and remembers the footer's KMS instance
+        for the file's column keys.
         """
-        return FileKeyUnwrapper(self, data_file)
+        return FileKeyUnwrapper(self, data_file, load_sidecar)
 
     def clear_caches(self) -> None:
         """Forget cached KEKs and KMS clients (e.g. after revoking access)."""
@@ -162,9 +165,11 @@ class FileKeyUnwrapper:
     """``unwrapper(key_metadata) -> key`` for the keys of one Parquet file, as parquet-java's
     FileKeyUnwrapper (its DecryptionKeyRetriever). Thread-safe."""
 
-    def __init__(self, unwrapper: KeyUnwrapper, data_file: str | os.PathLike[str] | None) -> None:
+    def __init__(self, unwrapper: KeyUnwrapper, data_file: str | os.PathLike[str] | None,
+                 load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> None:
         self._unwrapper = unwrapper
         self.data_file = None if data_file is None else os.fspath(data_file)
+        self._load_sidecar = load_sidecar
         self._lock = threading.Lock()
         self._store: KeyMaterialStore | None = None
         self._footer_material: KeyMaterial | None = None
@@ -172,7 +177,9 @@ class FileKeyUnwrapper:
     def store(self) -> KeyMaterialStore | None:
         """The file's sidecar, loaded on first use (None without a data file)."""
         with self._lock:
-            if self._store is None and self.data_file is not None:
+            if self._store is None and self._load_sidecar is not None:
+                self._store = self._load_sidecar()
+            elif self._store is None and self.data_file is not None:
                 self._store = KeyMaterialStore.load(sidecar_path(self.data_file))
             return self._store
 

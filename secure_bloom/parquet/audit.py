@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..encrypted_filter import read_encrypted_bloom_filter
 from ..errors import (
@@ -58,6 +59,7 @@ from .keys import NO_KEYS, KeyAccess
 from .leftovers import find_leftovers
 from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
 from .reader import ParquetBloomReader
+from .sources import display_source, is_local_source, storage_error
 from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
 
 __all__ = ["audit", "audit_file", "match_sensitive", "Progress"]
@@ -317,14 +319,22 @@ def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, 
 
 def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | None = None, *,
                keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
-               policy: Policy | None = None) -> FileResult:
+               policy: Policy | None = None, filesystem: Any = None) -> FileResult:
     """Audit one file against ``policy`` (or the sensitive names). Never raises for a problem
-    with the file: that is a could-not-check result."""
-    file = os.fspath(path)
+    with the file: that is a could-not-check result.
+
+    ``path``: a local path, a URI (``s3://bucket/key?endpoint_override=...``) or a path on
+    ``filesystem`` (a ``pyarrow.fs`` filesystem); on an object store every read is a range read
+    (:attr:`FileResult.bytes_read` says how many bytes). The result names the file by
+    :func:`~secure_bloom.parquet.sources.display_source` (a URI without its options)."""
+    file = display_source(path, filesystem)
     rules = _policy_of(sensitive_columns, allow_footer_key, policy)
     try:
-        with ParquetBloomReader(file, keys=keys) as reader:
-            return _audit_reader(file, reader, rules)
+        with ParquetBloomReader(path, keys=keys, filesystem=filesystem) as reader:
+            try:
+                return _audit_reader(file, reader, rules)
+            except OSError as e:
+                raise storage_error(e, file) from None
     except (SecureBloomError, OSError) as e:
         return FileResult(file=file, error=_error_text(file, e), error_kind=error_kind(e))
     except Exception as e:  # noqa: BLE001 - a bug must not turn one file into a pass or stop the audit
@@ -358,7 +368,8 @@ def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy) -> File
                     for i, rule in enumerate(policy.rules))
     params = reader.footer.params
     return FileResult(file=file, columns=results, row_groups=reader.num_row_groups,
-                      footer_mode=str(reader.footer.mode), algorithm=None if params is None else params.algorithm)
+                      footer_mode=str(reader.footer.mode), algorithm=None if params is None else params.algorithm,
+                      bytes_read=reader.bytes_read)
 
 
 def _dedupe(names: Iterable[str]) -> tuple[str, ...]:
@@ -375,10 +386,16 @@ def _dedupe(names: Iterable[str]) -> tuple[str, ...]:
 def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
           sensitive_columns: Iterable[str] | None = None,
           keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
-          progress: Progress | None = None, *, policy: Policy | None = None) -> AuditReport:
+          progress: Progress | None = None, *, policy: Policy | None = None,
+          filesystem: Any = None) -> AuditReport:
     """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
     against ``policy`` (:func:`~secure_bloom.parquet.policy.load_policy`) and/or the
     ``sensitive_columns`` (each: sensitive, filters allowed).
+
+    ``paths`` may be object-store URIs (``s3://bucket/prefix?endpoint_override=...``), or paths
+    on ``filesystem`` (a ``pyarrow.fs`` filesystem): prefixes are listed and objects recognised
+    as locally (:func:`~secure_bloom.parquet.discover.discover`), and files are read by range
+    reads only.
 
     Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
     fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
@@ -390,21 +407,22 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     rules = _policy_of(sensitive_columns, allow_footer_key, policy)
     if not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
-    found = discover(paths)
+    found = discover(paths, filesystem)
     targets = found.entries
     results: list[FileResult] = []
     for done, target in enumerate(targets):
+        shown = display_source(target.path, filesystem)
         if progress is not None:
-            progress(done, len(targets), target.path)
+            progress(done, len(targets), shown)
         if target.problem is not None:
-            results.append(FileResult(file=target.path, error=f"{target.path}: {target.problem}",
-                                      error_kind=target.kind))
+            results.append(FileResult(file=shown, error=f"{shown}: {target.problem}", error_kind=target.kind))
             continue
-        results.append(audit_file(target.path, keys=keys, policy=rules))
+        results.append(audit_file(target.path, keys=keys, policy=rules, filesystem=filesystem))
     if progress is not None:
         progress(len(targets), len(targets), "")
-    directories = sorted({os.path.dirname(os.path.abspath(t.path)) for t in targets}
-                         | {os.path.abspath(os.fspath(p)) for p in paths if os.path.isdir(p)})
+    local = [os.fspath(p) for p in paths if is_local_source(os.fspath(p), filesystem)]
+    directories = sorted({os.path.dirname(os.path.abspath(t.path)) for t in targets if t.origin in local}
+                         | {os.path.abspath(p) for p in local if os.path.isdir(p)})
     notices = tuple(leftover.notice() for d in directories for leftover in find_leftovers(d))
     return AuditReport(files=tuple(results), sensitive_columns=rules.names, allow_footer_key=rules.allow_footer_key,
                        skipped=tuple((s.path, s.reason) for s in found.skipped), policy=rules if policy else None,

@@ -200,6 +200,9 @@ class FileResult:
     #: not encrypted). Bloom filter modules are GCM under either algorithm (specs/NOTES.md).
     footer_mode: str | None = None
     algorithm: str | None = None
+    #: Bytes of the file the audit read (footer, filters, unreferenced gaps): on an object store,
+    #: the bytes its range requests fetched.
+    bytes_read: int = 0
 
     @property
     def status(self) -> Status:
@@ -234,7 +237,7 @@ class FileResult:
         return {"file": self.file, "status": self.status.value, "row_groups": self.row_groups,
                 "footer_mode": self.footer_mode, "algorithm": self.algorithm,
                 "error": None if self.error is None else {"kind": self.error_kind, "message": self.error},
-                "columns": [c.to_dict() for c in self.columns]}
+                "bytes_read": self.bytes_read, "columns": [c.to_dict() for c in self.columns]}
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,7 @@ class AuditReport:
                 "violations": len(self.violations),
                 "warnings": len(self.warnings),
                 "skipped": len(self.skipped),
+                "bytes_read": sum(r.bytes_read for r in self.files),
             },
             "unknown_sensitive_columns": list(self.unknown_columns),
             "files": [r.to_dict() for r in self.files],

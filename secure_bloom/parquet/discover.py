@@ -24,18 +24,32 @@ Nothing is dropped silently. :func:`discover` returns
 
 Output is sorted within each directory (a directory's files before its subdirectories), so
 reports are reproducible.
+
+Object stores (a URI such as ``s3://bucket/prefix``, or paths on a ``pyarrow.fs`` filesystem
+given as ``filesystem``) are searched the same way: a prefix is listed recursively, an object
+named as Parquet is taken without a read, any other is recognised by its magic with two
+4-byte range reads (never a whole-object download). A store that cannot be reached is a
+``STORAGE_UNAVAILABLE`` problem; a missing object, prefix or bucket ``FILE_NOT_FOUND``; access
+denied ``UNREADABLE_DIRECTORY`` / ``UNREADABLE_FILE``. Objects found under a URI are returned as
+URIs with the argument's options (``?endpoint_override=...``), so each can be opened alone;
+show them with :func:`~secure_bloom.parquet.sources.display_source`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..errors import NotRegularFileError
+import pyarrow.fs as pafs
+
+from ..errors import NotRegularFileError, StorageUnavailableError
 from ..fileio import file_kind, open_regular_file
+from .sources import display_path, is_uri, locate, storage_error
 
 __all__ = ["ParquetPath", "Skipped", "Discovery", "discover", "expand_paths", "is_parquet_name",
            "has_parquet_magic", "PROBLEM_KINDS"]
@@ -46,7 +60,7 @@ _MAGICS = (b"PAR1", b"PARE")
 
 #: ``kind`` of a :class:`ParquetPath` that could not be searched or read.
 PROBLEM_KINDS = ("FILE_NOT_FOUND", "NO_PARQUET_FILES", "UNREADABLE_DIRECTORY", "UNREADABLE_FILE",
-                 "DANGLING_SYMLINK", "NOT_REGULAR_FILE")
+                 "DANGLING_SYMLINK", "NOT_REGULAR_FILE", "STORAGE_UNAVAILABLE")
 
 
 def is_parquet_name(name: str) -> bool:
@@ -128,6 +142,13 @@ class _Search:
         else:
             self.problem(path, "UNREADABLE_FILE", f"cannot read: {error.strerror or error}")
 
+    def parquet_or_not(self, path: str, name: str, head: bytes, tail: bytes, shown: str | None = None) -> None:
+        """Take ``path`` when its magic or its name says Parquet; else list it as skipped."""
+        if has_parquet_magic(head, tail) or is_parquet_name(name):
+            self.found.append(ParquetPath(path, self.origin))
+        elif not _quiet_name(name):
+            self.skipped.append(Skipped(shown or path, "not Parquet (no PAR1/PARE magic)"))
+
     def file(self, path: str, name: str) -> None:
         """Decide by content whether ``path`` is a Parquet file to read."""
         try:
@@ -144,10 +165,7 @@ class _Search:
         except OSError as e:
             self.broken_entry(path, e)
             return
-        if has_parquet_magic(head, tail) or is_parquet_name(name):
-            self.found.append(ParquetPath(path, self.origin))
-        elif not _quiet_name(name):
-            self.skipped.append(Skipped(path, "not Parquet (no PAR1/PARE magic)"))
+        self.parquet_or_not(path, name, head, tail)
 
     def walk(self, root: str) -> None:
         top = os.stat(root)
@@ -182,17 +200,116 @@ class _Search:
             pending.extend(reversed(subdirs))
 
 
-def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
+class _StoreSearch(_Search):
+    """The search of one argument on an object store (``fs``): ``root`` on it, found objects
+    returned as ``name(path)``."""
+
+    def __init__(self, origin: str, fs: Any, root: str) -> None:
+        super().__init__(origin)
+        self.fs = fs
+        self.root = root.rstrip("/")
+        if is_uri(origin) and not origin.startswith("file://"):
+            base, sep, query = origin.partition("?")
+            self.prefix, self.query = base.rstrip("/"), sep + query
+        else:
+            self.prefix, self.query = "", ""
+
+    def name(self, path: str) -> str:
+        """How a caller opens the object ``path``: the argument's URI with its options, or the
+        path on the given filesystem."""
+        return f"{self.prefix}{path[len(self.root):]}{self.query}" if self.prefix else path
+
+    def failed(self, path: str, error: OSError, *, listing: bool) -> None:
+        shown = display_path(self.fs, path)
+        error = storage_error(error, shown)
+        if isinstance(error, StorageUnavailableError):
+            self.problem(self.name(path), "STORAGE_UNAVAILABLE", str(error).removeprefix(f"{shown}: "))
+        elif isinstance(error, FileNotFoundError):
+            self.problem(self.name(path), "FILE_NOT_FOUND", "disappeared while the prefix was listed"
+                         if not listing else f"{error.strerror or 'No such file or object'}")
+        else:
+            self.problem(self.name(path), "UNREADABLE_DIRECTORY" if listing else "UNREADABLE_FILE",
+                         f"cannot {'list' if listing else 'read'}: {error.strerror or error}")
+
+    def object(self, info: Any) -> None:
+        """Decide by name, else by its first and last 4 bytes (two range reads), whether the
+        object ``info`` is Parquet."""
+        path, size = info.path, info.size or 0
+        name = posixpath.basename(path)
+        head = tail = b""
+        if not is_parquet_name(name) and size:
+            try:
+                with self.fs.open_input_file(path) as f:
+                    head = f.read_at(min(4, size), 0)
+                    tail = f.read_at(4, size - 4) if size >= 8 else b""
+            except OSError as e:
+                self.failed(path, e, listing=False)
+                return
+        self.parquet_or_not(self.name(path), name, head, tail, display_path(self.fs, path))
+
+    def walk(self, infos: Iterable[Any]) -> None:
+        files = [i for i in infos if i.type == pafs.FileType.File]
+        for info in sorted(files, key=lambda i: _listing_order(i.path[len(self.root):])):
+            self.object(info)
+
+
+def _listing_order(relative: str) -> list[tuple[int, str]]:
+    """The order of a local walk: in each directory its files (by name), then its subdirectories."""
+    parts = relative.strip("/").split("/")
+    return [(1, part) for part in parts[:-1]] + [(0, parts[-1])]
+
+
+def _search_store(arg: str, filesystem: Any) -> _StoreSearch:
+    """The search of ``arg`` (an object or a prefix) on an object store."""
+    fs, root = locate(arg, filesystem)
+    search = _StoreSearch(arg, fs, root)
+    try:
+        info = fs.get_file_info(root)
+    except OSError as e:
+        search.failed(root, e, listing=True)
+        return search
+    if info.type == pafs.FileType.File:
+        search.found.append(ParquetPath(arg, arg))
+        return search
+    if info.type != pafs.FileType.Directory:
+        search.problem(arg, "FILE_NOT_FOUND", "No such file, object or prefix")
+        return search
+    try:
+        search.walk(fs.get_file_info(pafs.FileSelector(root, recursive=True)))
+    except OSError as e:
+        search.failed(root, e, listing=True)
+    if not search.found:
+        search.problem(arg, "NO_PARQUET_FILES", "no Parquet files under this prefix")
+    return search
+
+
+def _on_store(arg: str, filesystem: Any) -> bool:
+    if filesystem is not None and not isinstance(filesystem, pafs.LocalFileSystem):
+        return True
+    return filesystem is None and is_uri(arg) and not arg.startswith("file://")
+
+
+def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) -> Discovery:
     """Every file to read under ``paths``, in argument order, each file once; see the module doc.
 
-    Arguments that cannot contribute a file are returned with ``problem`` set instead of being
-    dropped, so that a mistyped path or an empty directory is reported, never silently passed.
+    ``paths`` are local paths and URIs, or paths on ``filesystem`` (a ``pyarrow.fs``
+    filesystem). Arguments that cannot contribute a file are returned with ``problem`` set
+    instead of being dropped, so that a mistyped path or an empty directory is reported, never
+    silently passed.
     """
     out: list[ParquetPath] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
     for given in paths:
         arg = os.fspath(given)
+        if _on_store(arg, filesystem):
+            found = _search_store(arg, filesystem)
+            skipped.extend(found.skipped)
+            for entry in found.found:
+                if entry.problem is not None or entry.path not in seen:
+                    seen.add(entry.path)
+                    out.append(entry)
+            continue
         if os.path.isdir(arg):
             search = _Search(arg)
             try:

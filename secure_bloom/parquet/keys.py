@@ -19,12 +19,12 @@ falling back to ``SECURE_BLOOM_KEY_LIST`` and ``SECURE_BLOOM_KEY_LIST_FILE``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyUnwrapper, OpenBaoTransitKms
+from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper, OpenBaoTransitKms
 
 __all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
            "DEFAULT_TOKEN_VARIABLES"]
@@ -79,9 +79,11 @@ class KeyAccess:
         """True if any key source (KMS or explicit keys) is set."""
         return self.kms is not None or self.explicit is not None
 
-    def retriever(self, data_file: str | os.PathLike[str]) -> FileKeyUnwrapper:
-        """``key_metadata -> key`` for the file at ``data_file`` (finds its sidecar beside it)."""
-        return self.unwrapper.for_file(data_file)
+    def retriever(self, data_file: str | os.PathLike[str], *,
+                  load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
+        """``key_metadata -> key`` for the file at ``data_file`` (finds its sidecar beside it, or
+        reads it with ``load_sidecar``: a file on an object store)."""
+        return self.unwrapper.for_file(data_file, load_sidecar=load_sidecar)
 
     def __repr__(self) -> str:
         return (f"KeyAccess(kms={type(self.kms).__name__ if self.kms is not None else None}, "

@@ -16,12 +16,13 @@ import dataclasses
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
 from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ..fileio import RecordingFile
 from ..filter import SplitBlockBloomFilter
+from ..kms import KeyMaterialStore
 from ..kms.cache import ExpiringCache
 from ..crypto.context import ChunkCryptoContext
 from ..crypto.modules import MAX_ORDINAL
@@ -34,7 +35,7 @@ from .footer import Footer, key_id_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
-from .sources import open_source
+from .sources import locate, open_source, read_key_material
 from .tail import FileTail, read_tail
 
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
@@ -43,6 +44,21 @@ __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
 #: plus the filter being read.
 DEFAULT_FILTER_CACHE_BYTES = 256 << 20
+
+
+def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Callable[[], KeyMaterialStore]:
+    """How to load the external key material of ``source`` (located: a path on ``filesystem``,
+    None for a local one, or an open stream): the sidecar beside ``key_material_file`` (a local
+    path or a URI) when given, else beside the file itself on the file's own filesystem."""
+    def load() -> KeyMaterialStore:
+        if key_material_file is not None:
+            fs, path = locate(key_material_file)
+        elif hasattr(source, "read"):
+            fs, path = None, str(getattr(source, "name", "<stream>"))
+        else:
+            fs, path = filesystem, source
+        return KeyMaterialStore.for_data_file(path) if fs is None else read_key_material(fs, path)
+    return load
 
 
 class ParquetBloomReader:
@@ -71,14 +87,17 @@ class ParquetBloomReader:
         if not isinstance(self.keys, KeyAccess):
             raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
         self._lock = threading.Lock()
+        if not hasattr(path, "read"):
+            filesystem, path = locate(path, filesystem)
         self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)
         try:
             self.tail: FileTail = read_tail(self.file, self.path)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
-            self._key_file = key_file
             self._sidecar: Any = None
-            self._retriever = self.keys.retriever(key_file) if self.keys.has_keys else None
+            self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file)
+            self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
+                if self.keys.has_keys else None
             self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
             self._index_chunks()
         except BaseException:
@@ -118,9 +137,7 @@ class ParquetBloomReader:
 
     def _load_sidecar(self) -> Any:
         if self._sidecar is None:
-            from ..kms import KeyMaterialStore
-
-            self._sidecar = KeyMaterialStore.for_data_file(self._key_file)
+            self._sidecar = self._read_sidecar()
         return self._sidecar
 
     def _column_chunk(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> ColumnChunk:

@@ -9,15 +9,23 @@ opening a file on an object store downloads nothing but what the reader reads.
 * :func:`open_source` opens one file for :class:`~secure_bloom.parquet.ParquetBloomReader`.
 * :func:`resolve` turns a source (path, URI, list of them) and an optional filesystem into one
   ``pyarrow.fs.FileSystem`` and the paths on it.
+* :func:`locate` gives the filesystem and path of a path or URI; :func:`display_uri` shows a URI
+  without its credentials or options; :func:`storage_error` turns a filesystem's bare ``OSError``
+  into the error a caller can act on (store unreachable, access denied, no such bucket).
+* :func:`read_key_material` reads the external key material sidecar beside a file on any
+  filesystem.
 * :class:`CountingFileSystem` wraps a filesystem and counts the requests and bytes of every file
   read through it (what a scan really fetched, for prune reports and benchmarks).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import re
 import threading
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
@@ -25,9 +33,13 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from ..errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ..fileio import open_regular_file
+from ..kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
 
-__all__ = ["open_source", "resolve", "is_uri", "display_path", "CountingFileSystem", "ReadCounter"]
+__all__ = ["open_source", "resolve", "locate", "is_uri", "display_path", "display_uri", "display_source", "is_local_source",
+           "storage_error",
+           "read_key_material", "CountingFileSystem", "ReadCounter"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -42,10 +54,97 @@ def _is_local(filesystem: Any) -> bool:
 
 
 def display_path(filesystem: Any, path: str) -> str:
-    """``path`` as a user reads it: local paths as they are, others as ``<type>://path``."""
+    """``path`` as a user reads it: local paths as they are, others as ``<type>://path`` (the
+    type of the filesystem a :class:`CountingFileSystem` wraps)."""
     if _is_local(filesystem):
         return path
-    return f"{filesystem.type_name}://{path}"
+    inner = getattr(getattr(filesystem, "handler", None), "inner", None)
+    return f"{(inner if inner is not None else filesystem).type_name}://{path}"
+
+
+def display_uri(text: str) -> str:
+    """A URI as reports show it: without user info (``s3://KEY:SECRET@bucket``) or query
+    options (``?endpoint_override=...``), which may hold credentials; other text as it is."""
+    if not is_uri(text) or text.startswith("file://"):
+        return text
+    parts = urllib.parse.urlsplit(text)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def is_local_source(source: str, filesystem: Any = None) -> bool:
+    """True for a path or ``file://`` URI on the local disk (no filesystem, or a local one)."""
+    return _is_local(filesystem) and (not is_uri(source) or source.startswith("file://"))
+
+
+def display_source(source: str | os.PathLike[str], filesystem: Any = None) -> str:
+    """How reports name ``source``: a path on a non-local ``filesystem`` as
+    ``<type>://path``, a URI by :func:`display_uri`, a local path as it is."""
+    text = os.fspath(source)
+    if not _is_local(filesystem):
+        return display_path(filesystem, _strip_scheme(text, filesystem))
+    return display_uri(text)
+
+
+def locate_uri(text: str) -> tuple[Any, str]:
+    """``pyarrow.fs.FileSystem.from_uri(text)``; a URI it cannot open is a
+    :class:`~secure_bloom.errors.ConfigurationError` that does not repeat the URI's options."""
+    try:
+        return cast("tuple[Any, str]", pafs.FileSystem.from_uri(text))
+    except ValueError as e:  # pyarrow.ArrowInvalid
+        raise ConfigurationError(" ".join(str(e).replace(text, display_uri(text)).split())) from None
+
+
+_AWS_ERROR = re.compile(r"AWS Error (\w+)")
+_UNREACHABLE = ("NETWORK_CONNECTION", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "SLOW_DOWN", "THROTTLING",
+                "INTERNAL_FAILURE")
+
+
+def storage_error(error: OSError, where: str) -> OSError:
+    """The error a caller can act on for ``error``, raised by a ``pyarrow.fs`` filesystem about
+    ``where``: :class:`~secure_bloom.errors.StorageUnavailableError` for a store that cannot be
+    reached (after the filesystem's own bounded retries), ``PermissionError`` for access denied,
+    ``FileNotFoundError`` for a missing bucket; any other error as it is."""
+    if not isinstance(error, OSError) or isinstance(error, (StorageUnavailableError, FileNotFoundError,
+                                                             PermissionError)):
+        return error
+    text = " ".join(str(error).split())
+    match = _AWS_ERROR.search(text)
+    code = match.group(1) if match else ""
+    reason = text[match.start():] if match else text
+    reason = re.split(r"; Details:| \(Request ID", reason)[0]
+    if code in _UNREACHABLE or "curlCode" in text or "Could not connect" in text or "Connection refused" in text:
+        return StorageUnavailableError(f"{where}: the object store cannot be reached ({reason})")
+    if code == "ACCESS_DENIED" or "AccessDenied" in text:
+        return PermissionError(errno.EACCES, f"access denied by the object store ({reason})", where)
+    if code == "NO_SUCH_BUCKET":
+        return FileNotFoundError(errno.ENOENT, "No such bucket", where)
+    return error
+
+
+def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any, str]:
+    """(the filesystem, the path on it) of a path or URI: None for a local file (path as given,
+    ``file://`` removed); a URI without ``filesystem`` gets the filesystem it names."""
+    text = os.fspath(source)
+    if filesystem is None and is_uri(text) and not text.startswith("file://"):
+        filesystem, text = locate_uri(text)
+    text = _strip_scheme(text, filesystem)
+    return (None if _is_local(filesystem) else filesystem), text
+
+
+def read_key_material(filesystem: Any, data_path: str) -> KeyMaterialStore:
+    """The sidecar ``_KEY_MATERIAL_FOR_<name>.json`` beside ``data_path`` on ``filesystem`` (an
+    object store: one bounded read of the small sidecar object). A missing sidecar raises
+    :class:`~secure_bloom.errors.KeyNotFoundError`, as on a local disk."""
+    directory, name = posixpath.split(data_path)
+    path = posixpath.join(directory, f"{SIDECAR_PREFIX}{name}{SIDECAR_SUFFIX}")
+    where = display_path(filesystem, path)
+    try:
+        with filesystem.open_input_file(path) as f:
+            return KeyMaterialStore.read_from(f, where)
+    except FileNotFoundError:
+        raise KeyNotFoundError(f"external key material file {where} does not exist") from None
+    except OSError as e:
+        raise storage_error(e, where) from None
 
 
 def _strip_scheme(path: str, filesystem: Any) -> str:
@@ -64,18 +163,15 @@ def open_source(source: str | os.PathLike[str] | BinaryIO, filesystem: Any = Non
     binary file (returned as it is, not owned)."""
     if hasattr(source, "read") and hasattr(source, "seek"):
         return str(getattr(source, "name", "<stream>")), cast(BinaryIO, source), False
-    text = os.fspath(source)
-    if filesystem is None and is_uri(text) and not text.startswith("file://"):
-        filesystem, text = pafs.FileSystem.from_uri(text)
-    text = _strip_scheme(text, filesystem)
-    if _is_local(filesystem):
+    filesystem, text = locate(source, filesystem)
+    if filesystem is None:
         return text, open_regular_file(text), True
     try:
         raw = filesystem.open_input_file(text)
     except OSError as e:
         if "not found" in str(e).lower() or "does not exist" in str(e).lower():
             raise FileNotFoundError(2, "No such file or object", display_path(filesystem, text)) from None
-        raise
+        raise storage_error(e, display_path(filesystem, text)) from None
     return display_path(filesystem, text), cast(BinaryIO, raw), True
 
 
@@ -102,7 +198,7 @@ def resolve(source: Any, filesystem: Any = None) -> Resolved:
     for item in items:
         text = os.fspath(item)
         if fs is None and is_uri(text) and not text.startswith("file://"):
-            found, path = pafs.FileSystem.from_uri(text)
+            found, path = locate_uri(text)
             fs = found
         elif fs is not None and is_uri(text):
             path = _strip_scheme(text, fs)

@@ -20,6 +20,7 @@ from secure_bloom.parquet.read import parquet_format, read_table, scan
 from support.parquet_files import vector_kms, write_encrypted
 
 pytestmark = pytest.mark.s3
+pytest_plugins = ["pytester"]
 
 ROWS = 20_000
 GROUP = 2_000
@@ -158,3 +159,220 @@ def test_write_table_to_s3_leaves_no_object_when_the_kms_fails(s3: Any) -> None:
                     kms=FailingUnwrap(), bloom_filter_options={"key": True}, row_group_size=GROUP)
     listed = s3.filesystem().get_file_info(pafs.FileSelector(bucket, recursive=True))
     assert listed == []
+
+
+# --------------------------------------------------------------------------- audit, inspect, discovery
+
+SENSITIVE = ["key", "ssn"]
+LARGE = 64 << 10  # an object this size or larger must never be fetched whole
+
+
+@pytest.fixture(scope="module")
+def mixed(s3: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A local directory of mixed files, uploaded as it is to ``lake-mixed/mixed/``:
+
+    big/part-0.parquet   large, compliant, external key material (its sidecar beside it)
+    leak.parquet.encrypted   ssn has a plaintext filter (the leaky writer)
+    sub/orphan.parquet   ssn's filters replaced, the plaintext ones left unreferenced
+    000000_0             compliant, no Parquet name: found by content
+    notes.txt, sub/empty.bin   not Parquet (skipped, listed);  _SUCCESS   quietly skipped
+    """
+    from support import leaky_writer as lw
+
+    tmp = tmp_path_factory.mktemp("mixed-src")
+    root = tmp_path_factory.mktemp("mixed") / "mixed"
+    (root / "big").mkdir(parents=True)
+    (root / "sub").mkdir()
+    keys = KeyAccess(kms=vector_kms())
+    table = pa.table({"rid": pa.array(range(ROWS), pa.int64()), "key": [_key(i) for i in range(ROWS)],
+                      "payload": [random.Random(-i).randbytes(48).hex() for i in range(ROWS)]})
+    write_encrypted(tmp / "big.parquet", table, column_keys={"kc1": ["key"]}, row_group_size=GROUP,
+                    internal_key_material=False)
+    attach_bloom_filters(tmp / "big.parquet", root / "big" / "part-0.parquet", ["key"], keys)
+    assert (root / "big" / "_KEY_MATERIAL_FOR_part-0.parquet.json").exists()
+    lw.write_pyarrow_encrypted(tmp / "plain.parquet")
+    values = lw.table_values()
+    lw.inject_filters(tmp / "plain.parquet", root / "leak.parquet.encrypted", {"ssn": "plaintext"}, keys,
+                      values=values)
+    lw.inject_filters(root / "leak.parquet.encrypted", root / "sub" / "orphan.parquet", {"ssn": "column_key"}, keys,
+                      values=values)
+    lw.inject_filters(tmp / "plain.parquet", root / "000000_0", {"ssn": "column_key"}, keys, values=values)
+    (root / "notes.txt").write_text("not a Parquet file\n" * 10)
+    (root / "_SUCCESS").write_bytes(b"")
+    (root / "sub" / "empty.bin").write_bytes(b"")
+    bucket = s3.bucket("lake-mixed")
+    sizes = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = _upload(s3, path, bucket, f"mixed/{path.relative_to(root).as_posix()}")
+        sizes[f"/{name}"] = path.stat().st_size
+    return {"root": root, "keys": keys, "bucket": bucket, "prefix": f"{bucket}/mixed", "sizes": sizes}
+
+
+def _shape(report: Any, root: str) -> dict[str, Any]:
+    """A report with the files named relative to ``root``: what must not depend on the storage."""
+    def rel(name: str) -> str:
+        assert name.startswith(root), name
+        return name[len(root):].lstrip("/")
+
+    files = [(rel(f.file), f.status.value, f.error_kind, f.row_groups, f.bytes_read,
+              [(c.column, c.status.value, c.filters_checked, list(c.unchecked)) for c in f.columns],
+              sorted((x.code.value, x.leaf, x.row_groups, x.message) for x in f.findings)) for f in report.files]
+    return {"exit_code": report.exit_code, "unknown": report.unknown_columns, "files": files,
+            "skipped": [(rel(p), reason) for p, reason in report.skipped]}
+
+
+def test_audit_of_an_s3_prefix_matches_the_local_audit_of_the_same_files(s3: Any, mixed: dict[str, Any]) -> None:
+    from secure_bloom.parquet.audit import audit
+
+    local = audit(str(mixed["root"]), SENSITIVE, keys=mixed["keys"])
+    by_uri = audit(s3.uri(mixed["prefix"]), SENSITIVE, keys=mixed["keys"])
+    by_fs = audit(mixed["prefix"], SENSITIVE, keys=mixed["keys"], filesystem=s3.filesystem())
+    expected = _shape(local, str(mixed["root"]))
+    assert _shape(by_uri, f"s3://{mixed['prefix']}") == expected
+    assert _shape(by_fs, f"s3://{mixed['prefix']}") == expected
+    # and what that is: the sidecar was read from the store (big's filters checked under kc1)
+    assert [(f, status) for f, status, *_ in expected["files"]] == [
+        ("000000_0", "pass"), ("leak.parquet.encrypted", "violation"), ("big/part-0.parquet", "pass"),
+        ("sub/orphan.parquet", "violation")]
+    assert expected["files"][2][5][0] == ("key", "pass", 10, [])
+    assert {code for *_, findings in expected["files"] for code, *_ in findings} >= {
+        "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN", "ORPHANED_PLAINTEXT_FILTER"}
+    assert expected["skipped"] == [("notes.txt", "not Parquet (no PAR1/PARE magic)"),
+                                   ("sub/empty.bin", "not Parquet (no PAR1/PARE magic)")]
+    assert expected["exit_code"] == 1
+    from support.s3_server import SECRET_KEY
+
+    assert SECRET_KEY not in by_uri.to_json()  # the URI's credentials are never shown
+
+
+def test_audit_on_s3_reads_by_range_only_and_a_small_fraction_of_the_bytes(s3: Any, mixed: dict[str, Any]) -> None:
+    from secure_bloom.parquet.audit import audit
+
+    s3.reset()
+    report = audit(mixed["prefix"], SENSITIVE, keys=mixed["keys"], filesystem=s3.filesystem())
+    requests, body = s3.counts()
+    gets = s3.gets
+    sizes = mixed["sizes"]
+    assert set(requests) <= {"GET", "HEAD"}
+    objects = [(path, rng) for path, rng in gets if "list-type=" not in path]
+    assert objects and all(rng is not None and rng.startswith("bytes=") for _, rng in objects)  # no whole GET
+    for path, rng in objects:
+        first, last = (int(x) for x in rng.removeprefix("bytes=").split("-"))
+        if sizes[path] >= LARGE:
+            assert last - first + 1 < sizes[path] // 10, (path, rng)  # never a large object fetched whole
+    total = sum(sizes.values())
+    listing = sum(1 for path, _ in gets if "list-type=" in path)
+    print(f"S3 audit: {len(objects)} range GETs, {listing} listings, {requests.get('HEAD', 0)} HEADs, "
+          f"{body} of {total} bytes ({body / total:.2%})")
+    assert body < total // 10
+    assert sum(f.bytes_read for f in report.files) <= body  # the audit's own reads, the rest is discovery
+
+
+def test_cli_audit_and_inspect_of_an_s3_prefix(s3: Any, mixed: dict[str, Any],
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from secure_bloom.cli import main
+    from support.parquet_files import TESTING_KEY_LIST
+    from support.s3_server import SECRET_KEY
+
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", TESTING_KEY_LIST)
+    local_rc = main(["audit", str(mixed["root"]), "--sensitive", ",".join(SENSITIVE), "--json"])
+    local = json.loads(capsys.readouterr().out)
+    rc = main(["audit", s3.uri(mixed["prefix"]), "--sensitive", ",".join(SENSITIVE), "--json"])
+    captured = capsys.readouterr()
+    remote = json.loads(captured.out)
+    assert rc == local_rc == 1
+    assert remote["summary"] == local["summary"]
+    assert [f["file"].removeprefix(f"s3://{mixed['prefix']}/") for f in remote["files"]] == \
+        [f["file"].removeprefix(f"{mixed['root']}/") for f in local["files"]]
+    assert SECRET_KEY not in captured.out + captured.err
+
+    rc = main(["inspect", s3.uri(mixed["prefix"]), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0
+    described = json.loads(captured.out)
+    assert sorted(d["file"] for d in described) == sorted(
+        f"s3://{mixed['prefix']}/{name}" for name in ("000000_0", "leak.parquet.encrypted", "big/part-0.parquet",
+                                                      "sub/orphan.parquet"))
+    assert SECRET_KEY not in captured.out + captured.err
+
+
+def test_sidecar_on_s3_opens_external_key_material_and_a_missing_one_is_named(
+        s3: Any, mixed: dict[str, Any]) -> None:
+    from secure_bloom.errors import MissingKeyError
+
+    path = f"{mixed['prefix']}/big/part-0.parquet"
+    s3.reset()
+    with ParquetBloomReader(path, mixed["keys"], filesystem=s3.filesystem()) as reader:
+        assert reader.row_groups_maybe_containing("key", _key(4_321)) == [2]
+        assert reader.column("key").key_id == "kc1"  # the master key id, from the sidecar on the store
+    assert any(p.endswith("/_KEY_MATERIAL_FOR_part-0.parquet.json") for p, _ in s3.gets)
+    lone = _upload(s3, mixed["root"] / "big" / "part-0.parquet", mixed["bucket"], "lone/part-0.parquet")
+    with pytest.raises(MissingKeyError,
+                       match=r"footer key 'external:footerKey' not available \(external key material file s3://lake-mixed/lone/_KEY_MATERIAL_FOR_part-0\.parquet"
+                             r"\.json does not exist"):
+        ParquetBloomReader(lone, mixed["keys"], filesystem=s3.filesystem())
+
+
+def test_pytest_plugin_expands_an_s3_prefix(s3: Any, mixed: dict[str, Any], pytester: pytest.Pytester,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from support.parquet_files import TESTING_KEY_LIST
+    from support.s3_server import SECRET_KEY
+
+    monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", TESTING_KEY_LIST)
+    result = pytester.runpytest("-p", "secure_bloom.pytest_plugin", "--secure-bloom-audit", s3.uri(mixed["prefix"]),
+                                "--secure-bloom-sensitive", "key,ssn", "-v")
+    prefix = f"s3://{mixed['prefix']}"
+    result.stdout.fnmatch_lines([f"*secure_bloom_audit?{prefix}/000000_0? PASSED*",
+                                 f"*secure_bloom_audit?{prefix}/leak.parquet.encrypted? FAILED*",
+                                 f"*secure_bloom_audit?{prefix}/big/part-0.parquet? PASSED*",
+                                 f"*secure_bloom_audit?{prefix}/sub/orphan.parquet? FAILED*"])
+    result.assert_outcomes(passed=3, failed=2)  # + policy-coverage
+    assert SECRET_KEY not in result.stdout.str()
+
+
+# --------------------------------------------------------------------------- a store that is not there
+
+
+def test_dead_object_store_is_could_not_check_with_a_specific_error(
+        s3: Any, mixed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from secure_bloom.cli import main
+    from secure_bloom.errors import StorageUnavailableError
+    from secure_bloom.parquet.audit import audit
+    from support.s3_server import CountingProxy
+
+    host, port = s3.server_endpoint.split(":")
+    gateway = CountingProxy((host, int(port)))
+    endpoint = f"127.0.0.1:{gateway.port}"
+    assert s3.filesystem(endpoint).get_file_info(f"{mixed['prefix']}/notes.txt").size > 0  # alive through the gateway
+    gateway.stop()  # the store goes away (new connections are refused)
+    fs = s3.filesystem(endpoint)
+
+    report = audit(s3.uri(mixed["prefix"], endpoint), SENSITIVE, keys=mixed["keys"])
+    (result,) = report.files
+    assert (result.status.value, result.error_kind, report.exit_code) == ("could_not_check", "STORAGE_UNAVAILABLE", 2)
+    assert result.error is not None
+    assert result.error.startswith(f"s3://{mixed['prefix']}: the object store cannot be reached (AWS Error")
+    with pytest.raises(StorageUnavailableError, match=r"^s3://lake-mixed/mixed/big/part-0\.parquet: the object "
+                                                      r"store cannot be reached \(AWS Error NETWORK_CONNECTION"):
+        ParquetBloomReader(f"{mixed['prefix']}/big/part-0.parquet", mixed["keys"], filesystem=fs)
+
+    rc = main(["audit", s3.uri(mixed["prefix"], endpoint), "--sensitive", "ssn"])
+    err = capsys.readouterr()
+    assert rc == 2 and "STORAGE_UNAVAILABLE" in err.out + err.err
+    rc = main(["inspect", s3.uri(f"{mixed['prefix']}/000000_0", endpoint)])
+    err = capsys.readouterr()
+    assert rc == 3
+    assert "the object store cannot be reached" in err.err and err.err.count("\n") == 1
+
+
+def test_missing_bucket_and_missing_prefix_are_file_not_found(s3: Any, mixed: dict[str, Any]) -> None:
+    from secure_bloom.parquet.audit import audit
+
+    report = audit([s3.uri("no-such-bucket/x"), s3.uri(f"{mixed['bucket']}/no-such-prefix")], SENSITIVE,
+                   keys=mixed["keys"])
+    assert [(f.file, f.error_kind) for f in report.files] == [
+        ("s3://no-such-bucket/x", "FILE_NOT_FOUND"), (f"s3://{mixed['bucket']}/no-such-prefix", "FILE_NOT_FOUND")]
+    assert report.exit_code == 2

@@ -23,6 +23,11 @@ from typing import Any
 
 import pytest
 
+#: Credentials the URIs of :meth:`S3Service.uri` carry (moto accepts any): a report or message
+#: showing SECRET_KEY leaks it.
+ACCESS_KEY = "AKIDSECUREBLOOMTEST"
+SECRET_KEY = "sEcReT-9f3a1c"
+
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
                "transfer-encoding", "upgrade"}
 
@@ -32,6 +37,8 @@ class Traffic:
     requests: Counter[str] = field(default_factory=Counter)
     body_bytes: int = 0
     get_ranges: list[str] = field(default_factory=list)
+    #: (request path, Range header or None) of every GET: which object each range was of.
+    gets: list[tuple[str, str | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -80,6 +87,8 @@ class CountingProxy:
                     traffic.body_bytes += len(data) if self.command != "HEAD" else 0
                     if self.command == "GET" and self.headers.get("Range"):
                         traffic.get_ranges.append(self.headers["Range"])
+                    if self.command == "GET":
+                        traffic.gets.append((self.path, self.headers.get("Range")))
                 self.send_response(response.status)
                 for k, v in response.getheaders():
                     if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
@@ -119,8 +128,9 @@ class S3Service:
         return pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
                                  endpoint_override=endpoint, scheme="http", allow_bucket_creation=True)
 
-    def filesystem(self) -> Any:
-        return self._fs(self.endpoint)
+    def filesystem(self, endpoint: str | None = None) -> Any:
+        """A pyarrow S3FileSystem through the counting proxy (or through ``endpoint``)."""
+        return self._fs(endpoint or self.endpoint)
 
     def upload_filesystem(self) -> Any:
         return self._fs(self.server_endpoint)
@@ -134,6 +144,7 @@ class S3Service:
             self.proxy.traffic.requests.clear()
             self.proxy.traffic.body_bytes = 0
             self.proxy.traffic.get_ranges.clear()
+            self.proxy.traffic.gets.clear()
 
     def counts(self) -> tuple[dict[str, int], int]:
         """(requests by method, response body bytes) since the last :meth:`reset`."""
@@ -143,6 +154,17 @@ class S3Service:
     @property
     def get_ranges(self) -> list[str]:
         return list(self.proxy.traffic.get_ranges)
+
+    @property
+    def gets(self) -> list[tuple[str, str | None]]:
+        """(path, Range or None) of every GET since the last :meth:`reset` (listings included)."""
+        return list(self.proxy.traffic.gets)
+
+    def uri(self, path: str, endpoint: str | None = None) -> str:
+        """``s3://ACCESS:SECRET@path?endpoint_override=...``: an object or prefix as a user gives it
+        to the CLI or the pytest plugin, credentials in the URI (reports must not show them)."""
+        return (f"s3://{ACCESS_KEY}:{SECRET_KEY}@{path}?endpoint_override={endpoint or self.endpoint}"
+                "&scheme=http&region=us-east-1")
 
 
 @pytest.fixture(scope="session")

@@ -448,8 +448,11 @@ def test_json_report(files: dict[str, Path], keys: KeyAccess) -> None:
     report = audit([files["good"], files["leak"]], ["ssn", "email"], keys=keys)
     doc = json.loads(report.to_json())
     assert doc["compliant"] is False and doc["exit_code"] == 1
+    read = doc["summary"].pop("bytes_read")
     assert doc["summary"] == {"files": 2, "compliant": 1, "with_violations": 1, "could_not_check": 0,
                               "violations": 1, "warnings": 0, "skipped": 0}
+    assert read == sum(f["bytes_read"] for f in doc["files"])
+    assert 0 < read < files["good"].stat().st_size + files["leak"].stat().st_size  # the tail and filters only
     assert doc["unknown_sensitive_columns"] == [] and doc["skipped"] == []
     (violation,) = doc["violations"]
     assert violation["code"] == "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN"

@@ -39,6 +39,7 @@ KINDS: list[tuple[BaseException, str, int]] = [
     (errors.UnsupportedParquetFeatureError("x"), "UNSUPPORTED", 3),
     (errors.PlaintextFilterOnEncryptedColumnError("x"), "ERROR", 3),
     (errors.NotRegularFileError("x"), "NOT_REGULAR_FILE", 2),
+    (errors.StorageUnavailableError("x"), "STORAGE_UNAVAILABLE", 3),
     (errors.AttachError("x"), "ERROR", 3),
     (errors.DestinationExistsError("x"), "FILE_EXISTS", 2),
     (errors.SourceChangedError("x"), "ERROR", 3),
@@ -86,8 +87,10 @@ def test_kinds_are_their_strings() -> None:
 
 def test_discovery_problems_are_error_kinds() -> None:
     """What discovery cannot search or read is could-not-check: each kind is in the table, and the
-    caller's to fix (the CLI exits 2 after the output for the rest)."""
-    assert [ErrorKind(k).caller_fixable for k in PROBLEM_KINDS] == [True] * len(PROBLEM_KINDS)
+    caller's to fix (the CLI exits 2 after the output for the rest), except an object store that
+    cannot be reached (a failure: exit 3)."""
+    assert {k: ErrorKind(k).caller_fixable for k in PROBLEM_KINDS} == {
+        k: k != "STORAGE_UNAVAILABLE" for k in PROBLEM_KINDS}
 
 
 def test_cli_error_code_follows_its_kind_unless_given() -> None:
