@@ -70,8 +70,11 @@ def direct_decryption_properties(footer: Footer, key_metadata: Sequence[bytes | 
         ids = ", ".join(sorted({repr(key_id_of(kmd)) for kmd in key_metadata}))
         named = (f"column{'s' if len(columns) > 1 else ''} {', '.join(map(repr, columns))} need"
                  if columns else "columns need")
-        why = ("its AAD prefix is withheld, which pyarrow's KMS decryption (DecryptionConfiguration) cannot be "
-               "given" if _aad_prefix_withheld(footer) else "its keys are explicit key ids, not KMS key material")
+        explicit = any(kmd is None or not KeyMetadata.looks_like_key_tools(bytes(kmd))
+                       for kmd in [footer.footer_key_metadata, *key_metadata])
+        why = ("the file's keys are explicit key ids, not KMS key material" if explicit else
+               "the file withholds its AAD prefix, which pyarrow's KMS decryption (DecryptionConfiguration) "
+               "cannot be given")
         raise UnsupportedParquetFeatureError(
             f"{where}: {named} keys of their own ({ids}), which pyarrow cannot be given: {why}, and pyarrow's "
             "one other decryption from Python (pyarrow.parquet.encryption.create_decryption_properties) takes "

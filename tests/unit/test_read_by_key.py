@@ -3,7 +3,10 @@
 Every read is compared with pyarrow's own filtered read of the same files (pyarrow.dataset with
 the same filter), on plaintext and encrypted files with Bloom filters attached by us, including
 nulls, NaN and -0.0, time zones, decimals, unsigned integers, strings and hive partitions; a
-property test does the same for random tables and random filters.
+property test does the same for random tables and random filters. The encrypted files are read
+through pyarrow's KMS path (key tools material) or, for files it cannot open (explicit key ids, a
+withheld AAD prefix), with the footer key given to pyarrow per file; those are compared with
+pyarrow's own read given that key (``create_decryption_properties``).
 """
 
 from __future__ import annotations
@@ -22,15 +25,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secure_bloom.errors import InvalidValueError
+from secure_bloom.errors import InvalidValueError, MissingKeyError, UnsupportedParquetFeatureError
+from secure_bloom.kms import FileKeyWrapper
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet.predicate import AllOf, AnyOf, Leaf, Unknown, predicate_tree, to_expression
 from secure_bloom.parquet.read import dataset, parquet_format, read_table, scan
-from support.parquet_files import vector_kms, write_encrypted
+from support.parquet_files import (
+    TESTING_KEYS,
+    VECTORS_DIR,
+    sample_table,
+    ssn,
+    vector_kms,
+    write_encrypted,
+    write_plain,
+    write_uniform,
+)
 
 PARIS = "Europe/Paris"
 ROWS = 240
@@ -57,31 +71,68 @@ def _table(start: int, rows: int = ROWS) -> pa.Table:
     })
 
 
-def _write(directory: Path, encrypted: bool) -> KeyAccess | None:
-    keys = KeyAccess(kms=vector_kms()) if encrypted else None
+#: The footer key of the KMS-wrapped files with a withheld AAD prefix (fixed, to read them with
+#: pyarrow's own reader for the reference).
+UNIFORM_DEK = bytes(range(16))
+PREFIX = b"tenant-7"
+#: How the test files are encrypted: None, pyarrow's KMS path (per-column keys), or the footer key
+#: given to pyarrow per file (explicit key id kf; with a withheld AAD prefix; KMS-wrapped with one).
+KINDS = ["plaintext", "encrypted", "explicit", "explicit-withheld", "kms-withheld"]
+
+
+def _keys(kind: str) -> KeyAccess | None:
+    return {"plaintext": None, "encrypted": KeyAccess(kms=vector_kms()),
+            "explicit": KeyAccess(explicit=TESTING_KEYS),
+            "explicit-withheld": KeyAccess(explicit=TESTING_KEYS, aad_prefix=PREFIX),
+            "kms-withheld": KeyAccess(kms=vector_kms(), aad_prefix=PREFIX)}[kind]
+
+
+def _write_kind(src: Path, table: pa.Table, kind: str, **options: Any) -> None:
+    if kind == "plaintext":
+        write_plain(src, table, **options)
+    elif kind == "encrypted":
+        write_encrypted(src, table, column_keys={"kc1": ["key", "dec"], "kc2": ["f", "ts"]}, **options)
+    elif kind == "explicit":
+        write_uniform(src, table, **options)
+    elif kind == "explicit-withheld":
+        write_uniform(src, table, aad_prefix=PREFIX, store_aad_prefix=False, **options)
+    else:
+        material = FileKeyWrapper(vector_kms()).wrap(UNIFORM_DEK, "kf", is_footer_key=True)
+        write_uniform(src, table, key=UNIFORM_DEK, key_metadata=material, aad_prefix=PREFIX, store_aad_prefix=False,
+                      **options)
+
+
+def _write(directory: Path, kind: str) -> KeyAccess | None:
+    keys = _keys(kind)
     for part, region in enumerate(["eu", "us"]):
         folder = directory / f"region={region}"
         folder.mkdir(parents=True)
         src = directory / f"src-{region}.parquet.tmp"
-        table = _table(part * ROWS)
-        if encrypted:
-            write_encrypted(src, table, column_keys={"kc1": ["key", "dec"], "kc2": ["f", "ts"]}, row_group_size=GROUP)
-        else:
-            pq.write_table(table, src, row_group_size=GROUP)
+        _write_kind(src, _table(part * ROWS), kind, row_group_size=GROUP)
         attach_bloom_filters(src, folder / "part-0.parquet", BLOOM_COLUMNS, keys)
         src.unlink()
     return keys
 
 
-@pytest.fixture(scope="module", params=["plaintext", "encrypted"])
+@pytest.fixture(scope="module", params=KINDS)
 def data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, KeyAccess | None]:
     directory = tmp_path_factory.mktemp(f"read-{request.param}")
-    return directory, _write(directory, request.param == "encrypted")
+    return directory, _write(directory, request.param)
+
+
+def _pyarrow_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
+    """pyarrow's own format for the test files: its KMS path, or the footer key itself."""
+    if keys is None or (keys.explicit is None and keys.aad_prefix is None):
+        return parquet_format(keys)
+    key = TESTING_KEYS["kf"] if keys.explicit is not None else UNIFORM_DEK
+    decryption = pe.create_decryption_properties(key, aad_prefix=keys.aad_prefix)
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
 
 
 def _reference(path: Path, filters: Any, keys: KeyAccess | None, columns: list[str] | None = None) -> pa.Table:
     expression = to_expression(filters)
-    return ds.dataset(path, format=parquet_format(keys), partitioning="hive").to_table(columns=columns, filter=expression)
+    return ds.dataset(path, format=_pyarrow_format(keys), partitioning="hive").to_table(columns=columns, filter=expression)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -194,10 +245,8 @@ def test_list_of_files_and_file_uri(data: tuple[Path, KeyAccess | None]) -> None
 def test_encrypted_without_keys_fails_clearly(tmp_path: Path) -> None:
     path = tmp_path / "encrypted"
     path.mkdir()
-    keys = _write(path, True)
+    keys = _write(path, "encrypted")
     assert keys is not None
-    from secure_bloom.errors import MissingKeyError
-
     with pytest.raises(MissingKeyError, match="encrypted: pass keys=KeyAccess"):
         read_table(path / "region=eu" / "part-0.parquet", filters=[("key", "==", _key(1))])
 
