@@ -263,6 +263,22 @@ def _api_texts(w: dict[str, Any]) -> Iterable[tuple[str, str]]:
         yield f"audit {name}", repr(report) + str(report.to_dict())
     report = attach_bloom_filters(f["enc"], w["root"] / "api-attach.parquet", ["amount"], keys, overwrite=True)
     yield "attach report", repr(report) + str(report.to_dict())
+    explicit = KeyAccess(explicit=VECTOR_KEYS)
+    pruned = scan(UNIFORM_VECTOR, keys=explicit, filters=[("double_field", "<", 5.0)])
+    rows = pruned.to_table().num_rows
+    restricted = dataset(UNIFORM_VECTOR, keys=explicit, filters=[("double_field", "<", 5.0)])
+    fragments = list(pruned.dataset.get_fragments())
+    yield "scan with the footer key", "\n".join([
+        repr(pruned), repr(pruned.dataset), repr(restricted), str(pruned.report.to_dict()), pruned.report.summary(),
+        *(f"{f!r} {f.format!r} {f.format.default_fragment_scan_options!r}" for f in fragments)])
+    assert rows == 5 and len(fragments) == 1  # the scan did its work
+    for path, scan_keys in ((BLOOM_VECTOR, explicit), (UNIFORM_VECTOR, KeyAccess(explicit={"kf": b"CANARY-wrong-key"}))):
+        try:
+            scan(path, keys=scan_keys).to_table()
+        except SecureBloomError as e:
+            yield f"scan error {path.name}", _rendered(e)
+        else:
+            pytest.fail(f"{path.name} scanned")
     bad_keys = KeyAccess(kms=KeyListKms({k: b"CANARY-wrong-key" for k in MASTER}),
                          explicit={k: b"CANARY-wrong-key" for k in VECTOR_KEYS})
     for path in (f["enc-bloom"], f["signed-bloom"], BLOOM_VECTOR):
