@@ -309,7 +309,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
             file_columns = reader.columns
         expression = conditions_expression(conditions, file_columns, whole.schema, timezone=args.timezone)
-        pruned = scan(args.file, filters=expression, keys=keys, count_reads=True)
+        pruned = scan(args.file, filters=expression, keys=keys, count_reads=True, columns=columns)
         table = pruned.to_table(columns)
     report = pruned.report
     explain_to = out if args.format == "table" and not args.output else sys.stderr

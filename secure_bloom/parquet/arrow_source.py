@@ -2,9 +2,11 @@
 
 pyarrow decrypts files written with key tools (internal or external key material; SPEC_NOTES 7)
 through ``pyarrow.parquet.encryption.CryptoFactory``; our :class:`~secure_bloom.kms.KmsClient`
-(or factory) is bridged into it with :class:`~secure_bloom.kms.PyArrowKmsClient`. pyarrow offers no
-Python API for explicit keys (key_metadata that is a plain key id) or a withheld AAD prefix: such
-files raise :class:`UnsupportedParquetFeatureError`.
+(or factory) is bridged into it with :class:`~secure_bloom.kms.PyArrowKmsClient`. Files that path
+cannot open (key_metadata that is a plain key id, a withheld AAD prefix) are decrypted with the
+footer key we resolve, through ``pyarrow.parquet.encryption.create_decryption_properties``: pyarrow
+takes one key that way, so columns with keys of their own raise
+:class:`UnsupportedParquetFeatureError` before anything is read.
 
 Values come back as the leaf column's Arrow array, in the form :func:`secure_bloom.filter.
 SplitBlockBloomFilter.insert` hashes exactly as Parquet writers do: the normalisation is
@@ -30,27 +32,78 @@ from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 
-__all__ = ["ArrowChunkSource", "decryption_properties", "open_arrow_file"]
+__all__ = ["ArrowChunkSource", "decryption_properties", "direct_decryption_properties", "open_arrow_file",
+           "pyarrow_kms_opens"]
+
+
+def _aad_prefix_withheld(footer: Footer) -> bool:
+    params = footer.params
+    return params is not None and params.supply_aad_prefix and params.aad_prefix_stored is None
+
+
+def pyarrow_kms_opens(footer: Footer, key_metadata: Iterable[bytes | None]) -> bool:
+    """True if pyarrow's KMS path (``CryptoFactory``) can decrypt an encrypted file with these
+    column keys: every key's metadata is key tools material, and its AAD prefix is not withheld
+    (pyarrow's ``DecryptionConfiguration`` cannot carry one)."""
+    if _aad_prefix_withheld(footer):
+        return False
+    return all(kmd is None or KeyMetadata.looks_like_key_tools(bytes(kmd))
+               for kmd in [footer.footer_key_metadata, *key_metadata])
+
+
+def direct_decryption_properties(footer: Footer, key_metadata: Sequence[bytes | None], keys: KeyAccess, where: str,
+                                 columns: Sequence[str] = ()) -> Any:
+    """pyarrow ``FileDecryptionProperties`` holding the file's footer key itself
+    (``pyarrow.parquet.encryption.create_decryption_properties``, with the AAD prefix when the
+    file withholds it), for files pyarrow's KMS path cannot open (explicit key ids, a withheld
+    AAD prefix). The footer key must already be resolved (``footer.footer_key``, by our key
+    access).
+
+    pyarrow takes only one key this way: it decrypts the footer and the columns encrypted with
+    the footer key, not columns with keys of their own. ``key_metadata`` are the column keys the
+    read needs (of ``columns``): any makes it :class:`UnsupportedParquetFeatureError`, raised
+    before pyarrow reads anything. Never logs or shows the key.
+    """
+    import pyarrow.parquet.encryption as pe
+
+    if key_metadata:
+        ids = ", ".join(sorted({repr(key_id_of(kmd)) for kmd in key_metadata}))
+        named = (f"column{'s' if len(columns) > 1 else ''} {', '.join(map(repr, columns))} need"
+                 if columns else "columns need")
+        explicit = any(kmd is None or not KeyMetadata.looks_like_key_tools(bytes(kmd))
+                       for kmd in [footer.footer_key_metadata, *key_metadata])
+        why = ("the file's keys are explicit key ids, not KMS key material" if explicit else
+               "the file withholds its AAD prefix, which pyarrow's KMS decryption (DecryptionConfiguration) "
+               "cannot be given")
+        raise UnsupportedParquetFeatureError(
+            f"{where}: {named} keys of their own ({ids}), which pyarrow cannot be given: {why}, and pyarrow's "
+            "one other decryption from Python (pyarrow.parquet.encryption.create_decryption_properties) takes "
+            "a single key, the footer key (uniform encryption). What works: reading only the columns under the "
+            "footer key and the plaintext ones (leave the others out of the columns and the filter); probing and "
+            "pruning, which read every column; or rewriting the file with KMS key material with a reader that "
+            "takes per-column explicit keys (parquet-java, Spark)")
+    if footer.footer_key is None:
+        raise MissingKeyError(f"{where}: the footer key {key_id_of(footer.footer_key_metadata)!r} is needed to "
+                              "read the file's values")
+    prefix = keys.aad_prefix if _aad_prefix_withheld(footer) else None
+    return pe.create_decryption_properties(footer.footer_key, aad_prefix=prefix)
 
 
 def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], keys: KeyAccess,
                           key_material_file: str | os.PathLike[str]) -> Any:
     """pyarrow ``FileDecryptionProperties`` for a file, or None for a plaintext file.
 
-    ``key_metadata`` are the column keys pyarrow will need besides the footer key.
+    ``key_metadata`` are the column keys pyarrow will need besides the footer key. Files with
+    key tools material are decrypted through ``keys.kms`` (pyarrow's ``CryptoFactory``); others
+    (explicit key ids, a withheld AAD prefix) with the footer key itself
+    (:func:`direct_decryption_properties`: uniform encryption only).
     """
     if footer.mode is FooterMode.PLAINTEXT:
         return None
-    params = footer.params
-    assert params is not None
-    if params.supply_aad_prefix and params.aad_prefix_stored is None:
-        raise UnsupportedParquetFeatureError(
-            "pyarrow cannot read files whose AAD prefix is withheld (supply_aad_prefix) from Python")
-    for kmd in [footer.footer_key_metadata, *key_metadata]:
-        if kmd is not None and not KeyMetadata.looks_like_key_tools(bytes(kmd)):
-            raise UnsupportedParquetFeatureError(
-                f"key {key_id_of(kmd)!r} is an explicit key id; pyarrow can decrypt only files written with "
-                "key tools (a KMS) from Python, so this file's values cannot be read")
+    needed = list(key_metadata)
+    if not pyarrow_kms_opens(footer, needed):
+        return direct_decryption_properties(footer, needed, keys,
+                                            os.fspath(key_material_file))
     if keys.kms is None:
         raise MissingKeyError("reading an encrypted file's values needs a KMS client (KeyAccess(kms=...))")
     import pyarrow.parquet.encryption as pe

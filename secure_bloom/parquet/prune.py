@@ -305,9 +305,12 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
-               row_groups: Sequence[int] | None) -> FilePrune:
+               row_groups: Sequence[int] | None,
+               on_reader: Callable[[str, ParquetBloomReader, FilePrune], None] | None) -> FilePrune:
     with ParquetBloomReader(path, keys, filesystem=filesystem, filter_cache_bytes=_PRUNE_FILTER_CACHE) as reader:
         result = prune_reader(reader, tree, schema, row_groups)
+        if on_reader is not None:
+            on_reader(path, reader, result)
         ranges = reader.read_ranges
         size = reader.tail.file_size
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
@@ -324,10 +327,13 @@ def _progress_wanted(progress: bool | None) -> bool:
 def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = None, filesystem: Any = None,
                 schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
                 threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
-                on_done: Callable[[FilePrune], None] | None = None) -> list[FilePrune]:
+                on_done: Callable[[FilePrune], None] | None = None,
+                on_reader: Callable[[str, ParquetBloomReader, FilePrune], None] | None = None) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time; a progress bar on
     stderr when it is a TTY (``progress=None``). Errors (a missing key for the footer, a
-    damaged file) propagate: a file that cannot be checked is never silently dropped."""
+    damaged file) propagate: a file that cannot be checked is never silently dropped.
+    ``on_reader(path, reader, result)`` is called (on the worker thread) while each file's
+    reader is still open, its footer resolved; what it raises propagates too."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)
@@ -338,7 +344,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
-        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i])
+        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

@@ -14,10 +14,14 @@ Sources: a file, a directory (hive partitions: ``year=2024/``), a list of files,
 filters asked for and the surviving row groups' column chunks are fetched.
 
 Encrypted files are decrypted by pyarrow with the same KMS client as ours (``keys.kms``, through
-:mod:`secure_bloom.kms.pyarrow_adapter` and pyarrow's key tools): pyarrow reads files with key
-tools material (what parquet-java, Spark and pyarrow write); files whose key metadata is a bare
-key id (``keys.explicit``) or that need a withheld AAD prefix can be pruned but not scanned by
-pyarrow's dataset API.
+:mod:`secure_bloom.kms.pyarrow_adapter` and pyarrow's key tools) when they hold key tools material
+(what parquet-java, Spark and pyarrow write). Files that path cannot open - key metadata that is a
+bare key id (``keys.explicit``), or a withheld AAD prefix (``keys.aad_prefix``) - are scanned with
+the footer key our key access resolved while pruning, given to pyarrow per file
+(``create_decryption_properties``: one ParquetFileFormat per such file, fragments of one
+dataset). pyarrow takes a single key that way (uniform encryption): a surviving file whose columns
+to read have keys of their own is :class:`~secure_bloom.errors.UnsupportedParquetFeatureError`
+before anything is scanned (:func:`~secure_bloom.parquet.arrow_source.direct_decryption_properties`).
 """
 
 from __future__ import annotations
@@ -35,12 +39,15 @@ import pyarrow.parquet.encryption as pe
 from ..errors import MissingKeyError
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
+from ..types import ChunkEncryption, FooterMode
+from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
-from .predicate import Node, predicate_tree, to_expression
-from .prune import DEFAULT_PRUNE_THREADS, PruneReport, prune_files
+from .predicate import Node, columns_of, predicate_tree, to_expression
+from .prune import DEFAULT_PRUNE_THREADS, FilePrune, PruneReport, prune_files
+from .reader import ParquetBloomReader
 from .sources import CountingFileSystem, ReadCounter, resolve
 
-__all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format"]
+__all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format", "file_format"]
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -58,6 +65,38 @@ def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
     return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_config=config))
 
 
+def _direct_format(decryption: Any) -> ds.ParquetFileFormat:
+    """pyarrow's Parquet format for one file, holding that file's decryption properties."""
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
+
+
+def _reads_leaf(path_in_schema: tuple[str, ...], columns: Sequence[str] | None) -> bool:
+    """Whether reading ``columns`` (top-level names or dotted paths; None: all) reads this leaf."""
+    if columns is None:
+        return True
+    dotted = ".".join(path_in_schema)
+    return any(c == path_in_schema[0] or c == dotted or dotted.startswith(c + ".") for c in columns)
+
+
+def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.ParquetFileFormat,
+                columns: Sequence[str] | None = None) -> ds.ParquetFileFormat:
+    """The format pyarrow scans the open file with: ``shared`` (plaintext, or pyarrow's KMS path)
+    or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
+    are what the scan reads, filter columns included: the columns that need keys of their own
+    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    footer = reader.footer
+    if footer.mode is FooterMode.PLAINTEXT:
+        return shared
+    own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
+    if pyarrow_kms_opens(footer, [c.key_metadata for c in own_keys]):
+        return shared
+    read = [c for c in own_keys if _reads_leaf(c.column.path_in_schema, columns)]
+    return _direct_format(direct_decryption_properties(
+        footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
+        columns=list(dict.fromkeys(c.column.path for c in read))))
+
+
 @dataclass
 class PrunedScan:
     """The surviving row groups as a dataset, the filter, and what pruning did."""
@@ -67,10 +106,17 @@ class PrunedScan:
     tree: Node
     report: PruneReport
     counter: ReadCounter | None = None
+    columns: tuple[str, ...] | None = None
 
     def to_table(self, columns: Sequence[str] | None = None, *, use_threads: bool = True) -> pa.Table:
         """The matching rows (pyarrow applies the exact filter); fills ``report.rows`` and, when
-        reads are counted, ``report.data_bytes_read``."""
+        reads are counted, ``report.data_bytes_read``. ``columns`` defaults to the scan's; a
+        scan made for some columns (``scan(columns=...)``) reads only those."""
+        if columns is None:
+            columns = self.columns
+        elif self.columns is not None and not set(columns) <= set(self.columns):
+            raise ValueError(f"this scan was made for the columns {list(self.columns)}, not "
+                             f"{sorted(set(columns) - set(self.columns))}: pass them to scan(columns=...)")
         table = self.dataset.to_table(columns=list(columns) if columns is not None else None,
                                       filter=self.expression, use_threads=use_threads)
         self.report.rows = table.num_rows
@@ -80,55 +126,92 @@ class PrunedScan:
         return table
 
 
+def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
+                      keys: KeyAccess | None) -> ds.ParquetFileFormat | None:
+    """A format that opens the footer of the first file pyarrow inspects for the schema, when
+    pyarrow's KMS path cannot (explicit key ids, a withheld AAD prefix); None when that is not
+    why the inspection failed."""
+    if keys is None or (not keys.has_keys and keys.aad_prefix is None):
+        return None
+    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
+                         schema=pa.schema([]))  # lists the files, opens none
+    first = next(iter(listing.get_fragments()), None)
+    if first is None:
+        return None
+    with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
+        shared = ds.ParquetFileFormat()
+        fmt = file_format(reader, keys, shared, columns=())  # the footer only: the schema
+    return None if fmt is shared else fmt
+
+
 def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
-              partitioning: Any) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem]:
+              partitioning: Any) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+    """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
+    scans read through, and the format shared by the files pyarrow opens with ``keys.kms``."""
     resolved = resolve(source, filesystem)
     fs = resolved.filesystem
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
+    target = resolved.paths[0] if single_dir else list(resolved.paths)
+    parts = partitioning if single_dir else None
     try:
-        base = ds.dataset(resolved.paths[0] if single_dir else list(resolved.paths), filesystem=scan_fs,
-                          format=fmt, partitioning=partitioning if single_dir else None)
+        base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
     except (pa.ArrowInvalid, OSError) as e:
-        if "decryption" in str(e) and (keys is None or keys.kms is None):
+        inspect = _discovery_format(target, fs, parts, keys)
+        if inspect is not None:
+            base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
+        elif "decryption" in str(e) and (keys is None or keys.kms is None):
             raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
-                                  "client their key material was wrapped with") from None
-        raise
-    return base, fs, scan_fs
+                                  "client their key material was wrapped with (or explicit=... for key ids)") from None
+        else:
+            raise
+    return base, fs, scan_fs, fmt
 
 
 def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any = None,
                  partitioning: Any = "hive") -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
-    """pyarrow's whole dataset of ``source`` (decryption configured) and the filesystem of its
-    files: the schema, the fragments, before any pruning."""
-    base, fs, _ = _discover(source, keys, filesystem, None, partitioning)
+    """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
+    fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
+    opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
+    base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning)
     return base, fs
 
 
 def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
          count_reads: bool = False, threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
-         partitioning: Any = "hive") -> PrunedScan:
+         partitioning: Any = "hive", columns: Sequence[str] | None = None) -> PrunedScan:
     """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
     restricted dataset. ``count_reads`` routes pyarrow's reads through a
-    :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks)."""
+    :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks).
+    ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
+    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan."""
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of column names, not a str")
     counter = ReadCounter() if count_reads else None
-    base, fs, scan_fs = _discover(source, keys, filesystem, counter, partitioning)
-    fmt = base.format
+    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning)
     expression = to_expression(filters)
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
     kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
+    formats: dict[str, ds.ParquetFileFormat] = {}
+
+    def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
+        if result.row_groups:  # only the files scanned need pyarrow to decrypt them
+            formats[path] = file_format(reader, keys, fmt, read)
+
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress)
-    fragments = [fmt.make_fragment(frag.path, filesystem=scan_fs, partition_expression=frag.partition_expression,
-                                   row_groups=list(result.row_groups), file_size=result.file_size)
+                         threads=threads, progress=progress, on_reader=choose_format)
+    fragments = [formats[frag.path].make_fragment(
+                     frag.path, filesystem=scan_fs, partition_expression=frag.partition_expression,
+                     row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=scan_fs)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept))
-    return PrunedScan(restricted, expression, tree, report, counter)
+    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
@@ -136,7 +219,8 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
     a file, as pyarrow's own filtered read."""
-    return scan(source, filters=filters, keys=keys, filesystem=filesystem).to_table(columns, use_threads=use_threads)
+    return scan(source, filters=filters, keys=keys, filesystem=filesystem,
+                columns=columns).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,

@@ -33,12 +33,14 @@ from secure_bloom.kms import KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMeta
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.attach import attach_bloom_filters
 from secure_bloom.parquet.audit import audit
+from secure_bloom.parquet.read import dataset, scan
 
 MASTER = {"kf": b"CANARY-footer-k1", "kc1": b"CANARY-column-k2", "kc2": b"CANARY-column-k3"}
 KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in MASTER.items())
 VECTOR_KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}
 TOKEN = "s.CANARYtoken7f3e9a1b2c4d"
 BLOOM_VECTOR = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
+UNIFORM_VECTOR = DATA / "uniform_encryption.parquet.encrypted"
 
 
 def forms(secret: bytes) -> set[str]:
@@ -144,7 +146,11 @@ def _commands(w: dict[str, Any]) -> Iterator[tuple[str, list[str], dict[str, str
     yield "probe vector", ["probe", str(BLOOM_VECTOR), "--column", "double_field", "--value", "0.5",
                            *_vector_key_args()], {}
     yield "audit directory", ["audit", str(root), "--sensitive", "ssn", *kl], {}
+    yield "query uniform vector", ["query", str(UNIFORM_VECTOR), "--where", "double_field < 5", "--format", "json",
+                                   "--explain", *_vector_key_args()], {}
     # failures
+    yield "query per-column vector", ["query", str(BLOOM_VECTOR), "--where", "double_field = 0.5",
+                                      *_vector_key_args()], {}
     wrong = base64.b64encode(b"CANARY-wrong-key").decode()
     yield "wrong key list", ["inspect", str(f["enc-bloom"]), "--key-list", f"kf:{wrong}, kc1:{wrong}"], {}
     yield "wrong explicit key", ["probe", str(BLOOM_VECTOR), "--column", "double_field", "--value", "1",
@@ -177,6 +183,8 @@ def _expected(label: str) -> tuple[int, str]:
         "inspect vector": (0, "2000 rows, 1 row group"),
         "probe vector": (0, "maybe"),
         "audit directory": (0, "audit of 6 files"),
+        "query uniform vector": (0, '"row_groups_read": 1, "metadata_bytes_read"'),
+        "query per-column vector": (3, "need keys of their own ('kc1', 'kc2'), which pyarrow cannot be given"),
         "wrong key list": (2, "authentication failed"),
         "wrong explicit key": (2, "authentication failed"),
         "bad hex": (2, "key 'kf' is not valid hex"),
@@ -225,7 +233,7 @@ def test_every_cli_command_in_process(world: dict[str, Any], capsys: pytest.Capt
         world["secrets"].check(text, label)
         _check_outcome(label, argv, code, text)   # the exit code, and the work done or the refusal
         labels.append(label)
-    assert len(labels) == len(set(labels)) == 26
+    assert len(labels) == len(set(labels)) == 28
 
 
 def test_cli_as_a_process(world: dict[str, Any]) -> None:
@@ -255,6 +263,22 @@ def _api_texts(w: dict[str, Any]) -> Iterable[tuple[str, str]]:
         yield f"audit {name}", repr(report) + str(report.to_dict())
     report = attach_bloom_filters(f["enc"], w["root"] / "api-attach.parquet", ["amount"], keys, overwrite=True)
     yield "attach report", repr(report) + str(report.to_dict())
+    explicit = KeyAccess(explicit=VECTOR_KEYS)
+    pruned = scan(UNIFORM_VECTOR, keys=explicit, filters=[("double_field", "<", 5.0)])
+    rows = pruned.to_table().num_rows
+    restricted = dataset(UNIFORM_VECTOR, keys=explicit, filters=[("double_field", "<", 5.0)])
+    fragments = list(pruned.dataset.get_fragments())
+    yield "scan with the footer key", "\n".join([
+        repr(pruned), repr(pruned.dataset), repr(restricted), str(pruned.report.to_dict()), pruned.report.summary(),
+        *(f"{f!r} {f.format!r} {f.format.default_fragment_scan_options!r}" for f in fragments)])
+    assert rows == 5 and len(fragments) == 1  # the scan did its work
+    for path, scan_keys in ((BLOOM_VECTOR, explicit), (UNIFORM_VECTOR, KeyAccess(explicit={"kf": b"CANARY-wrong-key"}))):
+        try:
+            scan(path, keys=scan_keys).to_table()
+        except SecureBloomError as e:
+            yield f"scan error {path.name}", _rendered(e)
+        else:
+            pytest.fail(f"{path.name} scanned")
     bad_keys = KeyAccess(kms=KeyListKms({k: b"CANARY-wrong-key" for k in MASTER}),
                          explicit={k: b"CANARY-wrong-key" for k in VECTOR_KEYS})
     for path in (f["enc-bloom"], f["signed-bloom"], BLOOM_VECTOR):

@@ -79,6 +79,30 @@ def write_encrypted(path: Path, table: pa.Table | None = None, *, plaintext_foot
     return path
 
 
+def write_uniform(path: Path, table: pa.Table | None = None, *, key: bytes = TESTING_KEYS["kf"],
+                  key_metadata: bytes = b"kf", aad_prefix: bytes | None = None, store_aad_prefix: bool = True,
+                  **write_options: Any) -> Path:
+    """A uniformly encrypted file (encrypted footer, every column under the footer key ``key``)
+    written by pyarrow (``create_encryption_properties``), whose footer key_metadata is then set
+    to ``key_metadata``: by default the bare key id "kf", as parquet-java writes explicit keys
+    (pyarrow writes none), or key tools material wrapping ``key``. FileCryptoMetaData is outside
+    every AAD: nothing is re-encrypted. ``store_aad_prefix=False`` withholds ``aad_prefix``."""
+    from secure_bloom import thrift_codec
+
+    props = pe.create_encryption_properties(key, aad_prefix=aad_prefix, store_aad_prefix=store_aad_prefix)
+    write_options.setdefault("row_group_size", ROWS_PER_GROUP)
+    pq.write_table(table if table is not None else sample_table(), path, encryption_properties=props, **write_options)
+    data = path.read_bytes()
+    assert data[-4:] == b"PARE"
+    length = int.from_bytes(data[-8:-4], "little")
+    tail = data[-8 - length:-8]
+    crypto, used = thrift_codec.parse(thrift_codec.idl().FileCryptoMetaData, tail)
+    crypto.key_metadata = key_metadata
+    footer = thrift_codec.serialize(crypto) + tail[used:]
+    path.write_bytes(data[:-8 - length] + footer + len(footer).to_bytes(4, "little") + b"PARE")
+    return path
+
+
 def read_encrypted(path: Path) -> pa.Table:
     props = crypto_factory().file_decryption_properties(pe.KmsConnectionConfig(), parquet_file_path=str(path))
     return pq.read_table(path, decryption_properties=props)

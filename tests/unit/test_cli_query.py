@@ -12,7 +12,19 @@ from secure_bloom.cli import main
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 from secure_bloom.parquet.where import parse_condition
-from support.parquet_files import TESTING_KEY_LIST, sample_table, ssn, vector_kms, write_encrypted
+from support.parquet_files import (
+    TESTING_KEY_LIST,
+    TESTING_KEYS,
+    VECTORS_DIR,
+    sample_table,
+    ssn,
+    vector_kms,
+    write_encrypted,
+    write_uniform,
+)
+
+#: --key options for the parquet-testing explicit keys (kf, kc1, kc2).
+EXPLICIT_KEYS = [arg for key_id, key in TESTING_KEYS.items() for arg in ("--key", f"{key_id}=text:{key.decode()}")]
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +92,35 @@ def test_query_table_and_bad_value(encrypted: tuple[Path, Path], capsys: pytest.
     assert capsys.readouterr().out.split() == ["id", "42", "(1", "row)"]
     assert main(["query", str(data), "--where", "id = forty", "--key-list-file", str(keys)]) == 2
     assert "id" in capsys.readouterr().err
+
+
+def test_query_explicit_key_with_withheld_aad_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Key metadata that is a bare key id and an AAD prefix the file withholds: pyarrow's KMS path
+    opens neither; the footer key we resolve is given to pyarrow for the file."""
+    write_uniform(tmp_path / "src.parquet", aad_prefix=b"tenant-7", store_aad_prefix=False)
+    keys = KeyAccess(explicit=TESTING_KEYS, aad_prefix=b"tenant-7")
+    attach_bloom_filters(tmp_path / "src.parquet", tmp_path / "data.parquet", ["ssn"], keys)
+    code = main(["query", str(tmp_path / "data.parquet"), "--where", f"ssn in ({ssn(1500)}, {ssn(2999)}, x)",
+                 "--columns", "id,ssn", "--format", "json", "--explain", "--aad-prefix", "tenant-7", *EXPLICIT_KEYS])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == [{"id": 1500, "ssn": ssn(1500)}, {"id": 2999, "ssn": ssn(2999)}]
+    assert (doc["report"]["row_groups_total"], doc["report"]["row_groups_read"]) == (3, 2)
+    assert main(["query", str(tmp_path / "data.parquet"), "--where", f"ssn = {ssn(1)}", *EXPLICIT_KEYS]) == 2
+    assert "withheld AAD prefix" in capsys.readouterr().err
+
+
+def test_query_columns_with_their_own_explicit_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    """pyarrow takes one key per file from Python: columns under their own explicit keys are
+    refused before the scan (exit 3), naming them; the other columns are read."""
+    vector = str(VECTORS_DIR / "encrypt_columns_and_footer.parquet.encrypted")
+    assert main(["query", vector, "--where", "ba_field = parquet002", *EXPLICIT_KEYS]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "columns 'float_field', 'double_field' need keys of their own ('kc1', 'kc2')" in err
+    assert "create_decryption_properties" in err and "What works" in err
+    assert main(["query", vector, "--where", "ba_field = parquet002", "--columns", "ba_field",
+                 "--format", "csv", *EXPLICIT_KEYS]) == 0
+    assert capsys.readouterr().out.splitlines() == ['"ba_field"', '"parquet002"']
 
 
 def test_plain_table_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,6 +27,7 @@ from support.parquet_files import (
     vector_kms,
     write_encrypted,
     write_plain,
+    write_uniform,
 )
 from secure_bloom import thrift_codec
 from secure_bloom.errors import (
@@ -296,13 +297,30 @@ def test_in_place_failure_keeps_the_original(tmp_path: Path, monkeypatch: pytest
     assert _digest(src) == before and _leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("prefix", [None, b"tenant-7"])
+def test_explicit_footer_key_files_get_filters(tmp_path: Path, prefix: bytes | None) -> None:
+    """Bare key ids, a withheld AAD prefix: pyarrow reads the values with the footer key we resolve
+    (uniform files, and the footer-key columns of the parquet-testing per-column file)."""
+    keys = KeyAccess(explicit=TESTING_KEYS, aad_prefix=prefix)
+    src = write_uniform(tmp_path / "src.parquet", aad_prefix=prefix, store_aad_prefix=prefix is None)
+    attach_bloom_filters(src, tmp_path / "bloom.parquet", ["ssn", "id"], keys)
+    with ParquetBloomReader(tmp_path / "bloom.parquet", keys) as reader:
+        assert reader.row_groups_maybe_containing("ssn", ssn(1500)) == [1]
+        assert reader.row_groups_maybe_containing("id", 2999) == [2]
+    vector = DATA / "encrypt_columns_and_footer.parquet.encrypted"
+    attach_bloom_filters(vector, tmp_path / "vector.parquet", ["ba_field"], KeyAccess(explicit=TESTING_KEYS))
+    with ParquetBloomReader(tmp_path / "vector.parquet", KeyAccess(explicit=TESTING_KEYS)) as reader:
+        assert reader.row_groups_maybe_containing("ba_field", b"parquet002") == [0]
+        assert reader.row_groups_maybe_containing("ba_field", b"absent-value") == []
+
+
 def test_refusals(tmp_path: Path) -> None:
     src = write_encrypted(tmp_path / "src.parquet")
     with pytest.raises(UnsupportedParquetFeatureError, match="BOOLEAN"):
         attach_bloom_filters(src, tmp_path / "x.parquet", ["flag"], KEYS)
     with pytest.raises(MissingKeyError):
         attach_bloom_filters(src, tmp_path / "x.parquet", ["ssn"])  # no keys
-    # explicit-key files: pyarrow cannot decrypt them from Python
+    # a column under its own explicit key: pyarrow takes only the footer key from Python
     explicit = KeyAccess(explicit=TESTING_KEYS)
     with pytest.raises(UnsupportedParquetFeatureError, match="explicit key"):
         attach_bloom_filters(DATA / "encrypt_columns_and_footer.parquet.encrypted", tmp_path / "y.parquet",

@@ -3,7 +3,10 @@
 Every read is compared with pyarrow's own filtered read of the same files (pyarrow.dataset with
 the same filter), on plaintext and encrypted files with Bloom filters attached by us, including
 nulls, NaN and -0.0, time zones, decimals, unsigned integers, strings and hive partitions; a
-property test does the same for random tables and random filters.
+property test does the same for random tables and random filters. The encrypted files are read
+through pyarrow's KMS path (key tools material) or, for files it cannot open (explicit key ids, a
+withheld AAD prefix), with the footer key given to pyarrow per file; those are compared with
+pyarrow's own read given that key (``create_decryption_properties``).
 """
 
 from __future__ import annotations
@@ -22,15 +25,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secure_bloom.errors import InvalidValueError
+from secure_bloom.errors import InvalidValueError, MissingKeyError, UnsupportedParquetFeatureError
+from secure_bloom.kms import FileKeyWrapper
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet.predicate import AllOf, AnyOf, Leaf, Unknown, predicate_tree, to_expression
 from secure_bloom.parquet.read import dataset, parquet_format, read_table, scan
-from support.parquet_files import vector_kms, write_encrypted
+from support.parquet_files import (
+    TESTING_KEYS,
+    VECTORS_DIR,
+    sample_table,
+    ssn,
+    vector_kms,
+    write_encrypted,
+    write_plain,
+    write_uniform,
+)
 
 PARIS = "Europe/Paris"
 ROWS = 240
@@ -57,31 +71,68 @@ def _table(start: int, rows: int = ROWS) -> pa.Table:
     })
 
 
-def _write(directory: Path, encrypted: bool) -> KeyAccess | None:
-    keys = KeyAccess(kms=vector_kms()) if encrypted else None
+#: The footer key of the KMS-wrapped files with a withheld AAD prefix (fixed, to read them with
+#: pyarrow's own reader for the reference).
+UNIFORM_DEK = bytes(range(16))
+PREFIX = b"tenant-7"
+#: How the test files are encrypted: None, pyarrow's KMS path (per-column keys), or the footer key
+#: given to pyarrow per file (explicit key id kf; with a withheld AAD prefix; KMS-wrapped with one).
+KINDS = ["plaintext", "encrypted", "explicit", "explicit-withheld", "kms-withheld"]
+
+
+def _keys(kind: str) -> KeyAccess | None:
+    return {"plaintext": None, "encrypted": KeyAccess(kms=vector_kms()),
+            "explicit": KeyAccess(explicit=TESTING_KEYS),
+            "explicit-withheld": KeyAccess(explicit=TESTING_KEYS, aad_prefix=PREFIX),
+            "kms-withheld": KeyAccess(kms=vector_kms(), aad_prefix=PREFIX)}[kind]
+
+
+def _write_kind(src: Path, table: pa.Table, kind: str, **options: Any) -> None:
+    if kind == "plaintext":
+        write_plain(src, table, **options)
+    elif kind == "encrypted":
+        write_encrypted(src, table, column_keys={"kc1": ["key", "dec"], "kc2": ["f", "ts"]}, **options)
+    elif kind == "explicit":
+        write_uniform(src, table, **options)
+    elif kind == "explicit-withheld":
+        write_uniform(src, table, aad_prefix=PREFIX, store_aad_prefix=False, **options)
+    else:
+        material = FileKeyWrapper(vector_kms()).wrap(UNIFORM_DEK, "kf", is_footer_key=True)
+        write_uniform(src, table, key=UNIFORM_DEK, key_metadata=material, aad_prefix=PREFIX, store_aad_prefix=False,
+                      **options)
+
+
+def _write(directory: Path, kind: str) -> KeyAccess | None:
+    keys = _keys(kind)
     for part, region in enumerate(["eu", "us"]):
         folder = directory / f"region={region}"
         folder.mkdir(parents=True)
         src = directory / f"src-{region}.parquet.tmp"
-        table = _table(part * ROWS)
-        if encrypted:
-            write_encrypted(src, table, column_keys={"kc1": ["key", "dec"], "kc2": ["f", "ts"]}, row_group_size=GROUP)
-        else:
-            pq.write_table(table, src, row_group_size=GROUP)
+        _write_kind(src, _table(part * ROWS), kind, row_group_size=GROUP)
         attach_bloom_filters(src, folder / "part-0.parquet", BLOOM_COLUMNS, keys)
         src.unlink()
     return keys
 
 
-@pytest.fixture(scope="module", params=["plaintext", "encrypted"])
+@pytest.fixture(scope="module", params=KINDS)
 def data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, KeyAccess | None]:
     directory = tmp_path_factory.mktemp(f"read-{request.param}")
-    return directory, _write(directory, request.param == "encrypted")
+    return directory, _write(directory, request.param)
+
+
+def _pyarrow_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
+    """pyarrow's own format for the test files: its KMS path, or the footer key itself."""
+    if keys is None or (keys.explicit is None and keys.aad_prefix is None):
+        return parquet_format(keys)
+    key = TESTING_KEYS["kf"] if keys.explicit is not None else UNIFORM_DEK
+    decryption = pe.create_decryption_properties(key, aad_prefix=keys.aad_prefix)
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
 
 
 def _reference(path: Path, filters: Any, keys: KeyAccess | None, columns: list[str] | None = None) -> pa.Table:
     expression = to_expression(filters)
-    return ds.dataset(path, format=parquet_format(keys), partitioning="hive").to_table(columns=columns, filter=expression)
+    return ds.dataset(path, format=_pyarrow_format(keys), partitioning="hive").to_table(columns=columns, filter=expression)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -194,10 +245,8 @@ def test_list_of_files_and_file_uri(data: tuple[Path, KeyAccess | None]) -> None
 def test_encrypted_without_keys_fails_clearly(tmp_path: Path) -> None:
     path = tmp_path / "encrypted"
     path.mkdir()
-    keys = _write(path, True)
+    keys = _write(path, "encrypted")
     assert keys is not None
-    from secure_bloom.errors import MissingKeyError
-
     with pytest.raises(MissingKeyError, match="encrypted: pass keys=KeyAccess"):
         read_table(path / "region=eu" / "part-0.parquet", filters=[("key", "==", _key(1))])
 
@@ -284,3 +333,113 @@ def test_nan_and_zero_queries_keep_their_row_groups(tmp_path: Path) -> None:
     assert nan.report.files[0].row_groups == (0, 1, 2, 3)  # NaN: always maybe
     assert nan.to_table().num_rows == 0  # and pyarrow's NaN == NaN is false
     assert not math.isnan(7.0)
+
+
+# ---------------------------------------------------------------- keys pyarrow cannot be given
+
+PER_COLUMN_VECTORS = {  # parquet-testing, explicit keys: footer kf, double_field kc1, float_field kc2
+    "encrypt_columns_and_footer.parquet.encrypted": None,
+    "encrypt_columns_plaintext_footer.parquet.encrypted": None,
+    "encrypt_columns_and_footer_disable_aad_storage.parquet.encrypted": b"tester",
+}
+
+
+@pytest.mark.parametrize("name", list(PER_COLUMN_VECTORS))
+def test_columns_with_keys_of_their_own_are_refused_before_scanning(name: str) -> None:
+    path = VECTORS_DIR / name
+    prefix = PER_COLUMN_VECTORS[name]
+    keys = KeyAccess(explicit=TESTING_KEYS, aad_prefix=prefix)
+    why = "explicit key ids, not KMS key material"
+    with pytest.raises(UnsupportedParquetFeatureError, match=rf"'float_field', 'double_field' need keys of their "
+                                                             rf"own \('kc1', 'kc2'\).*{why}.*single key"):
+        read_table(path, keys=keys)
+    with pytest.raises(UnsupportedParquetFeatureError, match=r"columns 'float_field', 'double_field' need"):
+        dataset(path, keys=keys, filters=[("boolean_field", "==", True)])  # dataset(): every column
+    with pytest.raises(UnsupportedParquetFeatureError, match=r"column 'double_field' need keys of their own \('kc1'\)"):
+        read_table(path, keys=keys, columns=["int32_field"], filters=[("double_field", ">", 1.0)])  # the filter's
+    # the columns under the footer key: exactly pyarrow's rows, read with the footer key
+    footer_only = pe.create_decryption_properties(TESTING_KEYS["kf"], aad_prefix=prefix)
+    columns = ["boolean_field", "int96_field", "ba_field"]
+    for filters in ([("ba_field", "==", b"parquet002")], [("boolean_field", "==", True)], None):
+        ours = read_table(path, keys=keys, columns=columns, filters=filters)
+        expected = pq.read_table(path, columns=columns, filters=filters, decryption_properties=footer_only)
+        assert ours.equals(expected) and (filters is None or 0 < ours.num_rows < 50), filters
+    with pytest.raises(ValueError, match="scan was made for the columns"):
+        scan(path, keys=keys, columns=["ba_field"]).to_table(["ba_field", "double_field"])
+
+
+def test_uniform_vector_reads_as_pyarrow_with_the_footer_key() -> None:
+    path = VECTORS_DIR / "uniform_encryption.parquet.encrypted"
+    keys = KeyAccess(explicit={"kf": TESTING_KEYS["kf"]})
+    decryption = pe.create_decryption_properties(TESTING_KEYS["kf"])
+    for filters in ([("double_field", "<", 5.0)], [("float_field", "in", [1.0, 2.0, 3.0])], None):
+        assert read_table(path, keys=keys, filters=filters).equals(
+            pq.read_table(path, filters=filters, decryption_properties=decryption))
+    with pytest.raises(MissingKeyError, match="'kf'"):
+        read_table(path, keys=KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]}))
+
+
+def test_a_file_refused_for_its_columns_is_fine_once_pruned_away(tmp_path: Path) -> None:
+    """Only the files scanned must be readable by pyarrow: a row group ruled out is never read."""
+    keys = KeyAccess(explicit=TESTING_KEYS)
+    (tmp_path / "a.parquet").write_bytes((VECTORS_DIR / "encrypt_columns_and_footer.parquet.encrypted").read_bytes())
+    pruned = scan(tmp_path, keys=keys, filters=[("double_field", "<", -1.0)])
+    assert pruned.report.row_groups_pruned_by_statistics == 1
+    assert pruned.to_table().num_rows == 0
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, KeyAccess]:
+    """One directory: a file with explicit key ids (listed first: pyarrow inspects it for the
+    schema), one with KMS key material and per-column keys, one plaintext; Bloom filters on ssn."""
+    directory = tmp_path_factory.mktemp("read-mixed")
+    keys = KeyAccess(kms=vector_kms(), explicit=TESTING_KEYS)
+    for name, kind, start in (("a-explicit", "explicit", 0), ("b-kms", "encrypted", 3000), ("c-plain", "plaintext", 6000)):
+        src = directory / f"{name}.tmp"
+        table = sample_table(9000).slice(start, 3000)
+        if kind == "encrypted":
+            write_encrypted(src, table)
+        else:
+            _write_kind(src, table, kind)
+        attach_bloom_filters(src, directory / f"{name}.parquet", ["ssn"], keys)
+        src.unlink()
+    return directory, keys
+
+
+def _pyarrow_mixed(directory: Path, filters: Any) -> pa.Table:
+    kms = _pyarrow_format(KeyAccess(kms=vector_kms()))
+    explicit = _pyarrow_format(KeyAccess(explicit=TESTING_KEYS))
+    parts = [ds.dataset(directory / f"{name}.parquet", format=fmt).to_table(filter=to_expression(filters))
+             for name, fmt in (("a-explicit", explicit), ("b-kms", kms), ("c-plain", ds.ParquetFileFormat()))]
+    return pa.concat_tables(parts)
+
+
+@pytest.mark.parametrize("filters", [[("ssn", "in", [ssn(5), ssn(4500), ssn(8999), "nobody"])],
+                                     [("id", ">=", 2990), ("id", "<", 6010)], None])
+def test_a_directory_mixing_explicit_kms_and_plaintext_files(mixed: tuple[Path, KeyAccess], filters: Any) -> None:
+    directory, keys = mixed
+    ours = read_table(directory, keys=keys, filters=filters)
+    assert ours.equals(_pyarrow_mixed(directory, filters))
+
+
+def test_mixed_directory_prunes_and_polars_and_duckdb_see_its_rows(mixed: tuple[Path, KeyAccess]) -> None:
+    directory, keys = mixed
+    filters = [("ssn", "in", [ssn(5), ssn(4500), ssn(8999)])]
+    pruned = scan(directory, keys=keys, filters=filters)
+    assert pruned.report.row_groups_total == 9 and pruned.report.row_groups_read == 3  # one per file
+    restricted = dataset(directory, keys=keys, filters=filters)
+    frame = pl.scan_pyarrow_dataset(restricted).select("id", "ssn").collect()
+    assert sorted(frame["id"].to_list()) == [5, 4500, 8999]
+    rows = duckdb.from_arrow(restricted).filter("id > 100").project("id").fetchall()
+    assert sorted(r[0] for r in rows) == [4500, 8999]
+
+
+@pytest.mark.parametrize("kind", ["explicit-withheld", "kms-withheld"])
+def test_a_withheld_prefix_not_given_is_a_missing_key(tmp_path: Path, kind: str) -> None:
+    _write_kind(tmp_path / "w.parquet", sample_table(10), kind)
+    keys = _keys(kind)
+    assert keys is not None
+    without = KeyAccess(kms=keys.kms, explicit=keys.explicit)
+    with pytest.raises(MissingKeyError, match=r"withheld AAD prefix \(supply_aad_prefix\); pass it"):
+        read_table(tmp_path / "w.parquet", keys=without)
+    assert read_table(tmp_path / "w.parquet", keys=keys).equals(sample_table(10))
