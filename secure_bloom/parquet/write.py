@@ -37,7 +37,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,7 @@ from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
 
-__all__ = ["write_table", "ParquetWriter", "write_to_dataset", "WriteReport", "BloomColumn",
+__all__ = ["write_table", "ParquetWriter", "write_to_dataset", "WriteReport", "BloomColumn", "SyncingSink", "SYNC_STEP",
            "DEFAULT_ROW_GROUP_SIZE"]
 
 #: Rows per row group when ``row_group_size`` is not given (pyarrow's default).
@@ -362,6 +362,57 @@ def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint6
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+#: Bytes pyarrow writes between two background syncs of the spooled file (:class:`SyncingSink`).
+SYNC_STEP = 8 * 1024 * 1024
+
+
+class SyncingSink:
+    """The raw file pyarrow writes the spooled file through (wrapped in ``pa.PythonFile``): each
+    ``write`` goes to ``write``, and once ``step`` bytes have been written since the last sync
+    began, ``sync`` (an fsync) starts in ``pool`` while pyarrow goes on encoding. The disk writes
+    overlap the encoding, so the fsync that makes the file durable before it is published waits
+    only for the last bytes. A failed background sync is raised by the next ``write`` and by
+    :meth:`wait` (an fsync error is never retried and forgotten: the file is given up).
+    ``close`` closes nothing (the file is the caller's)."""
+
+    def __init__(self, write: Any, sync: Any, pool: ThreadPoolExecutor, step: int = SYNC_STEP) -> None:
+        self._write, self._sync, self._pool, self._step = write, sync, pool, step
+        self._position = self._synced = 0
+        self._pending: Future[None] | None = None
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self._write(data)
+        n = memoryview(data).nbytes
+        self._position += n
+        if self._position - self._synced >= self._step:
+            pending = self._pending
+            if pending is None or pending.done():
+                if pending is not None:
+                    pending.result()  # a failed sync: raised here, not overwritten
+                self._synced = self._position
+                self._pending = self._pool.submit(self._sync)
+        return n
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def wait(self) -> None:
+        """Wait for the sync under way (if any); raise its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+
 class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
@@ -397,6 +448,7 @@ class ParquetWriter:
         self._sink: Any = None
         self._writer: Any = None
         self._pool: ThreadPoolExecutor | None = None
+        self._syncing: SyncingSink | None = None
         if dest.local:
             target = Path(dest.path)
             _check_local_target(target)
@@ -416,7 +468,10 @@ class ParquetWriter:
             self._key_file = key_file
             self._out = AtomicOutput(spool_dir / f".{dest.name}.{os.urandom(6).hex()}.write.tmp",
                                      0o666 if dest.local else 0o600)
-            self._sink = pa.OSFile(os.fspath(self._out.readable_path), "w")
+            # two threads: one hashes a row group while pyarrow writes it, one syncs what is written
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="secure-bloom-write")
+            self._syncing = SyncingSink(self._out.write, self._out.sync, self._pool)
+            self._sink = pa.PythonFile(self._syncing, mode="w")
             self._writer = pq.ParquetWriter(self._sink, setup.schema, encryption_properties=properties,
                                             **setup.writer_options)
         except BaseException:
@@ -482,8 +537,7 @@ class ParquetWriter:
         # the same Arrow arrays into the filters; both finish before the next slice.
         group = _RowGroup(rows=part.num_rows)
         if self._setup.columns:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="secure-bloom-hash")
+            assert self._pool is not None
             building = self._pool.submit(self._build_filters, part)
             try:
                 self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
@@ -504,9 +558,9 @@ class ParquetWriter:
         if self._closed:
             raise WriteError(f"{self._dest}: the writer was aborted; nothing was written")
         try:
-            self._stop_pool()
             self._writer.close()
             self._sink.close()
+            self._stop_pool()
             self._report = self._finish()
         except BaseException as e:
             self._discard()
@@ -521,13 +575,20 @@ class ParquetWriter:
         self._discard()
 
     def _stop_pool(self) -> None:
+        """Wait for the threads (before the file is closed or rewritten); raise a failed sync."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        syncing, self._syncing = self._syncing, None
+        if syncing is not None:
+            syncing.wait()
 
     def _discard(self) -> None:
         self._closed = True
-        self._stop_pool()
+        try:
+            self._stop_pool()
+        except Exception:  # noqa: BLE001 - discarding: the first error is the one raised
+            pass
         for closing in (self._writer, self._sink):
             if closing is not None:
                 try:
