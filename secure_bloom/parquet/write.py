@@ -517,9 +517,7 @@ class ParquetWriter:
             raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
         if not table.schema.equals(self.schema, check_metadata=False):
             raise ValueError(f"table schema does not match the writer's schema:\n{table.schema}\nvs\n{self.schema}")
-        size = DEFAULT_ROW_GROUP_SIZE if row_group_size is None else row_group_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"row_group_size must be an int >= 1, got {row_group_size!r}")
+        size = _check_row_group_size(row_group_size)
         try:
             for start in range(0, max(table.num_rows, 1), size):
                 self._write_row_group(table.slice(start, size))
@@ -753,15 +751,43 @@ def _partitions(table: pa.Table, partition_cols: Sequence[str]) -> Iterator[tupl
         yield directory, data.take(rows[g].values)
 
 
+def _check_row_group_size(row_group_size: Any) -> int:
+    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1."""
+    size = DEFAULT_ROW_GROUP_SIZE if row_group_size is None else row_group_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"row_group_size must be an int >= 1, got {row_group_size!r}")
+    return size
+
+
+def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | None]:
+    """Checked ``max_rows_per_file`` (0: no limit) and the row group size to use: as pyarrow, row
+    groups may not be bigger than files (unset, they are as big as the files allow)."""
+    if isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int) or max_rows_per_file < 0:
+        raise ValueError(f"max_rows_per_file must be an int >= 0 (0: no limit), got {max_rows_per_file!r}")
+    if not max_rows_per_file:
+        return 0, row_group_size
+    if row_group_size is None:
+        return max_rows_per_file, min(DEFAULT_ROW_GROUP_SIZE, max_rows_per_file)
+    if _check_row_group_size(row_group_size) > max_rows_per_file:
+        raise ValueError(f"row_group_size ({row_group_size}) must be less than or equal to max_rows_per_file "
+                         f"({max_rows_per_file})")
+    return max_rows_per_file, row_group_size
+
+
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
                      encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
-                     max_bytes: int = WRITER_DEFAULT_MAX_BYTES, **kwargs: Any) -> list[WriteReport]:
+                     max_rows_per_file: int = 0, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     **kwargs: Any) -> list[WriteReport]:
     """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
-    its own data keys (fresh per file) and its own Bloom filters. ``basename_template`` has
-    ``{i}`` (default ``<uuid>-{i}.parquet``, as pyarrow). Every option is checked before the
-    first file is written; each file appears complete or not at all (the dataset as a whole is
-    not one atomic unit: a failure leaves the files written before it)."""
+    its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
+    name and meaning; 0, the default, is no limit) splits each partition's rows, in order, into
+    files of at most that many rows, each its own encrypted file with its own filters; row groups
+    are then at most that size too (a bigger ``row_group_size`` is refused, as pyarrow does).
+    ``basename_template`` has ``{i}``, numbered from 0 in each directory (default
+    ``<uuid>-{i}.parquet``, as pyarrow). Every option is checked before the first file is
+    written; each file appears complete or not at all (the dataset as a whole is not one atomic
+    unit: a failure leaves the files written before it)."""
     import uuid
 
     if not isinstance(table, pa.Table):
@@ -773,6 +799,8 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     template = basename_template if basename_template is not None else f"{uuid.uuid4().hex}-{{i}}.parquet"
     if "{i}" not in template:
         raise ValueError("basename_template must contain '{i}'")
+    file_rows, row_group_size = _file_rows(max_rows_per_file, row_group_size)
+    _check_row_group_size(row_group_size)
     root = _destination(root_path, filesystem)
     data_schema = table.schema
     for c in cols:
@@ -783,16 +811,20 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         if root.local:
             folder = os.path.join(root.path, directory)
             os.makedirs(folder, exist_ok=True)
-            dest = _Destination(os.path.join(folder, template.format(i=0)))
         else:
             folder = "/".join(p for p in (root.path.rstrip("/"), directory) if p)
             root.filesystem.create_dir(folder, recursive=True)
-            dest = _Destination(f"{folder}/{template.format(i=0)}", root.filesystem)
-        writer = ParquetWriter._with_setup(setup, dest)
-        with writer:
-            writer.write_table(rows.replace_schema_metadata(data_schema.metadata), row_group_size)
-        assert writer.report is not None
-        reports.append(writer.report)
+        rows = rows.replace_schema_metadata(data_schema.metadata)
+        step = file_rows or max(rows.num_rows, 1)
+        for i, start in enumerate(range(0, max(rows.num_rows, 1), step)):
+            name = template.format(i=i)
+            dest = (_Destination(os.path.join(folder, name)) if root.local
+                    else _Destination(f"{folder}/{name}", root.filesystem))
+            writer = ParquetWriter._with_setup(setup, dest)
+            with writer:
+                writer.write_table(rows.slice(start, step), row_group_size)
+            assert writer.report is not None
+            reports.append(writer.report)
     return reports
 
 
