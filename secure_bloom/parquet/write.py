@@ -20,8 +20,14 @@ and one filter per row group is sized from the slice's exact distinct count (or 
 min/max, and the footer is replaced in place by the filters and a rewritten footer
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
 verified (every filter read back and decrypted, the footer opened by pyarrow) and only then
-published: linked in atomically for a local path, uploaded in one piece to a pyarrow filesystem.
-A failure at any point (KMS, full disk, bad value, kill) publishes nothing.
+published: fsynced and linked in atomically for a local path (the directory fsynced after),
+uploaded in one piece to a pyarrow filesystem. A failure at any point (KMS, full disk, bad
+value, failed fsync, kill) publishes nothing.
+
+Speed: each slice's hashing runs in a second thread while pyarrow encodes and encrypts the slice
+(both release the GIL), and pyarrow writes through :class:`SyncingSink`, which starts an fsync in
+the background every :data:`SYNC_STEP` bytes: the disk writes overlap the encoding, so the
+durable publish waits only for the last few MB instead of the whole file.
 
 Memory: the slice being written (at most ``row_group_size`` rows of the table given to one
 ``write_table`` call) and pyarrow's buffers for it, 8 bytes per value of one Bloom column of that
