@@ -21,8 +21,9 @@ min/max, and the footer is replaced in place by the filters and a rewritten foot
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
 verified (every filter read back and decrypted, the footer opened by pyarrow) and only then
 published: fsynced and linked in atomically for a local path (the directory fsynced after),
-uploaded in one piece to a pyarrow filesystem. A failure at any point (KMS, full disk, bad
-value, failed fsync, kill) publishes nothing.
+uploaded in one piece to a pyarrow filesystem (the local spool file of an upload is never
+fsynced). A failure at any point (KMS, full disk, bad value, failed fsync, kill) publishes
+nothing.
 
 Speed: each slice's hashing runs in a second thread while pyarrow encodes and encrypts the slice
 (both release the GIL), and pyarrow writes through :class:`SyncingSink`, which starts an fsync in
@@ -379,9 +380,9 @@ class SyncingSink:
     overlap the encoding, so the fsync that makes the file durable before it is published waits
     only for the last bytes. A failed background sync is raised by the next ``write`` and by
     :meth:`wait` (an fsync error is never retried and forgotten: the file is given up).
-    ``close`` closes nothing (the file is the caller's)."""
+    ``sync`` None: never syncs. ``close`` closes nothing (the file is the caller's)."""
 
-    def __init__(self, write: Any, sync: Any, pool: ThreadPoolExecutor, step: int = SYNC_STEP) -> None:
+    def __init__(self, write: Any, sync: Any | None, pool: ThreadPoolExecutor, step: int = SYNC_STEP) -> None:
         self._write, self._sync, self._pool, self._step = write, sync, pool, step
         self._position = self._synced = 0
         self._pending: Future[None] | None = None
@@ -391,7 +392,7 @@ class SyncingSink:
         self._write(data)
         n = memoryview(data).nbytes
         self._position += n
-        if self._position - self._synced >= self._step:
+        if self._sync is not None and self._position - self._synced >= self._step:
             pending = self._pending
             if pending is None or pending.done():
                 if pending is not None:
@@ -476,7 +477,9 @@ class ParquetWriter:
                                      0o666 if dest.local else 0o600)
             # two threads: one hashes a row group while pyarrow writes it, one syncs what is written
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="secure-bloom-write")
-            self._syncing = SyncingSink(self._out.write, self._out.sync, self._pool)
+            # a local file is made durable before it is linked in; a spool file for an upload
+            # is only read back (the object store makes the upload durable): never synced
+            self._syncing = SyncingSink(self._out.write, self._out.sync if dest.local else None, self._pool)
             self._sink = pa.PythonFile(self._syncing, mode="w")
             self._writer = pq.ParquetWriter(self._sink, setup.schema, encryption_properties=properties,
                                             **setup.writer_options)
@@ -641,7 +644,8 @@ class ParquetWriter:
         out.truncate(layout.start)
         for data in layout.chunks():
             out.write(data)
-        out.sync()
+        if self._dest.local:
+            out.sync()
         verified = verify_filters(temp, setup.keys, key_file, new, {}, WriteError)
         self._check_with_pyarrow(temp, key_file)
         self._publish()

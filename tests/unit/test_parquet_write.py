@@ -568,6 +568,13 @@ def test_syncing_sink_syncs_while_writing_and_raises_a_failed_sync(tmp_path: Pat
         sink.write(b"z" * 150)
         with pytest.raises(OSError, match="Invalid argument"):
             sink.wait()
+        stopped = ThreadPoolExecutor(max_workers=1)
+        stopped.shutdown()  # any submit would raise
+        sink = SyncingSink(lambda data: os.write(write_end, data), None, stopped, step=100)
+        for _ in range(3):
+            sink.write(b"w" * 150)  # no sync for a spool file that is only uploaded
+        sink.wait()
+        assert sink.tell() == 450
     finally:
         os.close(read_end)
         os.close(write_end)
