@@ -79,8 +79,8 @@ from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
 
-__all__ = ["write_table", "ParquetWriter", "write_to_dataset", "WriteReport", "BloomColumn", "SyncingSink", "SYNC_STEP",
-           "DEFAULT_ROW_GROUP_SIZE"]
+__all__ = ["write_table", "ParquetWriter", "write_to_dataset", "WriteReport", "BloomColumn", "SyncingSink",
+           "SYNC_STEP", "DEFAULT_ROW_GROUP_SIZE"]
 
 #: Rows per row group when ``row_group_size`` is not given (pyarrow's default).
 DEFAULT_ROW_GROUP_SIZE = 1024 * 1024
@@ -772,8 +772,10 @@ def _check_row_group_size(row_group_size: Any) -> int:
 def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | None]:
     """Checked ``max_rows_per_file`` (0: no limit) and the row group size to use: as pyarrow, row
     groups may not be bigger than files (unset, they are as big as the files allow)."""
-    if isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, int) or max_rows_per_file < 0:
+    if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, (int, np.integer))
+            or max_rows_per_file < 0):
         raise ValueError(f"max_rows_per_file must be an int >= 0 (0: no limit), got {max_rows_per_file!r}")
+    max_rows_per_file = int(max_rows_per_file)
     if not max_rows_per_file:
         return 0, row_group_size
     if row_group_size is None:

@@ -520,7 +520,7 @@ def test_write_to_dataset_max_rows_per_file_splits_each_partition(tmp_path: Path
             assert reader.row_groups_maybe_containing("ssn", rows["ssn"][0].as_py()) == [0]
     assert len(wrapped) == 5  # a fresh data key per file
     reports = write_to_dataset(table, tmp_path / "flat", encryption=_config(), kms=vector_kms(),
-                               bloom_filter_options={"ssn": True}, max_rows_per_file=200, row_group_size=64,
+                               bloom_filter_options={"ssn": True}, max_rows_per_file=np.int64(200), row_group_size=64,
                                basename_template="f-{i}.parquet")
     assert [(Path(r.path).name, r.num_rows, r.row_groups) for r in reports] == [
         ("f-0.parquet", 200, 4), ("f-1.parquet", 200, 4), ("f-2.parquet", 100, 2)]
