@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from secure_bloom.parquet import (
     write_to_dataset,
 )
 from secure_bloom.parquet.audit import audit
+from secure_bloom.parquet.write import SyncingSink
 
 KEYS = KeyAccess(kms=vector_kms())
 
@@ -492,3 +494,87 @@ def test_data_keys_differ_per_file_and_key_list_kms_reads(tmp_path: Path) -> Non
         material = KeyMetadata.from_bytes(bytes(reader.footer.footer_key_metadata))
         assert material.internal_storage
     assert os.path.getsize(path) > 0
+
+
+def test_write_to_dataset_max_rows_per_file_splits_each_partition(tmp_path: Path) -> None:
+    """pyarrow's max_rows_per_file: each partition's rows, in order, in files of at most N rows
+    numbered from 0 per directory, each with its own data keys and its own filters."""
+    table = sample_table(500).append_column("region", pa.array(["eu"] * 300 + ["us"] * 200))
+    reports = write_to_dataset(table, tmp_path / "ds", partition_cols=["region"], encryption=_config(),
+                               kms=vector_kms(), bloom_filter_options={"ssn": True}, max_rows_per_file=120,
+                               basename_template="part-{i}.parquet")
+    names = sorted(str(p.relative_to(tmp_path / "ds")) for p in (tmp_path / "ds").rglob("*.parquet"))
+    assert names == ["region=eu/part-0.parquet", "region=eu/part-1.parquet", "region=eu/part-2.parquet",
+                     "region=us/part-0.parquet", "region=us/part-1.parquet"]
+    assert [r.num_rows for r in reports] == [120, 120, 60, 120, 80]
+    assert all(r.row_groups == 1 for r in reports)  # row groups default to the file's size
+    wrapped = set()
+    start = {"eu": 0, "us": 300}
+    for report in reports:
+        region = "eu" if "region=eu" in report.path else "us"
+        rows = table.slice(start[region], report.num_rows)
+        start[region] += report.num_rows
+        assert read_encrypted(Path(report.path)).equals(rows.drop_columns(["region"]))
+        with ParquetBloomReader(report.path, KEYS) as reader:
+            wrapped.add(KeyMaterial.from_json(bytes(reader.chunk(0, "ssn").key_metadata).decode()).wrapped_dek)
+            assert reader.row_groups_maybe_containing("ssn", rows["ssn"][0].as_py()) == [0]
+    assert len(wrapped) == 5  # a fresh data key per file
+    reports = write_to_dataset(table, tmp_path / "flat", encryption=_config(), kms=vector_kms(),
+                               bloom_filter_options={"ssn": True}, max_rows_per_file=np.int64(200), row_group_size=64,
+                               basename_template="f-{i}.parquet")
+    assert [(Path(r.path).name, r.num_rows, r.row_groups) for r in reports] == [
+        ("f-0.parquet", 200, 4), ("f-1.parquet", 200, 4), ("f-2.parquet", 100, 2)]
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"max_rows_per_file": 10, "row_group_size": 11}, r"row_group_size \(11\) must be less than or equal to "
+                                                      r"max_rows_per_file \(10\)"),
+    ({"max_rows_per_file": -1}, "max_rows_per_file must be an int >= 0"),
+    ({"max_rows_per_file": True}, "max_rows_per_file must be an int >= 0"),
+    ({"max_rows_per_file": 2.5}, "max_rows_per_file must be an int >= 0"),
+    ({"row_group_size": 0}, "row_group_size must be an int >= 1"),
+])
+def test_write_to_dataset_bad_file_or_group_size_writes_nothing(tmp_path: Path, options: dict[str, Any],
+                                                                match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        write_to_dataset(sample_table(50), tmp_path / "ds", encryption=_config(), kms=vector_kms(),
+                         bloom_filter_options={"ssn": True}, **options)
+    assert not (tmp_path / "ds").exists()
+
+
+def test_syncing_sink_syncs_while_writing_and_raises_a_failed_sync(tmp_path: Path) -> None:
+    """Every ``step`` bytes a sync starts in the pool (the file's bytes unchanged); a sync that
+    fails (fsync of a pipe: EINVAL) is raised by the next write and by wait, never dropped."""
+    path = tmp_path / "spool"
+    syncs: list[int] = []
+    with open(path, "wb", buffering=0) as f, ThreadPoolExecutor(max_workers=1) as pool:
+        sink = SyncingSink(f.write, lambda: syncs.append(os.fsync(f.fileno()) or f.tell()), pool, step=1000)
+        chunks = [bytes([n]) * 300 for n in range(10)]
+        for chunk in chunks:
+            assert sink.write(chunk) == 300
+            sink.wait()
+        assert sink.tell() == 3000 and syncs == [1200, 2400]
+    assert path.read_bytes() == b"".join(chunks)
+    read_end, write_end = os.pipe()
+    try:
+        pool = ThreadPoolExecutor(max_workers=1)
+        sink = SyncingSink(lambda data: os.write(write_end, data), lambda: os.fsync(write_end), pool, step=100)
+        sink.write(b"x" * 150)  # starts a sync, which fails
+        pool.shutdown(wait=True)
+        with pytest.raises(OSError, match="Invalid argument"):
+            sink.write(b"y" * 150)
+        sink = SyncingSink(lambda data: os.write(write_end, data), lambda: os.fsync(write_end),
+                           ThreadPoolExecutor(max_workers=1), step=100)
+        sink.write(b"z" * 150)
+        with pytest.raises(OSError, match="Invalid argument"):
+            sink.wait()
+        stopped = ThreadPoolExecutor(max_workers=1)
+        stopped.shutdown()  # any submit would raise
+        sink = SyncingSink(lambda data: os.write(write_end, data), None, stopped, step=100)
+        for _ in range(3):
+            sink.write(b"w" * 150)  # no sync for a spool file that is only uploaded
+        sink.wait()
+        assert sink.tell() == 450
+    finally:
+        os.close(read_end)
+        os.close(write_end)
