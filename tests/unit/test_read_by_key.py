@@ -284,3 +284,17 @@ def test_nan_and_zero_queries_keep_their_row_groups(tmp_path: Path) -> None:
     assert nan.report.files[0].row_groups == (0, 1, 2, 3)  # NaN: always maybe
     assert nan.to_table().num_rows == 0  # and pyarrow's NaN == NaN is false
     assert not math.isnan(7.0)
+
+
+def test_prune_threads_default_to_the_cores_locally_and_many_on_object_stores(tmp_path: Path) -> None:
+    import pyarrow.fs as pafs
+
+    from secure_bloom.parquet.prune import DEFAULT_PRUNE_THREADS, default_prune_threads
+
+    cores = len(os.sched_getaffinity(0))
+    assert default_prune_threads([str(tmp_path / "a.parquet")], None) == cores
+    assert default_prune_threads([str(tmp_path / "a.parquet")], pafs.LocalFileSystem()) == cores
+    assert default_prune_threads([f"file://{tmp_path}/a.parquet"], None) == cores
+    s3 = pafs.S3FileSystem(anonymous=True, region="us-east-1")
+    assert default_prune_threads(["bucket/a.parquet"], s3) == DEFAULT_PRUNE_THREADS
+    assert default_prune_threads(["s3://bucket/a.parquet"], None) == DEFAULT_PRUNE_THREADS
