@@ -30,10 +30,10 @@ from .crypto.modules import (
     module_aad,
     read_module,
 )
-from .errors import MalformedBitsetError, MalformedModuleError
+from .errors import MalformedBitsetError, MalformedModuleError, TruncatedModuleError
 from .filter import SplitBlockBloomFilter
 from .header import parse_header_plaintext, serialize_header
-from .spec import LENGTH_PREFIX, MAX_HEADER_BYTES
+from .spec import LENGTH_PREFIX, MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [
     "encrypt_bloom_filter",
@@ -41,7 +41,19 @@ __all__ = [
     "decrypt_bloom_filter_with_length",
     "read_encrypted_bloom_filter", "read_encrypted_filter_num_bytes",
     "bloom_filter_aads",
+    "COALESCED_FILTER_BYTES", "MAX_ENCRYPTED_FILTER_BYTES", "HEADER_READ_BYTES",
 ]
+
+#: An encrypted filter whose ``bloom_filter_length`` is at most this is read in one piece (one
+#: request on an object store); a larger (or lying) length costs at most this much before the
+#: header module refutes it.
+COALESCED_FILTER_BYTES = 4 << 20
+#: The largest legal encrypted filter: two modules around a 1 KiB header and a 128 MiB bitset.
+MAX_ENCRYPTED_FILTER_BYTES = 2 * MODULE_OVERHEAD + MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES
+#: Bytes read speculatively for the header module when ``bloom_filter_length`` is unknown (or
+#: large): the module is about 45 bytes (4 + 12 + ~13 of Thrift + 16), so one read also holds the
+#: bitset module's length prefix.
+HEADER_READ_BYTES = 256
 
 
 def _context(key: bytes | None, file_aad: bytes | None, row_group_ordinal: int | None,
@@ -78,11 +90,28 @@ def encrypt_bloom_filter(bf: SplitBlockBloomFilter, key: bytes | None = None, fi
             + encrypt_module(bf.bitset, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET)))
 
 
-def _filter_from_plaintexts(header_plain: bytes, bitset: bytes) -> SplitBlockBloomFilter:
-    header = parse_header_plaintext(header_plain)
-    if len(bitset) != header.num_bytes:
-        raise MalformedBitsetError(
-            f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={header.num_bytes}")
+def _open_header(view: memoryview, ctx: ChunkCryptoContext) -> tuple[int, int]:
+    """Decrypt and parse the header module at the start of ``view``: ``(numBytes, bytes used)``."""
+    header_plain, used = decrypt_module(view, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER),
+                                        module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
+    return parse_header_plaintext(header_plain).num_bytes, used
+
+
+def _check_bitset_prefix(prefix: bytes | memoryview, num_bytes: int) -> None:
+    """The bitset module's length prefix must be exactly ``28 + numBytes`` (checked before its body)."""
+    declared = int.from_bytes(prefix[:LENGTH_PREFIX], "little")
+    expected = ciphertext_length(num_bytes)
+    if declared != expected:
+        raise MalformedModuleError(
+            f"BLOOM_FILTER_BITSET: length prefix {declared}, expected exactly {expected} for numBytes={num_bytes}")
+
+
+def _open_bitset(view: memoryview, ctx: ChunkCryptoContext, num_bytes: int) -> SplitBlockBloomFilter:
+    """Decrypt the bitset module at the start of ``view`` (its prefix already checked when present)."""
+    bitset, _ = decrypt_module(view, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
+                               module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=num_bytes)
+    if len(bitset) != num_bytes:
+        raise MalformedBitsetError(f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={num_bytes}")
     return SplitBlockBloomFilter.from_bitset(bitset)
 
 
@@ -94,19 +123,27 @@ def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes | None
     """Decrypt an encrypted filter at the start of ``data``; returns ``(filter, bytes consumed)``."""
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     view = memoryview(data).cast("B")
-    header_plain, used = decrypt_module(view, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER),
-                                        module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
-    header = parse_header_plaintext(header_plain)
+    num_bytes, used = _open_header(view, ctx)
     rest = view[used:]
-    expected = ciphertext_length(header.num_bytes)
     if len(rest) >= LENGTH_PREFIX:
-        declared = int.from_bytes(rest[:LENGTH_PREFIX], "little")
-        if declared != expected:
-            raise MalformedModuleError(
-                f"BLOOM_FILTER_BITSET: length prefix {declared}, expected {expected} for numBytes={header.num_bytes}")
-    bitset, used2 = decrypt_module(rest, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
-                                   module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=header.num_bytes)
-    return _filter_from_plaintexts(header_plain, bitset), used + used2
+        _check_bitset_prefix(rest, num_bytes)
+    return _open_bitset(rest, ctx, num_bytes), used + LENGTH_PREFIX + ciphertext_length(num_bytes)
+
+
+def _decrypt_exact(view: memoryview, ctx: ChunkCryptoContext, what: str) -> SplitBlockBloomFilter:
+    """The filter that fills ``view`` exactly; a size mismatch is refused before the bitset is
+    decrypted (``what`` names the size in the message)."""
+    num_bytes, used = _open_header(view, ctx)
+    total = used + LENGTH_PREFIX + ciphertext_length(num_bytes)
+    if len(view) < used + LENGTH_PREFIX:
+        raise TruncatedModuleError(f"BLOOM_FILTER_BITSET: {what} ends inside the bitset module's length prefix")
+    _check_bitset_prefix(view[used:], num_bytes)
+    if len(view) < total:
+        raise TruncatedModuleError(f"{what} is shorter than the modules ({used} + {total - used} bytes)")
+    if len(view) > total:
+        raise MalformedModuleError(
+            f"{what} is longer than the modules ({used} + {total - used} bytes): {len(view) - total} trailing bytes")
+    return _open_bitset(view[used:], ctx, num_bytes)
 
 
 def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, file_aad: bytes | None = None,
@@ -114,29 +151,42 @@ def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, fil
                          context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """Decrypt an encrypted filter that fills ``data`` exactly (trailing bytes are an error)."""
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
-    bf, used = decrypt_bloom_filter_with_length(data, context=ctx)
-    if used != len(memoryview(data).cast("B")):
-        raise MalformedModuleError(f"{len(data) - used} trailing bytes after the encrypted Bloom filter")
-    return bf
+    view = memoryview(data).cast("B")
+    return _decrypt_exact(view, ctx, f"the data ({len(view)} bytes)")
+
+
+def _check_filter_length(length: int) -> None:
+    if length < 2 * MODULE_OVERHEAD:
+        raise MalformedModuleError(f"bloom_filter_length {length} is too small for two encrypted modules")
+    if length > MAX_ENCRYPTED_FILTER_BYTES:
+        raise MalformedModuleError(
+            f"bloom_filter_length {length} exceeds the largest encrypted filter ({MAX_ENCRYPTED_FILTER_BYTES} bytes)")
 
 
 def _read_header_module(stream: BinaryIO, offset: int, ctx: ChunkCryptoContext,
-                        length: int | None) -> tuple[bytes, int]:
-    """Decrypt the header module at ``offset``; ``(header plaintext, numBytes)``. Checks
-    ``length`` against numBytes and leaves the stream at the bitset module."""
+                        length: int | None) -> tuple[int, int, bytes]:
+    """Decrypt the header module at ``offset`` from one speculative read of :data:`HEADER_READ_BYTES`
+    bytes (more only if the module is longer); ``(numBytes, module size, bytes read)``. Checks
+    ``length`` against numBytes; leaves the stream after the bytes read."""
     if offset < 0:
         raise MalformedModuleError(f"negative Bloom filter offset {offset}")
-    if length is not None and length < 2 * MODULE_OVERHEAD:
-        raise MalformedModuleError(f"bloom_filter_length {length} is too small for two encrypted modules")
+    if length is not None:
+        _check_filter_length(length)
     stream.seek(offset)
-    header_plain, used = read_module(stream, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER),
-                                     module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
-    header = parse_header_plaintext(header_plain)
-    expected = ciphertext_length(header.num_bytes)
+    head = stream.read(HEADER_READ_BYTES)
+    try:
+        num_bytes, used = _open_header(memoryview(head), ctx)
+    except TruncatedModuleError:
+        if len(head) < HEADER_READ_BYTES:  # the file ended
+            raise
+        # The prefix was validated (<= MAX_HEADER_BYTES of plaintext) before Truncated was raised.
+        head += stream.read(LENGTH_PREFIX + int.from_bytes(head[:LENGTH_PREFIX], "little") - len(head))
+        num_bytes, used = _open_header(memoryview(head), ctx)
+    expected = ciphertext_length(num_bytes)
     if length is not None and length != used + LENGTH_PREFIX + expected:
         raise MalformedModuleError(
             f"bloom_filter_length {length} does not match the modules ({used} + {LENGTH_PREFIX + expected} bytes)")
-    return header_plain, header.num_bytes
+    return num_bytes, used, head
 
 
 def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes | None = None,
@@ -144,24 +194,50 @@ def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes | 
                                     column_ordinal: int | None = None, *, length: int | None = None,
                                     context: ChunkCryptoContext | None = None) -> int:
     """numBytes of an encrypted filter, from its authenticated header module alone (the bitset is
-    not read: sizes for ``inspect`` cost a few bytes per chunk, not the bitset)."""
+    not read: sizes for ``inspect`` cost one small read per chunk, not the bitset)."""
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
-    return _read_header_module(stream, offset, ctx, length)[1]
+    return _read_header_module(stream, offset, ctx, length)[0]
 
 
 def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes | None = None,
                                 file_aad: bytes | None = None, row_group_ordinal: int | None = None,
                                 column_ordinal: int | None = None, *, length: int | None = None,
                                 context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
-    """Read an encrypted filter from a seekable binary file at ``offset``, reading no more than needed.
+    """Read an encrypted filter from a seekable binary file at ``offset``, in as few reads as its
+    size allows, never sized by an unvalidated length.
 
-    The header module is read first; the bitset module's length prefix must then be exactly
-    ``28 + numBytes`` before its body is read. ``length`` (``bloom_filter_length``, absent in files
-    before parquet-java 1.14) must, if given, equal the bytes the two modules take.
+    ``length`` (``bloom_filter_length``, absent in files before parquet-java 1.14) must, if given,
+    equal the bytes the two modules take. Up to :data:`COALESCED_FILTER_BYTES` it is read in one
+    piece (header and bitset modules together; on an object store, one request). Otherwise the
+    header module is read first (one speculative read that also holds the bitset module's length
+    prefix), the bitset module's prefix must be exactly ``28 + numBytes``, and only then is the
+    rest of the bitset read.
     """
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
-    header_plain, num_bytes = _read_header_module(stream, offset, ctx, length)
-    bitset, _ = read_module(stream, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
-                            module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=num_bytes,
-                            expected_length=ciphertext_length(num_bytes))
-    return _filter_from_plaintexts(header_plain, bitset)
+    if length is not None and offset >= 0 and length <= COALESCED_FILTER_BYTES:
+        _check_filter_length(length)
+        stream.seek(offset)
+        data = stream.read(length)
+        if len(data) != length:
+            raise TruncatedModuleError(f"bloom_filter_length {length} but the file has only {len(data)} bytes there")
+        return _decrypt_exact(memoryview(data), ctx, f"bloom_filter_length {length}")
+    num_bytes, used, head = _read_header_module(stream, offset, ctx, length)
+    rest = memoryview(head)[used:]
+    if len(rest) < LENGTH_PREFIX:  # the header module filled the speculative read
+        stream.seek(offset + used)
+        bitset, _ = read_module(stream, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
+                                module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=num_bytes,
+                                expected_length=ciphertext_length(num_bytes))
+        return SplitBlockBloomFilter.from_bitset(bitset)
+    _check_bitset_prefix(rest, num_bytes)
+    missing = LENGTH_PREFIX + ciphertext_length(num_bytes) - len(rest)
+    if missing < 0:
+        rest = rest[:missing]
+    elif missing:
+        more = stream.read(missing)  # numBytes is authenticated and validated (<= 128 MiB)
+        if len(more) != missing:
+            raise TruncatedModuleError(
+                f"BLOOM_FILTER_BITSET: length prefix declares {ciphertext_length(num_bytes)} bytes but the file "
+                f"has only {len(rest) + len(more) - LENGTH_PREFIX}")
+        rest = memoryview(bytes(rest) + more)
+    return _open_bitset(rest, ctx, num_bytes)

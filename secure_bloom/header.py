@@ -21,6 +21,7 @@ that padding and nothing else.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from . import thrift_codec
@@ -91,7 +92,15 @@ def parse_header(data: bytes | memoryview) -> tuple[BloomFilterHeaderInfo, int]:
 
 
 def parse_header_plaintext(plaintext: bytes) -> BloomFilterHeaderInfo:
-    """Parse a decrypted header module: Thrift, then only zero padding (parquet-java) or nothing."""
+    """Parse a decrypted header module: Thrift, then only zero padding (parquet-java) or nothing.
+
+    The few distinct headers of a dataset (one per bitset size) are parsed once each: the result
+    depends on the bytes alone, and a header that fails raises every time (nothing is cached)."""
+    return _parse_header_plaintext(bytes(plaintext))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_header_plaintext(plaintext: bytes) -> BloomFilterHeaderInfo:
     if len(plaintext) > MAX_HEADER_BYTES:
         raise MalformedHeaderError(
             f"decrypted header module is {len(plaintext)} bytes, more than {MAX_HEADER_BYTES}")

@@ -88,7 +88,7 @@ def encrypt(key: bytes, plaintext: bytes, aad: bytes, *, _nonce: bytes | None = 
     return nonce + AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))
 
 
-def decrypt(key: bytes, sealed: bytes | bytearray, aad: bytes, *,
+def decrypt(key: bytes, sealed: bytes | bytearray | memoryview, aad: bytes, *,
             error: Callable[[], AuthenticationError]) -> bytes:
     """The plaintext of ``nonce | ciphertext | tag``; raises ``error()`` if the tag does not verify
     (wrong key, wrong AAD or tampered data: deliberately not said which)."""

@@ -141,7 +141,7 @@ def _check_length(length: int, available: int | None, module_type: ModuleType | 
             f"{label}: length prefix declares {length} bytes but only {available} follow")
 
 
-def _open(body: bytes | bytearray, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
+def _open(body: bytes | bytearray | memoryview, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
     """Decrypt a module body (nonce | ciphertext | tag); a failed tag is ModuleAuthenticationError."""
     return gcm.decrypt(key, body, aad,
                        error=lambda: ModuleAuthenticationError(module_type if module_type is not None else "GCM"))
@@ -163,7 +163,7 @@ def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
         raise TruncatedModuleError(f"{label}: {len(view)} bytes, too short for the 4-byte length prefix")
     (length,) = struct.unpack_from("<I", view, 0)
     _check_length(length, len(view) - LENGTH_PREFIX, module_type, max_plaintext)
-    body = bytes(view[LENGTH_PREFIX:LENGTH_PREFIX + length])
+    body = view[LENGTH_PREFIX:LENGTH_PREFIX + length]  # decrypted in place: no copy of the ciphertext
     return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
 
 

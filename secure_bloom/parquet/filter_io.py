@@ -7,8 +7,9 @@ type 9: ``len | nonce | ciphertext | tag`` each, GCM with the column's key and A
 ``file_aad | type | rg ordinal | column ordinal``; SPEC_NOTES 3-5).
 
 * :func:`read_chunk_filter` / :func:`read_chunk_filter_num_bytes`: a chunk's filter (or its size
-  from the header alone) from an open file, after checking it lies inside the data region; an
-  encrypted chunk whose bytes are a *plaintext* filter raises
+  from the header alone) from an open file, after checking it lies inside the data region; with
+  ``bloom_filter_length`` (up to :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES`)
+  header and bitset come in one read (one request on an object store); an encrypted chunk whose bytes are a *plaintext* filter raises
   :class:`~secure_bloom.errors.PlaintextFilterOnEncryptedColumnError` (the leak arrow-rs writes).
 * :func:`classify_filter_bytes` / :func:`read_filter_storage`: plaintext, encrypted or garbage,
   judged from the framing alone (no key), for the audit and ``inspect``.
@@ -23,7 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 
-from ..encrypted_filter import encrypt_bloom_filter, read_encrypted_bloom_filter, read_encrypted_filter_num_bytes
+from ..encrypted_filter import (
+    COALESCED_FILTER_BYTES,
+    encrypt_bloom_filter,
+    read_encrypted_bloom_filter,
+    read_encrypted_filter_num_bytes,
+)
 from ..errors import (
     MalformedBitsetError,
     MalformedHeaderError,
@@ -137,31 +143,54 @@ def check_filter_region(chunk: ColumnChunk, location: FilterLocation, data_end: 
             f"region [4, {data_end})")
 
 
-def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
-                      path: str) -> tuple[Any, int]:
-    """The plaintext filter's header and its size; numBytes checked against the length (or,
-    without one, against the data region) before any bitset byte is read."""
-    offset, length = location.offset, location.length
-    if length is not None and length > MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES:  # refused before reading
-        raise MalformedBitsetError(
-            f"{path}: bloom_filter_length {length} of {chunk.where} exceeds the largest filter "
-            f"({MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES} bytes)")
-    limit = data_end - offset if length is None else length
-    want = min(_FIRST_HEADER_READ, limit)
-    while True:
-        head = read_exact(raw, offset, want, path)
-        try:
-            header, used = parse_header(head)
-            break
-        except MalformedHeaderError:
-            if want >= min(MAX_HEADER_BYTES, limit):
-                raise
-            want = min(want * 4, MAX_HEADER_BYTES, limit)
+def _check_plaintext_header(head: bytes, length: int | None, limit: int, path: str) -> tuple[Any, int]:
+    """Parse the header at the start of ``head``; numBytes must fit ``limit`` (and, with a
+    ``bloom_filter_length``, header + bitset must take exactly that)."""
+    header, used = parse_header(head)
     validate_num_bytes(header.num_bytes, available=limit - used)
     if length is not None and used + header.num_bytes != length:
         raise MalformedBitsetError(
             f"{path}: bloom_filter_length {length} but header + bitset take {used + header.num_bytes} bytes")
     return header, used
+
+
+def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+                      path: str) -> tuple[Any, int]:
+    """The plaintext filter's header and its size; numBytes checked against the length (or,
+    without one, against the data region) before any bitset byte is read."""
+    offset, length = location.offset, location.length
+    _check_plaintext_length(chunk, length, path)
+    limit = data_end - offset if length is None else length
+    want = min(_FIRST_HEADER_READ, limit)
+    while True:
+        head = read_exact(raw, offset, want, path)
+        try:
+            return _check_plaintext_header(head, length, limit, path)
+        except MalformedHeaderError:
+            if want >= min(MAX_HEADER_BYTES, limit):
+                raise
+            want = min(want * 4, MAX_HEADER_BYTES, limit)
+
+
+def _check_plaintext_length(chunk: ColumnChunk, length: int | None, path: str) -> None:
+    if length is not None and length > MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES:  # refused before reading
+        raise MalformedBitsetError(
+            f"{path}: bloom_filter_length {length} of {chunk.where} exceeds the largest filter "
+            f"({MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES} bytes)")
+
+
+def _read_plaintext_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+                           path: str) -> SplitBlockBloomFilter:
+    """A plaintext filter: header and bitset in one read when ``bloom_filter_length`` is known
+    and at most :data:`COALESCED_FILTER_BYTES`, else the header first, then the bitset."""
+    offset, length = location.offset, location.length
+    _check_plaintext_length(chunk, length, path)
+    if length is not None and length <= COALESCED_FILTER_BYTES:
+        data = read_exact(raw, offset, length, path)
+        _, used = _check_plaintext_header(data, length, length, path)
+        return SplitBlockBloomFilter.from_bitset(memoryview(data)[used:])
+    header, used = _plaintext_header(raw, chunk, location, data_end, path)
+    return SplitBlockBloomFilter.from_bitset(read_exact(raw, offset + used, header.num_bytes, path))
 
 
 def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
@@ -187,8 +216,7 @@ def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
     ``data_end``), decrypted with ``context`` if the chunk is encrypted."""
     check_filter_region(chunk, location, data_end, path)
     if not chunk.encrypted:
-        header, used = _plaintext_header(raw, chunk, location, data_end, path)
-        return SplitBlockBloomFilter.from_bitset(read_exact(raw, location.offset + used, header.num_bytes, path))
+        return _read_plaintext_filter(raw, chunk, location, data_end, path)
     return _read_encrypted(raw, chunk, location, data_end, context, read_encrypted_bloom_filter)
 
 

@@ -37,12 +37,23 @@ from .keys import KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
+from .sources import is_local_source
 from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
 
-__all__ = ["FilePrune", "PruneReport", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS"]
+__all__ = ["FilePrune", "PruneReport", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
+           "default_prune_threads"]
 
-#: Files pruned at once (each a handful of range reads; on object stores latency dominates).
+#: Files pruned at once on an object store (a few range requests each: latency dominates).
 DEFAULT_PRUNE_THREADS = 16
+
+
+def default_prune_threads(paths: Sequence[str], filesystem: Any) -> int:
+    """Threads :func:`prune_files` uses unless told: the usable cores for local files (pruning
+    them is CPU-bound work that mostly holds the GIL: more threads only contend), else
+    :data:`DEFAULT_PRUNE_THREADS`."""
+    if paths and not is_local_source(paths[0], filesystem):  # one filesystem for all the paths
+        return DEFAULT_PRUNE_THREADS
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: Filter bytes cached per reader while pruning (one filter is usually read once).
 _PRUNE_FILTER_CACHE = 8 << 20
 
@@ -326,14 +337,17 @@ def _progress_wanted(progress: bool | None) -> bool:
 
 def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = None, filesystem: Any = None,
                 schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
-                threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
+                threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: Callable[[str, ParquetBloomReader, FilePrune], None] | None = None) -> list[FilePrune]:
-    """:func:`prune_reader` for every file (in order), ``threads`` at a time; a progress bar on
-    stderr when it is a TTY (``progress=None``). Errors (a missing key for the footer, a
-    damaged file) propagate: a file that cannot be checked is never silently dropped.
-    ``on_reader(path, reader, result)`` is called (on the worker thread) while each file's
-    reader is still open, its footer resolved; what it raises propagates too."""
+    """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
+    :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
+    (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
+    that cannot be checked is never silently dropped. ``on_reader(path, reader, result)`` is
+    called (on the worker thread) while each file's reader is still open, its footer resolved;
+    what it raises propagates too."""
+    if threads is None:
+        threads = default_prune_threads(paths, filesystem)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)

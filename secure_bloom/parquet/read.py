@@ -43,7 +43,7 @@ from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
 from .predicate import Node, columns_of, predicate_tree, to_expression
-from .prune import DEFAULT_PRUNE_THREADS, FilePrune, PruneReport, prune_files
+from .prune import FilePrune, PruneReport, prune_files
 from .reader import ParquetBloomReader
 from .sources import CountingFileSystem, ReadCounter, resolve
 
@@ -179,7 +179,7 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
 
 
 def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
-         count_reads: bool = False, threads: int = DEFAULT_PRUNE_THREADS, progress: bool | None = None,
+         count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
          partitioning: Any = "hive", columns: Sequence[str] | None = None) -> PrunedScan:
     """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
     restricted dataset. ``count_reads`` routes pyarrow's reads through a

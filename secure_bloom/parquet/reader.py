@@ -36,7 +36,7 @@ from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .sources import locate, open_source, read_key_material
-from .tail import FileTail, read_tail
+from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
 
@@ -92,7 +92,10 @@ class ParquetBloomReader:
         self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)
         try:
-            self.tail: FileTail = read_tail(self.file, self.path)
+            # On an object store each read is a request: the tail comes in one speculative read.
+            remote = filesystem is not None and not hasattr(path, "read")
+            self.tail: FileTail = read_tail(self.file, self.path,
+                                            speculative_bytes=TAIL_READ_BYTES if remote else 0)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
             self._sidecar: Any = None
             self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file)

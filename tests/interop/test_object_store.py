@@ -17,6 +17,7 @@ import pytest
 
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet.read import parquet_format, read_table, scan
+from secure_bloom.parquet.tail import TAIL_READ_BYTES
 from support.parquet_files import vector_kms, write_encrypted
 
 pytestmark = pytest.mark.s3
@@ -209,16 +210,25 @@ def mixed(s3: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _shape(report: Any, root: str) -> dict[str, Any]:
-    """A report with the files named relative to ``root``: what must not depend on the storage."""
+    """A report with the files named relative to ``root``: what must not depend on the storage
+    (bytes read do: an object store reads a file's tail speculatively, see _bytes_read_match)."""
     def rel(name: str) -> str:
         assert name.startswith(root), name
         return name[len(root):].lstrip("/")
 
-    files = [(rel(f.file), f.status.value, f.error_kind, f.row_groups, f.bytes_read,
+    files = [(rel(f.file), f.status.value, f.error_kind, f.row_groups,
               [(c.column, c.status.value, c.filters_checked, list(c.unchecked)) for c in f.columns],
               sorted((x.code.value, x.leaf, x.row_groups, x.message) for x in f.findings)) for f in report.files]
     return {"exit_code": report.exit_code, "unknown": report.unknown_columns, "files": files,
             "skipped": [(rel(p), reason) for p, reason in report.skipped]}
+
+
+def _bytes_read_match(remote: list[int], local: list[int]) -> None:
+    """On the store a file's tail is one speculative read of up to TAIL_READ_BYTES (a small file
+    whole); the rest of what is read is the same as on a local disk."""
+    assert len(remote) == len(local)
+    for r, loc in zip(remote, local):
+        assert loc <= r <= loc + TAIL_READ_BYTES, (r, loc)
 
 
 def test_audit_of_an_s3_prefix_matches_the_local_audit_of_the_same_files(s3: Any, mixed: dict[str, Any]) -> None:
@@ -230,11 +240,12 @@ def test_audit_of_an_s3_prefix_matches_the_local_audit_of_the_same_files(s3: Any
     expected = _shape(local, str(mixed["root"]))
     assert _shape(by_uri, f"s3://{mixed['prefix']}") == expected
     assert _shape(by_fs, f"s3://{mixed['prefix']}") == expected
+    _bytes_read_match([f.bytes_read for f in by_uri.files], [f.bytes_read for f in local.files])
     # and what that is: the sidecar was read from the store (big's filters checked under kc1)
     assert [(f, status) for f, status, *_ in expected["files"]] == [
         ("000000_0", "pass"), ("leak.parquet.encrypted", "violation"), ("big/part-0.parquet", "pass"),
         ("sub/orphan.parquet", "violation")]
-    assert expected["files"][2][5][0] == ("key", "pass", 10, [])
+    assert expected["files"][2][4][0] == ("key", "pass", 10, [])
     assert {code for *_, findings in expected["files"] for code, *_ in findings} >= {
         "PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN", "ORPHANED_PLAINTEXT_FILTER"}
     assert expected["skipped"] == [("notes.txt", "not Parquet (no PAR1/PARE magic)"),
@@ -284,7 +295,8 @@ def test_cli_audit_and_inspect_of_an_s3_prefix(s3: Any, mixed: dict[str, Any],
     captured = capsys.readouterr()
     remote = json.loads(captured.out)
     assert rc == local_rc == 1
-    assert remote["summary"] == local["summary"]
+    _bytes_read_match([f["bytes_read"] for f in remote["files"]], [f["bytes_read"] for f in local["files"]])
+    assert {**remote["summary"], "bytes_read": None} == {**local["summary"], "bytes_read": None}
     assert [f["file"].removeprefix(f"s3://{mixed['prefix']}/") for f in remote["files"]] == \
         [f["file"].removeprefix(f"{mixed['root']}/") for f in local["files"]]
     assert SECRET_KEY not in captured.out + captured.err
@@ -376,3 +388,25 @@ def test_missing_bucket_and_missing_prefix_are_file_not_found(s3: Any, mixed: di
     assert [(f.file, f.error_kind) for f in report.files] == [
         ("s3://no-such-bucket/x", "FILE_NOT_FOUND"), (f"s3://{mixed['bucket']}/no-such-prefix", "FILE_NOT_FOUND")]
     assert report.exit_code == 2
+
+
+def test_probe_on_s3_reads_the_tail_in_one_request_and_each_filter_in_one(s3: Any, stored: dict[str, Any]) -> None:
+    """Footer: the leading magic and one speculative read of the file's end (length, magic and
+    the whole encrypted footer, FileCryptoMetaData included); then header and bitset modules of
+    each encrypted filter in one range request (bloom_filter_length is set)."""
+    uri, keys, fs = f"s3://{stored['paths'][0]}", stored["keys"], s3.filesystem()
+    with ParquetBloomReader(uri, keys, filesystem=fs) as reader:
+        spans = [(c.bloom_filter_offset, c.bloom_filter_length) for c in reader.chunks(with_sizes=False)
+                 if c.has_bloom_filter]
+        footer_offset = reader.tail.footer_offset
+    assert len(spans) == ROWS // 2 // GROUP and all(n is not None for _, n in spans)
+    s3.reset()
+    with ParquetBloomReader(uri, keys, filesystem=fs) as reader:
+        assert reader.footer.encrypted
+        footer_gets = s3.get_ranges
+        result = reader.probe("key", ["absent"])
+    assert result.maybe_row_groups(0) == []
+    size = stored["size"]
+    assert footer_gets == ["bytes=0-3", f"bytes={size - TAIL_READ_BYTES}-{size - 1}"]
+    assert size - TAIL_READ_BYTES <= footer_offset
+    assert s3.get_ranges[2:] == [f"bytes={o}-{o + n - 1}" for o, n in spans]  # type: ignore[operator]

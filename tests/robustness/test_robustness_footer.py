@@ -22,7 +22,8 @@ from support.robustness_support import (DATA, PARQUET_VECTORS, TESTING_KEYS, all
                                 read_everything, vector)
 
 from secure_bloom import thrift_codec
-from secure_bloom.errors import MalformedBitsetError, MalformedThriftError, NotParquetError, SecureBloomError
+from secure_bloom.errors import (MalformedBitsetError, MalformedInputError, MalformedThriftError, NotParquetError,
+                                 SecureBloomError)
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.tail import read_tail
 
@@ -134,3 +135,62 @@ def test_unknown_physical_type_is_malformed_thrift(physical_type: int) -> None:
     path = _with_metadata("data_index_bloom_encoding_stats.parquet", edit)
     with pytest.raises(MalformedThriftError, match="unknown physical type"):
         read_everything(path, KeyAccess())
+
+
+@pytest.mark.parametrize(("delta", "match"), [(-1, "numBytes 2048 exceeds the 2047 bytes available"),
+                                              (1, "bloom_filter_length 2065 but header"),
+                                              (-2000, "numBytes 2048 exceeds the 48 bytes available")])
+def test_lying_bloom_filter_length_of_a_plaintext_filter_fails_after_its_one_read(delta: int, match: str) -> None:
+    """Header and bitset are one read of bloom_filter_length bytes: a length that is not exactly
+    header + bitset is refused (never a filter over the wrong bytes), and nothing more is read."""
+    def edit(md: Any) -> None:
+        md.row_groups[0].columns[0].meta_data.bloom_filter_length = 2064 + delta
+
+    path = _with_metadata("data_index_bloom_encoding_with_length.parquet", edit)
+    try:
+        with ParquetBloomReader(path, KeyAccess()) as reader:
+            before = len(reader.read_ranges)
+            with pytest.raises(MalformedInputError, match=match):
+                reader.bloom_filter(0, 0)
+            assert reader.read_ranges[before:] == ((253, 2064 + delta),)
+    finally:
+        path.unlink()
+
+
+def test_plaintext_filter_with_its_length_is_one_read() -> None:
+    with ParquetBloomReader(DATA / "data_index_bloom_encoding_with_length.parquet", KeyAccess()) as reader:
+        before = len(reader.read_ranges)
+        bf = reader.bloom_filter(0, 0)
+        assert reader.read_ranges[before:] == ((253, 2064),)
+    with ParquetBloomReader(DATA / "data_index_bloom_encoding_stats.parquet", KeyAccess()) as reader:
+        before = len(reader.read_ranges)
+        other = reader.bloom_filter(0, 0)  # without bloom_filter_length: the header, then the bitset
+        assert other is not None and other.num_bytes == 1024
+        assert len(reader.read_ranges[before:]) == 2
+    assert bf is not None and bf.num_bytes == 2048
+
+
+@pytest.mark.parametrize("name", PARQUET_VECTORS)
+def test_every_truncation_of_the_tail_is_not_parquet(name: str) -> None:
+    """The tail is one read of the file's end (speculatively on object stores): a file cut
+    anywhere in its last bytes is refused, whatever the read size."""
+    import io
+
+    from secure_bloom.parquet.tail import TAIL_READ_BYTES
+
+    data = vector(name)
+    for cut in range(1, min(len(data), 300)):
+        for speculative in (0, 64, TAIL_READ_BYTES):
+            with pytest.raises(NotParquetError):
+                read_tail(io.BytesIO(data[:-cut]), speculative_bytes=speculative)
+
+
+@pytest.mark.parametrize("name", PARQUET_VECTORS)
+@pytest.mark.parametrize("speculative", [0, 8, 13, 100, 1 << 16])
+def test_speculative_tail_reads_give_the_same_tail(name: str, speculative: int) -> None:
+    import io
+
+    data = vector(name)
+    exact = read_tail(io.BytesIO(data))
+    stream = io.BytesIO(data)
+    assert read_tail(stream, speculative_bytes=speculative) == exact

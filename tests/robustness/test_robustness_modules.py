@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,9 +22,10 @@ from support.robustness_support import (DATA, INTERESTING_U32, TESTING_KEYS, Bou
                                 mutated)
 
 from secure_bloom.crypto import gcm, modules
-from secure_bloom.encrypted_filter import (decrypt_bloom_filter, encrypt_bloom_filter,
-                                           read_encrypted_bloom_filter)
-from secure_bloom.errors import KeyUsageLimitError, MalformedInputError, ModuleAuthenticationError
+from secure_bloom.encrypted_filter import (COALESCED_FILTER_BYTES, HEADER_READ_BYTES, MAX_ENCRYPTED_FILTER_BYTES,
+                                           decrypt_bloom_filter, encrypt_bloom_filter, read_encrypted_bloom_filter)
+from secure_bloom.errors import (KeyUsageLimitError, MalformedInputError, MalformedModuleError,
+                                 ModuleAuthenticationError, TruncatedModuleError)
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad, read_module
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
@@ -129,10 +131,12 @@ def test_encrypted_filter_with_a_2_gib_bitset_prefix_reads_only_the_header() -> 
     blob, key, col, _ = FILTERS[0]
     header_len = 4 + struct.unpack_from("<I", blob)[0]
     bad = blob[:header_len] + struct.pack("<I", 0x7FFFFFFF) + blob[header_len + 4:]
-    stream = BoundedReadFile(bad, limit=header_len)
+    # One speculative read of HEADER_READ_BYTES holds the header module and the bitset's prefix;
+    # nothing is read (or allocated) by the prefix's 2 GiB.
+    stream = BoundedReadFile(bad, limit=HEADER_READ_BYTES)
     with pytest.raises(MalformedInputError, match="2147483647"):
         read_encrypted_bloom_filter(stream, 0, key, FILE_AAD, 0, col)
-    assert stream.largest_read < header_len
+    assert stream.largest_read <= HEADER_READ_BYTES
 
 
 @pytest.mark.parametrize(("rg", "col", "mtype"), [(0, 1, None), (1, 0, None), (0, 0, ModuleType.BLOOM_FILTER_BITSET)])
@@ -202,3 +206,97 @@ def test_invocation_limit_is_exact_and_thread_safe() -> None:
     assert key.hex() not in str(info.value)
     encrypt_module(b"x", bytes(range(16)), b"")  # other keys are unaffected
 
+
+
+def _vector_filter() -> tuple[bytes, Any, Any, Any, int]:
+    """(file bytes, chunk, its FilterLocation, its crypto context, data end) of the vector's first
+    encrypted filter (bloom_filter_length set)."""
+    from secure_bloom.parquet.chunk import FilterLocation
+
+    with ParquetBloomReader(VECTOR, KeyAccess(explicit=TESTING_KEYS)) as reader:
+        chunk = next(c for c in reader.column_chunks() if reader.filter_location(c) is not None)
+        location = reader.filter_location(chunk)
+        assert isinstance(location, FilterLocation) and location.length is not None
+        return VECTOR.read_bytes(), chunk, location, reader.crypto_context(chunk), reader.tail.footer_offset
+
+
+@pytest.mark.parametrize(("delta", "error", "match"), [
+    (-1, TruncatedModuleError, r"bloom_filter_length \d+ is shorter than the modules"),
+    (-20, TruncatedModuleError, r"bloom_filter_length \d+ is shorter than the modules"),
+    (1, MalformedModuleError, r"bloom_filter_length \d+ is longer than the modules .*: 1 trailing bytes"),
+    (64, MalformedModuleError, r"bloom_filter_length \d+ is longer than the modules .*: 64 trailing bytes"),
+])
+def test_lying_length_of_an_encrypted_filter_is_refused_after_one_read_of_that_length(
+        delta: int, error: type[Exception], match: str) -> None:
+    """Header and bitset modules are read together (bloom_filter_length bytes): a wrong length is
+    refused before the bitset is decrypted, and never more than that length is read at once."""
+    from secure_bloom.parquet.chunk import FilterLocation
+    from secure_bloom.parquet.filter_io import read_chunk_filter
+
+    data, chunk, location, context, data_end = _vector_filter()
+    lie = FilterLocation(location.offset, location.length + delta)
+    stream = BoundedReadFile(data, limit=max(lie.length, 1024 + 8))  # the leak check re-reads <= 1 KiB
+    with pytest.raises(error, match=match):
+        read_chunk_filter(stream, chunk, lie, data_end=data_end, path="v", context=context)
+    assert stream.largest_read <= max(lie.length, 1024 + 8)
+
+
+def test_encrypted_filter_length_beyond_the_data_region_is_refused_before_reading() -> None:
+    from secure_bloom.errors import MalformedThriftError
+    from secure_bloom.parquet.chunk import FilterLocation
+    from secure_bloom.parquet.filter_io import read_chunk_filter
+
+    data, chunk, location, context, data_end = _vector_filter()
+    stream = BoundedReadFile(data, limit=0)
+    with pytest.raises(MalformedThriftError, match="lies outside the data region"):
+        read_chunk_filter(stream, chunk, FilterLocation(location.offset, data_end - location.offset + 1),
+                          data_end=data_end, path="v", context=context)
+    assert stream.largest_read == 0
+
+
+@pytest.mark.parametrize("length", [COALESCED_FILTER_BYTES + 1, MAX_ENCRYPTED_FILTER_BYTES])
+def test_large_encrypted_filter_length_reads_the_header_module_first(length: int) -> None:
+    """Above COALESCED_FILTER_BYTES the header module is read alone (one bounded read) and its
+    numBytes refutes a lying length before any bitset byte is read."""
+    blob, key, col, _ = FILTERS[0]
+    stream = BoundedReadFile(blob + bytes(1 << 10), limit=HEADER_READ_BYTES)
+    with pytest.raises(MalformedModuleError, match=f"bloom_filter_length {length} does not match the modules"):
+        read_encrypted_bloom_filter(stream, 0, key, FILE_AAD, 0, col, length=length)
+    assert stream.largest_read <= HEADER_READ_BYTES
+
+
+def test_encrypted_filter_length_above_the_largest_filter_is_refused_without_reading() -> None:
+    blob, key, col, _ = FILTERS[0]
+    stream = BoundedReadFile(blob, limit=0)
+    with pytest.raises(MalformedModuleError, match="exceeds the largest encrypted filter"):
+        read_encrypted_bloom_filter(stream, 0, key, FILE_AAD, 0, col, length=MAX_ENCRYPTED_FILTER_BYTES + 1)
+    assert stream.largest_read == 0
+
+
+@pytest.mark.parametrize("with_length", [True, False])
+def test_encrypted_filter_cut_anywhere_is_a_truncated_module(with_length: bool) -> None:
+    blob, key, col, original = FILTERS[0]
+    for cut in range(0, len(blob), 7):
+        stream = BoundedReadFile(blob[:cut], limit=len(blob))
+        with pytest.raises(TruncatedModuleError):
+            read_encrypted_bloom_filter(stream, 0, key, FILE_AAD, 0, col, length=len(blob) if with_length else None)
+    assert read_encrypted_bloom_filter(BoundedReadFile(blob, len(blob)), 0, key, FILE_AAD, 0, col,
+                                       length=len(blob) if with_length else None) == original
+
+
+def test_encrypted_filter_reads_are_one_with_its_length_and_two_without() -> None:
+    blob, key, col, original = FILTERS[0]
+    for length, reads in ((len(blob), [len(blob)]), (None, [HEADER_READ_BYTES, len(blob) - HEADER_READ_BYTES])):
+        stream = _CountingReads(b"\0" * 7 + blob + b"\0" * 300)
+        assert read_encrypted_bloom_filter(stream, 7, key, FILE_AAD, 0, col, length=length) == original
+        assert stream.reads == reads
+
+
+class _CountingReads(BoundedReadFile):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, limit=len(data))
+        self.reads: list[int] = []
+
+    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+        self.reads.append(n)
+        return super().read(n)

@@ -86,3 +86,21 @@ def test_invalid_tag_is_converted_only_in_crypto_gcm() -> None:
     users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                    if "except InvalidTag" in p.read_text() or "AESGCM(" in p.read_text())
     assert users == ["crypto/gcm.py"]
+
+
+@pytest.mark.parametrize(("rg", "col"), [(0, 0), (2, 5), (32767, 32767), (256, 1)])
+def test_context_aads_of_every_module_type_are_module_aads(rg: int, col: int) -> None:
+    """The precomputed ordinals (the fast path of aad()) give exactly module_aad's bytes."""
+    ctx = ChunkCryptoContext(KEY, FILE_AAD, rg, col)
+    for mtype in ModuleType:
+        if mtype is ModuleType.FOOTER:
+            with pytest.raises(ValueError, match="no ordinals"):
+                ctx.aad(mtype)
+        elif mtype in (ModuleType.DATA_PAGE, ModuleType.DATA_PAGE_HEADER):
+            assert ctx.aad(mtype, 3) == module_aad(FILE_AAD, mtype, rg, col, 3)
+            with pytest.raises(ValueError, match="page_ordinal is required"):
+                ctx.aad(mtype)
+        else:
+            assert ctx.aad(mtype) == ctx.aad(int(mtype)) == module_aad(FILE_AAD, mtype, rg, col)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match="no page ordinal"):
+                ctx.aad(mtype, 1)
