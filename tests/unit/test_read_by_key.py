@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import random
 import tempfile
 from decimal import Decimal
@@ -446,15 +445,14 @@ def test_a_withheld_prefix_not_given_is_a_missing_key(tmp_path: Path, kind: str)
     assert read_table(tmp_path / "w.parquet", keys=keys).equals(sample_table(10))
 
 
-def test_prune_threads_default_to_the_cores_locally_and_many_on_object_stores(tmp_path: Path) -> None:
+def test_prune_threads_default_to_one_locally_and_many_on_object_stores(tmp_path: Path) -> None:
     import pyarrow.fs as pafs
 
     from secure_bloom.parquet.prune import DEFAULT_PRUNE_THREADS, default_prune_threads
 
-    cores = len(os.sched_getaffinity(0))
-    assert default_prune_threads([str(tmp_path / "a.parquet")], None) == cores
-    assert default_prune_threads([str(tmp_path / "a.parquet")], pafs.LocalFileSystem()) == cores
-    assert default_prune_threads([f"file://{tmp_path}/a.parquet"], None) == cores
+    assert default_prune_threads([str(tmp_path / "a.parquet")], None) == 1
+    assert default_prune_threads([str(tmp_path / "a.parquet")], pafs.LocalFileSystem()) == 1
+    assert default_prune_threads([f"file://{tmp_path}/a.parquet"], None) == 1
     s3 = pafs.S3FileSystem(anonymous=True, region="us-east-1")
     assert default_prune_threads(["bucket/a.parquet"], s3) == DEFAULT_PRUNE_THREADS
     assert default_prune_threads(["s3://bucket/a.parquet"], None) == DEFAULT_PRUNE_THREADS
