@@ -16,6 +16,9 @@
 * :mod:`secure_bloom.values` (re-exported here): user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
+* :class:`PruneCache` (:mod:`.prune_cache`): an opt-in, bounded, in-memory cache of what pruning
+  derived from files (statistics, decrypted filters) for warm lookups: ``cache=`` of
+  ``read.read_table`` / ``scan`` / ``dataset`` / ``prune.prune_files``.
 """
 
 from ..types import ChunkEncryption, FilterForm, FooterMode, Verdict
@@ -23,6 +26,7 @@ from .attach import AttachedFilter, AttachReport, attach_bloom_filters
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .keys import NO_KEYS, KeyAccess
 from .options import ColumnSpec
+from .prune_cache import PruneCache
 from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
@@ -32,6 +36,7 @@ from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, qu
 __all__ = [
     "ParquetBloomReader",
     "KeyAccess",
+    "PruneCache",
     "attach_bloom_filters",
     "write_table",
     "ParquetWriter",

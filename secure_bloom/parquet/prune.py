@@ -19,8 +19,11 @@ worker and the small per-file results.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import os
+import pickle
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,19 +31,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ..errors import MissingKeyError, SecureBloomError
+from ..filter import SplitBlockBloomFilter
 from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
 from .keys import KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
+from .prune_cache import CacheStats, FileFacts, PruneCache, file_identity, identity_size
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 from .sources import is_local_source
 from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
 
-__all__ = ["FilePrune", "PruneReport", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
+__all__ = ["FilePrune", "PruneReport", "PruneCache", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
            "default_prune_threads"]
 
 #: Files pruned at once on an object store (a few range requests each: latency dominates).
@@ -71,12 +77,14 @@ class FilePrune:
     metadata_bytes_read: int = 0
     metadata_requests: int = 0
     file_size: int | None = None
+    #: None: no cache; True: answered (at least partly) from a :class:`PruneCache`; False: a miss.
+    from_cache: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
                 "pruned_by_statistics": list(self.pruned_by_statistics),
                 "pruned_by_bloom": list(self.pruned_by_bloom), "metadata_bytes_read": self.metadata_bytes_read,
-                "metadata_requests": self.metadata_requests}
+                "metadata_requests": self.metadata_requests, "from_cache": self.from_cache}
 
 
 @dataclass
@@ -89,6 +97,18 @@ class PruneReport:
     data_bytes_read: int | None = None
     data_requests: int | None = None
     rows: int | None = None
+    #: The :class:`PruneCache` after pruning (counts only), when one was used.
+    cache: CacheStats | None = None
+
+    @property
+    def cache_hits(self) -> int:
+        """Files answered (at least partly) from the cache."""
+        return sum(1 for f in self.files if f.from_cache)
+
+    @property
+    def cache_misses(self) -> int:
+        """Files a cache was used for but did not hold (or held for another version)."""
+        return sum(1 for f in self.files if f.from_cache is False)
 
     @property
     def row_groups_total(self) -> int:
@@ -132,6 +152,10 @@ class PruneReport:
             "bytes_read": self.bytes_read,
             "rows": self.rows,
         }
+        if self.cache is not None:
+            out["cache_hits"] = self.cache_hits
+            out["cache_misses"] = self.cache_misses
+            out["cache"] = self.cache.to_dict()
         if with_files:
             out["per_file"] = [f.to_dict() for f in self.files]
         return out
@@ -145,6 +169,9 @@ class PruneReport:
                  f"{self.row_groups_read} read",
                  f"bytes read: {self.metadata_bytes_read} footer/filter"
                  + (f" + {self.data_bytes_read} data = {self.bytes_read}" if self.data_bytes_read is not None else "")]
+        if self.cache is not None:
+            lines.append(f"cache: {self.cache_hits} files hit, {self.cache_misses} missed; holds {self.cache.files} "
+                         f"files, {self.cache.bytes} of {self.cache.max_bytes} bytes")
         if self.rows is not None:
             lines.append(f"rows: {self.rows}")
         return "\n".join(lines)
@@ -164,13 +191,13 @@ class _LeafView:
     """A leaf bound to one file: its column, its literals as the column orders them, its Bloom
     queries. ``None`` parts mean "not usable" (the row group is kept)."""
 
-    def __init__(self, leaf: Leaf, reader: ParquetBloomReader, schema: pa.Schema | None) -> None:
+    def __init__(self, leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | None) -> None:
         self.leaf = leaf
         self.info: ColumnInfo | None = None
         self.keys: list[Any] | None = None
         self.query: QueryHashes | None = None
         self.nan = False
-        info = next((c for c in reader.columns if c.path_in_schema == (leaf.column,)), None)
+        info = next((c for c in columns if c.path_in_schema == (leaf.column,)), None)
         if info is None or leaf.values is None:
             self.info = info
             return
@@ -217,26 +244,77 @@ class _LeafView:
             return None
 
 
-class _FileEvaluator:
-    def __init__(self, reader: ParquetBloomReader, tree: Node, schema: pa.Schema | None) -> None:
-        self.reader = reader
-        self.tree = tree
-        md = reader.footer.metadata
-        orders = getattr(md, "column_orders", None) or []
-        self.type_order = {i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None}
-        self.views = {id(leaf): _LeafView(leaf, reader, schema) for leaf in leaves(tree)}
+class _FileSource:
+    """What the evaluator asks of one file: the facts a :class:`PruneCache` holds first, the
+    reader (opened on first need by ``open_reader``) for the rest, recording what it computes.
+    A missing key is "unavailable" for this evaluation only: it is never recorded."""
+
+    def __init__(self, facts: FileFacts | None, open_reader: Callable[[], ParquetBloomReader]) -> None:
+        self.facts = facts
+        self._open = open_reader
+        self._reader: ParquetBloomReader | None = None
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
+        self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
+        self._unavailable: set[tuple[int, int]] = set()
+        if facts is None:
+            reader = self.reader
+            orders = getattr(reader.footer.metadata, "column_orders", None) or []
+            self.num_row_groups = reader.num_row_groups
+            self.columns: tuple[ColumnInfo, ...] = tuple(reader.columns)
+            self.type_order = frozenset(i for i, o in enumerate(orders)
+                                        if getattr(o, "TYPE_ORDER", None) is not None)
+        else:
+            self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
+
+    @property
+    def reader(self) -> ParquetBloomReader:
+        if self._reader is None:
+            self._reader = self._open()
+        return self._reader
+
+    @property
+    def opened(self) -> ParquetBloomReader | None:
+        return self._reader
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
         at = (rg, info.ordinal)
+        if self.facts is not None and at in self.facts.bounds:
+            return self.facts.bounds[at]
         if at not in self._bounds:
+            if at in self._unavailable:
+                return None
             try:
-                chunk = self.reader.chunk(rg, info.ordinal)
-                meta = self.reader.column_metadata(chunk)
-                self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
+                meta = self.reader.column_metadata(self.reader.chunk(rg, info.ordinal))
             except MissingKeyError:
-                self._bounds[at] = None
+                self._unavailable.add(at)
+                return None
+            self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
         return self._bounds[at]
+
+    def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
+        """The chunk's filter, None when it has none; MissingKeyError when its key is missing."""
+        at = (rg, info.ordinal)
+        if self.facts is not None and at in self.facts.filters:
+            return self.facts.filters[at]
+        if at not in self._filters:
+            self._filters[at] = self.reader.bloom_filter(rg, info.ordinal)
+        return self._filters[at]
+
+    def learned(self, path: str) -> FileFacts | None:
+        """The facts to keep: the cached ones plus what this evaluation computed (None: nothing new)."""
+        if self.facts is not None and not self._bounds and not self._filters:
+            return None
+        old_bounds = self.facts.bounds if self.facts is not None else {}
+        old_filters = self.facts.filters if self.facts is not None else {}
+        return FileFacts(path, self.num_row_groups, self.columns, self.type_order, {**old_bounds, **self._bounds},
+                         {**old_filters, **self._filters})
+
+
+class _FileEvaluator:
+    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None) -> None:
+        self.source = source
+        self.tree = tree
+        self.views = {id(leaf): _LeafView(leaf, source.columns, schema) for leaf in leaves(tree)}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
         if isinstance(node, Unknown):
@@ -249,12 +327,12 @@ class _FileEvaluator:
         info = view.info
         if info is None:
             return True
-        bounds = self.bounds(rg, info)
+        bounds = self.source.bounds(rg, info)
         if bounds is not None and not _may_by_bounds(node.op, view, bounds):
             return False
         if bloom and view.query is not None:
             try:
-                bf = self.reader.bloom_filter(rg, info.ordinal)
+                bf = self.source.bloom_filter(rg, info)
             except MissingKeyError:
                 return True
             return maybe_in(bf, [view.query])[0]
@@ -300,10 +378,15 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
                  row_groups: Iterable[int] | None = None) -> FilePrune:
     """The row groups of an open file that may hold matching rows (among ``row_groups``, default
     all), and those skipped by statistics and by Bloom filters."""
-    candidates = list(range(reader.num_row_groups)) if row_groups is None else list(row_groups)
+    return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups)
+
+
+def _prune_source(source: _FileSource, path: str, tree: Node, schema: pa.Schema | None,
+                  row_groups: Iterable[int] | None) -> FilePrune:
+    candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
-        return FilePrune(reader.path, reader.num_row_groups, tuple(candidates))
-    evaluator = _FileEvaluator(reader, tree, schema)
+        return FilePrune(path, source.num_row_groups, tuple(candidates))
+    evaluator = _FileEvaluator(source, tree, schema)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
     for rg in candidates:
@@ -313,20 +396,59 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
             by_bloom.append(rg)
         else:
             keep.append(rg)
-    return FilePrune(reader.path, reader.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
+    return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
+
+
+OnReader = Callable[[str, ParquetBloomReader, FilePrune], None]
+
+
+def _filesystem_key(filesystem: Any) -> str | None:
+    """Names ``filesystem`` in cache keys: ``local``, a digest of its pickled options (no
+    credentials kept), or None when it cannot be named (its files are then not cached)."""
+    if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
+        return "local"
+    try:
+        return hashlib.sha256(pickle.dumps(filesystem)).hexdigest()
+    except Exception:  # noqa: BLE001 - any filesystem that does not pickle is simply not cached
+        return None
+
+
+@dataclass(frozen=True)
+class _CacheUse:
+    cache: PruneCache
+    scope: int
+    filesystem_key: str | None
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
-               row_groups: Sequence[int] | None,
-               on_reader: Callable[[str, ParquetBloomReader, FilePrune], None] | None) -> FilePrune:
-    with ParquetBloomReader(path, keys, filesystem=filesystem, filter_cache_bytes=_PRUNE_FILTER_CACHE) as reader:
-        result = prune_reader(reader, tree, schema, row_groups)
-        if on_reader is not None:
-            on_reader(path, reader, result)
-        ranges = reader.read_ranges
-        size = reader.tail.file_size
+               row_groups: Sequence[int] | None, on_reader: OnReader | None,
+               cache: _CacheUse | None = None) -> FilePrune:
+    identity = facts = None
+    if cache is not None and cache.filesystem_key is not None:
+        identity = file_identity(path, filesystem)
+    if cache is not None:
+        name = f"{cache.filesystem_key}:{path}"
+        facts = cache.cache.get(cache.scope, name, identity)
+    with contextlib.ExitStack() as stack:
+        def open_reader() -> ParquetBloomReader:
+            return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
+                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE))
+
+        source = _FileSource(facts, open_reader)
+        display = facts.path if facts is not None else source.reader.path
+        result = _prune_source(source, display, tree, schema, row_groups)
+        if on_reader is not None and (source.opened is not None or result.row_groups):
+            on_reader(path, source.reader, result)
+        if cache is not None:
+            learned = source.learned(display)
+            if learned is not None:
+                cache.cache.put(cache.scope, name, identity, learned)
+        reader = source.opened
+        ranges = reader.read_ranges if reader is not None else ()
+        size = reader.tail.file_size if reader is not None else identity_size(identity) if identity else None
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
-                     result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size)
+                     result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size,
+                     None if cache is None else facts is not None)
 
 
 def _progress_wanted(progress: bool | None) -> bool:
@@ -340,13 +462,17 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
-                on_reader: Callable[[str, ParquetBloomReader, FilePrune], None] | None = None) -> list[FilePrune]:
+                on_reader: OnReader | None = None, cache: PruneCache | None = None) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
     that cannot be checked is never silently dropped. ``on_reader(path, reader, result)`` is
     called (on the worker thread) while each file's reader is still open, its footer resolved;
-    what it raises propagates too."""
+    what it raises propagates too. With a ``cache`` (:class:`PruneCache`), a file answered from
+    it is not opened unless it has row groups to read (then ``on_reader`` gets it opened)."""
+    if cache is not None and not isinstance(cache, PruneCache):
+        raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
+    use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None
     if threads is None:
         threads = default_prune_threads(paths, filesystem)
     if threads < 1:
@@ -359,7 +485,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
-        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader)
+        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

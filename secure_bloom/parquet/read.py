@@ -44,6 +44,7 @@ from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
+from .prune_cache import PruneCache
 from .reader import ParquetBloomReader
 from .sources import CountingFileSystem, ReadCounter, resolve
 
@@ -180,12 +181,16 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
 
 def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
          count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
-         partitioning: Any = "hive", columns: Sequence[str] | None = None) -> PrunedScan:
+         partitioning: Any = "hive", columns: Sequence[str] | None = None,
+         cache: PruneCache | None = None) -> PrunedScan:
     """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
     restricted dataset. ``count_reads`` routes pyarrow's reads through a
     :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks).
     ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
-    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan."""
+    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
+    ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
+    filters of unchanged files are then not read again; pyarrow still lists the files and reads
+    the first footer for the schema)."""
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
@@ -204,29 +209,31 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
             formats[path] = file_format(reader, keys, fmt, read)
 
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format)
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache)
     fragments = [formats[frag.path].make_fragment(
                      frag.path, filesystem=scan_fs, partition_expression=frag.partition_expression,
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=scan_fs)
-    report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept))
+    report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
+                         cache=cache.stats if cache is not None else None)
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
-               keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True) -> pa.Table:
+               keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
+               cache: PruneCache | None = None) -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
-    a file, as pyarrow's own filtered read."""
+    a file, as pyarrow's own filtered read. ``cache``: see :func:`scan`."""
     return scan(source, filters=filters, keys=keys, filesystem=filesystem,
-                columns=columns).to_table(columns, use_threads=use_threads)
+                columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None) -> ds.Dataset:
+            filesystem: Any = None, cache: PruneCache | None = None) -> ds.Dataset:
     """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
     (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
-    as they query any pyarrow dataset, and see exactly the matching rows."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem)
+    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``: see :func:`scan`."""
+    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache)
     return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset
