@@ -136,20 +136,28 @@ class PruneCache:
         self._entries: OrderedDict[tuple[int, str], tuple[Identity, FileFacts]] = OrderedDict()
         self._bytes = 0
         self._scopes: dict[int, weakref.ref[Any]] = {}
+        self._gone: list[int] = []  # scopes whose KeyAccess was collected (appended by weakref callbacks)
         self._hits = self._misses = self._uncacheable = self._evictions = 0
 
     def scope(self, keys: Any) -> int:
-        """The scope of entries read with ``keys`` (a KeyAccess or None). Entries of a KeyAccess
-        that no longer exists are dropped before its id can name another one."""
+        """The scope of entries read with ``keys`` (a KeyAccess or None): its id, held without
+        holding the object. When a KeyAccess is collected its entries are dropped at the cache's
+        next use, before its id can name another object."""
         if keys is None:
             return 0
         scope = id(keys)
         with self._lock:
+            self._purge_locked()
             ref = self._scopes.get(scope)
             if ref is None or ref() is not keys:
                 self._drop_scope_locked(scope)
-                self._scopes[scope] = weakref.ref(keys)
+                gone = self._gone
+                self._scopes[scope] = weakref.ref(keys, lambda _, scope=scope: gone.append(scope))
         return scope
+
+    def _purge_locked(self) -> None:
+        while self._gone:
+            self._drop_scope_locked(self._gone.pop())
 
     def _drop_scope_locked(self, scope: int) -> None:
         for key in [k for k in self._entries if k[0] == scope]:
@@ -160,6 +168,7 @@ class PruneCache:
         """The facts of this version of the file, or None (counted as a miss, or as uncacheable
         when ``identity`` is None). An entry of another version of the file is dropped."""
         with self._lock:
+            self._purge_locked()
             if identity is None:
                 self._uncacheable += 1
                 return None
@@ -203,6 +212,7 @@ class PruneCache:
     @property
     def stats(self) -> CacheStats:
         with self._lock:
+            self._purge_locked()
             return CacheStats(self._hits, self._misses, self._uncacheable, self._evictions, len(self._entries),
                               self._bytes, self.max_bytes)
 
