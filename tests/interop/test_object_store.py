@@ -98,6 +98,28 @@ def test_read_table_on_s3_fetches_only_surviving_row_groups(s3: Any, stored: dic
     assert present_bytes < full_bytes
 
 
+def test_warm_prune_on_s3_makes_only_the_identity_requests(s3: Any, stored: dict[str, Any]) -> None:
+    """With a PruneCache, a warm prune asks the store for each file's size and mtime (one HEAD)
+    and reads nothing; a filesystem made again with the same options finds the same entries."""
+    from secure_bloom.parquet import PruneCache
+    from secure_bloom.parquet.predicate import predicate_tree, to_expression
+    from secure_bloom.parquet.prune import prune_files
+
+    tree = predicate_tree(to_expression([("key", "==", "8000000000000000x")]))
+    cache = PruneCache()
+    s3.reset()
+    cold = prune_files(stored["paths"], tree, keys=stored["keys"], filesystem=s3.filesystem(), cache=cache)
+    cold_requests, cold_bytes = s3.counts()
+    s3.reset()
+    warm = prune_files(stored["paths"], tree, keys=stored["keys"], filesystem=s3.filesystem(), cache=cache)
+    requests, body = s3.counts()
+    assert [r.row_groups for r in warm] == [r.row_groups for r in cold] == [(), ()]
+    assert [r.from_cache for r in cold] == [False, False] and [r.from_cache for r in warm] == [True, True]
+    assert requests == {"HEAD": 2} and body == 0
+    assert cold_requests["GET"] > 2 and cold_bytes > 0
+    print(f"S3 absent-key prune of 2 files: cold {cold_requests} {cold_bytes} bytes, warm {requests} {body} bytes")
+
+
 # --------------------------------------------------------------------------- writing to the store
 
 

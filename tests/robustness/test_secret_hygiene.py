@@ -30,7 +30,7 @@ from support.robustness_support import DATA
 from secure_bloom import cli
 from secure_bloom.errors import SecureBloomError
 from secure_bloom.kms import KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata, sidecar_path
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader, PruneCache
 from secure_bloom.parquet.attach import attach_bloom_filters
 from secure_bloom.parquet.audit import audit
 from secure_bloom.parquet.read import dataset, scan
@@ -272,6 +272,12 @@ def _api_texts(w: dict[str, Any]) -> Iterable[tuple[str, str]]:
         repr(pruned), repr(pruned.dataset), repr(restricted), str(pruned.report.to_dict()), pruned.report.summary(),
         *(f"{f!r} {f.format!r} {f.format.default_fragment_scan_options!r}" for f in fragments)])
     assert rows == 5 and len(fragments) == 1  # the scan did its work
+    cache = PruneCache()
+    for _ in range(2):  # filled, then answered from it: decrypted filters and statistics inside
+        cached = scan(f["enc-bloom"], keys=keys, filters=[("ssn", "==", "000-00-0000")], cache=cache)
+    yield "scan with a prune cache", "\n".join([repr(cache), str(cache), str(cache.stats), cached.report.summary(),
+                                                str(cached.report.to_dict())])
+    assert cached.report.cache_hits == 1
     for path, scan_keys in ((BLOOM_VECTOR, explicit), (UNIFORM_VECTOR, KeyAccess(explicit={"kf": b"CANARY-wrong-key"}))):
         try:
             scan(path, keys=scan_keys).to_table()
