@@ -28,7 +28,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +118,11 @@ class CacheStats:
                 "evictions": self.evictions, "files": self.files, "bytes": self.bytes, "max_bytes": self.max_bytes}
 
 
+def _forget(gone: list[int], scope: int) -> Callable[[Any], None]:
+    """The weakref callback marking ``scope`` gone (holds the list, not the cache)."""
+    return lambda _: gone.append(scope)
+
+
 class PruneCache:
     """An opt-in, bounded (``max_bytes``, least recently used files dropped first), thread-safe
     cache of what pruning derived from files, for warm lookups: pass it as ``cache=`` to
@@ -151,8 +156,7 @@ class PruneCache:
             ref = self._scopes.get(scope)
             if ref is None or ref() is not keys:
                 self._drop_scope_locked(scope)
-                gone = self._gone
-                self._scopes[scope] = weakref.ref(keys, lambda _, scope=scope: gone.append(scope))
+                self._scopes[scope] = weakref.ref(keys, _forget(self._gone, scope))
         return scope
 
     def _purge_locked(self) -> None:
