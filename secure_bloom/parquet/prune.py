@@ -191,17 +191,14 @@ class _LeafView:
     """A leaf bound to one file: its column, its literals as the column orders them, its Bloom
     queries. ``None`` parts mean "not usable" (the row group is kept)."""
 
-    def __init__(self, leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | None) -> None:
+    def __init__(self, leaf: Leaf, info: ColumnInfo | None, schema: pa.Schema | None) -> None:
         self.leaf = leaf
-        self.info: ColumnInfo | None = None
+        self.info = info
         self.keys: list[Any] | None = None
         self.query: QueryHashes | None = None
         self.nan = False
-        info = next((c for c in columns if c.path_in_schema == (leaf.column,)), None)
         if info is None or leaf.values is None:
-            self.info = info
             return
-        self.info = info
         # pyarrow compares in the dataset's type; this file may store another (schema evolution,
         # no dataset schema on a Spark worker): cast the literal to the dataset's type, then
         # losslessly to this file's own type. Any cast that fails or loses: no pruning here.
@@ -310,11 +307,25 @@ class _FileSource:
                          {**old_filters, **self._filters})
 
 
+#: Leaf views already built in one prune, by (leaf, the file's column): files that store a
+#: column alike share its literals' casts, bounds keys and Bloom hashes.
+_ViewMemo = dict[tuple[int, ColumnInfo | None], _LeafView]
+
+
+def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | None, memo: _ViewMemo) -> _LeafView:
+    info = next((c for c in columns if c.path_in_schema == (leaf.column,)), None)
+    key = (id(leaf), info)
+    view = memo.get(key)
+    if view is None:
+        view = memo[key] = _LeafView(leaf, info, schema)
+    return view
+
+
 class _FileEvaluator:
-    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None) -> None:
+    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
         self.source = source
         self.tree = tree
-        self.views = {id(leaf): _LeafView(leaf, source.columns, schema) for leaf in leaves(tree)}
+        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in leaves(tree)}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
         if isinstance(node, Unknown):
@@ -378,15 +389,15 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
                  row_groups: Iterable[int] | None = None) -> FilePrune:
     """The row groups of an open file that may hold matching rows (among ``row_groups``, default
     all), and those skipped by statistics and by Bloom filters."""
-    return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups)
+    return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
 def _prune_source(source: _FileSource, path: str, tree: Node, schema: pa.Schema | None,
-                  row_groups: Iterable[int] | None) -> FilePrune:
+                  row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
-    evaluator = _FileEvaluator(source, tree, schema)
+    evaluator = _FileEvaluator(source, tree, schema, memo)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
     for rg in candidates:
@@ -422,7 +433,7 @@ class _CacheUse:
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
-               cache: _CacheUse | None = None) -> FilePrune:
+               cache: _CacheUse | None, memo: _ViewMemo) -> FilePrune:
     identity = facts = None
     if cache is not None and cache.filesystem_key is not None:
         identity = file_identity(path, filesystem)
@@ -436,7 +447,7 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
 
         source = _FileSource(facts, open_reader)
         display = facts.path if facts is not None else source.reader.path
-        result = _prune_source(source, display, tree, schema, row_groups)
+        result = _prune_source(source, display, tree, schema, row_groups, memo)
         if on_reader is not None and (source.opened is not None or result.row_groups):
             on_reader(path, source.reader, result)
         if cache is not None:
@@ -478,6 +489,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)
+    memo: _ViewMemo = {}
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
         from tqdm import tqdm
@@ -485,7 +497,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
-        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use)
+        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use, memo)
         if bar is not None:
             bar.update(1)
         if on_done is not None:
