@@ -405,10 +405,14 @@ def _backend_in_subprocess(env_value: str | None, block_native: bool = False) ->
     env = {k: v for k, v in os.environ.items() if k != thrift_codec.ENV_VAR}
     if env_value is not None:
         env[thrift_codec.ENV_VAR] = env_value
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_DIR), env.get("PYTHONPATH", "")])
+    # The package this test imported (the installed wheel under scripts/test, the source tree with
+    # its in-place build otherwise), never a source tree without the compiled decoder.
+    package_root = Path(thrift_codec.__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(package_root), env.get("PYTHONPATH", "")])
     block = "sys.modules['secure_bloom.native_thrift'] = None; " if block_native else ""
     code = f"import sys; {block}import secure_bloom.thrift_codec as t; print(t.BACKEND, t.thrift_info())"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=package_root, capture_output=True, text=True,
+                          timeout=120)
 
 
 @pytest.mark.native
