@@ -37,7 +37,6 @@ concurrent inserts into one bitset race (plain read-modify-write, no atomics).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +48,7 @@ import numpy.typing as npt
 
 from . import sbbf_numpy
 from .errors import MalformedBitsetError, MalformedInputError
+from .extensions import load_extension
 from .values.xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 from .spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 
@@ -87,23 +87,7 @@ Hashes = npt.NDArray[np.uint64]
 Flags = npt.NDArray[np.bool_]
 
 
-def _load() -> tuple[Any, str | None]:
-    """The compiled module, or None and the reason it is not used."""
-    choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "native", "numpy"):
-        raise ValueError(f"{ENV_VAR} must be auto, native or numpy, got {choice!r}")
-    if choice == "numpy":
-        return None, f"{ENV_VAR}=numpy"
-    try:
-        from . import native_kernels
-    except ImportError as e:
-        if choice == "native":
-            raise ImportError(f"{ENV_VAR}=native but secure_bloom.native_kernels cannot be loaded: {e}") from e
-        return None, f"secure_bloom.native_kernels is not built or cannot be loaded ({e})"
-    return native_kernels, None
-
-
-_loaded, _why_not = _load()
+_loaded, _why_not = load_extension("native_kernels", ENV_VAR, "numpy")
 _native = _loaded
 #: "native" (the C kernels) or "numpy" (the fallback).
 BACKEND = "native" if _native is not None else "numpy"

@@ -28,7 +28,6 @@ of both decoders.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 from collections.abc import Iterator
@@ -45,6 +44,7 @@ from thriftpy2.thrift import TException, TType
 from thriftpy2.transport import TMemoryBuffer
 
 from .errors import MalformedInputError, MalformedThriftError
+from .extensions import load_extension
 
 __all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS", "BACKEND", "thrift_info",
            "forced_backend"]
@@ -64,23 +64,7 @@ T = TypeVar("T")
 ENV_VAR = "SECURE_BLOOM_THRIFT"
 
 
-def _load() -> tuple[Any, str | None]:
-    """The compiled decoder, or None and the reason it is not used."""
-    choice = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "native", "python"):
-        raise ValueError(f"{ENV_VAR} must be auto, native or python, got {choice!r}")
-    if choice == "python":
-        return None, f"{ENV_VAR}=python"
-    try:
-        from . import native_thrift
-    except ImportError as e:
-        if choice == "native":
-            raise ImportError(f"{ENV_VAR}=native but secure_bloom.native_thrift cannot be loaded: {e}") from e
-        return None, f"secure_bloom.native_thrift is not built or cannot be loaded ({e})"
-    return native_thrift, None
-
-
-_loaded, _why_not = _load()
+_loaded, _why_not = load_extension("native_thrift", ENV_VAR, "python")
 _native = _loaded
 #: "native" (the C decoder) or "python" (thriftpy2 with bounded reads).
 BACKEND = "native" if _native is not None else "python"
