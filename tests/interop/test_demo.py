@@ -26,6 +26,10 @@ def test_demo_end_to_end(tmp_path, spark, dev_key_list_file):  # type: ignore[no
     assert all(r["rows"] >= 1 for r in reads if r["kind"] == "present")
     assert all(r["row_groups_read"] == 0 and r["pruned_by_bloom"] >= 1 for r in reads if r["kind"] == "absent")
     assert all(r["row_groups_read"] < r["row_groups"] for r in reads if r["kind"] == "present")
+    # Asked again with the warm PruneCache: answered from it, the same rows and row groups.
+    assert [r["warm_rows"] for r in reads] == [r["rows"] for r in reads]
+    assert [r["warm_row_groups_read"] for r in reads] == [r["row_groups_read"] for r in reads]
+    assert all(r["warm_cache_hits"] == 1 for r in reads)
     assert summary["audits_compliant"] is True
     assert summary["parquet_java_finds_present_values"] is True
     # Several row groups, and absent values let a reader skip most of them.
