@@ -90,7 +90,8 @@ class FilePrune:
 @dataclass
 class PruneReport:
     """What a pruned read did: files, row groups (total / skipped by statistics / skipped by Bloom
-    filters / read) and bytes read (footers and filters by the pruner; data by the scan)."""
+    filters / read) and bytes read (footers and filters by the pruner; ``data_bytes_read``: what
+    pyarrow's scan read, its dataset discovery's footer read included)."""
 
     files: list[FilePrune] = field(default_factory=list)
     files_skipped_by_partition: int = 0
@@ -168,7 +169,7 @@ class PruneReport:
                  f"statistics, {self.row_groups_pruned_by_bloom} pruned by Bloom filters, "
                  f"{self.row_groups_read} read",
                  f"bytes read: {self.metadata_bytes_read} footer/filter"
-                 + (f" + {self.data_bytes_read} data = {self.bytes_read}" if self.data_bytes_read is not None else "")]
+                 + (f" + {self.data_bytes_read} by pyarrow (schema, data) = {self.bytes_read}" if self.data_bytes_read is not None else "")]
         if self.cache is not None:
             lines.append(f"cache: {self.cache_hits} files hit, {self.cache_misses} missed; holds {self.cache.files} "
                          f"files, {self.cache.bytes} of {self.cache.max_bytes} bytes")

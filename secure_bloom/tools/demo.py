@@ -161,11 +161,11 @@ def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[
             out.append({"column": "ssn", "kind": kind, "rows": rows, "expected_rows": stored.count(value),
                         "row_groups": r.row_groups_total, "pruned_by_statistics": r.row_groups_pruned_by_statistics,
                         "pruned_by_bloom": r.row_groups_pruned_by_bloom, "row_groups_read": r.row_groups_read,
-                        "bytes_read": r.data_bytes_read or 0})
+                        "bytes_read": r.bytes_read})
             _say(f"   ssn = <{kind} value> -> {rows} row(s); row groups: {r.row_groups_total} total, "
                  f"{r.row_groups_pruned_by_bloom} skipped by Bloom filters, {r.row_groups_pruned_by_statistics} by "
-                 f"statistics, {r.row_groups_read} read; {(r.data_bytes_read or 0):,} of {path.stat().st_size:,} "
-                 "bytes read")
+                 f"statistics, {r.row_groups_read} read; {r.bytes_read:,} of {path.stat().st_size:,} bytes read "
+                 f"(footer and filters {r.metadata_bytes_read:,})")
     for lookup, value in zip(out, present + absent):  # the same lookups again, from the warm cache
         start = time.perf_counter()
         warm = scan(path, filters=[("ssn", "==", value)], keys=keys, cache=cache)
