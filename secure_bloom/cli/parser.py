@@ -28,7 +28,8 @@ __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg",
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
              "bench-lookup": "secure_bloom.tools.bench_lookup",
              "bench-write": "secure_bloom.tools.bench_write",
-             "bench-attach": "secure_bloom.tools.bench_attach", "demo": "secure_bloom.tools.demo",
+             "bench-attach": "secure_bloom.tools.bench_attach", "bench-thrift": "secure_bloom.tools.bench_thrift",
+             "demo": "secure_bloom.tools.demo",
              "vectors": "secure_bloom.tools.vectors"}
 NOT_SHOWN = "<not shown>"
 

@@ -1,4 +1,4 @@
-"""``python -m secure_bloom.tools.bench_thrift``: prints the decoder in use and, per footer, the
+"""``secure-bloom bench-thrift``: prints the decoder in use and, per footer, the
 parse time of both decoders and their ratio (figures only; no timing is asserted)."""
 
 from __future__ import annotations
