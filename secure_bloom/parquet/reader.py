@@ -61,6 +61,20 @@ def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Cal
     return load
 
 
+class _ColumnKey:
+    """One column key and the chunk contexts made with it: they live in one expiring cache entry,
+    so a context never outlives its key there (KeyAccess.cache_lifetime_s). No key in its repr."""
+
+    __slots__ = ("key", "contexts")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+
+    def __repr__(self) -> str:
+        return f"_ColumnKey(<{len(self.key)} bytes>, contexts={len(self.contexts)})"
+
+
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
@@ -108,7 +122,9 @@ class ParquetBloomReader:
             raise
         # Data keys are kept no longer than the KEKs they come from (KeyAccess.cache_lifetime_s)
         # and dropped by close(): a long-lived reader does not hold them for its whole life.
-        self._column_keys: ExpiringCache[bytes, bytes] = ExpiringCache(self.keys.cache_lifetime_s)
+        self._column_keys: ExpiringCache[bytes, _ColumnKey] = ExpiringCache(self.keys.cache_lifetime_s)
+        # Contexts of FOOTER_KEY chunks: the footer key is held until close(), and so are they.
+        self._footer_contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
         self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
         self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
         self._filter_cache_bytes = filter_cache_bytes
@@ -185,6 +201,7 @@ class ParquetBloomReader:
         (the footer key included: :attr:`footer` keeps everything but it)."""
         self._file.close()
         self._column_keys.clear()
+        self._footer_contexts.clear()
         if self.footer.footer_key is not None:
             self.footer = dataclasses.replace(self.footer, footer_key=None)
         self._metadata.clear()
@@ -281,33 +298,50 @@ class ParquetBloomReader:
     def key_for(self, chunk: ColumnChunk) -> bytes:
         """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once
         per key metadata; :class:`MissingKeyError` when it is not available."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            return self._footer_key(chunk)
+        return self._column_key(chunk).key
+
+    def _footer_key(self, chunk: ColumnChunk) -> bytes:
+        if self.footer.footer_key is None:
+            raise MissingKeyError(
+                f"{self.path}: column {chunk.column.path!r} is encrypted with the footer key "
+                f"{self._key_label(self.footer.footer_key_metadata)!r}, which is not available")
+        return self.footer.footer_key
+
+    def _column_key(self, chunk: ColumnChunk) -> _ColumnKey:
+        """The cache entry of a COLUMN_KEY chunk's key (the key and its chunks' contexts)."""
         if not chunk.encrypted:
             raise ValueError(f"{self.path}: {chunk.where} is not encrypted; it has no key")
-        where = f"{self.path}: column {chunk.column.path!r}"
-        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
-            if self.footer.footer_key is None:
-                raise MissingKeyError(
-                    f"{where} is encrypted with the footer key {self._key_label(self.footer.footer_key_metadata)!r}, "
-                    "which is not available")
-            return self.footer.footer_key
         kmd = bytes(chunk.key_metadata or b"")
         retriever = self._retriever
         if retriever is None:
-            raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r} and no keys were given")
+            raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                  f"{self._key_label(chunk.key_metadata)!r} and no keys were given")
 
-        def unwrap() -> bytes:
+        def unwrap() -> _ColumnKey:
             try:
-                return retriever(kmd)
+                return _ColumnKey(retriever(kmd))
             except (MissingKeyError, KeyNotFoundError) as e:
-                raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r}: {e}") from None
+                raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                      f"{self._key_label(chunk.key_metadata)!r}: {e}") from None
 
         return self._column_keys.get_or_create(kmd, unwrap)
 
     def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
         """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
-        key or the file AAD)."""
-        return ChunkCryptoContext(self.key_for(chunk), self.footer.require_file_aad(), chunk.row_group_ordinal,
-                                  chunk.column_ordinal)
+        key or the file AAD); made once per chunk and kept as long as its key."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            key, contexts = self._footer_key(chunk), self._footer_contexts
+        else:
+            entry = self._column_key(chunk)
+            key, contexts = entry.key, entry.contexts
+        at = (chunk.row_group, chunk.column.ordinal)
+        context = contexts.get(at)
+        if context is None:
+            context = contexts[at] = ChunkCryptoContext(key, self.footer.require_file_aad(),
+                                                        chunk.row_group_ordinal, chunk.column.ordinal)
+        return context
 
     def key_available(self, chunk: ColumnChunk) -> bool:
         """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
