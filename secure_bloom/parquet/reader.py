@@ -141,7 +141,7 @@ class ParquetBloomReader:
                 raise MalformedThriftError(
                     f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
             ordinal = rg.ordinal if rg.ordinal is not None else i
-            self._chunks.append(tuple(self._column_chunk(i, ordinal, leaf, cc) for leaf, cc in zip(leaves, rg.columns)))
+            self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
         columns = []
         for leaf in leaves:
             first = self._chunks[0][leaf.ordinal] if self._chunks else None
@@ -149,6 +149,36 @@ class ParquetBloomReader:
                 leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(self._key_metadata(first)))
             columns.append(leaf)
         self._columns = tuple(columns)
+
+    def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
+                          stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
+        """The chunks of one row group, checked as the footer is read (the ordinals' checks are
+        made once per row group and column, when the first encrypted chunk needs them)."""
+        chunks = []
+        ordinals_checked = False
+        for leaf, cc in zip(leaves, stored):
+            crypto = cc.crypto_metadata
+            if crypto is None:
+                encryption, kmd = ChunkEncryption.PLAINTEXT, None
+            else:
+                if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+                    encryption, kmd = ChunkEncryption.FOOTER_KEY, None
+                else:
+                    with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+                    if tuple(with_key.path_in_schema) != leaf.path_in_schema:
+                        raise MalformedThriftError(
+                            f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
+                            f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
+                    encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
+                if not ordinals_checked or leaf.ordinal > MAX_ORDINAL:
+                    self._check_ordinals(rg, ordinal, leaf)
+                    ordinals_checked = True
+            if cc.meta_data is None and (crypto is None or cc.encrypted_column_metadata is None):
+                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
+            chunks.append(ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
+                                      key_metadata=kmd, visible_metadata=cc.meta_data,
+                                      encrypted_metadata=cc.encrypted_column_metadata))
+        return tuple(chunks)
 
     def _key_label(self, key_metadata: bytes | None) -> str:
         """Printable key id; external key material is named by its master key from the sidecar."""
@@ -158,28 +188,6 @@ class ParquetBloomReader:
         if self._sidecar is None:
             self._sidecar = self._read_sidecar()
         return self._sidecar
-
-    def _column_chunk(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> ColumnChunk:
-        crypto = cc.crypto_metadata
-        if crypto is None:
-            encryption, kmd = ChunkEncryption.PLAINTEXT, None
-        elif crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
-            encryption, kmd = ChunkEncryption.FOOTER_KEY, None
-        else:
-            with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
-            if tuple(with_key.path_in_schema) != leaf.path_in_schema:
-                raise MalformedThriftError(
-                    f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
-                    f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
-            encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
-        if encryption.encrypted:
-            self._check_ordinals(rg, ordinal, leaf)
-        if not encryption.encrypted or cc.encrypted_column_metadata is None:
-            if cc.meta_data is None:
-                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
-        return ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
-                           key_metadata=kmd, visible_metadata=cc.meta_data,
-                           encrypted_metadata=cc.encrypted_column_metadata)
 
     def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
         """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
