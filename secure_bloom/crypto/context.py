@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .gcm import check_key
-from .modules import ModuleType, module_aad
+from .gcm import AES_KEY_LENGTHS, check_key
+from .modules import ModuleType, chunk_ordinals, module_aad
 
 __all__ = ["ChunkCryptoContext"]
 
@@ -33,14 +33,16 @@ class ChunkCryptoContext:
     _ordinals: bytes = field(init=False, repr=False, compare=False, default=b"")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", check_key(self.key))
-        if not isinstance(self.file_aad, (bytes, bytearray)):
-            raise TypeError(f"file_aad must be bytes, got {type(self.file_aad).__name__}")
-        object.__setattr__(self, "file_aad", bytes(self.file_aad))
+        key = self.key
+        if type(key) is not bytes or len(key) not in AES_KEY_LENGTHS:
+            object.__setattr__(self, "key", check_key(key))
+        if type(self.file_aad) is not bytes:
+            if not isinstance(self.file_aad, (bytes, bytearray)):
+                raise TypeError(f"file_aad must be bytes, got {type(self.file_aad).__name__}")
+            object.__setattr__(self, "file_aad", bytes(self.file_aad))
         # Validates both ordinals (type and int16 range) with the module AAD's own rules, and keeps
         # the AAD's tail (the two ordinals) so that :meth:`aad` is a concatenation.
-        aad = module_aad(self.file_aad, ModuleType.COLUMN_META_DATA, self.row_group_ordinal, self.column_ordinal)
-        object.__setattr__(self, "_ordinals", aad[len(self.file_aad) + 1:])
+        object.__setattr__(self, "_ordinals", chunk_ordinals(self.row_group_ordinal, self.column_ordinal))
 
     def __repr__(self) -> str:
         return (f"ChunkCryptoContext(row_group_ordinal={self.row_group_ordinal}, "

@@ -37,6 +37,7 @@ __all__ = [
     "MODULE_OVERHEAD",
     "MAX_ORDINAL",
     "module_aad",
+    "chunk_ordinals",
     "footer_aad",
     "encrypt_module",
     "decrypt_module",
@@ -75,6 +76,18 @@ def _ordinal(name: str, value: int | None) -> bytes:
     if not 0 <= value <= MAX_ORDINAL:
         raise ValueError(f"{name} must be in 0..{MAX_ORDINAL}, got {value}")
     return struct.pack("<h", value)
+
+
+_PACK_ORDINALS = struct.Struct("<hh").pack
+
+
+def chunk_ordinals(row_group_ordinal: int, column_ordinal: int) -> bytes:
+    """The AAD tail ``row_group_ordinal | column_ordinal`` (int16 LE each) of a chunk's modules,
+    validated as :func:`module_aad` validates them (same errors)."""
+    if type(row_group_ordinal) is int and type(column_ordinal) is int \
+            and 0 <= row_group_ordinal <= MAX_ORDINAL and 0 <= column_ordinal <= MAX_ORDINAL:
+        return _PACK_ORDINALS(row_group_ordinal, column_ordinal)
+    return _ordinal("row_group_ordinal", row_group_ordinal) + _ordinal("column_ordinal", column_ordinal)
 
 
 def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal: int | None = None,

@@ -43,6 +43,10 @@ class ExpiringCache(Generic[K, V]):
         return False, None
 
     def get_or_create(self, key: K, create: Callable[[], V]) -> V:
+        # A hit needs no lock: one dict read is atomic, and an entry is replaced, never mutated.
+        entry = self._entries.get(key)
+        if entry is not None and self._clock() - entry[0] < self._lifetime:
+            return entry[1]
         with self._lock:
             hit, value = self._fresh(key, self._clock())
             if hit:

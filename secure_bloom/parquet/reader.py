@@ -61,6 +61,20 @@ def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Cal
     return load
 
 
+class _ColumnKey:
+    """One column key and the chunk contexts made with it: they live in one expiring cache entry,
+    so a context never outlives its key there (KeyAccess.cache_lifetime_s). No key in its repr."""
+
+    __slots__ = ("key", "contexts")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+
+    def __repr__(self) -> str:
+        return f"_ColumnKey(<{len(self.key)} bytes>, contexts={len(self.contexts)})"
+
+
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
@@ -108,7 +122,9 @@ class ParquetBloomReader:
             raise
         # Data keys are kept no longer than the KEKs they come from (KeyAccess.cache_lifetime_s)
         # and dropped by close(): a long-lived reader does not hold them for its whole life.
-        self._column_keys: ExpiringCache[bytes, bytes] = ExpiringCache(self.keys.cache_lifetime_s)
+        self._column_keys: ExpiringCache[bytes, _ColumnKey] = ExpiringCache(self.keys.cache_lifetime_s)
+        # Contexts of FOOTER_KEY chunks: the footer key is held until close(), and so are they.
+        self._footer_contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
         self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
         self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
         self._filter_cache_bytes = filter_cache_bytes
@@ -125,7 +141,7 @@ class ParquetBloomReader:
                 raise MalformedThriftError(
                     f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
             ordinal = rg.ordinal if rg.ordinal is not None else i
-            self._chunks.append(tuple(self._column_chunk(i, ordinal, leaf, cc) for leaf, cc in zip(leaves, rg.columns)))
+            self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
         columns = []
         for leaf in leaves:
             first = self._chunks[0][leaf.ordinal] if self._chunks else None
@@ -133,6 +149,36 @@ class ParquetBloomReader:
                 leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(self._key_metadata(first)))
             columns.append(leaf)
         self._columns = tuple(columns)
+
+    def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
+                          stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
+        """The chunks of one row group, checked as the footer is read (the ordinals' checks are
+        made once per row group and column, when the first encrypted chunk needs them)."""
+        chunks = []
+        ordinals_checked = False
+        for leaf, cc in zip(leaves, stored):
+            crypto = cc.crypto_metadata
+            if crypto is None:
+                encryption, kmd = ChunkEncryption.PLAINTEXT, None
+            else:
+                if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+                    encryption, kmd = ChunkEncryption.FOOTER_KEY, None
+                else:
+                    with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+                    if tuple(with_key.path_in_schema) != leaf.path_in_schema:
+                        raise MalformedThriftError(
+                            f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
+                            f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
+                    encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
+                if not ordinals_checked or leaf.ordinal > MAX_ORDINAL:
+                    self._check_ordinals(rg, ordinal, leaf)
+                    ordinals_checked = True
+            if cc.meta_data is None and (crypto is None or cc.encrypted_column_metadata is None):
+                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
+            chunks.append(ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
+                                      key_metadata=kmd, visible_metadata=cc.meta_data,
+                                      encrypted_metadata=cc.encrypted_column_metadata))
+        return tuple(chunks)
 
     def _key_label(self, key_metadata: bytes | None) -> str:
         """Printable key id; external key material is named by its master key from the sidecar."""
@@ -142,28 +188,6 @@ class ParquetBloomReader:
         if self._sidecar is None:
             self._sidecar = self._read_sidecar()
         return self._sidecar
-
-    def _column_chunk(self, rg: int, ordinal: int, leaf: ColumnInfo, cc: Any) -> ColumnChunk:
-        crypto = cc.crypto_metadata
-        if crypto is None:
-            encryption, kmd = ChunkEncryption.PLAINTEXT, None
-        elif crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
-            encryption, kmd = ChunkEncryption.FOOTER_KEY, None
-        else:
-            with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
-            if tuple(with_key.path_in_schema) != leaf.path_in_schema:
-                raise MalformedThriftError(
-                    f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
-                    f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
-            encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
-        if encryption.encrypted:
-            self._check_ordinals(rg, ordinal, leaf)
-        if not encryption.encrypted or cc.encrypted_column_metadata is None:
-            if cc.meta_data is None:
-                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
-        return ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
-                           key_metadata=kmd, visible_metadata=cc.meta_data,
-                           encrypted_metadata=cc.encrypted_column_metadata)
 
     def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
         """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
@@ -185,6 +209,7 @@ class ParquetBloomReader:
         (the footer key included: :attr:`footer` keeps everything but it)."""
         self._file.close()
         self._column_keys.clear()
+        self._footer_contexts.clear()
         if self.footer.footer_key is not None:
             self.footer = dataclasses.replace(self.footer, footer_key=None)
         self._metadata.clear()
@@ -281,33 +306,50 @@ class ParquetBloomReader:
     def key_for(self, chunk: ColumnChunk) -> bytes:
         """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once
         per key metadata; :class:`MissingKeyError` when it is not available."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            return self._footer_key(chunk)
+        return self._column_key(chunk).key
+
+    def _footer_key(self, chunk: ColumnChunk) -> bytes:
+        if self.footer.footer_key is None:
+            raise MissingKeyError(
+                f"{self.path}: column {chunk.column.path!r} is encrypted with the footer key "
+                f"{self._key_label(self.footer.footer_key_metadata)!r}, which is not available")
+        return self.footer.footer_key
+
+    def _column_key(self, chunk: ColumnChunk) -> _ColumnKey:
+        """The cache entry of a COLUMN_KEY chunk's key (the key and its chunks' contexts)."""
         if not chunk.encrypted:
             raise ValueError(f"{self.path}: {chunk.where} is not encrypted; it has no key")
-        where = f"{self.path}: column {chunk.column.path!r}"
-        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
-            if self.footer.footer_key is None:
-                raise MissingKeyError(
-                    f"{where} is encrypted with the footer key {self._key_label(self.footer.footer_key_metadata)!r}, "
-                    "which is not available")
-            return self.footer.footer_key
         kmd = bytes(chunk.key_metadata or b"")
         retriever = self._retriever
         if retriever is None:
-            raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r} and no keys were given")
+            raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                  f"{self._key_label(chunk.key_metadata)!r} and no keys were given")
 
-        def unwrap() -> bytes:
+        def unwrap() -> _ColumnKey:
             try:
-                return retriever(kmd)
+                return _ColumnKey(retriever(kmd))
             except (MissingKeyError, KeyNotFoundError) as e:
-                raise MissingKeyError(f"{where} needs key {self._key_label(chunk.key_metadata)!r}: {e}") from None
+                raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                      f"{self._key_label(chunk.key_metadata)!r}: {e}") from None
 
         return self._column_keys.get_or_create(kmd, unwrap)
 
     def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
         """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
-        key or the file AAD)."""
-        return ChunkCryptoContext(self.key_for(chunk), self.footer.require_file_aad(), chunk.row_group_ordinal,
-                                  chunk.column_ordinal)
+        key or the file AAD); made once per chunk and kept as long as its key."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            key, contexts = self._footer_key(chunk), self._footer_contexts
+        else:
+            entry = self._column_key(chunk)
+            key, contexts = entry.key, entry.contexts
+        at = (chunk.row_group, chunk.column.ordinal)
+        context = contexts.get(at)
+        if context is None:
+            context = contexts[at] = ChunkCryptoContext(key, self.footer.require_file_aad(),
+                                                        chunk.row_group_ordinal, chunk.column.ordinal)
+        return context
 
     def key_available(self, chunk: ColumnChunk) -> bool:
         """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""

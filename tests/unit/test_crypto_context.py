@@ -9,7 +9,7 @@ import pytest
 
 from secure_bloom import ChunkCryptoContext
 from secure_bloom.crypto import gcm
-from secure_bloom.crypto.modules import ModuleType, module_aad
+from secure_bloom.crypto.modules import ModuleType, chunk_ordinals, module_aad
 from secure_bloom.encrypted_filter import (
     decrypt_bloom_filter,
     decrypt_bloom_filter_with_length,
@@ -42,6 +42,20 @@ def test_context_repr_never_shows_the_key() -> None:
 def test_context_validates_ordinals_when_made(rg: object, col: object, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         ChunkCryptoContext(KEY, FILE_AAD, rg, col)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("rg", "col"), [(0, 0), (1, 2), (32767, 32767), (300, 5)])
+def test_chunk_ordinals_are_the_module_aad_tail(rg: int, col: int) -> None:
+    assert chunk_ordinals(rg, col) == module_aad(FILE_AAD, ModuleType.BLOOM_FILTER_HEADER, rg, col)[len(FILE_AAD) + 1:]
+
+
+def test_context_takes_key_and_file_aad_of_any_bytes_type() -> None:
+    ctx = ChunkCryptoContext(bytearray(KEY), memoryview(FILE_AAD).tobytes(), 1, 2)
+    assert type(ctx.key) is bytes and ctx.key == KEY
+    assert ChunkCryptoContext(KEY, bytearray(FILE_AAD), 1, 2).aad(ModuleType.BLOOM_FILTER_BITSET) \
+        == module_aad(FILE_AAD, ModuleType.BLOOM_FILTER_BITSET, 1, 2)
+    with pytest.raises(TypeError, match="file_aad must be bytes, got str"):
+        ChunkCryptoContext(KEY, "aad", 1, 2)  # type: ignore[arg-type]
 
 
 def test_context_checks_the_key_when_made() -> None:

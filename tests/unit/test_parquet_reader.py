@@ -735,3 +735,29 @@ def test_reader_drops_data_keys_on_close(lifetime: float) -> None:
         # footer key + kc1 + kc2 while cached; with lifetime 0 only the footer key (no cache)
         assert reader.keys_held == (3 if lifetime else 1)
     assert reader.keys_held == 0 and reader.footer.footer_key is None
+
+
+@pytest.mark.parametrize("lifetime", [600.0, 0.0])
+def test_reader_keeps_one_crypto_context_per_chunk_only_while_its_key_is_cached(lifetime: float) -> None:
+    """The metadata decrypt and the filter read share one context per chunk; a column key's
+    contexts live in its key's cache entry, so with no key cache none is kept either."""
+    keys = KeyAccess(explicit=TESTING_KEYS, cache_lifetime_s=lifetime)
+    reader = ParquetBloomReader(BLOOM_FILE, keys=keys)
+    with reader:
+        column_key = reader.chunk(0, "double_field")
+        assert column_key.encryption == "column_key"
+        first = reader.crypto_context(column_key)
+        assert (first.row_group_ordinal, first.column_ordinal) == (0, column_key.column_ordinal)
+        assert (reader.crypto_context(column_key) is first) == bool(lifetime)
+        assert reader.row_groups_maybe_containing("double_field", 3.5) == [0]
+        assert "bytes>" in repr(first) and first.key.hex() not in repr(first)
+
+
+def test_reader_keeps_footer_key_contexts_until_close() -> None:
+    reader = ParquetBloomReader(DATA / "uniform_encryption.parquet.encrypted", keys=EXPLICIT)
+    with reader:
+        chunk = reader.column_chunks()[0]
+        assert chunk.encryption == "footer_key"
+        assert reader.crypto_context(chunk) is reader.crypto_context(chunk)
+    with pytest.raises(MissingKeyError, match="footer key"):
+        reader.crypto_context(chunk)
