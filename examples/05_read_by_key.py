@@ -2,7 +2,8 @@
 
 Writes an encrypted Parquet file with pyarrow (key-list KMS, development keys), attaches encrypted
 Bloom filters with secure_bloom, then looks up one key three ways: secure_bloom.parquet.read_table,
-Polars on the pruned dataset, DuckDB on the pruned dataset. Run: python examples/05_read_by_key.py
+Polars on the pruned dataset, DuckDB on the pruned dataset; then answers repeated lookups from a
+PruneCache, as a lookup service would. Run: python examples/05_read_by_key.py
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
 from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
-from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+from secure_bloom.parquet import KeyAccess, PruneCache, attach_bloom_filters
 from secure_bloom.parquet.read import dataset, scan
 
 KEYS = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"  # development keys only
@@ -50,6 +51,14 @@ def main() -> None:
         con = duckdb.connect()
         con.register("customers", restricted)
         print(con.execute("SELECT email, amount FROM customers").fetchall())
+
+        # A lookup service keeps one PruneCache: unchanged files are stat-ed, not read again.
+        cache = PruneCache()
+        for email in (wanted, "nobody@example.com", wanted):
+            lookup = scan(data, filters=[("email", "==", email)], keys=keys, cache=cache)
+            rows = lookup.to_table().num_rows
+            print(f"lookup: {rows} row(s), {lookup.report.row_groups_read} row group(s) read, "
+                  f"{lookup.report.cache_hits} file(s) answered from the cache")
 
 
 if __name__ == "__main__":

@@ -55,3 +55,7 @@ def test_read_by_key_with_polars_and_duckdb() -> None:
     assert "row groups: 10 total, 0 pruned by statistics, 9 pruned by Bloom filters, 1 read" in out
     assert "│ user231141969162@example.com ┆ 3655   │" in out  # Polars
     assert "[('user231141969162@example.com', 3655)]" in out  # DuckDB
+    assert out.count("lookup: ") == 3  # the first fills the PruneCache, the next two are answered from it
+    assert "lookup: 1 row(s), 1 row group(s) read, 0 file(s) answered from the cache" in out
+    assert "lookup: 0 row(s), 0 row group(s) read, 1 file(s) answered from the cache" in out
+    assert "lookup: 1 row(s), 1 row group(s) read, 1 file(s) answered from the cache" in out
