@@ -44,9 +44,9 @@ class ExpiringCache(Generic[K, V]):
 
     def get_or_create(self, key: K, create: Callable[[], V]) -> V:
         # A hit needs no lock: one dict read is atomic, and an entry is replaced, never mutated.
-        entry = self._entries.get(key)
-        if entry is not None and self._clock() - entry[0] < self._lifetime:
-            return entry[1]
+        hit, value = self._fresh(key, self._clock())
+        if hit:
+            return value  # type: ignore[return-value]
         with self._lock:
             hit, value = self._fresh(key, self._clock())
             if hit:
