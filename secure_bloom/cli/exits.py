@@ -59,7 +59,9 @@ def exit_code(error: BaseException | ErrorKind) -> int:
 def describe(path: str | None, error: BaseException) -> str:
     """``<file>: <what>``, naming the file once (library messages often name it already)."""
     if isinstance(error, OSError) and not isinstance(error, SecureBloomError):
-        what = error.strerror or type(error).__name__
+        # the system's errors: strerror and the file; an OSError raised with a message (the
+        # library's and its tools' own, written to be shown): that message
+        what = error.strerror or " ".join(str(error).split()) or type(error).__name__
         where = error.filename if isinstance(error.filename, str) else path
         return f"{where}: {what}" if where else what
     what = " ".join(str(error).split()) or type(error).__name__

@@ -1,6 +1,7 @@
 """The end-to-end demo: ``secure-bloom demo`` (README's first command).
 
-On the embedded defaults (local Spark, the development key list in ``keys/dev-key-list.txt``):
+On the embedded defaults (local Spark, the development key list ``keys/dev-key-list.txt`` when run in
+the repository, else a throwaway development key list it makes under ``--out``):
 
 1. generate a synthetic customer table (emails, SSNs, account ids, amounts, cities);
 2. Spark (parquet-java) writes it with column encryption and encrypted Bloom filters on the
@@ -32,7 +33,7 @@ from typing import Any
 
 from ..spec import DEFAULT_FPP
 
-__all__ = ["main", "run_demo", "find_dev_key_list"]
+__all__ = ["main", "run_demo", "find_dev_key_list", "throwaway_key_list"]
 
 SENSITIVE = ("email", "ssn", "account_id")
 COLUMN_KEYS = {"email": "pii_key", "ssn": "pii_key", "account_id": "finance_key", "amount": "finance_key"}
@@ -41,17 +42,42 @@ CITIES = ("Amsterdam", "Berlin", "Chicago", "Delhi", "Lagos", "Lima", "Lisbon", 
           "Oslo", "Paris", "Quito", "Rome", "Seoul", "Sydney", "Tokyo", "Toronto", "Vienna", "Warsaw", "Zurich")
 
 
-def find_dev_key_list(explicit: str | None = None) -> Path:
-    """The development key list: ``--key-list-file``, $SECURE_BLOOM_KEY_LIST_FILE, ./keys/, or the
-    source checkout's keys/ folder."""
-    candidates = [explicit, os.environ.get("SECURE_BLOOM_KEY_LIST_FILE"),
-                  str(Path.cwd() / "keys" / "dev-key-list.txt"),
-                  str(Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt")]
+def find_dev_key_list(explicit: str | None = None) -> Path | None:
+    """The development key list: ``--key-list-file`` (which must exist),
+    $SECURE_BLOOM_KEY_LIST_FILE, ./keys/dev-key-list.txt, or the source checkout's; None when
+    there is none (the demo then makes a throwaway one: :func:`throwaway_key_list`)."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise FileNotFoundError(f"--key-list-file {explicit}: no such file")
+        return Path(explicit)
+    candidates = [os.environ.get("SECURE_BLOOM_KEY_LIST_FILE"), str(Path.cwd() / "keys" / "dev-key-list.txt"),
+                  str(Path(__file__).resolve().parents[2] / "keys" / "dev-key-list.txt")]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
-    raise FileNotFoundError("development key list not found: pass --key-list-file or run from the "
-                            "repository root (keys/dev-key-list.txt)")
+    return None
+
+
+#: The first line of a key list the demo makes for itself.
+THROWAWAY_HEADER = "# THROWAWAY DEVELOPMENT KEYS made by 'secure-bloom demo' for its own output: never for real data."
+
+
+def throwaway_key_list(out: Path) -> Path:
+    """A fresh key list (random AES-128 master keys for the demo's key ids) written to
+    ``out/DEVELOPMENT-KEYS-demo-key-list.txt`` (owner-only), marked as development keys: the
+    demo's files can be read again with it, and with nothing else."""
+    import base64
+
+    path = out / "DEVELOPMENT-KEYS-demo-key-list.txt"
+    if path.is_file() and path.read_text(encoding="utf-8").startswith(THROWAWAY_HEADER):
+        return path  # a rerun into the same folder keeps the keys its earlier files were written with
+    lines = [THROWAWAY_HEADER, "# Made with os.urandom(16); the files in this folder are encrypted under them."]
+    lines += [f"{key_id}:{base64.b64encode(os.urandom(16)).decode()}"
+              for key_id in dict.fromkeys([FOOTER_KEY, *COLUMN_KEYS.values()])]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
 
 
 def _key_list_text(path: Path) -> str:
@@ -279,10 +305,11 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
     from secure_bloom.spark.session import clear_policy, local_spark
 
+    found = find_dev_key_list(key_list_file)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     report: dict[str, Any] = {"rows": rows, "timings_s": timings}
-    key_path = find_dev_key_list(key_list_file)
+    key_path = found or throwaway_key_list(out)
     kms = KeyListKms.from_file(key_path)
     keys = KeyAccess(kms=kms)
     row_groups = 8
@@ -432,7 +459,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="demo-output", help="output directory (default: demo-output)")
     parser.add_argument("--rows", type=int, default=200_000, help="synthetic customers (default 200000)")
-    parser.add_argument("--key-list-file", help="key list file (default: keys/dev-key-list.txt)")
+    parser.add_argument("--key-list-file", help="key list file (default: keys/dev-key-list.txt when run in the "
+                        "repository, else a throwaway development key list made under --out)")
     parser.add_argument("--seed", type=int, default=7, help="seed for the probed values")
     args = parser.parse_args(argv)
     if args.rows < 100:
