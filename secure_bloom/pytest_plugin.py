@@ -183,7 +183,7 @@ class PolicyCoverageItem(pytest.Item):
 
         state = _state(self.config)
         policy = state.policy()
-        matched: set[str] = set()
+        matched: set[int] = set()  # rule indices: a path and a glob of the same text are two rules
         read = 0
         for target in self.targets:
             try:
@@ -192,11 +192,12 @@ class PolicyCoverageItem(pytest.Item):
             except (SecureBloomError, OSError):
                 continue  # that file's own item fails
             read += 1
-            matched |= {rule.path for rule in policy.rules if rule.matches(columns)}
-        unknown = [rule.path for rule in policy.rules if rule.path not in matched]
+            matched |= {i for i, rule in enumerate(policy.rules) if rule.matches(columns)}
+        unknown = [f"{rule.path!r}" + (" (glob)" if rule.glob else "") + (f" (line {rule.line})" if rule.line else "")
+                   for i, rule in enumerate(policy.rules) if i not in matched]
         if read and unknown:
             raise AuditFailure("policy rule(s) matching no column in any audited file (misspelt?): "
-                               + ", ".join(repr(u) for u in unknown))
+                               + ", ".join(unknown))
         if not read:
             raise AuditFailure("no audited file could be read, so the policy's columns cannot be matched")
 

@@ -272,14 +272,21 @@ class AuditReport:
         return tuple(r for r in self.files if r.status is Status.COULD_NOT_CHECK)
 
     @property
-    def unknown_columns(self) -> tuple[str, ...]:
-        """Sensitive names that matched no column in any file that was read (misspelt?). Empty
-        when no file could be read (that is already "could not check")."""
+    def unknown_rules(self) -> tuple[int, ...]:
+        """Indices (into :attr:`sensitive_columns`, the policy's rules) of the rules that matched
+        no column in any file that was read (misspelt?). Tracked per rule, not per text: a
+        literal ``path = "emai?"`` matching nothing stays unknown when a ``glob = "emai?"`` rule
+        matches ``email``. Empty when no file could be read (that is already "could not check")."""
         read = [r for r in self.files if r.error is None]
         if not read:
             return ()
-        return tuple(name for name in self.sensitive_columns
-                     if all(c.status is Status.MISSING for r in read for c in r.columns if c.column == name))
+        return tuple(i for i in range(len(self.sensitive_columns))
+                     if all(r.columns[i].status is Status.MISSING for r in read))
+
+    @property
+    def unknown_columns(self) -> tuple[str, ...]:
+        """The names of :attr:`unknown_rules`."""
+        return tuple(self.sensitive_columns[i] for i in self.unknown_rules)
 
     @property
     def is_compliant(self) -> bool:
@@ -334,10 +341,10 @@ class AuditReport:
         suite = ET.Element("testsuite", name="secure-bloom audit")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for result in self.files:
-            for column in self.sensitive_columns:
+            for i, column in enumerate(self.sensitive_columns):  # one result per rule, in rule order
                 counts["tests"] += 1
                 case = ET.SubElement(suite, "testcase", classname=result.file, name=column)
-                col = next((c for c in result.columns if c.column == column), None)
+                col = result.columns[i] if i < len(result.columns) else None
                 if result.error is not None or col is None:
                     counts["errors"] += 1
                     msg = result.error or "not checked"

@@ -273,8 +273,8 @@ class Policy:
 
     def with_rules(self, extra: Iterable[ColumnRule]) -> Policy:
         """This policy plus ``extra`` rules (e.g. ``--sensitive`` names next to ``--policy``)."""
-        known = set(self.names)
-        return Policy(rules=self.rules + tuple(r for r in extra if r.path not in known),
+        known = {(r.path, r.glob) for r in self.rules}  # a literal path is not the glob of the same text
+        return Policy(rules=self.rules + tuple(r for r in extra if (r.path, r.glob) not in known),
                       allow_footer_key=self.allow_footer_key, source=self.source)
 
     def to_dict(self) -> dict[str, Any]:

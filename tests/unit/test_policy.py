@@ -262,6 +262,34 @@ def test_a_rule_matching_no_column_in_any_file_is_not_a_pass(files: dict[str, Pa
     assert report.unknown_columns == ("nope*",) and report.exit_code == 2 and not report.is_compliant
 
 
+def test_coverage_is_per_rule_not_per_text(files: dict[str, Path], keys: KeyAccess, tmp_path: Path) -> None:
+    """A literal path "emai?" matches no column (names may hold '?'); a glob "emai?" of the same text
+    matches email. The literal stays unknown (not a pass) next to the glob (issue 20 item 7)."""
+    alone = audit([files["good"]], keys=keys, policy=policy('[[column]]\npath = "emai?"\n'))
+    assert alone.unknown_columns == ("emai?",) and alone.exit_code == 2
+    both = audit([files["good"]], keys=keys,
+                 policy=policy('[[column]]\nglob = "emai?"\n[[column]]\npath = "emai?"\n'))
+    assert [c.status for c in both.files[0].columns] == [Status.PASS, Status.MISSING]
+    assert both.unknown_rules == (1,) and both.unknown_columns == ("emai?",)
+    assert both.exit_code == 2 and not both.is_compliant
+    # --sensitive "emai?" (a literal) next to a policy's glob of the same text is a rule of its own
+    glob_only = policy('[[column]]\nglob = "emai?"\n')
+    added = audit([files["good"]], ["emai?"], keys=keys, policy=glob_only)
+    assert [(r.path, r.glob) for r in added.policy.rules] == [("emai?", True), ("emai?", False)]  # type: ignore[union-attr]
+    assert added.unknown_rules == (1,) and added.exit_code == 2
+    # JUnit: each rule's testcase carries that rule's result, not the first rule of the same text
+    cases = list(ET.fromstring(both.to_junit_xml()).iter("testcase"))
+    per_file = [c for c in cases if c.get("classname") != "sensitive columns"]
+    assert [c.find("skipped") is not None for c in per_file] == [False, True]
+    assert [c.get("classname") for c in cases if c.get("classname") == "sensitive columns"] == ["sensitive columns"]
+    # and the CLI exits 2 with the literal named as unknown
+    path = tmp_path / "p.toml"
+    path.write_text('[[column]]\nglob = "emai?"\n[[column]]\npath = "emai?"\n')
+    key_file = tmp_path / "keys.txt"
+    key_file.write_text(lw.key_list())
+    assert main(["audit", str(files["good"]), "--policy", str(path), "--key-list-file", str(key_file)]) == 2
+
+
 def test_sensitive_names_and_a_policy_combine(files: dict[str, Path], keys: KeyAccess) -> None:
     p = policy('[[column]]\npath = "city"\nsensitive = false\nfilter = "forbidden"\n')
     report = audit([files["leak"], files["city_filter"]], ["ssn"], keys=keys, policy=p)

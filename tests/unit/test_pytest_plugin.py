@@ -90,6 +90,20 @@ def test_policy_coverage_fails_a_misspelt_rule(pytester: pytest.Pytester, lake: 
     result.stdout.fnmatch_lines(["*policy rule(s) matching no column in any audited file (misspelt?): 'emial'*"])
 
 
+def test_policy_coverage_is_per_rule_a_glob_does_not_cover_a_literal_of_the_same_text(
+        pytester: pytest.Pytester, lake: dict[str, Path], key_env: None) -> None:
+    """glob "emai?" matches email; the literal path "emai?" matches nothing and fails coverage."""
+    both = pytester.path / "both.toml"
+    both.write_text('[[column]]\nglob = "emai?"\n[[column]]\npath = "emai?"\n')
+    result = pytester.runpytest(*PLUGIN, "--secure-bloom-audit", str(lake["good"]), "--secure-bloom-policy", str(both))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*policy rule(s) matching no column in any audited file (misspelt?): 'emai?' (line 3)"])
+    glob = pytester.path / "glob.toml"
+    glob.write_text('[[column]]\nglob = "emai?"\n')
+    pytester.runpytest(*PLUGIN, "--secure-bloom-audit", str(lake["good"]), "--secure-bloom-policy",
+                       str(glob)).assert_outcomes(passed=2)
+
+
 def test_bad_policy_and_missing_policy_are_usage_errors(pytester: pytest.Pytester, lake: dict[str, Path],
                                                         key_env: None) -> None:
     bad = pytester.path / "bad.toml"
