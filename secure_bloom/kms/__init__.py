@@ -47,10 +47,11 @@ from .material import KeyMaterial, KeyMetadata
 from .openbao import OpenBaoTransitKms
 from .rotation import rewrap_external_key_material
 from .sidecar import KeyMaterialStore, sidecar_path
-from .unwrapper import FileKeyUnwrapper, KeyUnwrapper
+from .unwrapper import FileKeyUnwrapper, KeyGrant, KeyUnwrapper
 from .wrapper import DataKey, FileKeyWrapper
 
 __all__ = [
+    "KeyGrant",
     "KmsClient", "KmsClientFactory", "DEFAULT_KMS_INSTANCE_ID", "DEFAULT_KMS_INSTANCE_URL",
     "KeyListKms", "OpenBaoTransitKms", "ExplicitKeys", "parse_key_spec",
     "KeyMaterial", "KeyMetadata", "KeyMaterialStore", "sidecar_path",

@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ..errors import KeyManagementError, MalformedKeyMaterialError, MissingKeyError
 from .cache import ExpiringCache
@@ -33,9 +34,27 @@ from .local_wrap import decode_base64, unwrap_locally
 from .material import KeyMaterial, KeyMetadata
 from .sidecar import KeyMaterialStore, sidecar_path
 
-__all__ = ["KeyUnwrapper", "FileKeyUnwrapper"]
+__all__ = ["KeyUnwrapper", "FileKeyUnwrapper", "KeyGrant"]
 
 _KmsInstance = tuple[str, str]
+
+
+@dataclass(frozen=True, repr=False)
+class KeyGrant:
+    """How to ask again for one data key a caller obtained (:meth:`KeyUnwrapper.recheck`): its
+    ``key_metadata`` and, for key tools metadata, the key material it named and the footer's
+    (which gives the KMS instance). Only what the file or its sidecar stores (wrapped keys, master
+    key ids): never a key. Caches of facts derived with a key keep its grant, so they answer only
+    while the key would still be given (a KMS that revokes access revokes the cached answers too)."""
+
+    key_metadata: bytes
+    material: KeyMaterial | None = None
+    footer_material: KeyMaterial | None = None
+
+    def __repr__(self) -> str:
+        if self.material is None:
+            return f"KeyGrant(key_id={describe_key_id(self.key_metadata)})"
+        return f"KeyGrant(master_key_id={self.material.master_key_id!r})"
 
 
 class KeyUnwrapper:
@@ -88,6 +107,18 @@ class KeyUnwrapper:
         return unwrap_locally(material.wrapped_dek, kek, kek_id,
                               wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
 
+    def recheck(self, grant: KeyGrant) -> None:
+        """Raise as :meth:`unwrap` would now for the key ``grant`` names (the KMS refusing, the
+        key gone), else return: the same KEK cache serves it, so with ``cache_lifetime_s=0``
+        each recheck asks the KMS. The key itself is dropped."""
+        if grant.material is None:
+            if self._explicit is None:
+                raise MissingKeyError(f"key_metadata {describe_key_id(grant.key_metadata)} is a plain key id and no "
+                                      "explicit keys were given")
+            self._explicit.key_for(grant.key_metadata)
+            return
+        self.unwrap_material(grant.material, footer_material=grant.footer_material)
+
     def for_file(self, data_file: str | os.PathLike[str] | None = None, *,
                  load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
         """A per-file ``key_metadata -> key`` callable (parquet-java's DecryptionKeyRetriever).
@@ -107,14 +138,14 @@ class KeyUnwrapper:
     # --- internals --------------------------------------------------------------------------
 
     def _unwrap(self, key_metadata: bytes, store: Callable[[], KeyMaterialStore | None],
-                footer_material: KeyMaterial | None) -> tuple[bytes, KeyMaterial | None]:
-        """(key, the material it came from or None for an explicit key)."""
+                footer_material: KeyMaterial | None) -> tuple[bytes, KeyGrant]:
+        """(key, what rechecks it: the material it came from, None for an explicit key)."""
         if not KeyMetadata.looks_like_key_tools(key_metadata):
             if self._explicit is None:
                 raise MissingKeyError(
                     f"key_metadata {describe_key_id(key_metadata)} is a plain key id and no explicit "
                     "keys were given")
-            return self._explicit.key_for(key_metadata), None
+            return self._explicit.key_for(key_metadata), KeyGrant(key_metadata)
         metadata = KeyMetadata.from_bytes(key_metadata)
         if metadata.material is not None:
             material = metadata.material
@@ -127,7 +158,8 @@ class KeyUnwrapper:
                     "pass the file's KeyMaterialStore (or use key_retriever(data_file))")
             material = sidecar.get(metadata.key_reference)
             footer_material = footer_material or sidecar.footer_material
-        return self.unwrap_material(material, footer_material=footer_material), material
+        key = self.unwrap_material(material, footer_material=footer_material)
+        return key, KeyGrant(key_metadata, material, None if material.is_footer_key else footer_material)
 
     def _instance(self, footer_material: KeyMaterial | None) -> _KmsInstance:
         from_file_id = footer_material.kms_instance_id if footer_material is not None else None
@@ -173,6 +205,7 @@ class FileKeyUnwrapper:
         self._lock = threading.Lock()
         self._store: KeyMaterialStore | None = None
         self._footer_material: KeyMaterial | None = None
+        self._grants: dict[bytes, KeyGrant] = {}
 
     def store(self) -> KeyMaterialStore | None:
         """The file's sidecar, loaded on first use (None without a data file)."""
@@ -184,10 +217,17 @@ class FileKeyUnwrapper:
             return self._store
 
     def __call__(self, key_metadata: bytes) -> bytes:
-        key, material = self._unwrapper._unwrap(bytes(key_metadata), self.store, self._footer_material)
-        if material is not None and material.is_footer_key:
-            self._footer_material = material
+        key, grant = self._unwrapper._unwrap(bytes(key_metadata), self.store, self._footer_material)
+        material = grant.material
+        with self._lock:
+            if material is not None and material.is_footer_key:
+                self._footer_material = material
+            self._grants[grant.key_metadata] = grant
         return key
+
+    def grant(self, key_metadata: bytes) -> KeyGrant | None:
+        """How to recheck the key of ``key_metadata`` this unwrapper gave (None: not given)."""
+        return self._grants.get(bytes(key_metadata))
 
     def __repr__(self) -> str:
         return f"FileKeyUnwrapper(data_file={self.data_file!r})"

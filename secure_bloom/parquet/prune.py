@@ -25,7 +25,7 @@ import math
 import os
 import pickle
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +35,7 @@ import pyarrow.fs as pafs
 
 from ..errors import MissingKeyError, SecureBloomError
 from ..filter import SplitBlockBloomFilter
+from ..kms import KeyGrant
 from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
@@ -245,15 +246,23 @@ class _LeafView:
 class _FileSource:
     """What the evaluator asks of one file: the facts a :class:`PruneCache` holds first, the
     reader (opened on first need by ``open_reader``) for the rest, recording what it computes.
-    A missing key is "unavailable" for this evaluation only: it is never recorded."""
+    A missing key is "unavailable" for this evaluation only: it is never recorded. Facts derived
+    with a key are used only once ``recheck`` (the caller's ``KeyUnwrapper.recheck``) gives the
+    key again; when it does not, they are read from the file as without a cache (which raises
+    what an uncached read raises)."""
 
-    def __init__(self, facts: FileFacts | None, open_reader: Callable[[], ParquetBloomReader]) -> None:
-        self.facts = facts
+    def __init__(self, facts: FileFacts | None, open_reader: Callable[[], ParquetBloomReader],
+                 recheck: Callable[[KeyGrant], None] | None = None) -> None:
         self._open = open_reader
+        self._recheck = recheck
+        self._granted: dict[bytes, bool] = {}
         self._reader: ParquetBloomReader | None = None
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
         self._unavailable: set[tuple[int, int]] = set()
+        if facts is not None and facts.footer_grant is not None and not self._still_granted(facts.footer_grant):
+            facts = None
+        self.facts = facts
         if facts is None:
             reader = self.reader
             orders = getattr(reader.footer.metadata, "column_orders", None) or []
@@ -263,6 +272,27 @@ class _FileSource:
                                         if getattr(o, "TYPE_ORDER", None) is not None)
         else:
             self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
+
+    def _still_granted(self, grant: KeyGrant) -> bool:
+        """Whether the caller still gets the key ``grant`` names (asked once per evaluation)."""
+        known = self._granted.get(grant.key_metadata)
+        if known is None:
+            try:
+                if self._recheck is None:
+                    raise MissingKeyError("no keys to recheck the cached facts with")
+                self._recheck(grant)
+                known = True
+            except SecureBloomError:
+                known = False  # the file is read as without a cache: its error is the caller's
+            self._granted[grant.key_metadata] = known
+        return known
+
+    def _cached(self, at: tuple[int, int], held: Mapping[tuple[int, int], Any]) -> bool:
+        """Whether ``held`` (the cached bounds or filters) may answer for ``at``."""
+        if self.facts is None or at not in held:
+            return False
+        grant = self.facts.grants.get(at)
+        return grant is None or self._still_granted(grant)
 
     @property
     def reader(self) -> ParquetBloomReader:
@@ -276,7 +306,7 @@ class _FileSource:
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
         at = (rg, info.ordinal)
-        if self.facts is not None and at in self.facts.bounds:
+        if self.facts is not None and self._cached(at, self.facts.bounds):
             return self.facts.bounds[at]
         if at not in self._bounds:
             if at in self._unavailable:
@@ -292,20 +322,38 @@ class _FileSource:
     def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
         """The chunk's filter, None when it has none; MissingKeyError when its key is missing."""
         at = (rg, info.ordinal)
-        if self.facts is not None and at in self.facts.filters:
+        if self.facts is not None and self._cached(at, self.facts.filters):
             return self.facts.filters[at]
         if at not in self._filters:
             self._filters[at] = self.reader.bloom_filter(rg, info.ordinal)
         return self._filters[at]
 
     def learned(self, path: str) -> FileFacts | None:
-        """The facts to keep: the cached ones plus what this evaluation computed (None: nothing new)."""
+        """The facts to keep: the cached ones plus what this evaluation computed, each derived
+        with a key kept with its grant (None: nothing new)."""
         if self.facts is not None and not self._bounds and not self._filters:
             return None
-        old_bounds = self.facts.bounds if self.facts is not None else {}
-        old_filters = self.facts.filters if self.facts is not None else {}
-        return FileFacts(path, self.num_row_groups, self.columns, self.type_order, {**old_bounds, **self._bounds},
-                         {**old_filters, **self._filters})
+        reader = self.reader  # something was computed: the file was read
+        old = self.facts
+        bounds = dict(old.bounds) if old is not None else {}
+        filters = dict(old.filters) if old is not None else {}
+        grants = dict(old.grants) if old is not None else {}
+        for at in {*self._bounds, *self._filters}:
+            chunk = reader.chunk(*at)
+            grant = reader.key_grant(chunk) if chunk.encrypted else None
+            if chunk.encrypted and grant is None:  # derived with a key that cannot be rechecked: not kept
+                bounds.pop(at, None)
+                filters.pop(at, None)
+                continue
+            if at in self._bounds:
+                bounds[at] = self._bounds[at]
+            if at in self._filters:
+                filters[at] = self._filters[at]
+            if grant is not None:
+                grants[at] = grant
+        footer_grant = old.footer_grant if old is not None else reader.footer_grant
+        return FileFacts(path, self.num_row_groups, self.columns, self.type_order, bounds, filters,
+                         footer_grant, grants)
 
 
 #: Leaf views already built in one prune, by (leaf, the file's column): files that store a
@@ -446,7 +494,8 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
             return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
                                                           filter_cache_bytes=_PRUNE_FILTER_CACHE))
 
-        source = _FileSource(facts, open_reader)
+        source = _FileSource(facts, open_reader, keys.unwrapper.recheck if keys is not None else None)
+        facts = source.facts  # None when a key the facts were derived with is no longer given
         display = facts.path if facts is not None else source.reader.path
         result = _prune_source(source, display, tree, schema, row_groups, memo)
         if on_reader is not None and (source.opened is not None or result.row_groups):

@@ -4,7 +4,8 @@ Warm lookups (a service answering many key lookups over the same files) need not
 re-decrypt the same footers and Bloom filters: per file, the cache keeps the number of row
 groups, the leaf columns and their type orders, per (row group, column) the statistics
 :class:`~secure_bloom.parquet.statistics.Bounds` (or "unavailable") and the Bloom filter (or
-"none"). It never holds key bytes, KMS material or a reader. A lookup whose answers are all
+"none"). It never holds key bytes, a KMS client or a reader (only the wrapped key material
+files store, to recheck access: below). A lookup whose answers are all
 cached only checks the file's identity (``os.stat`` locally, one ``get_file_info`` on an object
 store) and does not open it.
 
@@ -15,6 +16,16 @@ are also scoped by the :class:`~secure_bloom.parquet.KeyAccess` object they were
 identity, without holding it): a caller with other keys, or none, never gets answers derived
 with keys it was not given. Outcomes of a missing key ("maybe") are not cached, so keys given
 later are used.
+
+Facts derived with a key (a decrypted or verified footer; the statistics and filter of an
+encrypted chunk) live no longer than the caller's access to that key: each keeps the key's
+:class:`~secure_bloom.kms.KeyGrant` (key metadata and wrapped key material, never a key), and a
+lookup answers from them only after asking for the key again
+(:meth:`~secure_bloom.kms.KeyUnwrapper.recheck`, through the same KEK cache as a read: with
+``KeyAccess(cache_lifetime_s=0)`` that is one KMS call per key per lookup; by default a KEK
+unwrapped in the last ``cache_lifetime_s`` seconds answers without one). When the KMS refuses,
+the file is read as without a cache, so the caller gets the same error as an uncached read
+(:class:`~secure_bloom.errors.KeyAccessDeniedError`), never an answer.
 
 Security: the cache holds decrypted Bloom filters and decrypted statistics (min/max values) of
 encrypted columns in process memory, as the process holding the keys could recompute them at
@@ -29,12 +40,13 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.fs as pafs
 
 from ..filter import SplitBlockBloomFilter
+from ..kms import KeyGrant
 from .schema import ColumnInfo
 from .sources import is_local_source, locate
 from .statistics import Bounds
@@ -79,7 +91,9 @@ def identity_size(identity: Identity) -> int:
 class FileFacts:
     """What pruning derived from one version of one file (``path``: as reports name it). ``bounds``: (row group, ordinal) ->
     Bounds, or None when the chunk has no usable statistics; ``filters``: (row group, ordinal) ->
-    the filter, or None when the chunk has none. Missing keys are never recorded."""
+    the filter, or None when the chunk has none. Missing keys are never recorded.
+    ``footer_grant``: the footer key the file-level facts were read with (None: none needed);
+    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with."""
 
     path: str
     num_row_groups: int
@@ -87,6 +101,8 @@ class FileFacts:
     type_order: frozenset[int]
     bounds: Mapping[tuple[int, int], Bounds | None]
     filters: Mapping[tuple[int, int], SplitBlockBloomFilter | None]
+    footer_grant: KeyGrant | None = None
+    grants: Mapping[tuple[int, int], KeyGrant] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:

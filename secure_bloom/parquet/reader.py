@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, cast
 from ..errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ..fileio import RecordingFile
 from ..filter import SplitBlockBloomFilter
-from ..kms import KeyMaterialStore
+from ..kms import KeyGrant, KeyMaterialStore
 from ..kms.cache import ExpiringCache
 from ..crypto.context import ChunkCryptoContext
 from ..crypto.modules import MAX_ORDINAL
@@ -335,6 +335,23 @@ class ParquetBloomReader:
                                       f"{self._key_label(chunk.key_metadata)!r}: {e}") from None
 
         return self._column_keys.get_or_create(kmd, unwrap)
+
+    def key_grant(self, chunk: ColumnChunk) -> KeyGrant | None:
+        """How to recheck access to the key of an encrypted chunk this reader obtained (the
+        footer key's for FOOTER_KEY chunks); None for a plaintext chunk or a key not obtained."""
+        kmd = self._key_metadata(chunk) if chunk.encrypted else None
+        if kmd is None or self._retriever is None:
+            return None
+        return self._retriever.grant(bytes(kmd))
+
+    @property
+    def footer_grant(self) -> KeyGrant | None:
+        """How to recheck access to the footer key the footer was decrypted or verified with;
+        None when it needed none (plaintext, or read unverified)."""
+        kmd = self.footer.footer_key_metadata
+        if self.footer.footer_key is None or kmd is None or self._retriever is None:
+            return None
+        return self._retriever.grant(bytes(kmd))
 
     def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
         """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
