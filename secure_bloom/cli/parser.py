@@ -207,8 +207,8 @@ examples:
 {EXIT_CODES_HELP}"""
 
 _DOCTOR_EPILOG = f"""\
-attach publishes a file's external key material (_KEY_MATERIAL_FOR_<name>.json) before the file
-itself. A process killed in between, or while writing, can leave key material without its data
+attach (and a write with external key material) publishes a file's external key material
+(_KEY_MATERIAL_FOR_<name>.json) before the file itself. A process killed in between, or while writing, can leave key material without its data
 file, the hidden temporary files .<name>.<hex>.attach.tmp / .<sidecar>.<hex>.tmp, and a
 publication journal .<name>.<hex>.attach.journal. Without --fix, doctor lists them (exit 1 if
 any). With --fix it rolls unfinished publications back (removing the orphaned key material, or

@@ -40,6 +40,7 @@ from ..errors import (
     UnsupportedParquetFeatureError,
 )
 from ..filter import SplitBlockBloomFilter
+from ..kms.sidecar import KeyMaterialStore
 from ..types import PhysicalType
 from ..values.physical import hash_value
 from .chunk import ColumnChunk
@@ -185,9 +186,11 @@ def cross_check_statistics(bf: SplitBlockBloomFilter, statistics: Any, info: Col
                         "refusing to write a wrong filter")
 
 
-def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str, filters: Sequence[NewFilter],
+def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str | KeyMaterialStore,
+                   filters: Sequence[NewFilter],
                    kept: Mapping[tuple[int, int], SplitBlockBloomFilter], error: type[ParquetFileError]) -> int:
-    """Re-open the written file: every new filter must read back identical and contain its
+    """Re-open the written file (its external key material beside ``key_material_file``, or
+    that store itself): every new filter must read back identical and contain its
     sample, every kept filter must be unchanged. Returns the number of sample hashes checked.
 
     Any failure raises ``error`` naming what failed, also bytes that no longer parse or
@@ -195,7 +198,9 @@ def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str, fi
     decrypting rides along. A key that cannot be had (KMS down, access denied) is raised as is."""
     checked, part = 0, "the footer"
     try:
-        with ParquetBloomReader(path, keys, key_material_file=key_material_file) as check:
+        store, beside = (key_material_file, None) if isinstance(key_material_file, KeyMaterialStore) \
+            else (None, key_material_file)
+        with ParquetBloomReader(path, keys, key_material_file=beside, key_material=store) as check:
             for new in filters:
                 chunk = new.chunk
                 part = f"the filter of row group {chunk.row_group}, column {chunk.column.path!r}"

@@ -12,6 +12,9 @@ can leave:
 * the publication journal ``.<name>.<hex>.attach.journal`` (below) and the old sidecar's backup
   ``.<sidecar>.<hex>.attach.bak``.
 
+``write_table`` / ``ParquetWriter`` with external key material publish the same pair the same
+way (the sidecar exists only in memory until then), so their leftovers are these too.
+
 To make the pair recoverable, attach writes a :class:`PairJournal` before publishing a sidecar:
 it records the data file's identity before publication and keeps a hard-linked backup of a
 sidecar it replaces, and is removed once both files are published. Every file attach writes is

@@ -85,7 +85,8 @@ class ParquetBloomReader:
 
     ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
     the plaintext columns of a plaintext-footer file need none. External key material is read
-    from the sidecar beside ``key_material_file`` (default: ``path`` itself).
+    from the sidecar beside ``key_material_file`` (default: ``path`` itself), or is given as
+    ``key_material`` (a :class:`~secure_bloom.kms.KeyMaterialStore` not yet on disk).
 
     Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
     dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
@@ -94,7 +95,8 @@ class ParquetBloomReader:
 
     def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
                  filesystem: Any = None, key_material_file: str | os.PathLike[str] | None = None,
-                 filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES) -> None:
+                 filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES,
+                 key_material: KeyMaterialStore | None = None) -> None:
         if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
             raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
         self.keys = keys if keys is not None else NO_KEYS
@@ -112,7 +114,8 @@ class ParquetBloomReader:
                                             speculative_bytes=TAIL_READ_BYTES if remote else 0)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
             self._sidecar: Any = None
-            self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file)
+            self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file) if key_material is None \
+                else lambda: key_material
             self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
                 if self.keys.has_keys else None
             self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)

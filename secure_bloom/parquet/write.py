@@ -23,7 +23,12 @@ verified (every filter read back and decrypted, the footer opened by pyarrow) an
 published: fsynced and linked in atomically for a local path (the directory fsynced after),
 uploaded in one piece to a pyarrow filesystem (the local spool file of an upload is never
 fsynced). A failure at any point (KMS, full disk, bad value, failed fsync, kill) publishes
-nothing.
+nothing. External key material (``internal_key_material=False``) is written by pyarrow into
+memory (:class:`KeyMaterialSpool`), never to disk before publication, so a killed writer leaves
+no key material anywhere; it is published beside the file first (the data file is unreadable
+without it) under the :class:`~secure_bloom.parquet.leftovers.PairJournal` attach uses, so a kill
+between the two is rolled back by ``secure-bloom doctor --fix`` (an orphaned sidecar removed, the
+sidecar an overwrite replaced restored).
 
 Speed: each slice's hashing runs in a second thread while pyarrow encodes and encrypts the slice
 (both release the GIL), and pyarrow writes through :class:`SyncingSink`, which starts an fsync in
@@ -38,9 +43,9 @@ slice (its hashes), plus every filter built so far (at most ``max_bytes`` each; 
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
-import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -52,6 +57,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
@@ -67,7 +73,7 @@ from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..kernels import count_distinct_hashes
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
-from ..kms.sidecar import sidecar_path
+from ..kms.sidecar import KeyMaterialStore, sidecar_path
 from ..spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 from ..types import PhysicalType
 from ..values.arrow import leaf_values
@@ -75,6 +81,7 @@ from ..values.physical import hash_values
 from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, verify_filters
 from .attach import AttachedFilter
 from .keys import KeyAccess
+from .leftovers import PairJournal, clean_leftovers
 from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
@@ -420,6 +427,69 @@ class SyncingSink:
             pending.result()
 
 
+class KeyMaterialSpool(pafs.FileSystemHandler):  # type: ignore[misc]
+    """An in-memory ``pyarrow.fs`` filesystem (``PyFileSystem(KeyMaterialSpool())``) that pyarrow
+    writes a new file's external key material into: the sidecar exists nowhere on disk until it
+    is published, so a killed writer leaves none behind. Holds wrapped keys only."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def get_type_name(self) -> str:
+        return "secure-bloom-key-material-spool"
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def equals(self, other: Any) -> bool:
+        return other is self
+
+    def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
+        return [pafs.FileInfo(p, pafs.FileType.File, size=len(self.files[p])) if p in self.files
+                else pafs.FileInfo(p, pafs.FileType.NotFound) for p in paths]
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        base = selector.base_dir.rstrip("/") + "/"
+        return self.get_file_info([p for p in self.files if p.startswith(base)])
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        pass  # directories are implied by the paths
+
+    def delete_file(self, path: str) -> None:
+        if self.files.pop(path, None) is None:
+            raise FileNotFoundError(path)
+
+    def move(self, src: str, dest: str) -> None:
+        self.files[dest] = self.files.pop(src)
+
+    def copy_file(self, src: str, dest: str) -> None:
+        self.files[dest] = self.files[src]
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        return pa.BufferReader(self.files[path])
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return self.open_input_file(path)
+
+    def open_output_stream(self, path: str, metadata: Any) -> pa.NativeFile:
+        files = self.files
+
+        class Spooled(io.BytesIO):
+            def close(self) -> None:
+                if not self.closed:
+                    files[path] = self.getvalue()
+                super().close()
+
+        return pa.PythonFile(Spooled(), mode="w")
+
+    def _unsupported(self, *_: Any, **__: Any) -> Any:
+        raise OSError("KeyMaterialSpool holds whole files only")
+
+    delete_dir = delete_dir_contents = delete_root_dir_contents = open_append_stream = _unsupported
+
+
 class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
@@ -450,7 +520,7 @@ class ParquetWriter:
     def _open(self, setup: _Setup, dest: _Destination) -> None:
         self._row_groups: list[_RowGroup] = []
         self._report: WriteReport | None = None
-        self._staging: Path | None = None
+        self._spool: KeyMaterialSpool | None = None
         self._out: AtomicOutput | None = None
         self._sink: Any = None
         self._writer: Any = None
@@ -463,16 +533,16 @@ class ParquetWriter:
         else:
             spool_dir = Path(tempfile.gettempdir())
         try:
-            key_file = None
+            key_file = spool_fs = None
             if not setup.encryption.internal_key_material:
-                # pyarrow writes the sidecar when the keys are made: make it in a private
-                # directory of the system's temporary folder, under the final file's name, and
-                # publish a copy with the file (nothing is created beside the destination before).
-                self._staging = Path(tempfile.mkdtemp(prefix="secure-bloom-keys-"))
-                key_file = os.fspath(self._staging / dest.name)
+                # pyarrow writes the sidecar when the keys are made: into memory, under the final
+                # file's name; it is published with the file (nothing is on disk before).
+                self._spool = KeyMaterialSpool()
+                spool_fs = pafs.PyFileSystem(self._spool)
+                key_file = f"/spool/{dest.name}"
             properties = setup.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
-                                                                 parquet_file_path=key_file)
-            self._key_file = key_file
+                                                                 parquet_file_path=key_file, filesystem=spool_fs)
+            self._key_file, self._spool_fs = key_file, spool_fs
             self._out = AtomicOutput(spool_dir / f".{dest.name}.{os.urandom(6).hex()}.write.tmp",
                                      0o666 if dest.local else 0o600)
             # two threads: one hashes a row group while pyarrow writes it, one syncs what is written
@@ -606,9 +676,7 @@ class ParquetWriter:
         if self._out is not None:
             self._out.discard()
             self._out = None
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
-            self._staging = None
+        self._spool = None
 
     def __enter__(self) -> ParquetWriter:
         return self
@@ -623,9 +691,9 @@ class ParquetWriter:
         setup, out = self._setup, self._out
         assert out is not None
         temp = out.readable_path
-        key_file = self._key_file or os.fspath(temp)
+        key_material = self._key_material()
         new: list[NewFilter] = []
-        with ParquetBloomReader(temp, setup.keys, key_material_file=key_file) as reader:
+        with ParquetBloomReader(temp, setup.keys, key_material=key_material) as reader:
             reader.path = str(self._dest)
             groups = reader.footer.metadata.row_groups
             if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
@@ -646,9 +714,9 @@ class ParquetWriter:
             out.write(data)
         if self._dest.local:
             out.sync()
-        verified = verify_filters(temp, setup.keys, key_file, new, {}, WriteError)
-        self._check_with_pyarrow(temp, key_file)
-        self._publish()
+        verified = verify_filters(temp, setup.keys, key_material or os.fspath(temp), new, {}, WriteError)
+        self._check_with_pyarrow(temp)
+        self._publish(key_material)
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
                                        encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
                                        values=b.values, offset=at, length=len(blob), replaced=False,
@@ -658,45 +726,73 @@ class ParquetWriter:
                            num_rows=sum(g.rows for g in self._row_groups), row_groups=len(self._row_groups),
                            filters=filters, size=layout.size, verified_values=verified)
 
-    def _check_with_pyarrow(self, temp: Path, key_file: str) -> None:
+    def _key_material(self) -> KeyMaterialStore | None:
+        """The external key material pyarrow spooled (None: internal key material)."""
+        if self._spool is None:
+            return None
+        assert self._key_file is not None
+        return KeyMaterialStore.from_json(self._spool.files[os.fspath(sidecar_path(self._key_file))],
+                                          source=sidecar_path(self._dest.name))
+
+    def _check_with_pyarrow(self, temp: Path) -> None:
         """pyarrow opens the rewritten footer with the same keys (metadata only, no page read)."""
         setup = self._setup
-        decryption = setup.crypto.file_decryption_properties(setup.kms_config, parquet_file_path=key_file)
+        decryption = setup.crypto.file_decryption_properties(setup.kms_config, parquet_file_path=self._key_file,
+                                                             filesystem=self._spool_fs)
         metadata = pq.ParquetFile(os.fspath(temp), decryption_properties=decryption).metadata
         if metadata.num_rows != sum(g.rows for g in self._row_groups):
             raise WriteError(f"{self._dest}: verification failed: pyarrow reads {metadata.num_rows} rows back")
 
-    def _publish(self) -> None:
+    def _publish(self, key_material: KeyMaterialStore | None) -> None:
         out, dest = self._out, self._dest
         assert out is not None
-        sidecar = None if self._staging is None else sidecar_path(self._staging / dest.name)
+        sidecar = None if key_material is None else key_material.to_json().encode("utf-8")
         if dest.local:
             target = Path(dest.path)
-            if sidecar is not None:  # the key material first: a kill in between leaves no file without it
-                _publish_copy(sidecar, sidecar_path(target))
-            out.publish(target, replace=True)
-            fsync_dir(target.parent)
+            if sidecar is None:
+                out.publish(target, replace=True)
+                fsync_dir(target.parent)
+            else:
+                # the key material first: a kill in between leaves no file without it, and the
+                # journal lets doctor --fix undo a sidecar published without its file
+                clean_leftovers(target.parent, only_for=target.name, orphans=False)  # of a write killed earlier
+                journal = PairJournal.begin(target, sidecar_path(target))
+                try:
+                    _publish_bytes(sidecar, sidecar_path(target))
+                    out.publish(target, replace=True)
+                except BaseException:
+                    journal.abort()
+                    raise
+                fsync_dir(target.parent)
+                journal.done()
         else:
             if sidecar is not None:
-                _upload(dest.filesystem, os.fspath(sidecar_path(Path(dest.path))), sidecar)
+                _write_object(dest.filesystem, os.fspath(sidecar_path(Path(dest.path))), sidecar)
             _upload(dest.filesystem, dest.path, out.readable_path)
             out.discard()
         self._out = None
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
-            self._staging = None
+        self._spool = None
 
 
-def _publish_copy(source: Path, target: Path) -> None:
-    """Copy a small local file to ``target`` atomically (unnamed until complete and synced)."""
+def _publish_bytes(data: bytes, target: Path) -> None:
+    """Write a small file to ``target`` atomically (unnamed until complete and synced)."""
     copy = AtomicOutput(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"), 0o666)
     try:
-        copy.write(source.read_bytes())
+        copy.write(data)
         copy.sync()
         copy.publish(target, replace=True)
     except BaseException:
         copy.discard()
         raise
+
+
+def _write_object(filesystem: Any, path: str, data: bytes) -> None:
+    """Write ``data`` as one object on ``filesystem``."""
+    stream = filesystem.open_output_stream(path)
+    try:
+        stream.write(data)
+    finally:
+        stream.close()
 
 
 def _upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
