@@ -10,6 +10,7 @@ naming the file. The library does the work (:mod:`secure_bloom.parquet`); the te
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import importlib
 import os
@@ -20,7 +21,7 @@ from typing import Any, TextIO
 from ..display import json_safe, visible
 from ..errors import ErrorKind, SecureBloomError, error_kind
 from . import render
-from .exits import EXIT_OK, EXIT_USAGE, CliError, UsageError, describe
+from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import print_json, progress_bar
 from .parser import DELEGATED, parse_column_spec
@@ -311,9 +312,11 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         expression = conditions_expression(conditions, file_columns, whole.schema, timezone=args.timezone)
         pruned = scan(args.file, filters=expression, keys=keys, count_reads=True, columns=columns)
         table = pruned.to_table(columns)
+        encryption = _output_protection(args, keys, table, [f.path for f in pruned.dataset.get_fragments()]
+                                        or [first.path], fs) if args.output else None
     report = pruned.report
     explain_to = out if args.format == "table" and not args.output else sys.stderr
-    _write_rows(table, args, out, report.to_dict() if args.explain else None)
+    _write_rows(table, args, out, report.to_dict() if args.explain else None, encryption, keys)
     if args.explain:
         if args.format == "json" and not args.output:
             pass  # in the JSON document
@@ -322,11 +325,57 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[str, Any] | None) -> None:
+def _output_protection(args: argparse.Namespace, keys: Any, table: Any, paths: list[str], fs: Any) -> Any:
+    """How ``--output`` keeps decrypted values protected: the ``EncryptionConfiguration`` of a
+    Parquet output under the source's master keys, or None (no encrypted column among the rows,
+    or --plaintext-output, said on stderr); a refusal (exit 2) otherwise."""
+    import sys
+
+    from ..parquet.protection import source_protection
+    from ..parquet.reader import ParquetBloomReader
+
+    with contextlib.ExitStack() as stack:
+        protection = source_protection(stack.enter_context(ParquetBloomReader(p, keys, filesystem=fs)) for p in paths)
+    names = table.column_names
+    encrypted = protection.encrypted_columns(names)
+    if not encrypted:
+        return None
+    shown = ", ".join(encrypted)
+    if args.plaintext_output:
+        sys.stderr.write(f"{PROG}: warning: --plaintext-output: {args.output} holds decrypted values of the "
+                         f"encrypted column(s) {shown} in plaintext\n")
+        return None
+    if args.format != "parquet":
+        raise CliError(f"--output {args.output}: the rows hold decrypted values of the encrypted column(s) {shown}, and "
+                       f"{args.format} cannot be encrypted: nothing was written. Write --format parquet (encrypted "
+                       "under the same master keys), print to standard output, or pass --plaintext-output",
+                       ErrorKind.USAGE_ERROR)
+    if keys.kms is None:
+        raise CliError(f"--output {args.output}: the rows hold decrypted values of the encrypted column(s) {shown}; "
+                       "encrypting the output needs the KMS their keys are wrapped with (--key-list-file or "
+                       "--kms-url): nothing was written (--plaintext-output writes it in plaintext)",
+                       ErrorKind.USAGE_ERROR)
+    try:
+        config = protection.encryption(names)
+    except SecureBloomError as e:
+        raise CliError(f"--output {args.output}: {e}: nothing was written (--plaintext-output writes it in "
+                       "plaintext)", ErrorKind.USAGE_ERROR) from e
+    sys.stderr.write(f"{PROG}: {args.output}: encrypted under the master keys of the files read "
+                     f"({protection.describe(names)})\n")
+    return config
+
+
+def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[str, Any] | None,
+                encryption: Any = None, keys: Any = None) -> None:
     if args.format == "parquet":
         import pyarrow.parquet as pq
 
-        pq.write_table(table, args.output)
+        if encryption is None:
+            pq.write_table(table, args.output)
+            return
+        from ..parquet import write_table
+
+        write_table(table, args.output, encryption=encryption, kms=keys.kms)
         return
     if args.format == "csv":
         import io

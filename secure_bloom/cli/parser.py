@@ -198,6 +198,14 @@ skipping the row groups that cannot match: by min/max statistics, then by Bloom 
 in (encrypted filters too). Only footers, filters and the surviving row groups are read, also on
 object stores. Values are text converted per column type, as for 'probe'.
 
+Decrypted values never land in a file in plaintext by accident: --format parquet --output FILE
+writes FILE encrypted under the same KMS master keys as the files read (each encrypted column under
+its own master key, the footer under the footer's; fresh data keys, wrapped by the same KMS), and
+refuses (exit 2) when that cannot be done (explicit keys, no KMS, a column under different master
+keys in different files). csv, json and table output to a file cannot be encrypted: with encrypted
+columns among the rows it is refused (exit 2) unless --plaintext-output is given. Standard output
+is not a file: it is written as asked.
+
 examples:
   {PROG} query warehouse/customers --where "email = alice@example.com" --key-list-file keys.txt
   {PROG} query data.parquet --where "ssn in (123-45-6789, 987-65-4321)" --columns email,ssn --format json
@@ -324,7 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", action="append", metavar="COL[,COL...]", help="columns to return (default: all)")
     p.add_argument("--format", choices=("table", "json", "csv", "parquet"), default="table",
                    help="output format (default: table; parquet needs --output)")
-    p.add_argument("--output", metavar="FILE", help="write the rows to FILE instead of standard output")
+    p.add_argument("--output", metavar="FILE", help="write the rows to FILE instead of standard output (parquet: "
+                                                    "encrypted under the source's master keys; csv/json/table of "
+                                                    "encrypted columns: refused without --plaintext-output)")
+    p.add_argument("--plaintext-output", action="store_true",
+                   help="allow --output FILE to hold decrypted values of encrypted columns in plaintext")
     p.add_argument("--explain", action="store_true",
                    help="also print the prune report: row groups pruned by statistics and by Bloom filters, bytes read")
     p.add_argument("--timezone", type=_timezone, metavar="ZONE",

@@ -66,6 +66,26 @@ def key_id_of(key_metadata: bytes | None, sidecar: Callable[[], Any] | None = No
     return text[1:-1] if text.startswith("'") and text.endswith("'") else text
 
 
+def master_key_of(key_metadata: bytes | None, sidecar: Callable[[], Any] | None = None) -> str | None:
+    """The KMS master key id of key tools metadata (internal, or external looked up in
+    ``sidecar()``); None for a bare (explicit) key id, unreadable metadata or a sidecar that
+    cannot be read."""
+    if key_metadata is None:
+        return None
+    from ..kms import KeyMetadata
+
+    raw = bytes(key_metadata)
+    if not KeyMetadata.looks_like_key_tools(raw):
+        return None
+    try:
+        md = KeyMetadata.from_bytes(raw)
+        if md.material is not None:
+            return md.material.master_key_id
+        return None if sidecar is None else str(sidecar().get(md.key_reference).master_key_id)
+    except (SecureBloomError, OSError):
+        return None
+
+
 @dataclass(frozen=True)
 class Footer:
     """A parsed footer and the file-level crypto state readers and writers need.

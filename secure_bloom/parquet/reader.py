@@ -31,7 +31,7 @@ from ..values import TimeZoneLike, display_value, maybe_in, query_hashes
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .crypto_context import decrypt_column_metadata
 from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
-from .footer import Footer, key_id_of, open_footer
+from .footer import Footer, key_id_of, master_key_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
@@ -305,6 +305,13 @@ class ParquetBloomReader:
     def key_id(self, chunk: ColumnChunk) -> str | None:
         """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
         return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
+
+    def master_key_id(self, chunk: ColumnChunk | None = None) -> str | None:
+        """The KMS master key id an encrypted chunk's key (``chunk`` None: the footer key) is
+        wrapped under; None for a plaintext chunk or file, or a bare (explicit) key id."""
+        if chunk is None:
+            return master_key_of(self.footer.footer_key_metadata, self._load_sidecar) if self.footer.encrypted else None
+        return master_key_of(self._key_metadata(chunk), self._load_sidecar) if chunk.encrypted else None
 
     def key_for(self, chunk: ColumnChunk) -> bytes:
         """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once

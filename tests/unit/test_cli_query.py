@@ -11,6 +11,7 @@ import pytest
 from secure_bloom.cli import main
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+from secure_bloom.parquet.read import read_table
 from secure_bloom.parquet.where import parse_condition
 from support.parquet_files import (
     TESTING_KEY_LIST,
@@ -81,7 +82,7 @@ def test_query_parquet_output(encrypted: tuple[Path, Path], tmp_path: Path,
     code = main(["query", str(data), "--where", "id < 3", "--where", "amount >= 0.01", "--format", "parquet",
                  "--output", str(out), "--explain", "--key-list-file", str(keys)])
     assert code == 0
-    assert pq.read_table(out)["id"].to_pylist() == [1, 2]
+    assert read_table(out, keys=KeyAccess(kms=vector_kms()))["id"].to_pylist() == [1, 2]  # encrypted, as its source
     assert "2 pruned by statistics" in capsys.readouterr().err
 
 
