@@ -578,3 +578,16 @@ def test_syncing_sink_syncs_while_writing_and_raises_a_failed_sync(tmp_path: Pat
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_external_key_material_to_a_filesystem_is_uploaded_beside_the_file(tmp_path: Path) -> None:
+    """External key material is spooled in memory (nothing in the system's temporary folder) and
+    uploaded beside the object it belongs to; both read back."""
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    table = sample_table(100)
+    write_table(table, "ext.parquet", filesystem=fs, encryption=_config(internal_key_material=False),
+                kms=vector_kms(), bloom_filter_options={"ssn": True})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["_KEY_MATERIAL_FOR_ext.parquet.json", "ext.parquet"]
+    assert read_encrypted(tmp_path / "ext.parquet").equals(table)
+    with ParquetBloomReader(tmp_path / "ext.parquet", KEYS) as reader:
+        assert reader.row_groups_maybe_containing("ssn", table["ssn"][5].as_py()) == [0]
