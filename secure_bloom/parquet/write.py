@@ -521,6 +521,7 @@ class ParquetWriter:
         self._row_groups: list[_RowGroup] = []
         self._report: WriteReport | None = None
         self._spool: KeyMaterialSpool | None = None
+        self._spool_fs: Any = None
         self._out: AtomicOutput | None = None
         self._sink: Any = None
         self._writer: Any = None
@@ -676,7 +677,7 @@ class ParquetWriter:
         if self._out is not None:
             self._out.discard()
             self._out = None
-        self._spool = None
+        self._spool = self._spool_fs = None
 
     def __enter__(self) -> ParquetWriter:
         return self
@@ -716,7 +717,7 @@ class ParquetWriter:
             out.sync()
         verified = verify_filters(temp, setup.keys, key_material or os.fspath(temp), new, {}, WriteError)
         self._check_with_pyarrow(temp)
-        self._publish(key_material)
+        self._publish(self._spooled_sidecar())
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
                                        encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
                                        values=b.values, offset=at, length=len(blob), replaced=False,
@@ -726,13 +727,17 @@ class ParquetWriter:
                            num_rows=sum(g.rows for g in self._row_groups), row_groups=len(self._row_groups),
                            filters=filters, size=layout.size, verified_values=verified)
 
-    def _key_material(self) -> KeyMaterialStore | None:
-        """The external key material pyarrow spooled (None: internal key material)."""
+    def _spooled_sidecar(self) -> bytes | None:
+        """The external key material exactly as pyarrow wrote it (None: internal key material)."""
         if self._spool is None:
             return None
         assert self._key_file is not None
-        return KeyMaterialStore.from_json(self._spool.files[os.fspath(sidecar_path(self._key_file))],
-                                          source=sidecar_path(self._dest.name))
+        return self._spool.files[os.fspath(sidecar_path(self._key_file))]
+
+    def _key_material(self) -> KeyMaterialStore | None:
+        """The external key material pyarrow spooled, parsed (None: internal key material)."""
+        sidecar = self._spooled_sidecar()
+        return None if sidecar is None else KeyMaterialStore.from_json(sidecar, source=sidecar_path(self._dest.name))
 
     def _check_with_pyarrow(self, temp: Path) -> None:
         """pyarrow opens the rewritten footer with the same keys (metadata only, no page read)."""
@@ -743,10 +748,10 @@ class ParquetWriter:
         if metadata.num_rows != sum(g.rows for g in self._row_groups):
             raise WriteError(f"{self._dest}: verification failed: pyarrow reads {metadata.num_rows} rows back")
 
-    def _publish(self, key_material: KeyMaterialStore | None) -> None:
+    def _publish(self, sidecar: bytes | None) -> None:
+        """Publish the file and, first, its external key material ``sidecar`` (None: internal)."""
         out, dest = self._out, self._dest
         assert out is not None
-        sidecar = None if key_material is None else key_material.to_json().encode("utf-8")
         if dest.local:
             target = Path(dest.path)
             if sidecar is None:
@@ -771,7 +776,7 @@ class ParquetWriter:
             _upload(dest.filesystem, dest.path, out.readable_path)
             out.discard()
         self._out = None
-        self._spool = None
+        self._spool = self._spool_fs = None
 
 
 def _publish_bytes(data: bytes, target: Path) -> None:
