@@ -277,13 +277,12 @@ class _FileSource:
         """Whether the caller still gets the key ``grant`` names (asked once per evaluation)."""
         known = self._granted.get(grant.key_metadata)
         if known is None:
-            try:
-                if self._recheck is None:
-                    raise MissingKeyError("no keys to recheck the cached facts with")
-                self._recheck(grant)
-                known = True
-            except SecureBloomError:
-                known = False  # the file is read as without a cache: its error is the caller's
+            known = self._recheck is not None
+            if self._recheck is not None:
+                try:
+                    self._recheck(grant)
+                except SecureBloomError:
+                    known = False  # the file is read as without a cache: its error is the caller's
             self._granted[grant.key_metadata] = known
         return known
 
