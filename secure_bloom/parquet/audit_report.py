@@ -284,9 +284,20 @@ class AuditReport:
                      if all(r.columns[i].status is Status.MISSING for r in read))
 
     @property
+    def rule_labels(self) -> tuple[str, ...]:
+        """One label per rule (:attr:`sensitive_columns`): its text, with ``" (glob)"`` after a
+        glob whose text a path rule also has, so the two never read as one."""
+        rules = getattr(self.policy, "rules", None)
+        if rules is None or len(rules) != len(self.sensitive_columns):
+            return self.sensitive_columns
+        paths = {r.path for r in rules if not r.glob}
+        return tuple(f"{r.path} (glob)" if r.glob and r.path in paths else r.path for r in rules)
+
+    @property
     def unknown_columns(self) -> tuple[str, ...]:
-        """The names of :attr:`unknown_rules`."""
-        return tuple(self.sensitive_columns[i] for i in self.unknown_rules)
+        """The labels (:attr:`rule_labels`) of :attr:`unknown_rules`."""
+        labels = self.rule_labels
+        return tuple(labels[i] for i in self.unknown_rules)
 
     @property
     def is_compliant(self) -> bool:
@@ -341,7 +352,7 @@ class AuditReport:
         suite = ET.Element("testsuite", name="secure-bloom audit")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for result in self.files:
-            for i, column in enumerate(self.sensitive_columns):  # one result per rule, in rule order
+            for i, column in enumerate(self.rule_labels):  # one result per rule, in rule order
                 counts["tests"] += 1
                 case = ET.SubElement(suite, "testcase", classname=result.file, name=column)
                 col = result.columns[i] if i < len(result.columns) else None
