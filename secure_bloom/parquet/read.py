@@ -42,6 +42,8 @@ from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
 from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
+from .identity import PinnedFileSystem
+from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
@@ -208,13 +210,18 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, fmt, read)
 
+    trees = [partition_tree(tree, frag.partition_expression, base.schema) for frag in kept]
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format, cache=cache)
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
+    # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
+    identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
+                  if result.row_groups and result.identity is not None}
+    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
     fragments = [formats[frag.path].make_fragment(
-                     frag.path, filesystem=scan_fs, partition_expression=frag.partition_expression,
+                     frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
-    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=scan_fs)
+    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
