@@ -192,7 +192,14 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
     ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
     filters of unchanged files are then not read again; pyarrow still lists the files and reads
-    the first footer for the schema)."""
+    the first footer for the schema). ``partitioning`` (a directory source only; pyarrow's
+    argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
+    a filter on a partition field is decided per file on the file's partition value, as pyarrow
+    decides it (:mod:`.partitions`), never on a column of that name inside the file.
+
+    The restricted dataset scans only the file versions its row groups were chosen from: a file
+    modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
+    when pyarrow opens it (:mod:`.identity`), never reads another version's row groups."""
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
@@ -229,18 +236,20 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
                keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
-               cache: PruneCache | None = None) -> pa.Table:
+               cache: PruneCache | None = None, partitioning: Any = "hive") -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
-    a file, as pyarrow's own filtered read. ``cache``: see :func:`scan`."""
-    return scan(source, filters=filters, keys=keys, filesystem=filesystem,
+    a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
+    partitioning=partitioning)``). ``cache``, ``partitioning``: see :func:`scan`."""
+    return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
                 columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None, cache: PruneCache | None = None) -> ds.Dataset:
+            filesystem: Any = None, cache: PruneCache | None = None, partitioning: Any = "hive") -> ds.Dataset:
     """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
     (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
-    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``: see :func:`scan`."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache)
+    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``,
+    ``partitioning``: see :func:`scan`."""
+    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning)
     return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset
