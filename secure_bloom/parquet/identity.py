@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 
 from ..errors import FileChangedError
 from ..fileio import open_regular_fd
-from .sources import CountingFileSystem, ReadCounter, _CountingFile, display_path, is_local_source, locate
+from .sources import CountingFileSystem, ReadCounter, display_path, is_local_source, locate
 
 __all__ = ["Identity", "local_identity", "opened_identity", "file_identity", "identity_size", "PinnedFileSystem"]
 
@@ -116,6 +116,11 @@ class PinnedFileSystem(CountingFileSystem):
     def get_type_name(self) -> str:
         return f"pinned+{self.inner.type_name}"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A pickled dataset (sent to another process) keeps its checks; reads are counted only
+        in the process that asked for it."""
+        return (PinnedFileSystem, (self.inner, self.identities))
+
     def equals(self, other: Any) -> bool:
         return (isinstance(other, PinnedFileSystem) and bool(self.inner.equals(other.inner))
                 and self.identities == other.identities)
@@ -150,9 +155,7 @@ class PinnedFileSystem(CountingFileSystem):
 
     def open_input_file(self, path: str) -> pa.NativeFile:
         raw = self._open(path)
-        if not self.counting:
-            return raw
-        return pa.PythonFile(_CountingFile(raw, path, self.counter), mode="r")
+        return self.counted(raw, path) if self.counting else raw
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
         return cast(pa.NativeFile, self.open_input_file(path))

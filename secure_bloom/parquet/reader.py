@@ -109,7 +109,7 @@ class ParquetBloomReader:
         try:
             #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
             #: the caller opened, or where it cannot be told): taken from the open handle.
-            self.identity: Identity | None = opened_identity(raw, filesystem, os.fspath(path)) if owned else None
+            self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
             # On an object store each read is a request: the tail comes in one speculative read.
             remote = filesystem is not None and not hasattr(path, "read")
             self.tail: FileTail = read_tail(self.file, self.path,

@@ -11,6 +11,7 @@ another version, even when the file is replaced between the cache lookup and the
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,19 @@ def test_replaced_between_scan_and_to_table_raises(versions: tuple[Path, Path], 
     with pytest.raises(FileChangedError) as raised:
         pruned.to_table()
     assert isinstance(raised.value, SecureBloomError) and not isinstance(raised.value, SourceChangedError)
+
+
+@pytest.mark.parametrize("count_reads", [False, True])
+def test_a_pickled_pruned_dataset_keeps_its_check(versions: tuple[Path, Path], count_reads: bool) -> None:
+    """A restricted dataset sent to another process (pickled) reads as before and still refuses
+    a replaced file."""
+    data, new = versions
+    pruned = scan(data, filters=KEY, count_reads=count_reads)
+    copy = pickle.loads(pickle.dumps(pruned.dataset))
+    assert copy.to_table(filter=pc.field("k") == 2)["k"].to_pylist() == [2]
+    os.replace(new, data)
+    with pytest.raises(FileChangedError):
+        pickle.loads(pickle.dumps(pruned.dataset)).to_table(filter=pc.field("k") == 2)
 
 
 def test_rewritten_in_place_raises(versions: tuple[Path, Path]) -> None:
