@@ -8,6 +8,12 @@ surviving row groups with the same filter. :func:`dataset` returns that restrict
 DuckDB (``duckdb.from_arrow``) or any other Arrow consumer. :func:`scan` gives both, plus the
 :class:`~secure_bloom.parquet.prune.PruneReport`.
 
+Partitions: a filter on a partition field is decided per file on its partition value, as
+pyarrow's dataset decides it (:mod:`.partitions`), never on a same-named column inside the file.
+Changed files: the restricted dataset scans only the file versions its row groups were chosen
+from (:mod:`.identity`); one modified or replaced since pruning is
+:class:`~secure_bloom.errors.FileChangedError` when pyarrow opens it.
+
 Sources: a file, a directory (hive partitions: ``year=2024/``), a list of files, or a URI
 (``s3://``, ``gs://`` where pyarrow has that filesystem, ``file://``), or paths on a given
 ``pyarrow.fs`` filesystem (``S3FileSystem(endpoint_override=...)``). Only footers, the Bloom
