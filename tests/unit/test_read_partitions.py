@@ -54,10 +54,11 @@ def _write(path: Path, x: list[int | None] | None, y: list[int]) -> None:
 
 def _agree(root: Path, expression: pc.Expression, partitioning: Any = "hive") -> pa.Table:
     expected = ds.dataset(root, partitioning=partitioning).to_table(filter=expression)
-    ours = read_table(root, filters=expression, partitioning=partitioning)
+    given = {} if partitioning == "hive" else {"partitioning": partitioning}  # hive: the default
+    ours = read_table(root, filters=expression, **given)
     assert ours.schema.equals(expected.schema)
     assert _rows(ours) == _rows(expected), str(expression)
-    polars_view = dataset(root, filters=expression, partitioning=partitioning).to_table()
+    polars_view = dataset(root, filters=expression, **given).to_table()
     assert _rows(polars_view) == _rows(expected)
     return ours
 
