@@ -208,3 +208,14 @@ def test_property_partitioned_reads_match_pyarrow(hive_inside: Path, data: st.Da
         return (left & right) if kind == "and" else (left | right)
 
     _agree(hive_inside, tree(3))
+
+
+def test_prune_files_takes_one_tree_per_path(hive_inside: Path) -> None:
+    from secure_bloom.parquet.prune import prune_files
+
+    path = str(hive_inside / "x=5" / "a.parquet")
+    tree = predicate_tree(X == 5)
+    assert [r.row_groups for r in prune_files([path], tree)] == [()]  # the file's own column says no
+    assert [r.row_groups for r in prune_files([path], tree, trees=[AllOf(())])] == [(0, 1, 2)]
+    with pytest.raises(ValueError, match="one tree per path: 2 for 1 paths"):
+        prune_files([path], tree, trees=[tree, tree])
