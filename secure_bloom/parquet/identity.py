@@ -131,7 +131,10 @@ class PinnedFileSystem(CountingFileSystem):
             if local_identity(os.fstat(fd)) != expected:
                 raise _changed(path, None)
             if os.path.isdir(_PROC_FD):  # the very inode checked, even if path is replaced now
-                return self.inner.open_input_file(f"{_PROC_FD}/{fd}")
+                try:
+                    return self.inner.open_input_file(f"{_PROC_FD}/{fd}")
+                except OSError:
+                    pass  # a restricted /proc: open the path and check again below
             raw = self.inner.open_input_file(path)
             st = os.stat(path)
             if local_identity(st) != expected:  # replaced while opened: no way to tell which was

@@ -199,3 +199,18 @@ def test_a_cached_file_replaced_before_its_open_is_pruned_again(versions: tuple[
     # pyarrow's discovery opened it (the schema), the cache lookup (its identity), then the
     # reader: replaced between the last two; the scan's open was the fourth
     assert handler.opens == 4
+
+
+def test_without_proc_fd_the_path_is_checked_after_its_open(versions: tuple[Path, Path],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where /proc/self/fd is missing (not Linux), the scan opens the path and checks it again
+    after the open: unchanged files read, replaced ones raise."""
+    from secure_bloom.parquet import identity
+
+    monkeypatch.setattr(identity, "_PROC_FD", str(versions[0].parent / "no-proc"))
+    data, new = versions
+    pruned = scan(data, filters=KEY)
+    assert pruned.to_table()["k"].to_pylist() == [2]
+    os.replace(new, data)
+    with pytest.raises(FileChangedError):
+        pruned.to_table()
