@@ -45,9 +45,10 @@ Rules kept across the code base:
     │   ├── UnsupportedParquetFeatureError  a valid file using something we do not handle  [UNSUPPORTED]
     │   ├── PlaintextFilterOnEncryptedColumnError  refused: would leak an encrypted column
     │   ├── NotRegularFileError          a FIFO, socket or device where a file was expected  [NOT_REGULAR_FILE]
+    │   ├── FileChangedError             a file changed or was replaced between pruning and scanning it
     │   ├── AttachError                  attach could not complete; the source is untouched
     │   │   ├── DestinationExistsError (FileExistsError)  dst exists, overwrite not asked  [FILE_EXISTS]
-    │   │   ├── SourceChangedError       the source changed or was replaced while attach read it
+    │   │   ├── SourceChangedError (FileChangedError)  the source changed or was replaced while attach read it
     │   │   └── AttachVerificationError  the copy written does not read back as written; not published
     │   └── WriteError                   write_table / ParquetWriter could not complete; nothing published
     ├── ConfigurationError (ValueError)  options or settings that cannot work as given  [USAGE_ERROR]
@@ -93,6 +94,7 @@ __all__ = [
     "UnsupportedParquetFeatureError",
     "PlaintextFilterOnEncryptedColumnError",
     "NotRegularFileError",
+    "FileChangedError",
     "StorageUnavailableError",
     "AttachError",
     "AttachVerificationError",
@@ -344,6 +346,12 @@ class StorageUnavailableError(SecureBloomError, OSError):
     kind = ErrorKind.STORAGE_UNAVAILABLE
 
 
+class FileChangedError(ParquetFileError):
+    """A file is no longer the version its row groups were chosen from: it was modified or
+    replaced (``os.replace``, a new object version) between pruning and the scan of its row
+    groups. Nothing of it was returned; a new read prunes the new version."""
+
+
 class AttachError(ParquetFileError):
     """attach_bloom_filters could not complete. The source file is untouched and no partial
     destination is left behind."""
@@ -356,7 +364,7 @@ class DestinationExistsError(AttachError, FileExistsError):
     kind = ErrorKind.FILE_EXISTS
 
 
-class SourceChangedError(AttachError):
+class SourceChangedError(AttachError, FileChangedError):
     """The source file was modified or replaced while attach read it: nothing was published."""
 
 

@@ -41,7 +41,8 @@ from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
 from .keys import KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
-from .prune_cache import CacheStats, FileFacts, PruneCache, file_identity, identity_size
+from .identity import Identity, file_identity, identity_size
+from .prune_cache import CacheStats, FileFacts, PruneCache
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 from .sources import is_local_source
@@ -80,6 +81,8 @@ class FilePrune:
     file_size: int | None = None
     #: None: no cache; True: answered (at least partly) from a :class:`PruneCache`; False: a miss.
     from_cache: bool | None = None
+    #: The version of the file these row groups were chosen from (:mod:`.identity`; None: unknown).
+    identity: Identity | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
@@ -497,18 +500,27 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
         facts = source.facts  # None when a key the facts were derived with is no longer given
         display = facts.path if facts is not None else source.reader.path
         result = _prune_source(source, display, tree, schema, row_groups, memo)
-        if on_reader is not None and (source.opened is not None or result.row_groups):
+        reader = source.reader if on_reader is not None and result.row_groups else source.opened
+        if facts is not None and reader is not None and reader.identity != identity:
+            # The file changed after the cache was consulted: what the cache held and what this
+            # reader reads are of two versions. Prune the version opened, from it alone.
+            opened = reader
+            facts, source = None, _FileSource(None, lambda: opened)
+            display = reader.path
+            result = _prune_source(source, display, tree, schema, row_groups, memo)
+        if reader is not None:
+            identity = reader.identity
+        if on_reader is not None and (reader is not None or result.row_groups):
             on_reader(path, source.reader, result)
         if cache is not None:
             learned = source.learned(display)
             if learned is not None:
                 cache.cache.put(cache.scope, name, identity, learned)
-        reader = source.opened
         ranges = reader.read_ranges if reader is not None else ()
         size = reader.tail.file_size if reader is not None else identity_size(identity) if identity else None
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
                      result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size,
-                     None if cache is None else facts is not None)
+                     None if cache is None else facts is not None, identity)
 
 
 def _progress_wanted(progress: bool | None) -> bool:
@@ -522,14 +534,18 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
-                on_reader: OnReader | None = None, cache: PruneCache | None = None) -> list[FilePrune]:
+                on_reader: OnReader | None = None, cache: PruneCache | None = None,
+                trees: Sequence[Node] | None = None) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
     that cannot be checked is never silently dropped. ``on_reader(path, reader, result)`` is
     called (on the worker thread) while each file's reader is still open, its footer resolved;
     what it raises propagates too. With a ``cache`` (:class:`PruneCache`), a file answered from
-    it is not opened unless it has row groups to read (then ``on_reader`` gets it opened)."""
+    it is not opened unless it has row groups to read (then ``on_reader`` gets it opened).
+    ``trees``: one tree per path instead of ``tree`` (a dataset's fragments whose partition
+    fields decide some leaves: :mod:`.partitions`). Each result carries the ``identity`` of the
+    file version its row groups were chosen from."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None
@@ -538,6 +554,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)
+    if trees is not None and len(trees) != len(paths):
+        raise ValueError(f"trees must have one tree per path: {len(trees)} for {len(paths)} paths")
     memo: _ViewMemo = {}
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
@@ -546,7 +564,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
-        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use, memo)
+        result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
+                            on_reader, use, memo)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

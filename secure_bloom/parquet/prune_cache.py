@@ -6,12 +6,16 @@ groups, the leaf columns and their type orders, per (row group, column) the stat
 :class:`~secure_bloom.parquet.statistics.Bounds` (or "unavailable") and the Bloom filter (or
 "none"). It never holds key bytes, a KMS client or a reader (only the wrapped key material
 files store, to recheck access: below). A lookup whose answers are all
-cached only checks the file's identity (``os.stat`` locally, one ``get_file_info`` on an object
+cached only checks the file's identity (``os.stat`` locally, one HEAD (an open) on an object
 store) and does not open it.
 
-Entries are scoped by the file's path AND identity (local: device, inode, size, mtime_ns and
-ctime_ns; other filesystems: size and mtime): a file that changed is read again, never answered
-from what an older version held; a file whose identity cannot be determined is not cached. They
+Entries are scoped by the file's path AND identity (:mod:`.identity`: local: device, inode,
+size, mtime_ns and ctime_ns; S3: size, ETag, VersionId, Last-Modified; other filesystems: size
+and mtime): a file that changed is read again, never answered from what an older version held; a
+file whose identity cannot be determined is not cached. Facts are stored under the identity of
+the descriptor they were read from, and facts kept for one version are never combined with what
+a reader of another version finds (:func:`~secure_bloom.parquet.prune.prune_files` then prunes
+that version afresh). They
 are also scoped by the :class:`~secure_bloom.parquet.KeyAccess` object they were read with (by
 identity, without holding it): a caller with other keys, or none, never gets answers derived
 with keys it was not given. Outcomes of a missing key ("maybe") are not cached, so keys given
@@ -35,7 +39,6 @@ the object. ``repr`` shows counts only.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -43,48 +46,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from ..filter import SplitBlockBloomFilter
 from ..kms import KeyGrant
+from .identity import Identity, file_identity, identity_size
 from .schema import ColumnInfo
-from .sources import is_local_source, locate
 from .statistics import Bounds
 
-__all__ = ["PruneCache", "CacheStats", "FileFacts", "file_identity", "DEFAULT_PRUNE_CACHE_BYTES"]
+__all__ = ["PruneCache", "CacheStats", "FileFacts", "file_identity", "identity_size", "DEFAULT_PRUNE_CACHE_BYTES"]
 
 DEFAULT_PRUNE_CACHE_BYTES = 256 << 20
 #: Bytes counted for a file entry, for each column of it, and for each cached item besides bitsets.
 _FILE_BYTES = 1024
 _COLUMN_BYTES = 256
 _ITEM_BYTES = 160
-
-Identity = tuple[Any, ...]
-
-
-def file_identity(path: str, filesystem: Any = None) -> Identity | None:
-    """What identifies this version of the file: ``("local", dev, ino, size, mtime_ns,
-    ctime_ns)`` from ``os.stat`` for a local file, ``("fs", size, mtime_ns)`` from the
-    filesystem's ``get_file_info`` otherwise; None when it cannot be determined (not a file, no
-    modification time, an error: the caller then reads the file uncached and reports its error)."""
-    try:
-        if is_local_source(path, filesystem):
-            _, local = locate(path, filesystem)
-            st = os.stat(local)
-            return ("local", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        fs, text = locate(path, filesystem)
-        info = fs.get_file_info(text)
-    except (OSError, ValueError):
-        return None
-    mtime = getattr(info, "mtime_ns", None)
-    if info.type != pafs.FileType.File or info.size is None or mtime is None:
-        return None
-    return ("fs", info.size, mtime)
-
-
-def identity_size(identity: Identity) -> int:
-    """The file size recorded in an identity."""
-    return int(identity[3] if identity[0] == "local" else identity[1])
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,12 @@ surviving row groups with the same filter. :func:`dataset` returns that restrict
 DuckDB (``duckdb.from_arrow``) or any other Arrow consumer. :func:`scan` gives both, plus the
 :class:`~secure_bloom.parquet.prune.PruneReport`.
 
+Partitions: a filter on a partition field is decided per file on its partition value, as
+pyarrow's dataset decides it (:mod:`.partitions`), never on a same-named column inside the file.
+Changed files: the restricted dataset scans only the file versions its row groups were chosen
+from (:mod:`.identity`); one modified or replaced since pruning is
+:class:`~secure_bloom.errors.FileChangedError` when pyarrow opens it.
+
 Sources: a file, a directory (hive partitions: ``year=2024/``), a list of files, or a URI
 (``s3://``, ``gs://`` where pyarrow has that filesystem, ``file://``), or paths on a given
 ``pyarrow.fs`` filesystem (``S3FileSystem(endpoint_override=...)``). Only footers, the Bloom
@@ -42,6 +48,8 @@ from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
 from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
+from .identity import PinnedFileSystem
+from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
@@ -190,7 +198,14 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
     ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
     filters of unchanged files are then not read again; pyarrow still lists the files and reads
-    the first footer for the schema)."""
+    the first footer for the schema). ``partitioning`` (a directory source only; pyarrow's
+    argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
+    a filter on a partition field is decided per file on the file's partition value, as pyarrow
+    decides it (:mod:`.partitions`), never on a column of that name inside the file.
+
+    The restricted dataset scans only the file versions its row groups were chosen from: a file
+    modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
+    when pyarrow opens it (:mod:`.identity`), never reads another version's row groups."""
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
@@ -208,13 +223,18 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, fmt, read)
 
+    trees = [partition_tree(tree, frag.partition_expression, base.schema) for frag in kept]
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format, cache=cache)
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
+    # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
+    identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
+                  if result.row_groups and result.identity is not None}
+    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
     fragments = [formats[frag.path].make_fragment(
-                     frag.path, filesystem=scan_fs, partition_expression=frag.partition_expression,
+                     frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
-    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=scan_fs)
+    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
@@ -222,18 +242,20 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
                keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
-               cache: PruneCache | None = None) -> pa.Table:
+               cache: PruneCache | None = None, partitioning: Any = "hive") -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
-    a file, as pyarrow's own filtered read. ``cache``: see :func:`scan`."""
-    return scan(source, filters=filters, keys=keys, filesystem=filesystem,
+    a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
+    partitioning=partitioning)``). ``cache``, ``partitioning``: see :func:`scan`."""
+    return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
                 columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None, cache: PruneCache | None = None) -> ds.Dataset:
+            filesystem: Any = None, cache: PruneCache | None = None, partitioning: Any = "hive") -> ds.Dataset:
     """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
     (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
-    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``: see :func:`scan`."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache)
+    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``,
+    ``partitioning``: see :func:`scan`."""
+    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning)
     return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset

@@ -35,6 +35,7 @@ from .footer import Footer, key_id_of, master_key_of, open_footer
 from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
+from .identity import Identity, opened_identity
 from .sources import locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
@@ -108,6 +109,9 @@ class ParquetBloomReader:
         self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)
         try:
+            #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
+            #: the caller opened, or where it cannot be told): taken from the open handle.
+            self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
             # On an object store each read is a request: the tail comes in one speculative read.
             remote = filesystem is not None and not hasattr(path, "read")
             self.tail: FileTail = read_tail(self.file, self.path,

@@ -289,8 +289,12 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(selector))
 
+    def counted(self, raw: Any, path: str) -> pa.NativeFile:
+        """``raw`` (a file of ``path`` opened on ``inner``) with every read counted."""
+        return pa.PythonFile(_CountingFile(raw, path, self.counter), mode="r")
+
     def open_input_file(self, path: str) -> pa.NativeFile:
-        return pa.PythonFile(_CountingFile(self.inner.open_input_file(path), path, self.counter), mode="r")
+        return self.counted(self.inner.open_input_file(path), path)
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
         return self.open_input_file(path)

@@ -40,6 +40,7 @@ KINDS: list[tuple[BaseException, str, int]] = [
     (errors.PlaintextFilterOnEncryptedColumnError("x"), "ERROR", 3),
     (errors.NotRegularFileError("x"), "NOT_REGULAR_FILE", 2),
     (errors.StorageUnavailableError("x"), "STORAGE_UNAVAILABLE", 3),
+    (errors.FileChangedError("x"), "ERROR", 3),
     (errors.AttachError("x"), "ERROR", 3),
     (errors.DestinationExistsError("x"), "FILE_EXISTS", 2),
     (errors.SourceChangedError("x"), "ERROR", 3),
@@ -73,7 +74,7 @@ def test_error_kind_and_exit_code(error: BaseException, kind: str, code: int) ->
 def test_every_error_class_carries_its_kind() -> None:
     classes = [getattr(errors, name) for name in errors.__all__]
     exceptions = [c for c in classes if isinstance(c, type) and issubclass(c, BaseException)]
-    assert len(exceptions) == 35
+    assert len(exceptions) == 36
     assert all(isinstance(c.kind, ErrorKind) for c in exceptions)
     assert {type(e) for e, _, _ in KINDS} >= set(exceptions)  # the table above covers each class
 
