@@ -36,7 +36,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
 
-from ..errors import MissingKeyError
+from ..errors import MissingKeyError, StorageUnavailableError
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
 from ..types import ChunkEncryption, FooterMode
@@ -46,7 +46,7 @@ from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .reader import ParquetBloomReader
-from .sources import CountingFileSystem, ReadCounter, StoreTimeouts, resolve
+from .sources import CountingFileSystem, ReadCounter, Resolved, StoreTimeouts, display_path, resolve, storage_error
 
 __all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format", "file_format"]
 
@@ -151,6 +151,17 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
     """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
     scans read through, and the format shared by the files pyarrow opens with ``keys.kms``."""
     resolved = resolve(source, filesystem, timeouts)
+    try:
+        return _open_base(resolved, keys, counter, partitioning)
+    except OSError as e:  # a store that cannot be reached says so (STORAGE_UNAVAILABLE)
+        error = storage_error(e, display_path(None if resolved.local else resolved.filesystem, resolved.paths[0]))
+        if error is e:
+            raise
+        raise error from None
+
+
+def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     fs = resolved.filesystem
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
@@ -160,6 +171,8 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
     try:
         base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
     except (pa.ArrowInvalid, OSError) as e:
+        if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
+            raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
         inspect = _discovery_format(target, fs, parts, keys)
         if inspect is not None:
             base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
