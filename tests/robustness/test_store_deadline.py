@@ -22,14 +22,11 @@ import pytest
 
 from secure_bloom.errors import StorageUnavailableError
 from secure_bloom.parquet import KeyAccess
-from secure_bloom.parquet.sources import StoreTimeouts
 from support.parquet_files import TESTING_KEY_LIST, vector_kms
 
 DEADLINE = 3.0
 #: What starting Python and importing pyarrow costs a process on a loaded 2-core machine, at most.
 STARTUP = 6.0
-#: Timeouts small enough for the Python API tests (one try of at most 0.5 s per request).
-QUICK = StoreTimeouts(connect_s=0.5, request_s=0.5, attempts=1)
 
 
 def _uri(endpoint: str, path: str = "lake/events") -> str:
@@ -95,8 +92,9 @@ def test_python_api_takes_the_timeouts(blackhole: Any) -> None:
     from secure_bloom.parquet import ParquetBloomReader
     from secure_bloom.parquet.audit import audit
     from secure_bloom.parquet.read import read_table
-    from secure_bloom.parquet.sources import store_timeouts
+    from secure_bloom.parquet.sources import StoreTimeouts, store_timeouts
 
+    QUICK = StoreTimeouts(connect_s=0.5, request_s=0.5, attempts=1)  # one try of at most 0.5 s per request
     keys = KeyAccess(kms=vector_kms())
     start = time.monotonic()
     report = audit(_uri(blackhole.endpoint), ["ssn"], keys=keys, timeouts=QUICK)
