@@ -101,6 +101,15 @@ def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
 # --- commands --------------------------------------------------------------------------------
 
 
+def _local_output(option: str, path: str | None) -> None:
+    """Report files go to the local disk: an object-store URI there is refused, by name only."""
+    from ..parquet.sources import is_store_uri
+
+    if path is not None and is_store_uri(path):
+        raise CliError(f"{option} {display_uri(path)}: give a local path (write it, then upload it)",
+                       ErrorKind.USAGE_ERROR)
+
+
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.describe import describe_with_storage
 
@@ -318,6 +327,7 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
         except SecureBloomError as e:
             raise CliError(visible(str(e)), error_kind(e)) from e
     keys = key_access_from_args(args)
+    _local_output("--junit-xml", args.junit_xml)
     with progress_bar("audit", "files") as bar:
         progress = None if bar is None else (lambda done, total, path: bar(done, total))
         report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
@@ -352,6 +362,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.where import conditions_expression, parse_condition
 
     keys = key_access_from_args(args)
+    _local_output("--output", args.output)
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet needs --output FILE")
     columns = [c.strip() for group in args.columns or [] for c in group.split(",") if c.strip()] or None

@@ -90,7 +90,8 @@ class StoreTimeouts:
     keeps moving is not cut), each of ``attempts`` tries (pyarrow's retry strategy). A store that
     accepts connections and never answers fails a request after about
     ``attempts * (request_s + backoff)``: ~7 s by default. On S3 all three apply; on GCS the
-    retries stop after ``attempts * request_s``; other filesystems (HDFS...) keep their own."""
+    retries stop after ``attempts * request_s``; other filesystems (HDFS...) keep their own. S3
+    over curl counts ``request_s`` in whole seconds (at least 1)."""
 
     connect_s: float = 2.0
     request_s: float = 2.0

@@ -130,7 +130,7 @@ def test_encrypt_to_a_uri_with_credentials_writes_the_named_objects_and_nothing_
     assert _created(workdir) == []
 
 
-def test_attach_and_doctor_refuse_uris_without_showing_them(s3: Any, lake: dict[str, Any], workdir: Path,
+def test_attach_doctor_and_report_files_refuse_uris_without_showing_them(s3: Any, lake: dict[str, Any], workdir: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     uri = s3.uri(f"{lake['bucket']}/in/a.parquet")
     rc, printed = run(capsys, "attach", uri, "out.parquet", "--column", "ssn")
@@ -139,6 +139,10 @@ def test_attach_and_doctor_refuse_uris_without_showing_them(s3: Any, lake: dict[
     assert rc == 2
     rc, printed = run(capsys, "doctor", uri)
     assert rc == 2 and "s3://creds/in/a.parquet" in printed
+    rc, printed = run(capsys, "audit", "plain.parquet", "--sensitive", "ssn", "--junit-xml", uri)
+    assert rc == 2 and "--junit-xml s3://creds/in/a.parquet: give a local path" in printed
+    rc, printed = run(capsys, "query", "plain.parquet", "--where", "id = 1", "--format", "csv", "--output", uri)
+    assert rc == 2 and "--output s3://creds/in/a.parquet: give a local path" in printed
     assert _created(workdir) == []
 
 

@@ -112,3 +112,26 @@ def test_python_api_takes_the_timeouts(blackhole: Any) -> None:
     print(f"Python API against a blackhole, 0.5 s x 1 try: audit {audited:.2f} s, read_table {read:.2f} s, "
           f"reader {opened:.2f} s")
     assert max(audited, read, opened) < 5
+
+
+def test_a_command_left_running_after_its_deadline_publishes_nothing(blackhole: Any, workdir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """In a caller's process (``main(argv)``) the worker thread is left behind, not killed: when it
+    finishes later (the store timeouts end its requests), its report and JUnit file are dropped."""
+    from secure_bloom.cli import main
+    from secure_bloom.cli.deadline import abandoned
+
+    monkeypatch.chdir(workdir)
+    start = time.monotonic()
+    rc = main(["audit", _uri(blackhole.endpoint), "--sensitive", "ssn", "--junit-xml", "audit.xml",
+               "--deadline", "1"])
+    returned = time.monotonic() - start
+    assert rc == 2 and returned < 2.5
+    assert abandoned()
+    while abandoned() and time.monotonic() - start < 30:  # the worker's audit ends: could not check
+        time.sleep(0.1)
+    assert not abandoned()
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "STORAGE_UNAVAILABLE" in captured.err
+    assert sorted(p.name for p in workdir.iterdir()) == ["plain.parquet"]

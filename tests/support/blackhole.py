@@ -42,6 +42,10 @@ class Blackhole:
             return len(self._held)
 
     def stop(self) -> None:
+        try:
+            self._server.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not, on Linux)
+        except OSError:
+            pass
         self._server.close()
         self._thread.join(timeout=5)
         with self._lock:
