@@ -96,6 +96,7 @@ __all__ = [
     "NotRegularFileError",
     "FileChangedError",
     "StorageUnavailableError",
+    "DeadlineExceededError",
     "AttachError",
     "AttachVerificationError",
     "DestinationExistsError",
@@ -114,7 +115,8 @@ __all__ = [
 class ErrorKind(str, Enum):
     """What went wrong, as the stable string audit reports and Spark rows carry, and whose it is
     to fix: ``caller_fixable`` kinds (bad options, a missing or non-Parquet file, an unknown
-    column, a value that does not fit, a missing or wrong key) make the CLI exit 2, the others
+    column, a value that does not fit, a missing or wrong key, an object store that cannot be
+    reached: could not check) make the CLI exit 2, the others
     (a corrupt file, the KMS down or refusing, an I/O error, a bug) exit 3.
 
     Every member *is* its string (``str`` subclass): ``json.dumps`` and ``==`` against the old
@@ -152,9 +154,11 @@ class ErrorKind(str, Enum):
     MALFORMED_KEY_MATERIAL = "MALFORMED_KEY_MATERIAL", True
     AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED", True  # a wrong key (or tampered data: not told apart)
     INVALID_POLICY = "INVALID_POLICY", True          # a compliance policy file that cannot be used
+    # an object store that cannot be reached, or does not answer within the deadline: nothing
+    # could be checked ("could not check", as audit reports it)
+    STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE", True
     # failures (CLI exit 3)
     KMS_UNAVAILABLE = "KMS_UNAVAILABLE", False
-    STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE", False  # an object store that cannot be reached
     KEY_ACCESS_DENIED = "KEY_ACCESS_DENIED", False
     KEY_ERROR = "KEY_ERROR", False
     UNSUPPORTED = "UNSUPPORTED", False
@@ -350,6 +354,11 @@ class FileChangedError(ParquetFileError):
     """A file is no longer the version its row groups were chosen from: it was modified or
     replaced (``os.replace``, a new object version) between pruning and the scan of its row
     groups. Nothing of it was returned; a new read prunes the new version."""
+
+
+class DeadlineExceededError(StorageUnavailableError):
+    """A command did not finish within its overall deadline (``secure-bloom --deadline``): a
+    store that accepts connections and never answers, or one too slow. Nothing was written."""
 
 
 class AttachError(ParquetFileError):

@@ -27,6 +27,7 @@ from typing import TextIO, cast
 from ..display import visible_lines
 from ..errors import SecureBloomError
 from .commands import COMMANDS, run_command, run_delegated
+from .deadline import abandoned
 from .exits import (
     EXIT_BROKEN_PIPE,
     EXIT_CODES_HELP,
@@ -84,6 +85,18 @@ def _silence_stdout() -> None:
         pass
 
 
+def _exit_now(code: int, out: TextIO, err: TextIO) -> None:
+    """End the process with ``code`` now: a command thread left behind by its deadline may still
+    wait on an unanswering store, and interpreter shutdown (pyarrow's S3 finalisation) would wait
+    with it. Only when running as the program (``argv`` None), never inside a caller's process."""
+    for stream in (out, err):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -105,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             err.write(redact("".join(traceback.format_exception(e))))
         _emit_error(describe(None, e), redact, err)
+        if argv is None and abandoned():
+            _exit_now(exit_code(e), out, err)
         return exit_code(e)
     except KeyboardInterrupt:
         err.write(f"{PROG}: interrupted\n")

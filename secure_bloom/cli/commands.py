@@ -13,14 +13,16 @@ import argparse
 import contextlib
 import contextvars
 import importlib
+import io
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from ..display import json_safe, visible
-from ..errors import ErrorKind, SecureBloomError, error_kind
+from ..display import display_uri, json_safe, visible
+from ..errors import DeadlineExceededError, ErrorKind, SecureBloomError, error_kind
 from . import render
+from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import print_json, progress_bar
@@ -59,12 +61,12 @@ def _files_of(path: str) -> tuple[list[str], bool]:
     locally: :func:`~secure_bloom.parquet.discover.discover`). What could not be searched is
     recorded in ``_UNCHECKED``, not dropped."""
     from ..parquet.discover import discover
-    from ..parquet.sources import display_uri, is_local_source
+    from ..parquet.sources import is_local_source
 
     local = is_local_source(path)
     if local and not os.path.isdir(path):
         if not os.path.exists(path):
-            raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+            raise CliError(f"{display_uri(path)}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
         return [path], False
     with _about(display_uri(path)):
         found = discover([path])
@@ -72,8 +74,8 @@ def _files_of(path: str) -> tuple[list[str], bool]:
                 for p in found.problems]
     if not found.files:
         kind = problems[0][0] if problems else ErrorKind.NO_PARQUET_FILES
-        raise CliError("; ".join(text for _, text in problems) or f"{path}: no Parquet files in this directory",
-                       kind)
+        raise CliError("; ".join(text for _, text in problems)
+                       or f"{display_uri(path)}: no Parquet files in this directory", kind)
     unchecked = _UNCHECKED.get()
     if unchecked is not None:
         unchecked.extend(problems)
@@ -84,12 +86,12 @@ def _files_of(path: str) -> tuple[list[str], bool]:
 def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
     """Run ``work`` on each file of ``path`` (one error stops everything: nothing is skipped
     silently), with a progress bar over files for a directory."""
-    from ..parquet.sources import display_uri
-
     files, is_dir = _files_of(path)
     results = []
-    with progress_bar(os.path.basename(display_uri(path).rstrip(os.sep)) or path, "files") as bar:
+    shown = display_uri(path)
+    with progress_bar(os.path.basename(shown.rstrip(os.sep)) or shown, "files") as bar:
         for i, file in enumerate(files):
+            checkpoint()
             if bar is not None and is_dir:
                 bar(i, len(files))
             with _about(display_uri(file)):
@@ -98,6 +100,15 @@ def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
 
 
 # --- commands --------------------------------------------------------------------------------
+
+
+def _local_output(option: str, path: str | None) -> None:
+    """Report files go to the local disk: an object-store URI there is refused, by name only."""
+    from ..parquet.sources import is_store_uri
+
+    if path is not None and is_store_uri(path):
+        raise CliError(f"{option} {display_uri(path)}: give a local path (write it, then upload it)",
+                       ErrorKind.USAGE_ERROR)
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
@@ -128,7 +139,7 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
             column = reader.column(args.column)
             values = [value_from_text(text, column, timezone=args.timezone) for text in texts]
             result = reader.probe(column, values, labels=texts, timezone=args.timezone)
-            return render.probe_json(file, column.path, texts, result)
+            return render.probe_json(display_uri(file), column.path, texts, result)
 
     docs, is_dir = _each_file(args.file, probe)
     if args.json:
@@ -145,12 +156,19 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
 
     specs = [parse_column_spec(c) for c in args.columns]
     keys = key_access_from_args(args)
+    from ..parquet.sources import is_store_uri
+
+    src, dst = display_uri(args.src), display_uri(args.dst)
+    for given, shown in ((args.src, src), (args.dst, dst)):
+        if is_store_uri(given):
+            raise CliError(f"{shown}: attach works on local files only (attach a local copy, then upload it)",
+                           ErrorKind.USAGE_ERROR)
     if not os.path.isfile(args.src):
         if os.path.isdir(args.src):
-            raise CliError(f"{args.src}: is a directory, expected a Parquet file", ErrorKind.IS_A_DIRECTORY)
-        raise CliError(f"{args.src}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+            raise CliError(f"{src}: is a directory, expected a Parquet file", ErrorKind.IS_A_DIRECTORY)
+        raise CliError(f"{src}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
     if os.path.lexists(args.dst) and not args.overwrite:  # a dangling symlink exists too
-        raise CliError(f"{args.dst}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
+        raise CliError(f"{dst}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
     in_place = os.path.exists(args.dst) and os.path.samefile(args.src, args.dst)
     columns = list(dict.fromkeys(path for path, _, _ in specs))
     # per-column options are keyed by the dotted path, as the report names the columns
@@ -193,27 +211,59 @@ def _encryption_config(args: argparse.Namespace) -> Any:
         double_wrapping=not args.single_wrapping, internal_key_material=not args.external_key_material, **keys)
 
 
-def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> list[tuple[str, str]]:
-    """(source file, destination file) for a file or each Parquet file under a directory."""
+def _relative(file: str, root: str) -> str:
+    """The '/'-separated path of ``file`` (found under ``root``) below ``root``; URIs without options."""
+    from ..parquet.sources import is_store_uri
+
+    if is_store_uri(root):
+        return file.partition("?")[0][len(root.partition("?")[0].rstrip("/")):].lstrip("/")
+    return os.path.relpath(os.path.abspath(file), os.path.abspath(root)).replace(os.sep, "/")
+
+
+def _destination_kind(dst: str) -> str:
+    """"file", "directory" or "" (nothing there) for a local path or an object-store URI (asked
+    of the store: a URI never touches the local disk)."""
+    from ..parquet.sources import is_store_uri, locate, storage_error
+
+    if not is_store_uri(dst):
+        return "directory" if os.path.isdir(dst) else "file" if os.path.lexists(dst) else ""
+    import pyarrow.fs as pafs
+
+    filesystem, path = locate(dst)
+    try:
+        info = filesystem.get_file_info(path)
+    except OSError as e:
+        raise storage_error(e, display_uri(dst)) from None
+    return {pafs.FileType.File: "file", pafs.FileType.Directory: "directory"}.get(info.type, "")
+
+
+def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> tuple[list[tuple[str, str]], bool]:
+    """(source file, destination file) for a file or each Parquet file under a directory (or
+    prefix), and whether SRC is a directory. Destinations on an object store are URIs under
+    ``dst`` with its options (:func:`~secure_bloom.parquet.sources.join_uri`)."""
+    from ..parquet.sources import join_uri
+
     files, is_dir = _files_of(src)
+    kind = _destination_kind(dst)
     if not is_dir:
-        if os.path.isdir(dst):
-            raise CliError(f"{dst}: is a directory, expected the file to write", ErrorKind.IS_A_DIRECTORY)
+        if kind == "directory":
+            raise CliError(f"{display_uri(dst)}: is a directory, expected the file to write", ErrorKind.IS_A_DIRECTORY)
         pairs = [(src, dst)]
     else:
-        if os.path.exists(dst) and not os.path.isdir(dst):
-            raise CliError(f"{dst}: is not a directory (SRC is one)", ErrorKind.NOT_A_DIRECTORY)
-        root = os.path.abspath(src)
-        pairs = [(f, os.path.join(dst, os.path.relpath(os.path.abspath(f), root))) for f in files]
-    existing = [d for _, d in pairs if os.path.lexists(d)]
+        if kind == "file":
+            raise CliError(f"{display_uri(dst)}: is not a directory (SRC is one)", ErrorKind.NOT_A_DIRECTORY)
+        pairs = [(f, join_uri(dst, _relative(f, src))) for f in files]
+    existing = [d for _, d in pairs if (kind == "file" if d == dst else _destination_kind(d))]
     if existing and not overwrite:
-        raise CliError(f"{existing[0]}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
-    return pairs
+        raise CliError(f"{display_uri(existing[0])}: already exists (use --overwrite to replace it)",
+                       ErrorKind.FILE_EXISTS)
+    return pairs, is_dir
 
 
 def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet import ParquetWriter
     from ..parquet.arrow_source import open_arrow_file
+    from ..parquet.sources import is_store_uri
 
     specs = [parse_column_spec(c) for c in args.bloom]
     bloom: dict[str, dict[str, Any]] = {}
@@ -227,31 +277,40 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError("encrypt: needs a KMS to wrap the data keys: --key-list-file FILE, $SECURE_BLOOM_KEY_LIST_FILE "
                        "or --kms-url URL", ErrorKind.USAGE_ERROR)
     config = _encryption_config(args)
-    pairs = _encrypt_pairs(args.src, args.dst, args.overwrite)
+    with _about(display_uri(args.dst)):
+        pairs, is_dir = _encrypt_pairs(args.src, args.dst, args.overwrite)
     reports = []
     with progress_bar("encrypt", "row groups") as bar:
         for src, dst in pairs:
-            with _about(src):
+            shown = display_uri(src)
+            with _about(shown):
+                checkpoint()
                 source = open_arrow_file(src, keys)  # an encrypted source is decrypted with the key options
                 if source.metadata is not None and source.metadata.num_row_groups and bar is not None:
-                    bar(0, source.metadata.num_row_groups, os.path.basename(src))
-                os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+                    bar(0, source.metadata.num_row_groups, os.path.basename(shown))
+                remote = is_store_uri(dst)
+                if not remote:
+                    os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
                 with source, ParquetWriter(dst, source.schema_arrow, encryption=config, kms=keys.kms,
                                            bloom_filter_options=bloom, max_bytes=args.max_bytes,
                                            compression=args.compression) as writer:
                     for i in range(source.num_row_groups):
+                        checkpoint()
                         part = source.read_row_group(i)
                         writer.write_table(part, row_group_size=max(part.num_rows, 1))
                         if bar is not None:
-                            bar(i + 1, source.num_row_groups, os.path.basename(src))
-                assert writer.report is not None
-                reports.append(writer.report)
+                            bar(i + 1, source.num_row_groups, os.path.basename(shown))
+                    checkpoint()
+                    # a local file is linked in under the deadline's lock; an upload cannot be
+                    # (it may wait on the store): it completes whole or not at all
+                    report = writer.close() if remote else publish(writer.close)
+                reports.append(report)
     if args.json:
         docs = [r.to_dict() for r in reports]
-        print_json(render.jsonable(docs if len(docs) > 1 or os.path.isdir(args.src) else docs[0]), out)
+        print_json(render.jsonable(docs if len(docs) > 1 or is_dir else docs[0]), out)
     else:
         for (src, _), report in zip(pairs, reports):
-            out.write(render.encrypt_summary(src, report))
+            out.write(render.encrypt_summary(display_uri(src), report))
     return EXIT_OK
 
 
@@ -269,14 +328,20 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
         except SecureBloomError as e:
             raise CliError(visible(str(e)), error_kind(e)) from e
     keys = key_access_from_args(args)
+    _local_output("--junit-xml", args.junit_xml)
     with progress_bar("audit", "files") as bar:
         progress = None if bar is None else (lambda done, total, path: bar(done, total))
         report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
                        progress=progress, policy=policy)
     if args.junit_xml:
-        try:
+        xml = report.to_junit_xml()
+
+        def write_junit() -> None:
             with open(args.junit_xml, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(report.to_junit_xml())
+                f.write(xml)
+
+        try:
+            publish(write_junit)
         except OSError as e:
             raise CliError(describe(args.junit_xml, e), ErrorKind.IO_ERROR) from e  # the audit itself failed: 3
     if args.json:
@@ -298,15 +363,17 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.where import conditions_expression, parse_condition
 
     keys = key_access_from_args(args)
+    _local_output("--output", args.output)
     if args.format == "parquet" and not args.output:
         raise UsageError("--format parquet needs --output FILE")
     columns = [c.strip() for group in args.columns or [] for c in group.split(",") if c.strip()] or None
-    with _about(args.file):
+    shown = display_uri(args.file)
+    with _about(shown):
         conditions = [parse_condition(text) for text in args.conditions]
         whole, fs = open_dataset(args.file, keys=keys)  # the schema and the first file's columns
         first = next(iter(whole.get_fragments()), None)
         if first is None:
-            raise CliError(f"{args.file}: no Parquet files", ErrorKind.NO_PARQUET_FILES)
+            raise CliError(f"{shown}: no Parquet files", ErrorKind.NO_PARQUET_FILES)
         with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
             file_columns = reader.columns
         expression = conditions_expression(conditions, file_columns, whole.schema, timezone=args.timezone)
@@ -316,6 +383,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
                                         or [first.path], fs) if args.output else None
     report = pruned.report
     explain_to = out if args.format == "table" and not args.output else sys.stderr
+    checkpoint()  # an --output file is not begun once the deadline has passed
     _write_rows(table, args, out, report.to_dict() if args.explain else None, encryption, keys)
     if args.explain:
         if args.format == "json" and not args.output:
@@ -411,7 +479,7 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     directories: list[str] = []
     for path in args.paths:
         if not os.path.exists(path):
-            raise CliError(f"{path}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
+            raise CliError(f"{display_uri(path)}: No such file or directory", ErrorKind.FILE_NOT_FOUND)
         directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
         if directory not in directories:
             directories.append(directory)
@@ -453,7 +521,25 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run the parsed command on ``out``; paths it could not check (under a directory) make it
-    fail after its output, with at least EXIT_USAGE."""
+    fail after its output, with at least EXIT_USAGE. With a deadline
+    (:func:`~secure_bloom.cli.deadline.deadline_of`) the command runs on a worker thread and its
+    report reaches ``out`` only if it finished in time (:mod:`secure_bloom.cli.deadline`)."""
+    seconds = deadline_of(args)
+    if seconds is None:
+        return _run_command(args, out)
+    report = io.StringIO()
+    try:
+        code = run_within(seconds, lambda: _run_command(args, report))
+    except DeadlineExceededError:
+        raise  # nothing of a command that ran out of time is shown
+    except BaseException:
+        out.write(report.getvalue())  # what was reported before the error, as without a deadline
+        raise
+    out.write(report.getvalue())
+    return code
+
+
+def _run_command(args: argparse.Namespace, out: TextIO) -> int:
     unchecked: list[tuple[ErrorKind, str]] = []
     token = _UNCHECKED.set(unchecked)
     try:

@@ -27,7 +27,8 @@ exit codes:
   1  audit found violations
   2  usage error or could not check: bad options, a file that is missing, not Parquet or not a regular
      file (a FIFO), a directory that cannot be read (after the output for the rest), an unknown
-     column, a value that does not fit the column, a missing or wrong key (audit: some file could not
+     column, a value that does not fit the column, a missing or wrong key, an object store that cannot
+     be reached or does not answer within --deadline: STORAGE_UNAVAILABLE (audit: some file could not
      be checked and none had violations)
   3  any other error: a corrupt file, the KMS unreachable or refusing, an I/O error
   141  stdout was closed early (e.g. piped into head); nothing is reported"""

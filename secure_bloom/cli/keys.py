@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..display import uri_secrets
 from .exits import UsageError
 
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
@@ -225,8 +226,9 @@ class Redactor:
         """Every secret the command line and environment can carry, found before parsing.
 
         Catches the values of ``--key`` and ``--key-list`` (``--opt VALUE`` and ``--opt=VALUE``),
-        any argument shaped like a key spec (also a misspelt option's value), the key-list
-        environment variable and file, and the KMS token variable.
+        any argument shaped like a key spec (also a misspelt option's value), the credentials of
+        any URI argument (user info, ``secret_key=``-like options), the key-list environment
+        variable and file, and the KMS token variable.
         """
         red = cls()
         argv = list(argv)
@@ -257,6 +259,8 @@ class Redactor:
             if name.startswith("-") and value is not None and name not in _KNOWN_OPTIONS \
                     and any(w in name.lower() for w in _SECRET_OPTION_WORDS):
                 red.add_text(value)  # --kms-token VALUE, --password=VALUE: not ours, but secret
+            for secret in uri_secrets(word):  # s3://KEY:SECRET@bucket/..., ?secret_key=...
+                red.add_text(secret)
         if environ.get(ENV_KEY_LIST):
             red.add_key_list(environ[ENV_KEY_LIST])
         for var in token_vars:

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from .. import __version__, kernels
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from .deadline import DEFAULT_DEADLINE_S
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
@@ -235,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print a traceback on errors (key material still redacted)")
+    common.add_argument("--deadline", type=_deadline, metavar="SECONDS", default=None,
+                        help="give up after SECONDS: STORAGE_UNAVAILABLE, exit 2, nothing written (default: "
+                             f"{DEFAULT_DEADLINE_S:g} when a path is an object-store URI, none for local paths; "
+                             "0: none)")
 
     parser = _Parser(prog=PROG, formatter_class=_formatter, allow_abbrev=False, epilog=_MAIN_EPILOG,
                      description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
@@ -364,6 +369,16 @@ def _max_bytes(text: str) -> int:
     if not MIN_BITSET_BYTES <= value <= SPEC_MAX_BITSET_BYTES or value & (value - 1):
         raise argparse.ArgumentTypeError(
             f"--max-bytes must be a power of two from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, got {value}")
+    return value
+
+
+def _deadline(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--deadline takes a number of seconds, got {text!r}") from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"--deadline must be >= 0 seconds (0: no deadline), got {text}")
     return value
 
 

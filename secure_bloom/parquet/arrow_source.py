@@ -31,6 +31,7 @@ from .footer import Footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
+from .sources import locate
 
 __all__ = ["ArrowChunkSource", "decryption_properties", "direct_decryption_properties", "open_arrow_file",
            "pyarrow_kms_opens"]
@@ -145,7 +146,8 @@ def open_arrow_file(path: str | os.PathLike[str], keys: KeyAccess | None = None)
             raise MissingKeyError(f"{reader.path}: the footer key {key_id_of(footer.footer_key_metadata)!r} is "
                                   "needed to read the file's values")
         decryption = decryption_properties(footer, column_keys, keys, path)
-    return pq.ParquetFile(os.fspath(path), decryption_properties=decryption)
+    filesystem, located = locate(path)  # a URI: the filesystem with the timeouts in force
+    return pq.ParquetFile(located, filesystem=filesystem, decryption_properties=decryption)
 
 
 class ArrowChunkSource:

@@ -59,7 +59,7 @@ from .keys import NO_KEYS, KeyAccess
 from .leftovers import find_leftovers
 from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
 from .reader import ParquetBloomReader
-from .sources import display_source, is_local_source, storage_error
+from .sources import StoreTimeouts, display_source, is_local_source, storage_error, store_timeouts
 from .regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
 
 __all__ = ["audit", "audit_file", "match_sensitive", "Progress"]
@@ -387,7 +387,7 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
           sensitive_columns: Iterable[str] | None = None,
           keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
           progress: Progress | None = None, *, policy: Policy | None = None,
-          filesystem: Any = None) -> AuditReport:
+          filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> AuditReport:
     """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
     against ``policy`` (:func:`~secure_bloom.parquet.policy.load_policy`) and/or the
     ``sensitive_columns`` (each: sensitive, filters allowed).
@@ -399,8 +399,18 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
 
     Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
     fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
-    directories searched are listed in ``report.notices``.
+    directories searched are listed in ``report.notices``. ``timeouts``
+    (:class:`~secure_bloom.parquet.sources.StoreTimeouts`) bound each request to the stores of URI
+    ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
+    check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
     """
+    with store_timeouts(timeouts):
+        return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem)
+
+
+def _audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sensitive_columns: Iterable[str] | None,
+           keys: KeyAccess, allow_footer_key: bool, progress: Progress | None, policy: Policy | None,
+           filesystem: Any) -> AuditReport:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = list(paths)

@@ -49,7 +49,7 @@ import pyarrow.fs as pafs
 
 from ..errors import NotRegularFileError, StorageUnavailableError
 from ..fileio import file_kind, open_regular_file
-from .sources import display_path, is_uri, locate, storage_error
+from .sources import display_path, display_uri, is_store_uri, locate, storage_error
 
 __all__ = ["ParquetPath", "Skipped", "Discovery", "discover", "expand_paths", "is_parquet_name",
            "has_parquet_magic", "PROBLEM_KINDS"]
@@ -95,6 +95,10 @@ class ParquetPath:
     origin: str
     problem: str | None = None
     kind: str | None = None
+
+    def __repr__(self) -> str:  # ``path`` and ``origin`` may be URIs with credentials
+        return (f"ParquetPath({display_uri(self.path)!r}, origin={display_uri(self.origin)!r}, "
+                f"problem={self.problem!r}, kind={self.kind!r})")
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,7 @@ class _StoreSearch(_Search):
         super().__init__(origin)
         self.fs = fs
         self.root = root.rstrip("/")
-        if is_uri(origin) and not origin.startswith("file://"):
+        if is_store_uri(origin):
             base, sep, query = origin.partition("?")
             self.prefix, self.query = base.rstrip("/"), sep + query
         else:
@@ -286,7 +290,7 @@ def _search_store(arg: str, filesystem: Any) -> _StoreSearch:
 def _on_store(arg: str, filesystem: Any) -> bool:
     if filesystem is not None and not isinstance(filesystem, pafs.LocalFileSystem):
         return True
-    return filesystem is None and is_uri(arg) and not arg.startswith("file://")
+    return filesystem is None and is_store_uri(arg)
 
 
 def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) -> Discovery:

@@ -42,7 +42,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
 
-from ..errors import MissingKeyError
+from ..errors import MissingKeyError, StorageUnavailableError
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
 from ..types import ChunkEncryption, FooterMode
@@ -54,7 +54,7 @@ from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .reader import ParquetBloomReader
-from .sources import CountingFileSystem, ReadCounter, resolve
+from .sources import CountingFileSystem, ReadCounter, Resolved, StoreTimeouts, display_path, resolve, storage_error
 
 __all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format", "file_format"]
 
@@ -154,10 +154,22 @@ def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
 
 
 def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
-              partitioning: Any) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+              partitioning: Any, timeouts: StoreTimeouts | None = None,
+              ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
     scans read through, and the format shared by the files pyarrow opens with ``keys.kms``."""
-    resolved = resolve(source, filesystem)
+    resolved = resolve(source, filesystem, timeouts)
+    try:
+        return _open_base(resolved, keys, counter, partitioning)
+    except OSError as e:  # a store that cannot be reached says so (STORAGE_UNAVAILABLE)
+        error = storage_error(e, display_path(None if resolved.local else resolved.filesystem, resolved.paths[0]))
+        if error is e:
+            raise
+        raise error from None
+
+
+def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     fs = resolved.filesystem
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
@@ -167,6 +179,8 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
     try:
         base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
     except (pa.ArrowInvalid, OSError) as e:
+        if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
+            raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
         inspect = _discovery_format(target, fs, parts, keys)
         if inspect is not None:
             base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
@@ -179,18 +193,19 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
 
 
 def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any = None,
-                 partitioning: Any = "hive") -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
+                 partitioning: Any = "hive", timeouts: StoreTimeouts | None = None,
+                 ) -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
     """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
     fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
     opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
-    base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning)
+    base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning, timeouts)
     return base, fs
 
 
 def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
          count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
          partitioning: Any = "hive", columns: Sequence[str] | None = None,
-         cache: PruneCache | None = None) -> PrunedScan:
+         cache: PruneCache | None = None, timeouts: StoreTimeouts | None = None) -> PrunedScan:
     """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
     restricted dataset. ``count_reads`` routes pyarrow's reads through a
     :class:`~secure_bloom.parquet.sources.CountingFileSystem` (for reports and benchmarks).
@@ -205,13 +220,16 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
 
     The restricted dataset scans only the file versions its row groups were chosen from: a file
     modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
-    when pyarrow opens it (:mod:`.identity`), never reads another version's row groups."""
+    when pyarrow opens it (:mod:`.identity`), never reads another version's row groups.
+
+    ``timeouts``: a :class:`~secure_bloom.parquet.sources.StoreTimeouts` for the filesystem of a
+    URI ``source`` (default: those of ``store_timeouts``)."""
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not a str")
     counter = ReadCounter() if count_reads else None
-    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning)
+    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
@@ -242,20 +260,23 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
                keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
-               cache: PruneCache | None = None, partitioning: Any = "hive") -> pa.Table:
+               cache: PruneCache | None = None, partitioning: Any = "hive",
+               timeouts: StoreTimeouts | None = None) -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
     a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
-    partitioning=partitioning)``). ``cache``, ``partitioning``: see :func:`scan`."""
+    partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`."""
     return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
-                columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
+                columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None, cache: PruneCache | None = None, partitioning: Any = "hive") -> ds.Dataset:
+            filesystem: Any = None, cache: PruneCache | None = None, partitioning: Any = "hive",
+            timeouts: StoreTimeouts | None = None) -> ds.Dataset:
     """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
     (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
     as they query any pyarrow dataset, and see exactly the matching rows. ``cache``,
-    ``partitioning``: see :func:`scan`."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning)
+    ``partitioning``, ``timeouts``: see :func:`scan`."""
+    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning,
+                  timeouts=timeouts)
     return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset

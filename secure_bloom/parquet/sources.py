@@ -9,9 +9,14 @@ opening a file on an object store downloads nothing but what the reader reads.
 * :func:`open_source` opens one file for :class:`~secure_bloom.parquet.ParquetBloomReader`.
 * :func:`resolve` turns a source (path, URI, list of them) and an optional filesystem into one
   ``pyarrow.fs.FileSystem`` and the paths on it.
-* :func:`locate` gives the filesystem and path of a path or URI; :func:`display_uri` shows a URI
-  without its credentials or options; :func:`storage_error` turns a filesystem's bare ``OSError``
-  into the error a caller can act on (store unreachable, access denied, no such bucket).
+* :func:`filesystem_from_uri` is the one parser of URIs (every command and API reading or writing
+  one comes here): pyarrow's ``FileSystem.from_uri``, with the connect and request timeouts of
+  :class:`StoreTimeouts` put on the filesystem it builds (:func:`store_timeouts` sets them for a
+  block of code). :func:`locate` gives the filesystem and path of a path or URI;
+  :func:`join_uri` names an object under a URI prefix (its options kept).
+* :func:`~secure_bloom.display.display_uri` (re-exported here) shows a URI without its
+  credentials or options; :func:`storage_error` turns a filesystem's bare ``OSError`` into the
+  error a caller can act on (store unreachable, access denied, no such bucket).
 * :func:`read_key_material` reads the external key material sidecar beside a file on any
   filesystem.
 * :class:`CountingFileSystem` wraps a filesystem and counts the requests and bytes of every file
@@ -20,33 +25,35 @@ opening a file on an object store downloads nothing but what the reader reads.
 
 from __future__ import annotations
 
+import contextvars
+import datetime
 import errno
+import math
 import os
 import posixpath
 import re
 import threading
-import urllib.parse
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from ..display import display_uri, is_uri, uri_secrets
 from ..errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ..fileio import open_regular_file
 from ..kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
 
-__all__ = ["open_source", "resolve", "locate", "is_uri", "display_path", "display_uri", "display_source", "is_local_source",
-           "storage_error",
+__all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
+           "display_source", "is_local_source", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
+           "store_timeouts", "filesystem_from_uri", "join_uri",
            "read_key_material", "CountingFileSystem", "ReadCounter"]
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_uri(text: str) -> bool:
-    """True for ``scheme://...`` text (``s3://``, ``gs://``, ``file://``, ``hdfs://``...)."""
-    return bool(_URI.match(text))
+def is_store_uri(text: str) -> bool:
+    """True for a URI naming an object store or a remote filesystem (not ``file://``)."""
+    return is_uri(text) and text[:7].lower() != "file://"
 
 
 def _is_local(filesystem: Any) -> bool:
@@ -60,15 +67,6 @@ def display_path(filesystem: Any, path: str) -> str:
         return path
     inner = getattr(getattr(filesystem, "handler", None), "inner", None)
     return f"{(inner if inner is not None else filesystem).type_name}://{path}"
-
-
-def display_uri(text: str) -> str:
-    """A URI as reports show it: without user info (``s3://KEY:SECRET@bucket``) or query
-    options (``?endpoint_override=...``), which may hold credentials; other text as it is."""
-    if not is_uri(text) or text.startswith("file://"):
-        return text
-    parts = urllib.parse.urlsplit(text)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def is_local_source(source: str, filesystem: Any = None) -> bool:
@@ -85,13 +83,104 @@ def display_source(source: str | os.PathLike[str], filesystem: Any = None) -> st
     return display_uri(text)
 
 
-def locate_uri(text: str) -> tuple[Any, str]:
-    """``pyarrow.fs.FileSystem.from_uri(text)``; a URI it cannot open is a
-    :class:`~secure_bloom.errors.ConfigurationError` that does not repeat the URI's options."""
+@dataclass(frozen=True)
+class StoreTimeouts:
+    """How long a filesystem built from a URI waits on its store, in seconds: ``connect_s`` for a
+    connection, ``request_s`` without a byte of an answer (an idle timeout: a long transfer that
+    keeps moving is not cut), each of ``attempts`` tries (pyarrow's retry strategy). A store that
+    accepts connections and never answers fails a request after about
+    ``attempts * (request_s + backoff)``: ~7 s by default. On S3 all three apply; on GCS the
+    retries stop after ``attempts * request_s``; other filesystems (HDFS...) keep their own. S3
+    over curl counts ``request_s`` in whole seconds (at least 1)."""
+
+    connect_s: float = 2.0
+    request_s: float = 2.0
+    attempts: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("connect_s", "request_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ValueError(f"attempts must be an int >= 1, got {self.attempts!r}")
+
+    def within(self, seconds: float) -> StoreTimeouts:
+        """These timeouts, shortened so that one request's tries fit in ``seconds``."""
+        request = min(self.request_s, max(seconds / self.attempts, 0.1))
+        return replace(self, connect_s=min(self.connect_s, request), request_s=request)
+
+
+#: The timeouts of filesystems built from URIs unless :func:`store_timeouts` says otherwise.
+DEFAULT_STORE_TIMEOUTS = StoreTimeouts()
+
+_TIMEOUTS: contextvars.ContextVar[StoreTimeouts] = contextvars.ContextVar("store_timeouts",
+                                                                          default=DEFAULT_STORE_TIMEOUTS)
+
+
+@contextmanager
+def store_timeouts(timeouts: StoreTimeouts | None) -> Iterator[StoreTimeouts]:
+    """Every filesystem built from a URI in this block (and this thread or task) gets ``timeouts``
+    (None: keep the ones in force). Filesystems passed in by the caller keep their own."""
+    if timeouts is None:
+        yield _TIMEOUTS.get()
+        return
+    if not isinstance(timeouts, StoreTimeouts):
+        raise TypeError(f"timeouts must be a StoreTimeouts, got {type(timeouts).__name__}")
+    token = _TIMEOUTS.set(timeouts)
     try:
-        return cast("tuple[Any, str]", pafs.FileSystem.from_uri(text))
-    except ValueError as e:  # pyarrow.ArrowInvalid
-        raise ConfigurationError(" ".join(str(e).replace(text, display_uri(text)).split())) from None
+        yield timeouts
+    finally:
+        _TIMEOUTS.reset(token)
+
+
+def _options_of(filesystem: Any) -> dict[str, Any]:
+    """The keyword arguments that rebuild ``filesystem`` (what pyarrow pickles it as)."""
+    return dict(cast("tuple[Any, tuple[dict[str, Any]]]", filesystem.__reduce__())[1][0])
+
+
+def _with_timeouts(filesystem: Any, timeouts: StoreTimeouts) -> Any:
+    """``filesystem`` (just built by ``from_uri``) rebuilt with ``timeouts``, from its own options."""
+    if isinstance(filesystem, pafs.S3FileSystem):
+        options = _options_of(filesystem)
+        options.update(connect_timeout=timeouts.connect_s, request_timeout=timeouts.request_s,
+                       retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=timeouts.attempts))
+        return pafs.S3FileSystem(**options)
+    if isinstance(filesystem, getattr(pafs, "GcsFileSystem", ())):
+        options = _options_of(filesystem)
+        options["retry_time_limit"] = datetime.timedelta(seconds=timeouts.request_s * timeouts.attempts)
+        return type(filesystem)(**options)
+    return filesystem
+
+
+def filesystem_from_uri(text: str, timeouts: StoreTimeouts | None = None) -> tuple[Any, str]:
+    """(the filesystem, the path on it) of a URI: THE parser of URIs for every command and API.
+
+    pyarrow's ``FileSystem.from_uri`` reads the URI (credentials in its user info or options,
+    ``endpoint_override=``, ``scheme=``, ``region=``...); the filesystem gets ``timeouts`` (default:
+    those of :func:`store_timeouts`, else :data:`DEFAULT_STORE_TIMEOUTS`). A URI it cannot open is
+    a :class:`~secure_bloom.errors.ConfigurationError` naming it by
+    :func:`~secure_bloom.display.display_uri` (no credentials, no options)."""
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(text)
+    except (ValueError, TypeError) as e:  # pyarrow.ArrowInvalid
+        message = str(e).replace(text, display_uri(text))
+        for secret in uri_secrets(text):
+            message = message.replace(secret, "<redacted>")
+        raise ConfigurationError(" ".join(message.split())) from None
+    except OSError as e:  # a lookup of the bucket's region
+        raise storage_error(e, display_uri(text)) from None
+    return _with_timeouts(filesystem, timeouts or _TIMEOUTS.get()), cast(str, path)
+
+
+def join_uri(base: str, relative: str) -> str:
+    """``relative`` (a '/'-separated path) under the prefix or directory ``base``: a URI keeps its
+    options after the new path (``s3://b/out?x=1`` + ``a/f.parquet`` is
+    ``s3://b/out/a/f.parquet?x=1``); a local path is joined with ``os.path.join``."""
+    if not is_store_uri(base):
+        return os.path.join(base, relative)
+    head, sep, query = base.partition("?")
+    return f"{head.rstrip('/')}/{relative.lstrip('/')}{sep}{query}"
 
 
 _AWS_ERROR = re.compile(r"AWS Error (\w+)")
@@ -125,8 +214,8 @@ def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any,
     """(the filesystem, the path on it) of a path or URI: None for a local file (path as given,
     ``file://`` removed); a URI without ``filesystem`` gets the filesystem it names."""
     text = os.fspath(source)
-    if filesystem is None and is_uri(text) and not text.startswith("file://"):
-        filesystem, text = locate_uri(text)
+    if filesystem is None and is_store_uri(text):
+        filesystem, text = filesystem_from_uri(text)
     text = _strip_scheme(text, filesystem)
     return (None if _is_local(filesystem) else filesystem), text
 
@@ -187,9 +276,10 @@ class Resolved:
         return isinstance(self.filesystem, pafs.LocalFileSystem)
 
 
-def resolve(source: Any, filesystem: Any = None) -> Resolved:
+def resolve(source: Any, filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> Resolved:
     """The filesystem and paths of ``source``: a path, a URI, or a list of either (one
-    filesystem for all). Local paths become absolute; a given ``filesystem`` is used as it is."""
+    filesystem for all, built with ``timeouts``). Local paths become absolute; a given
+    ``filesystem`` is used as it is."""
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not items:
         raise ValueError("source names no file")
@@ -197,9 +287,8 @@ def resolve(source: Any, filesystem: Any = None) -> Resolved:
     paths: list[str] = []
     for item in items:
         text = os.fspath(item)
-        if fs is None and is_uri(text) and not text.startswith("file://"):
-            found, path = locate_uri(text)
-            fs = found
+        if fs is None and is_store_uri(text):
+            fs, path = filesystem_from_uri(text, timeouts)
         elif fs is not None and is_uri(text):
             path = _strip_scheme(text, fs)
         elif is_uri(text):  # file://

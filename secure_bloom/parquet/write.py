@@ -85,6 +85,7 @@ from .leftovers import PairJournal, clean_leftovers
 from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
+from .sources import StoreTimeouts, display_path, filesystem_from_uri, is_store_uri, is_uri
 
 __all__ = ["write_table", "ParquetWriter", "write_to_dataset", "WriteReport", "BloomColumn", "SyncingSink",
            "SYNC_STEP", "DEFAULT_ROW_GROUP_SIZE"]
@@ -309,12 +310,12 @@ class _Destination:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
     def __str__(self) -> str:
-        if self.local:
-            return self.path
-        return f"{self.filesystem.type_name}:{self.path}"
+        return display_path(self.filesystem, self.path)
 
 
-def _destination(where: Any, filesystem: Any) -> _Destination:
+def _destination(where: Any, filesystem: Any, timeouts: StoreTimeouts | None = None) -> _Destination:
+    """Where ``where`` is: a URI through :func:`~secure_bloom.parquet.sources.filesystem_from_uri`
+    (never a local path: ``s3://KEY:SECRET@bucket/out`` creates nothing on the local disk)."""
     from pyarrow import fs as pafs
 
     if isinstance(where, Path) or (isinstance(where, os.PathLike) and not isinstance(where, str)):
@@ -322,8 +323,11 @@ def _destination(where: Any, filesystem: Any) -> _Destination:
     if not isinstance(where, str) or not where:
         raise TypeError("where must be a path (str or os.PathLike) or a URI; writing to a file object cannot "
                         f"be made atomic, got {type(where).__name__}")
-    if filesystem is None and "://" in where:
-        filesystem, where = pafs.FileSystem.from_uri(where)
+    if filesystem is None and is_store_uri(where):
+        filesystem, where = filesystem_from_uri(where, timeouts)
+    elif is_uri(where):
+        where = where[len("file://"):] if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem) \
+            else where.split("://", 1)[1]
     if filesystem is not None and not isinstance(filesystem, pafs.FileSystem):
         raise TypeError(f"filesystem must be a pyarrow.fs.FileSystem, got {type(filesystem).__name__}")
     if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
@@ -494,8 +498,10 @@ class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
-    bloom_filter_options=None, filesystem=None, max_bytes=1 MiB, **kwargs)``; ``kwargs`` go to
-    pyarrow's writer (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
+    bloom_filter_options=None, filesystem=None, max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    ``timeouts`` (:class:`~secure_bloom.parquet.sources.StoreTimeouts`) for the filesystem of a
+    URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
+    (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
     Options are checked and the data keys wrapped by the KMS when the writer is made; nothing
     appears at ``where`` until :meth:`close` has verified the complete file. Leaving a ``with``
     block by an exception discards everything (:meth:`abort`).
@@ -503,9 +509,10 @@ class ParquetWriter:
 
     def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
                  bloom_filter_options: Any = None, filesystem: Any = None,
-                 max_bytes: int = WRITER_DEFAULT_MAX_BYTES, **kwargs: Any) -> None:
+                 max_bytes: int = WRITER_DEFAULT_MAX_BYTES, timeouts: StoreTimeouts | None = None,
+                 **kwargs: Any) -> None:
         self._closed = True
-        self._dest = _destination(where, filesystem)
+        self._dest = _destination(where, filesystem, timeouts)
         self._setup = _setup(schema, encryption, kms, kms_connection_config, bloom_filter_options, max_bytes, kwargs)
         self._open(self._setup, self._dest)
 
@@ -823,8 +830,8 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
     (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
     sized for its exact distinct count, capped at ``max_bytes``; ``fpp`` defaults to 0.01).
-    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``. Other keywords go
-    to pyarrow's writer. Returns what was written; raises before writing anything for bad options.
+    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
+    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises before writing anything for bad options.
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
@@ -891,7 +898,7 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
                      encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
                      max_rows_per_file: int = 0, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
-                     **kwargs: Any) -> list[WriteReport]:
+                     timeouts: StoreTimeouts | None = None, **kwargs: Any) -> list[WriteReport]:
     """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
     its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
     name and meaning; 0, the default, is no limit) splits each partition's rows, in order, into
@@ -914,7 +921,7 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         raise ValueError("basename_template must contain '{i}'")
     file_rows, row_group_size = _file_rows(max_rows_per_file, row_group_size)
     _check_row_group_size(row_group_size)
-    root = _destination(root_path, filesystem)
+    root = _destination(root_path, filesystem, timeouts)
     data_schema = table.schema
     for c in cols:
         data_schema = data_schema.remove(data_schema.get_field_index(c))

@@ -398,7 +398,7 @@ def test_dead_object_store_is_could_not_check_with_a_specific_error(
     assert rc == 2 and "STORAGE_UNAVAILABLE" in err.out + err.err
     rc = main(["inspect", s3.uri(f"{mixed['prefix']}/000000_0", endpoint)])
     err = capsys.readouterr()
-    assert rc == 3
+    assert rc == 2  # STORAGE_UNAVAILABLE: could not check
     assert "the object store cannot be reached" in err.err and err.err.count("\n") == 1
 
 

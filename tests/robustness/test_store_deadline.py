@@ -1,0 +1,137 @@
+"""An object store that accepts connections and never answers (a real TCP server on 127.0.0.1 that
+holds every connection silent, tests/support/blackhole.py): every command returns within its
+deadline with STORAGE_UNAVAILABLE, exit 2, one clean line on stderr, nothing on stdout and
+nothing written (issue 20, item 3). Before, ``audit`` and ``query`` ran for more than 75 s.
+
+The CLI runs as a real process (``python -m secure_bloom.cli``): the deadline must end the
+process, not only the call, while a thread may still wait on the store.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from secure_bloom.errors import StorageUnavailableError
+from secure_bloom.parquet import KeyAccess
+from support.parquet_files import TESTING_KEY_LIST, vector_kms
+
+DEADLINE = 3.0
+#: What starting Python and importing pyarrow costs a process on a loaded 2-core machine, at most.
+STARTUP = 6.0
+
+
+def _uri(endpoint: str, path: str = "lake/events") -> str:
+    return f"s3://AKID:sEcReT-deadline@{path}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+
+
+def _cli(args: list[str], cwd: Path, timeout: float = 60.0) -> tuple[int, str, str, float]:
+    env = {**os.environ, "SECURE_BLOOM_KEY_LIST": TESTING_KEY_LIST}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "secure_bloom.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - start
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "cwd"
+    work.mkdir()
+    pq.write_table(pa.table({"id": list(range(10)), "ssn": [f"s{i}" for i in range(10)]}), work / "plain.parquet")
+    return work
+
+
+COMMANDS = {
+    "audit": ["audit", "{uri}", "--sensitive", "ssn", "--junit-xml", "audit.xml", "--json"],
+    "query": ["query", "{uri}", "--where", "id = 1", "--format", "csv", "--output", "rows.csv"],
+    "probe": ["probe", "{uri}", "--column", "ssn", "--value", "s1"],
+    "inspect": ["inspect", "{uri}", "--json"],
+    "encrypt-to-store": ["encrypt", "plain.parquet", "{uri}", "--footer-key", "kf", "--uniform"],
+    "encrypt-from-store": ["encrypt", "{uri}", "out.parquet", "--footer-key", "kf", "--uniform"],
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_gives_up_at_its_deadline(name: str, blackhole: Any, workdir: Path) -> None:
+    argv = [part.replace("{uri}", _uri(blackhole.endpoint)) for part in COMMANDS[name]]
+    rc, out, err, elapsed = _cli([*argv, "--deadline", str(DEADLINE)], workdir)
+    print(f"{name} against a blackhole, --deadline {DEADLINE:g}: exit {rc} after {elapsed:.2f} s")
+    assert blackhole.connections() > 0  # it did wait on the store
+    assert (rc, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("secure-bloom: error: ") and "STORAGE_UNAVAILABLE" in err
+    assert "sEcReT" not in err
+    assert elapsed < DEADLINE + STARTUP
+    assert sorted(p.name for p in workdir.iterdir()) == ["plain.parquet"]  # nothing written, not even partly
+
+
+def test_without_a_deadline_the_store_timeouts_end_an_audit_soon(blackhole: Any, workdir: Path) -> None:
+    """No --deadline: a URI gets the default (120 s), but the filesystem's own timeouts (2 s
+    without an answer, 3 tries) end the audit as "could not check" well before it."""
+    rc, out, err, elapsed = _cli(["audit", _uri(blackhole.endpoint), "--sensitive", "ssn"], workdir, timeout=100)
+    print(f"audit against a blackhole, default timeouts: exit {rc} after {elapsed:.2f} s")
+    assert rc == 2 and "STORAGE_UNAVAILABLE" in out + err and "COULD NOT CHECK" in out
+    assert elapsed < 20 + STARTUP
+
+
+def test_deadline_zero_is_none_and_bad_values_are_usage_errors(workdir: Path) -> None:
+    rc, _, err, _ = _cli(["inspect", "plain.parquet", "--deadline", "-1"], workdir)
+    assert rc == 2 and "--deadline must be >= 0" in err
+    rc, out, err, _ = _cli(["inspect", "plain.parquet", "--deadline", "0"], workdir)
+    assert (rc, err) == (0, "") and "plain.parquet" in out
+
+
+def test_python_api_takes_the_timeouts(blackhole: Any) -> None:
+    from secure_bloom.parquet import ParquetBloomReader
+    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.read import read_table
+    from secure_bloom.parquet.sources import StoreTimeouts, store_timeouts
+
+    QUICK = StoreTimeouts(connect_s=0.5, request_s=0.5, attempts=1)  # one try of at most 0.5 s per request
+    keys = KeyAccess(kms=vector_kms())
+    start = time.monotonic()
+    report = audit(_uri(blackhole.endpoint), ["ssn"], keys=keys, timeouts=QUICK)
+    audited = time.monotonic() - start
+    assert [(f.status.value, f.error_kind) for f in report.files] == [("could_not_check", "STORAGE_UNAVAILABLE")]
+    assert report.exit_code == 2
+    start = time.monotonic()
+    with pytest.raises(StorageUnavailableError, match=r"^s3://lake/events: the object store cannot be reached"):
+        read_table(_uri(blackhole.endpoint), filters=[("id", "==", 1)], keys=keys, timeouts=QUICK)
+    read = time.monotonic() - start
+    start = time.monotonic()
+    with store_timeouts(QUICK), pytest.raises(StorageUnavailableError):
+        ParquetBloomReader(_uri(blackhole.endpoint, "lake/a.parquet"), keys)
+    opened = time.monotonic() - start
+    print(f"Python API against a blackhole, 0.5 s x 1 try: audit {audited:.2f} s, read_table {read:.2f} s, "
+          f"reader {opened:.2f} s")
+    assert max(audited, read, opened) < 5
+
+
+def test_a_command_left_running_after_its_deadline_publishes_nothing(blackhole: Any, workdir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """In a caller's process (``main(argv)``) the worker thread is left behind, not killed: when it
+    finishes later (the store timeouts end its requests), its report and JUnit file are dropped."""
+    from secure_bloom.cli import main
+    from secure_bloom.cli.deadline import abandoned
+
+    monkeypatch.chdir(workdir)
+    start = time.monotonic()
+    rc = main(["audit", _uri(blackhole.endpoint), "--sensitive", "ssn", "--junit-xml", "audit.xml",
+               "--deadline", "1"])
+    returned = time.monotonic() - start
+    assert rc == 2 and returned < 2.5
+    assert abandoned()
+    while abandoned() and time.monotonic() - start < 30:  # the worker's audit ends: could not check
+        time.sleep(0.1)
+    assert not abandoned()
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "STORAGE_UNAVAILABLE" in captured.err
+    assert sorted(p.name for p in workdir.iterdir()) == ["plain.parquet"]
