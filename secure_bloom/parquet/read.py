@@ -45,10 +45,12 @@ from .keys import KeyAccess
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
+from .pruning_dataset import PruningDataset
 from .reader import ParquetBloomReader
 from .sources import CountingFileSystem, ReadCounter, resolve
 
-__all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format", "file_format"]
+__all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
+           "file_format"]
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -198,6 +200,21 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning)
     expression = to_expression(filters)
+    restricted, tree, report = restrict(base, fs, scan_fs, fmt, expression, keys=keys, columns=columns,
+                                        threads=threads, progress=progress, cache=cache)
+    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
+
+
+# ---- restrict: one pruning of a discovered dataset (shared with .pruning_dataset) ----
+
+
+def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, scan_fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+             expression: Any, *, keys: KeyAccess | None, columns: Sequence[str] | None = None,
+             threads: int | None = None, progress: bool | None = None,
+             cache: PruneCache | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
+    """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
+    match, as a dataset read through ``scan_fs``; the pruning tree; the report. ``columns`` (None:
+    all) are the columns the scan reads: see :func:`scan`."""
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
     kept = list(base.get_fragments(filter=expression)) if expression is not None else every
@@ -217,7 +234,10 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=scan_fs)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
-    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
+    return restricted, tree, report
+
+
+# ---- end restrict ----
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
@@ -230,10 +250,25 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
                 columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
 
 
-def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None, cache: PruneCache | None = None) -> ds.Dataset:
-    """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
-    (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
-    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``: see :func:`scan`."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache)
-    return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset
+def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
+            cache: PruneCache | None = None, partitioning: Any = "hive", threads: int | None = None,
+            progress: bool = False) -> PruningDataset:
+    """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
+    row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
+    ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
+    the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
+    pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
+    (``Dataset.filter``). ``cache``: see :func:`scan`; useful here, since every scan prunes."""
+    if keys is not None and not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, None, partitioning)
+
+    def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:
+        restricted, _, report = restrict(base, fs, scan_fs, fmt, expression, keys=keys, columns=columns,
+                                         threads=threads, progress=progress, cache=cache)
+        return restricted, report
+
+    expression = to_expression(filters)
+    if expression is not None:
+        prune(expression, None)  # refuses now what no scan could read (see scan(columns=))
+    return PruningDataset(base, prune, expression)
