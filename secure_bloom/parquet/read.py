@@ -38,7 +38,7 @@ import pyarrow.parquet.encryption as pe
 
 from ..errors import MissingKeyError
 from ..kms.client import is_kms_client
-from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
+from ..kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
@@ -58,7 +58,7 @@ def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
     if keys is None or keys.kms is None:
         return ds.ParquetFileFormat()
     kms = keys.kms
-    if is_kms_client(kms):
+    if is_kms_client(kms) or takes_connection_config(kms):
         factory = pyarrow_kms_client_factory(kms)
     else:
         factory = pyarrow_kms_client_factory(lambda config: kms(config.kms_instance_id, config.kms_instance_url))
