@@ -166,7 +166,7 @@ def _spark_rewrite(src: Path, out: Path, key_list: str, rows_per_group: int, cor
 
     policy = EncryptionPolicy(
         footer_key=_FOOTER_KEY, kms=KeyListKmsConfig(key_list=key_list),
-        column_keys={c: key for key, cols in _COLUMN_KEYS.items() for c in cols},
+        column_keys=_COLUMN_KEYS,
         bloom_filters={c: BloomFilterSpec(ndv=rows_per_group, fpp=DEFAULT_FPP) for c in FILTERED},
         bloom_filter_max_bytes=WRITER_DEFAULT_MAX_BYTES)
     try:

@@ -198,7 +198,7 @@ def run_lookup_benchmark(size_mb: float = 1024, files: int = 50, lookups: int = 
             from ..spark.session import local_spark
 
             policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=data["key_list"]),
-                                      column_keys={"key": "keys"})
+                                      column_keys={"keys": ["key"]})
             spark = local_spark("secure-bloom-bench-lookup", policy=policy)
             path = str(data["encrypted"])
             runners["spark"] = lambda k, _count: (len(spark.read.parquet(path).where(f"key = '{k}'").collect()), None)

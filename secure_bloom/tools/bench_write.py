@@ -133,8 +133,7 @@ def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> di
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    column_keys = {c: key for key, cols in COLUMN_KEYS.items() for c in cols}
-    policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=key_list), column_keys=column_keys,
+    policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=key_list), column_keys=COLUMN_KEYS,
                               bloom_filters={c: BloomFilterSpec(ndv=table.num_rows) for c in BLOOM_COLUMNS})
     source = tmp / "spark-source.parquet"
     pq.write_table(table, source)

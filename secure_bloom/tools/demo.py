@@ -200,13 +200,18 @@ def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
     return {"compliant": bool(report.is_compliant), "violations": violations}
 
 
-def _encryption_config() -> Any:
-    import pyarrow.parquet.encryption as pe
-
+def _columns_by_key() -> dict[str, list[str]]:
+    """COLUMN_KEYS in pyarrow's shape: master key id -> columns."""
     column_keys: dict[str, list[str]] = {}
     for column, key_id in COLUMN_KEYS.items():
         column_keys.setdefault(key_id, []).append(column)
-    return pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=column_keys, double_wrapping=True)
+    return column_keys
+
+
+def _encryption_config() -> Any:
+    import pyarrow.parquet.encryption as pe
+
+    return pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=_columns_by_key(), double_wrapping=True)
 
 
 def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
@@ -289,7 +294,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     per_group = max(1, rows // row_groups)
     policy = EncryptionPolicy(
         footer_key=FOOTER_KEY, kms=KeyListKmsConfig(key_list=_key_list_text(key_path)),
-        column_keys=COLUMN_KEYS,
+        column_keys=_columns_by_key(),
         bloom_filters={c: BloomFilterSpec(ndv=per_group, fpp=DEFAULT_FPP) for c in SENSITIVE})
     _say(f"secure_bloom demo: {rows} synthetic customers, dev keys from {key_path} "
          "(development keys: never for production)")

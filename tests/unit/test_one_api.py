@@ -3,6 +3,8 @@ users expect, the old ones kept as deprecated aliases, pyarrow's own names refus
 
 from __future__ import annotations
 
+import base64
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +44,24 @@ def test_key_access_takes_pyarrows_kms_client_factory(tmp_path: Path, factory: A
             ["maybe", "absent", "absent"]
     table = read_table(dst, keys=keys, filters=[("ssn", "==", "005-05-0005")])
     assert table["id"].to_pylist() == [5]
+
+
+KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in TESTING_KEYS.items())
+
+
+def test_encryption_policy_takes_pyarrows_column_keys_shape() -> None:
+    from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
+
+    kms = KeyListKmsConfig(KEY_LIST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy = EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"kc1": ["ssn", "a.b"], "kc2": ("ts",)})
+    assert policy.hadoop_conf()["parquet.encryption.column.keys"] == "kc1:ssn,a.b;kc2:ts"
+    assert dict(policy.column_keys) == {"kc1": ("ssn", "a.b"), "kc2": ("ts",)}
+    with pytest.warns(DeprecationWarning, match=r"\{key_id: \[columns\]\}"):
+        old = EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"ssn": "kc1", "a.b": "kc1", "ts": "kc2"})
+    assert old.hadoop_conf() == policy.hadoop_conf()
+    with pytest.raises(TypeError, match="list of column paths"):
+        EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"kc1": ["ssn"], "kc2": "ts"})
+    with pytest.raises(ValueError, match="two keys"):
+        EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"kc1": ["ssn"], "kc2": ["ssn"]})
