@@ -142,7 +142,10 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet import attach_bloom_filters
 
-    specs = [parse_column_spec(c) for c in args.columns]
+    if not args.bloom:
+        raise CliError("attach: give at least one --bloom PATH[:ndv=N][:fpp=P] (see 'secure-bloom attach --help')",
+                       ErrorKind.USAGE_ERROR)
+    specs = [parse_column_spec(c) for c in args.bloom]
     keys = key_access_from_args(args)
     if not os.path.isfile(args.src):
         if os.path.isdir(args.src):
@@ -162,7 +165,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     with _about(args.src), progress_bar("attach", "it") as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
-                                      max_bytes=args.max_bytes, overwrite=args.overwrite and not in_place,
+                                      bloom_filter_max_bytes=args.bloom_filter_max_bytes, overwrite=args.overwrite and not in_place,
                                       in_place=in_place, progress=progress)
     if args.json:
         print_json(render.jsonable(report), out)
@@ -236,7 +239,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
                     bar(0, source.metadata.num_row_groups, os.path.basename(src))
                 os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
                 with source, ParquetWriter(dst, source.schema_arrow, encryption=config, kms=keys.kms,
-                                           bloom_filter_options=bloom, max_bytes=args.max_bytes,
+                                           bloom_filter_options=bloom, bloom_filter_max_bytes=args.bloom_filter_max_bytes,
                                            compression=args.compression) as writer:
                     for i in range(source.num_row_groups):
                         part = source.read_row_group(i)

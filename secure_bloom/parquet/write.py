@@ -15,7 +15,7 @@ temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group
 ours; each slice's Bloom columns are hashed from the same Arrow arrays
 (:func:`secure_bloom.values.arrow.leaf_values`, :func:`~secure_bloom.values.physical.hash_values`)
 and one filter per row group is sized from the slice's exact distinct count (or ``ndv``) at
-``fpp``, capped at ``max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
+``fpp``, capped at ``bloom_filter_max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
 (the same KMS unwraps pyarrow's key material), every filter is checked against the chunk's stored
 min/max, and the footer is replaced in place by the filters and a rewritten footer
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
@@ -75,7 +75,7 @@ from ..values.physical import hash_values
 from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, verify_filters
 from .attach import AttachedFilter
 from .keys import KeyAccess
-from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
+from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp, size_cap
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
 
@@ -161,7 +161,7 @@ def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
 def _check_max_bytes(max_bytes: Any) -> int:
     if (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
             or not MIN_BITSET_BYTES <= max_bytes <= SPEC_MAX_BITSET_BYTES):
-        raise ValueError(f"max_bytes must be an int from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, "
+        raise ValueError(f"bloom_filter_max_bytes must be an int from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, "
                          f"got {max_bytes!r}")
     return max_bytes
 
@@ -424,7 +424,7 @@ class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
-    bloom_filter_options=None, filesystem=None, max_bytes=1 MiB, **kwargs)``; ``kwargs`` go to
+    bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, **kwargs)``; ``kwargs`` go to
     pyarrow's writer (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
     Options are checked and the data keys wrapped by the KMS when the writer is made; nothing
     appears at ``where`` until :meth:`close` has verified the complete file. Leaving a ``with``
@@ -433,10 +433,12 @@ class ParquetWriter:
 
     def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
                  bloom_filter_options: Any = None, filesystem: Any = None,
-                 max_bytes: int = WRITER_DEFAULT_MAX_BYTES, **kwargs: Any) -> None:
+                 bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                 **kwargs: Any) -> None:
         self._closed = True
         self._dest = _destination(where, filesystem)
-        self._setup = _setup(schema, encryption, kms, kms_connection_config, bloom_filter_options, max_bytes, kwargs)
+        self._setup = _setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                             size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
         self._open(self._setup, self._dest)
 
     @classmethod
@@ -715,20 +717,22 @@ def _upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
 
 def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
                 bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
-                max_bytes: int = WRITER_DEFAULT_MAX_BYTES, **kwargs: Any) -> WriteReport:
+                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                **kwargs: Any) -> WriteReport:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
     ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
     KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
     (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``max_bytes``; ``fpp`` defaults to 0.01).
+    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
     ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``. Other keywords go
     to pyarrow's writer. Returns what was written; raises before writing anything for bad options.
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
-                       bloom_filter_options=bloom_filter_options, filesystem=filesystem, max_bytes=max_bytes,
+                       bloom_filter_options=bloom_filter_options, filesystem=filesystem,
+                       bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
                        **kwargs) as writer:
         writer.write_table(table, row_group_size)
     report = writer.report
@@ -789,7 +793,8 @@ def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | 
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
                      encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
-                     max_rows_per_file: int = 0, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     max_bytes: int | None = None,
                      **kwargs: Any) -> list[WriteReport]:
     """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
     its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
@@ -817,7 +822,8 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     data_schema = table.schema
     for c in cols:
         data_schema = data_schema.remove(data_schema.get_field_index(c))
-    setup = _setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options, max_bytes, kwargs)
+    setup = _setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                   size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
     reports = []
     for directory, rows in _partitions(table, cols):
         if root.local:

@@ -145,7 +145,7 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
         del table
     else:
         report = attach_bloom_filters(src, dst, list(FILTERED), KeyAccess(kms=kms), fpp=DEFAULT_FPP,
-                                      max_bytes=WRITER_DEFAULT_MAX_BYTES, overwrite=True)
+                                      bloom_filter_max_bytes=WRITER_DEFAULT_MAX_BYTES, overwrite=True)
         extra = {"filters": len(report.filters), "dst_bytes": report.dst_bytes,
                  "filter_bytes": sum(f.length for f in report.filters), "kernel": kernels.kernel_summary()}
     seconds = time.perf_counter() - start

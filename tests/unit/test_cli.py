@@ -397,8 +397,8 @@ def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_f
                                      tmp_path: Path) -> None:
     dst = tmp_path / "attached.parquet.encrypted"
     kl = ["--key-list", lw.key_list()]
-    rc, out, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn:fpp=0.001",
-                       "--column", "email:ndv=10", "--json", *kl)
+    rc, out, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn:fpp=0.001",
+                       "--bloom", "email:ndv=10", "--json", *kl)
     assert (rc, err) == (0, KEY_LIST_WARNING)
     filters = json.loads(out)["filters"]
     assert sorted((f["column"], f["row_group"], f["encrypted"], f["ndv"]) for f in filters) == [
@@ -411,15 +411,15 @@ def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_f
     values = [answers_by_label(g) for g in json.loads(out)["row_groups"]]
     assert values[0]["ssn-0001"] == "maybe" and values[1]["ssn-0099"] == "maybe"
     assert run(capsys, "audit", str(dst), "--sensitive", "ssn,email", *kl)[0] == 0
-    rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", *kl)
+    rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn", *kl)
     assert rc == 2 and "already exists (use --overwrite" in err
-    assert run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", "--overwrite", *kl)[0] == 0
+    assert run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn", "--overwrite", *kl)[0] == 0
 
 
 def test_attach_in_place(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "plain.parquet"
     path.write_bytes(Path(PLAIN_BLOOM).read_bytes())
-    rc, out, _ = run(capsys, "attach", str(path), str(path), "--column", "String:ndv=14", "--overwrite")
+    rc, out, _ = run(capsys, "attach", str(path), str(path), "--bloom", "String:ndv=14", "--overwrite")
     assert rc == 0 and "wrote" in out
     rc, out, _ = run(capsys, "inspect", str(path), "--json")
     (chunk,) = json.loads(out)["row_groups"][0]["chunks"]
@@ -439,7 +439,7 @@ def test_probe_ambiguous_dotted_path_and_json_path(capsys: pytest.CaptureFixture
         rc, out, err = run(capsys, "probe", str(path), "--column", column, "--value", "top", "--json")
         assert (rc, err) == (0, ""), err
         assert json.loads(out)["column"] == leaf
-    rc, out, _ = run(capsys, "attach", str(path), str(tmp_path / "out.parquet"), "--column", '["a", "b"]:ndv=1')
+    rc, out, _ = run(capsys, "attach", str(path), str(tmp_path / "out.parquet"), "--bloom", '["a", "b"]:ndv=1')
     assert rc == 0 and "Bloom filters for a.b" in out
     rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a", "b"]',
                      "--value", "nested", "--value", "top", "--json")
@@ -463,7 +463,7 @@ def test_parse_column_spec(spec: str, expected: tuple[str, int | None, float | N
 
 @pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1", "[a.b]", "[]", '["a", 1]'])
 def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str) -> None:
-    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--column", spec)
+    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--bloom", spec)
     assert rc == 2 and ONE_LINE_ERROR.match(err), err
 
 
@@ -629,7 +629,7 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
         ("missing option", ["probe", JAVA_BLOOM, "--column", "x"], 2, "--value"),
         ("KMS token not set", ["inspect", JAVA_BLOOM, "--kms-url", "http://127.0.0.1:9", "--kms-token-env",
                                "SECURE_BLOOM_TEST_UNSET_VARIABLE"], 2, "needs a token"),
-        ("bad fpp", ["attach", PLAIN_BLOOM, str(tmp_path / "o.parquet"), "--column", "String", "--fpp", "7"], 2,
+        ("bad fpp", ["attach", PLAIN_BLOOM, str(tmp_path / "o.parquet"), "--bloom", "String", "--fpp", "7"], 2,
          "(0, 1)"),
     ]
 
@@ -775,8 +775,8 @@ def test_key_material_never_printed(capsys: pytest.CaptureFixture[str], audit_fi
         ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1", *canary_keys],
         ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1", "--key", "kf=text:0123456789012345",
          "--key", f"kc1=text:{text_canary}"],                                      # wrong column key
-        ["attach", src, str(tmp_path / "a.parquet.encrypted"), "--column", "ssn", *canary_keys],
-        ["attach", JAVA_BLOOM, str(tmp_path / "b.parquet"), "--column", "double_field", *wrong_keys],
+        ["attach", src, str(tmp_path / "a.parquet.encrypted"), "--bloom", "ssn", *canary_keys],
+        ["attach", JAVA_BLOOM, str(tmp_path / "b.parquet"), "--bloom", "double_field", *wrong_keys],
         ["audit", src, leak, "--sensitive", "ssn,email", "--json", *canary_keys],
         ["audit", src, "--sensitive", "ssn", "--junit-xml", str(tmp_path / "j.xml"), *canary_keys],
         ["audit", JAVA_BLOOM, "--sensitive", "double_field", *wrong_keys],

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet  # noqa: F401 - pa.parquet
 import pyarrow.parquet.encryption as pe
 import pytest
 
@@ -65,3 +66,41 @@ def test_encryption_policy_takes_pyarrows_column_keys_shape() -> None:
         EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"kc1": ["ssn"], "kc2": "ts"})
     with pytest.raises(ValueError, match="two keys"):
         EncryptionPolicy(footer_key="kf", kms=kms, column_keys={"kc1": ["ssn"], "kc2": ["ssn"]})
+
+
+def test_one_name_for_the_filter_size_cap(tmp_path: Path) -> None:
+    from secure_bloom.parquet import write_table
+
+    table = pa.table({"v": [f"value-{i}" for i in range(20_000)]})
+    src = tmp_path / "src.parquet"
+    pa.parquet.write_table(table, src)
+    report = attach_bloom_filters(src, tmp_path / "a.parquet", ["v"], bloom_filter_max_bytes=1024)
+    assert report.filters[0].num_bytes == 1024 and report.filters[0].capped
+    with pytest.warns(DeprecationWarning, match="bloom_filter_max_bytes"):
+        old = attach_bloom_filters(src, tmp_path / "b.parquet", ["v"], max_bytes=2048)
+    assert old.filters[0].num_bytes == 2048
+    encryption = pe.EncryptionConfiguration(footer_key="kf", column_keys={"kc1": ["v"]})
+    written = write_table(table, tmp_path / "w.parquet", encryption=encryption, kms=KeyListKms(TESTING_KEYS),
+                          bloom_filter_options={"v": True}, bloom_filter_max_bytes=4096)
+    assert written.filters[0].num_bytes == 4096
+    with pytest.warns(DeprecationWarning):
+        written = write_table(table, tmp_path / "x.parquet", encryption=encryption, kms=KeyListKms(TESTING_KEYS),
+                              bloom_filter_options={"v": True}, max_bytes=8192)
+    assert written.filters[0].num_bytes == 8192
+
+
+def test_cli_adds_filters_with_bloom_everywhere_old_spellings_warn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from secure_bloom.cli import main
+
+    src = tmp_path / "src.parquet"
+    pa.parquet.write_table(pa.table({"v": [f"value-{i}" for i in range(20_000)]}), src)
+    assert main(["attach", str(src), str(tmp_path / "a.parquet"), "--bloom", "v:fpp=0.1",
+                 "--bloom-filter-max-bytes", "1024", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert '"num_bytes": 1024' in out and "deprecated" not in err
+    assert main(["attach", str(src), str(tmp_path / "b.parquet"), "--column", "v", "--max-bytes", "2048", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert '"num_bytes": 2048' in out
+    assert "--column is deprecated, use --bloom" in err and "--max-bytes is deprecated, use --bloom-filter-max-bytes" in err
+    assert main(["attach", str(src), str(tmp_path / "c.parquet")]) == 2
+    assert "give at least one --bloom" in capsys.readouterr().err

@@ -321,7 +321,7 @@ BAD_OPTIONS = [
      ValueError, "two keys"),
     ({"encryption": {"footer_key": "kf"}}, TypeError, "EncryptionConfiguration"),
     ({"encryption_properties": object()}, TypeError, "encryption_properties is set by secure_bloom"),
-    ({"max_bytes": 16}, ValueError, "max_bytes must be an int from 32"),
+    ({"bloom_filter_max_bytes": 16}, ValueError, "bloom_filter_max_bytes must be an int from 32"),
     ({"compression": "no-such-codec"}, ValueError, "no-such-codec"),
 ]
 
