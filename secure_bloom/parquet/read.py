@@ -27,6 +27,7 @@ before anything is scanned (:func:`~secure_bloom.parquet.arrow_source.direct_dec
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
 
-from ..errors import MissingKeyError
+from ..errors import ColumnNotFoundError, MissingKeyError
 from ..kms.client import is_kms_client
 from ..kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ..types import ChunkEncryption, FooterMode
@@ -217,7 +218,14 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, scan_fs: pafs.File
     all) are the columns the scan reads: see :func:`scan`."""
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
-    kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    try:
+        kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    except pa.ArrowInvalid as e:
+        missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
+        if missing is None:
+            raise
+        raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
+                                  f"(columns: {', '.join(base.schema.names)})") from None
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
 
@@ -240,25 +248,43 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, scan_fs: pafs.File
 # ---- end restrict ----
 
 
+#: pyarrow's own decryption arguments, and what to give secure_bloom instead.
+_PYARROW_DECRYPTION = ("decryption_properties", "decryption_config", "crypto_factory", "kms_connection_config")
+
+
+def _refuse_pyarrow_options(function: str, options: dict[str, Any]) -> None:
+    """A clear TypeError for pyarrow's decryption arguments (and any other unknown one)."""
+    for name in options:
+        if name in _PYARROW_DECRYPTION:
+            raise TypeError(f"{function}({name}=...) is pyarrow's: give keys=KeyAccess(kms=...) (a KMS client or "
+                            "pyarrow KmsClient factory; explicit={key id: key} for bare key ids) and secure_bloom "
+                            "decrypts the data and the Bloom filters with it")
+    if options:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(options))!r}")
+
+
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
                keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
-               cache: PruneCache | None = None) -> pa.Table:
+               cache: PruneCache | None = None, **pyarrow_options: Any) -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
-    a file, as pyarrow's own filtered read. ``cache``: see :func:`scan`."""
+    a file, as pyarrow's own filtered read. ``cache``: see :func:`scan`. pyarrow's
+    ``decryption_properties=`` is refused with a pointer to ``keys=``."""
+    _refuse_pyarrow_options("read_table", pyarrow_options)
     return scan(source, filters=filters, keys=keys, filesystem=filesystem,
                 columns=columns, cache=cache).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
             cache: PruneCache | None = None, partitioning: Any = "hive", threads: int | None = None,
-            progress: bool = False) -> PruningDataset:
+            progress: bool = False, **pyarrow_options: Any) -> PruningDataset:
     """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
     row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
     ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
     the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
     pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
     (``Dataset.filter``). ``cache``: see :func:`scan`; useful here, since every scan prunes."""
+    _refuse_pyarrow_options("dataset", pyarrow_options)
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, None, partitioning)

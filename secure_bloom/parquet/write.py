@@ -58,6 +58,7 @@ import pyarrow.parquet.encryption as pe
 from .. import thrift_codec
 from ..errors import (
     ColumnNotFoundError,
+    DestinationExistsError,
     SecureBloomError,
     UnsupportedParquetFeatureError,
     WriteError,
@@ -268,7 +269,9 @@ def _setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: Any, b
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     for name in _OWN_OPTIONS:
         if name in writer_options:
-            raise TypeError(f"{name} is set by secure_bloom (give encryption=, kms= and bloom_filter_options=)")
+            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
+                            "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
+                            "KmsClient factory) and bloom_filter_options=")
     specs = bloom_specs(bloom_filter_options)
     max_bytes = _check_max_bytes(max_bytes)
     config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
@@ -790,11 +793,60 @@ def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | 
     return max_rows_per_file, row_group_size
 
 
+_EXISTING_DATA = ("overwrite_or_ignore", "error", "delete_matching")
+
+
+def _partitioning_columns(partitioning: Any, flavor: str | None, partition_cols: Any) -> list[str]:
+    """The hive partition columns pyarrow's ``partitioning`` (and ``partitioning_flavor``) name."""
+    if partitioning is None:
+        if flavor not in (None, "hive"):
+            raise ValueError(f"partitioning_flavor={flavor!r}: secure_bloom writes hive partitions only")
+        return []
+    if partition_cols:
+        raise TypeError("give partition_cols= or partitioning=, not both")
+    import pyarrow.dataset as pads
+
+    if isinstance(partitioning, (list, tuple)) and all(isinstance(c, str) for c in partitioning):
+        if flavor != "hive":
+            raise ValueError("partitioning=[columns] without partitioning_flavor='hive' is pyarrow's directory "
+                             "partitioning, which secure_bloom does not write: give partition_cols=[...] or "
+                             "partitioning_flavor='hive'")
+        return list(partitioning)
+    if isinstance(partitioning, pads.HivePartitioning):
+        return list(partitioning.schema.names)
+    raise ValueError(f"partitioning={type(partitioning).__name__}: secure_bloom writes hive partitions only "
+                     "(partition_cols=[...], or a pyarrow.dataset.HivePartitioning)")
+
+
+def _holds_files(root: _Destination, path: str) -> bool:
+    if root.local:
+        return os.path.isdir(path) and any(files for _, _, files in os.walk(path))
+    from pyarrow import fs as pafs
+
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return any(info.type == pafs.FileType.File for info in root.filesystem.get_file_info(selector))
+
+
+def _delete_files(root: _Destination, folder: str) -> None:
+    """The files directly in ``folder`` (one partition's), deleted before it is written."""
+    if root.local:
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+        return
+    from pyarrow import fs as pafs
+
+    for info in root.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            root.filesystem.delete_file(info.path)
+
+
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
                      encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
                      max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
-                     max_bytes: int | None = None,
+                     max_bytes: int | None = None, existing_data_behavior: str = "overwrite_or_ignore",
+                     partitioning: Any = None, partitioning_flavor: str | None = None,
                      **kwargs: Any) -> list[WriteReport]:
     """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
     its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
@@ -804,12 +856,22 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     ``basename_template`` has ``{i}``, numbered from 0 in each directory (default
     ``<uuid>-{i}.parquet``, as pyarrow). Every option is checked before the first file is
     written; each file appears complete or not at all (the dataset as a whole is not one atomic
-    unit: a failure leaves the files written before it)."""
+    unit: a failure leaves the files written before it).
+
+    ``existing_data_behavior`` (pyarrow's): ``"overwrite_or_ignore"`` (default: files of the same
+    name are replaced, others kept), ``"error"`` (:class:`DestinationExistsError` if the root
+    holds any file), ``"delete_matching"`` (the files of each partition written are deleted
+    first). ``partitioning``: a list of column names with ``partitioning_flavor="hive"`` or a
+    ``pyarrow.dataset`` hive partitioning, the same as ``partition_cols``; other layouts
+    (directory partitioning, a filename flavor) are refused by name."""
     import uuid
 
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
-    cols = list(partition_cols or [])
+    if existing_data_behavior not in _EXISTING_DATA:
+        raise ValueError(f"existing_data_behavior must be one of {', '.join(_EXISTING_DATA)}, "
+                         f"got {existing_data_behavior!r}")
+    cols = list(partition_cols or []) + _partitioning_columns(partitioning, partitioning_flavor, partition_cols)
     missing = [c for c in cols if table.schema.get_field_index(c) < 0]
     if missing:
         raise ColumnNotFoundError(f"partition_cols: no column {missing[0]!r} in the table")
@@ -824,6 +886,8 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         data_schema = data_schema.remove(data_schema.get_field_index(c))
     setup = _setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options,
                    size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
+    if existing_data_behavior == "error" and _holds_files(root, root.path):
+        raise DestinationExistsError(f"{root.path}: holds data (existing_data_behavior='error')")
     reports = []
     for directory, rows in _partitions(table, cols):
         if root.local:
@@ -832,6 +896,8 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         else:
             folder = "/".join(p for p in (root.path.rstrip("/"), directory) if p)
             root.filesystem.create_dir(folder, recursive=True)
+        if existing_data_behavior == "delete_matching":
+            _delete_files(root, folder)
         rows = rows.replace_schema_metadata(data_schema.metadata)
         step = file_rows or max(rows.num_rows, 1)
         for i, start in enumerate(range(0, max(rows.num_rows, 1), step)):

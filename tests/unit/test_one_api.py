@@ -104,3 +104,66 @@ def test_cli_adds_filters_with_bloom_everywhere_old_spellings_warn(tmp_path: Pat
     assert "--column is deprecated, use --bloom" in err and "--max-bytes is deprecated, use --bloom-filter-max-bytes" in err
     assert main(["attach", str(src), str(tmp_path / "c.parquet")]) == 2
     assert "give at least one --bloom" in capsys.readouterr().err
+
+
+def _config() -> pe.EncryptionConfiguration:
+    return pe.EncryptionConfiguration(footer_key="kf", column_keys={"kc1": ["ssn"]})
+
+
+def test_pyarrows_own_argument_names_point_to_ours(tmp_path: Path) -> None:
+    from secure_bloom.parquet import dataset, write_table
+
+    table = sample_table(10)
+    with pytest.raises(TypeError, match=r"encryption_properties=\.\.\. is pyarrow's; .*give encryption="):
+        write_table(table, tmp_path / "a.parquet", encryption=_config(), kms=KeyListKms(TESTING_KEYS),
+                    encryption_properties=object())
+    path = write_encrypted(tmp_path / "b.parquet", table)
+    props = pe.CryptoFactory(lambda cfg: PyArrowKeyList(cfg)).file_decryption_properties(pe.KmsConnectionConfig())
+    for call in (read_table, dataset):
+        with pytest.raises(TypeError, match=r"decryption_properties=\.\.\.\) is pyarrow's: give keys=KeyAccess"):
+            call(path, decryption_properties=props)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colums'"):
+        read_table(path, colums=["id"])
+
+
+def test_an_unknown_filter_column_is_column_not_found(tmp_path: Path) -> None:
+    from secure_bloom.errors import ColumnNotFoundError
+    from secure_bloom.parquet import dataset
+
+    pa.parquet.write_table(pa.table({"x": [1, 2]}), tmp_path / "x.parquet")
+    with pytest.raises(ColumnNotFoundError, match=r"column 'nope'.*\(columns: x\)"):
+        read_table(tmp_path / "x.parquet", filters=[("nope", "==", 1)])
+    with pytest.raises(ColumnNotFoundError, match="'nope'"):
+        dataset(tmp_path / "x.parquet").to_table(filter=pa.compute.field("nope") == 1)
+
+
+def test_write_to_dataset_existing_data_behavior_and_partitioning(tmp_path: Path) -> None:
+    import pyarrow.dataset as pads
+
+    from secure_bloom.errors import DestinationExistsError
+    from secure_bloom.parquet import write_to_dataset
+
+    table = pa.table({"ssn": ["a", "b", "c"], "country": ["FR", "DE", "FR"]})
+    kms = KeyListKms(TESTING_KEYS)
+    root = tmp_path / "lake"
+
+    def write(**options: Any) -> None:
+        write_to_dataset(table, root, encryption=_config(), kms=kms, bloom_filter_options={"ssn": True}, **options)
+
+    write(partitioning=["country"], partitioning_flavor="hive")
+    assert sorted(p.parent.name for p in root.rglob("*.parquet")) == ["country=DE", "country=FR"]
+    write(partitioning=pads.partitioning(pa.schema([("country", pa.string())]), flavor="hive"))
+    assert len(list(root.rglob("*.parquet"))) == 4  # overwrite_or_ignore: new names, old files kept
+    write(partition_cols=["country"], existing_data_behavior="delete_matching")
+    assert len(list(root.rglob("*.parquet"))) == 2
+    with pytest.raises(DestinationExistsError, match="existing_data_behavior='error'"):
+        write(partition_cols=["country"], existing_data_behavior="error")
+    assert len(list(root.rglob("*.parquet"))) == 2
+    keys = KeyAccess(kms=kms)
+    assert sorted(read_table(root, keys=keys, filters=[("ssn", "in", ["a", "c"])])["ssn"].to_pylist()) == ["a", "c"]
+    with pytest.raises(ValueError, match="directory partitioning"):
+        write(partitioning=["country"])
+    with pytest.raises(ValueError, match="hive partitions only"):
+        write(partitioning=pads.partitioning(pa.schema([("country", pa.string())])))
+    with pytest.raises(ValueError, match="existing_data_behavior must be one of"):
+        write(existing_data_behavior="replace")
