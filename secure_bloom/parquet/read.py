@@ -137,15 +137,21 @@ def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
     why the inspection failed."""
     if keys is None or (not keys.has_keys and keys.aad_prefix is None):
         return None
-    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
-                         schema=pa.schema([]))  # lists the files, opens none
-    first = next(iter(listing.get_fragments()), None)
+    first = _first_file(target, fs, partitioning)
     if first is None:
         return None
-    with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
+    with ParquetBloomReader(first, keys, filesystem=fs) as reader:
         shared = ds.ParquetFileFormat()
         fmt = file_format(reader, keys, shared, columns=())  # the footer only: the schema
     return None if fmt is shared else fmt
+
+
+def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | None:
+    """The first file pyarrow would inspect for the schema (listed, not opened)."""
+    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
+                         schema=pa.schema([]))
+    first = next(iter(listing.get_fragments()), None)
+    return first.path if first is not None else None
 
 
 def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
@@ -166,6 +172,10 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
         if inspect is not None:
             base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
         elif "decryption" in str(e) and (keys is None or keys.kms is None):
+            first = _first_file(target, fs, parts)
+            if first is not None:  # our reader says which key is missing, as the CLI does
+                with ParquetBloomReader(first, keys, filesystem=fs):
+                    pass
             raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
                                   "client their key material was wrapped with (or explicit=... for key ids)") from None
         else:

@@ -167,3 +167,18 @@ def test_write_to_dataset_existing_data_behavior_and_partitioning(tmp_path: Path
         write(partitioning=pads.partitioning(pa.schema([("country", pa.string())])))
     with pytest.raises(ValueError, match="existing_data_behavior must be one of"):
         write(existing_data_behavior="replace")
+
+
+def test_a_missing_key_reads_as_the_clis_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from secure_bloom.cli import main
+    from secure_bloom.errors import MissingKeyError
+    from secure_bloom.parquet import dataset
+
+    path = write_encrypted(tmp_path / "e.parquet", sample_table(10))
+    assert main(["inspect", str(path)]) != 0
+    cli = capsys.readouterr().err.strip().removeprefix("secure-bloom: error: ")
+    assert cli == f"{path}: the footer key 'kf' is needed and no keys were given"
+    for call in (read_table, dataset):
+        with pytest.raises(MissingKeyError) as err:
+            call(path)
+        assert str(err.value) == cli
