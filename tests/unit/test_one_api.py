@@ -182,3 +182,20 @@ def test_a_missing_key_reads_as_the_clis_message(tmp_path: Path, capsys: pytest.
         with pytest.raises(MissingKeyError) as err:
             call(path)
         assert str(err.value) == cli
+
+
+@pytest.mark.parametrize("environ,expected", [({"VAULT_TOKEN": "v", "BAO_TOKEN": "b"}, "v"), ({"BAO_TOKEN": "b"}, "b")])
+def test_worker_keys_read_the_token_variables_the_cli_reads(monkeypatch: pytest.MonkeyPatch,
+                                                           environ: dict[str, str], expected: str) -> None:
+    from secure_bloom.parquet.keys import key_access_from_sources
+    from secure_bloom.spark.dataset import WorkerKeys
+
+    monkeypatch.delenv("VAULT_TOKEN", raising=False)
+    monkeypatch.delenv("BAO_TOKEN", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    url = f"http://127.0.0.1:8200/{expected}"  # a fresh WorkerKeys per case (its KeyAccess is cached)
+    worker = WorkerKeys(transit_url=url).key_access().kms
+    cli = key_access_from_sources(kms_url=url).kms
+    assert worker._token == cli._token == expected
+    assert "VAULT_TOKEN or BAO_TOKEN" in repr(WorkerKeys(transit_url=url))
