@@ -10,6 +10,7 @@ naming the file. The library does the work (:mod:`secure_bloom.parquet`); the te
 from __future__ import annotations
 
 import argparse
+import json
 import contextvars
 import importlib
 import os
@@ -22,7 +23,7 @@ from ..errors import ErrorKind, SecureBloomError, error_kind
 from . import render
 from .exits import EXIT_OK, EXIT_USAGE, CliError, UsageError, describe
 from .keys import key_access_from_args
-from .output import print_json, progress_bar
+from .output import envelope, print_json, progress_bar
 from .parser import DELEGATED, parse_column_spec
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
@@ -108,9 +109,9 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         with _open_reader(file, keys) as reader:
             return describe_with_storage(reader)
 
-    descriptions, is_dir = _each_file(args.file, describe)
+    descriptions, _ = _each_file(args.file, describe)
     if args.json:
-        print_json(render.jsonable(descriptions if is_dir else descriptions[0]), out)
+        print_json(render.jsonable(descriptions), out, "inspect")
     else:
         out.write("\n".join(render.inspect_table(d) for d in descriptions))
     return EXIT_OK
@@ -131,7 +132,7 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 
     docs, is_dir = _each_file(args.file, probe)
     if args.json:
-        print_json(docs if is_dir else docs[0], out)
+        print_json(docs, out, "probe")
     elif is_dir:
         out.write(render.probe_files_table(docs, texts))
     else:
@@ -168,7 +169,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
                                       bloom_filter_max_bytes=args.bloom_filter_max_bytes, overwrite=args.overwrite and not in_place,
                                       in_place=in_place, progress=progress)
     if args.json:
-        print_json(render.jsonable(report), out)
+        print_json(render.jsonable(report), out, "attach")
     else:
         out.write(render.attach_summary(args.src, args.dst, [dotted[path] for path in columns], report))
     return EXIT_OK
@@ -250,7 +251,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
                 reports.append(writer.report)
     if args.json:
         docs = [r.to_dict() for r in reports]
-        print_json(render.jsonable(docs if len(docs) > 1 or os.path.isdir(args.src) else docs[0]), out)
+        print_json(render.jsonable(docs), out, "encrypt")
     else:
         for (src, _), report in zip(pairs, reports):
             out.write(render.encrypt_summary(src, report))
@@ -282,8 +283,7 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
         except OSError as e:
             raise CliError(describe(args.junit_xml, e), ErrorKind.IO_ERROR) from e  # the audit itself failed: 3
     if args.json:
-        out.write(json_safe(report.to_json()))
-        out.write("\n")
+        print_json(json.loads(report.to_json()), out, "audit")
     else:
         out.write(render.audit_text(report))
     return int(report.exit_code)
@@ -341,11 +341,7 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
         text = buffer.getvalue().decode("utf-8")
     elif args.format == "json":
         rows = render.jsonable(table.to_pylist())
-        import json
-
-        doc: Any = rows
-        if report is not None:
-            doc = {"rows": rows, "report": report}
+        doc = envelope("query", {"rows": rows, "report": report})
         text = json_safe(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)) + "\n"
     else:
         shown = table if args.limit is None else table.slice(0, args.limit)
@@ -373,7 +369,7 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     fixed = [item for d in directories for item in clean_leftovers(d)] if args.fix else []
     if args.json:
         print_json({"leftovers": [f.to_dict() for f in found],
-                    "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out)
+                    "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out, "doctor")
     else:
         out.write(render.doctor_text(found, fixed, args.fix))
     remaining = [left for d in directories for left in find_leftovers(d)] if args.fix else found

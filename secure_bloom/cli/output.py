@@ -116,7 +116,23 @@ def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
         bar.close()
 
 
-def print_json(obj: Any, out: TextIO) -> None:
-    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`)."""
+#: The version of the ``--json`` envelope (README "JSON output"): bumped when a field changes meaning.
+JSON_VERSION = 1
+
+
+def envelope(command: str, result: Any) -> dict[str, Any]:
+    """Every ``--json`` document: ``{"version": 1, "command": ..., "secure_bloom": <package
+    version>, "result": ...}``; commands that take files (inspect, probe, encrypt) give a list
+    with one item per file, also for a single file."""
+    from .. import __version__
+
+    return {"version": JSON_VERSION, "command": command, "secure_bloom": __version__, "result": result}
+
+
+def print_json(obj: Any, out: TextIO, command: str | None = None) -> None:
+    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`);
+    in the :func:`envelope` of ``command`` when one is named."""
+    if command is not None:
+        obj = envelope(command, obj)
     out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))
     out.write("\n")

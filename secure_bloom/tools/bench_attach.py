@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cli.output import envelope
 from .. import kernels
 from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
 
@@ -276,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = None if args.json else (lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
     result = run_attach_benchmark(args.rows, row_group_rows=args.row_group_rows, spark=not args.no_spark,
                                   workdir=args.dir, keep=args.keep, progress=progress)
-    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    print(json.dumps(envelope("bench-attach", result), indent=2) if args.json else format_report(result))
     return 0
 
 

@@ -51,6 +51,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
+from ..cli.output import envelope
 
 __all__ = ["main", "run_lookup_benchmark", "generate_dataset"]
 
@@ -262,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_lookup_benchmark(args.size_mb, args.files, args.lookups, engines, args.workdir, log)
     result["load_average"] = os.getloadavg()
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(envelope("bench-lookup", result), indent=2))
         return 0
     print(f"\n{'engine':<10} {'key':<8} {'median s':>9} {'bytes read':>14} {'rchar':>14}")
     for engine, figures in result["engines"].items():

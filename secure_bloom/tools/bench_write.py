@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
 from .timing import best_seconds
+from ..cli.output import envelope
 
 __all__ = ["main", "run_write_benchmark", "TARGETS", "make_table"]
 
@@ -217,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run_write_benchmark(args.rows, row_group_size=args.row_group_size, repeat=args.repeat,
                                  with_spark=not args.no_spark)
-    print(json.dumps(result, indent=2) if args.json else format_report(result), end="\n" if args.json else "")
+    print(json.dumps(envelope("bench-write", result), indent=2) if args.json else format_report(result), end="\n" if args.json else "")
     return 0
 
 

@@ -4,6 +4,7 @@ users expect, the old ones kept as deprecated aliases, pyarrow's own names refus
 from __future__ import annotations
 
 import base64
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,30 @@ def test_worker_keys_read_the_token_variables_the_cli_reads(monkeypatch: pytest.
     cli = key_access_from_sources(kms_url=url).kms
     assert worker._token == cli._token == expected
     assert "VAULT_TOKEN or BAO_TOKEN" in repr(WorkerKeys(transit_url=url))
+
+
+def test_every_json_output_has_one_envelope(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """probe/inspect --json: a list for one file as for a directory, in the same envelope."""
+    from secure_bloom import __version__
+    from secure_bloom.cli import main
+
+    src = tmp_path / "d" / "a.parquet"
+    src.parent.mkdir()
+    pa.parquet.write_table(pa.table({"v": ["x", "y"]}), tmp_path / "src.parquet")
+    attach_bloom_filters(tmp_path / "src.parquet", src, ["v"])
+    runs = {"probe": ["probe", str(src), "--column", "v", "--value", "x", "--json"],
+            "probe-dir": ["probe", str(src.parent), "--column", "v", "--value", "x", "--json"],
+            "inspect": ["inspect", str(src), "--json"], "inspect-dir": ["inspect", str(src.parent), "--json"],
+            "audit": ["audit", str(src), "--sensitive", "v", "--json"], "doctor": ["doctor", str(src.parent), "--json"],
+            "attach": ["attach", str(src), str(tmp_path / "b.parquet"), "--bloom", "v", "--json"],
+            "query": ["query", str(src), "--where", "v = x", "--format", "json"]}
+    docs = {}
+    for name, argv in runs.items():
+        main(argv)
+        docs[name] = json.loads(capsys.readouterr().out)
+        assert set(docs[name]) == {"version", "command", "secure_bloom", "result"}, name
+        assert docs[name]["version"] == 1 and docs[name]["secure_bloom"] == __version__
+        assert docs[name]["command"] == name.removesuffix("-dir")
+    for name in ("probe", "inspect"):
+        assert isinstance(docs[name]["result"], list) and docs[name]["result"] == docs[f"{name}-dir"]["result"]
+    assert docs["query"]["result"] == {"rows": [{"v": "x"}], "report": None}
