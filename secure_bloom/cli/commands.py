@@ -163,7 +163,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
         fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
-    with _about(args.src), progress_bar("attach", "it") as bar:
+    with _about(args.src), progress_bar("attach", "chunks", {"filters": "chunks", "copy": "B"}) as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
                                       bloom_filter_max_bytes=args.bloom_filter_max_bytes, overwrite=args.overwrite and not in_place,

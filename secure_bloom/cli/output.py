@@ -89,10 +89,12 @@ def _progress_enabled(stream: TextIO | None = None) -> bool:
 
 
 @contextmanager
-def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
+def progress_bar(desc: str, unit: str, stage_units: dict[str, str] | None = None
+                 ) -> Iterator[Callable[..., None] | None]:
     """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
     terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
-    under its name."""
+    under its name, counting in ``stage_units[stage]`` (default ``unit``); a unit ``"B"``
+    counts bytes, shown scaled (kB, MB, GB)."""
     if not _progress_enabled():
         yield None
         return
@@ -106,6 +108,8 @@ def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
             if stage is not None and stage != current[0]:
                 current[0] = stage
                 bar.set_description(f"{desc}: {stage}", refresh=False)
+                bar.unit = (stage_units or {}).get(stage, unit)
+                bar.unit_scale = bar.unit == "B"
             if total is not None and bar.total != total:
                 bar.total = total
             bar.n = done

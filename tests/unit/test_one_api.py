@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,23 @@ def test_every_json_output_has_one_envelope(tmp_path: Path, capsys: pytest.Captu
     for name in ("probe", "inspect"):
         assert isinstance(docs[name]["result"], list) and docs[name]["result"] == docs[f"{name}-dir"]["result"]
     assert docs["query"]["result"] == {"rows": [{"v": "x"}], "report": None}
+
+
+def test_progress_bars_count_bytes_in_byte_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from secure_bloom.cli.output import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    with progress_bar("attach", "chunks", {"filters": "chunks", "copy": "B"}) as bar:
+        assert bar is not None
+        bar(3, 10, "filters")
+        assert "3/10" in screen.getvalue().rsplit("\r", 1)[-1] and "chunks" in screen.getvalue()
+        bar(3 << 20, 8 << 20, "copy")
+    shown = screen.getvalue()
+    assert re.search(r"attach: copy.*3\.\d+M/8\.\d+M", shown), shown[-300:]
