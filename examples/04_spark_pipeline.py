@@ -21,7 +21,7 @@ out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="
 key_list = (ROOT / "keys" / "dev-key-list.txt").read_text()
 
 policy = EncryptionPolicy(footer_key="footer_key", kms=KeyListKmsConfig(key_list=key_list),
-                          column_keys={"email": "pii_key"},
+                          column_keys={"pii_key": ["email"]},
                           bloom_filters={"email": BloomFilterSpec(ndv=20_000, fpp=0.01)})
 spark = local_spark("secure-bloom-example", cores=2, policy=policy)
 try:

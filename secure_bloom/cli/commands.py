@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import contextvars
 import importlib
 import io
@@ -25,7 +26,7 @@ from . import render
 from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
-from .output import print_json, progress_bar
+from .output import envelope, print_json, progress_bar
 from .parser import DELEGATED, parse_column_spec
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
@@ -120,9 +121,9 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         with _open_reader(file, keys) as reader:
             return describe_with_storage(reader)
 
-    descriptions, is_dir = _each_file(args.file, describe)
+    descriptions, _ = _each_file(args.file, describe)
     if args.json:
-        print_json(render.jsonable(descriptions if is_dir else descriptions[0]), out)
+        print_json(render.jsonable(descriptions), out, "inspect")
     else:
         out.write("\n".join(render.inspect_table(d) for d in descriptions))
     return EXIT_OK
@@ -143,7 +144,7 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 
     docs, is_dir = _each_file(args.file, probe)
     if args.json:
-        print_json(docs if is_dir else docs[0], out)
+        print_json(docs, out, "probe")
     elif is_dir:
         out.write(render.probe_files_table(docs, texts))
     else:
@@ -154,7 +155,10 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet import attach_bloom_filters
 
-    specs = [parse_column_spec(c) for c in args.columns]
+    if not args.bloom:
+        raise CliError("attach: give at least one --bloom PATH[:ndv=N][:fpp=P] (see 'secure-bloom attach --help')",
+                       ErrorKind.USAGE_ERROR)
+    specs = [parse_column_spec(c) for c in args.bloom]
     keys = key_access_from_args(args)
     from ..parquet.sources import is_store_uri
 
@@ -178,13 +182,13 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
         fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
-    with _about(args.src), progress_bar("attach", "it") as bar:
+    with _about(args.src), progress_bar("attach", "chunks", {"filters": "chunks", "copy": "B"}) as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
-                                      max_bytes=args.max_bytes, overwrite=args.overwrite and not in_place,
+                                      bloom_filter_max_bytes=args.bloom_filter_max_bytes, overwrite=args.overwrite and not in_place,
                                       in_place=in_place, progress=progress)
     if args.json:
-        print_json(render.jsonable(report), out)
+        print_json(render.jsonable(report), out, "attach")
     else:
         out.write(render.attach_summary(args.src, args.dst, [dotted[path] for path in columns], report))
     return EXIT_OK
@@ -292,7 +296,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
                 if not remote:
                     os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
                 with source, ParquetWriter(dst, source.schema_arrow, encryption=config, kms=keys.kms,
-                                           bloom_filter_options=bloom, max_bytes=args.max_bytes,
+                                           bloom_filter_options=bloom, bloom_filter_max_bytes=args.bloom_filter_max_bytes,
                                            compression=args.compression) as writer:
                     for i in range(source.num_row_groups):
                         checkpoint()
@@ -307,7 +311,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
                 reports.append(report)
     if args.json:
         docs = [r.to_dict() for r in reports]
-        print_json(render.jsonable(docs if len(docs) > 1 or is_dir else docs[0]), out)
+        print_json(render.jsonable(docs), out, "encrypt")
     else:
         for (src, _), report in zip(pairs, reports):
             out.write(render.encrypt_summary(display_uri(src), report))
@@ -345,8 +349,7 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
         except OSError as e:
             raise CliError(describe(args.junit_xml, e), ErrorKind.IO_ERROR) from e  # the audit itself failed: 3
     if args.json:
-        out.write(json_safe(report.to_json()))
-        out.write("\n")
+        print_json(json.loads(report.to_json()), out, "audit")
     else:
         out.write(render.audit_text(report))
     return int(report.exit_code)
@@ -455,11 +458,7 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
         text = buffer.getvalue().decode("utf-8")
     elif args.format == "json":
         rows = render.jsonable(table.to_pylist())
-        import json
-
-        doc: Any = rows
-        if report is not None:
-            doc = {"rows": rows, "report": report}
+        doc = envelope("query", {"rows": rows, "report": report})
         text = json_safe(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)) + "\n"
     else:
         shown = table if args.limit is None else table.slice(0, args.limit)
@@ -487,7 +486,7 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     fixed = [item for d in directories for item in clean_leftovers(d)] if args.fix else []
     if args.json:
         print_json({"leftovers": [f.to_dict() for f in found],
-                    "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out)
+                    "fixed": [{**f.to_dict(), "action": action} for f, action in fixed]}, out, "doctor")
     else:
         out.write(render.doctor_text(found, fixed, args.fix))
     remaining = [left for d in directories for left in find_leftovers(d)] if args.fix else found

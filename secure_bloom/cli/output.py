@@ -89,10 +89,12 @@ def _progress_enabled(stream: TextIO | None = None) -> bool:
 
 
 @contextmanager
-def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
+def progress_bar(desc: str, unit: str, stage_units: dict[str, str] | None = None
+                 ) -> Iterator[Callable[..., None] | None]:
     """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
     terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
-    under its name."""
+    under its name, counting in ``stage_units[stage]`` (default ``unit``); a unit ``"B"``
+    counts bytes, shown scaled (kB, MB, GB)."""
     if not _progress_enabled():
         yield None
         return
@@ -106,6 +108,8 @@ def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
             if stage is not None and stage != current[0]:
                 current[0] = stage
                 bar.set_description(f"{desc}: {stage}", refresh=False)
+                bar.unit = (stage_units or {}).get(stage, unit)
+                bar.unit_scale = bar.unit == "B"
             if total is not None and bar.total != total:
                 bar.total = total
             bar.n = done
@@ -116,7 +120,23 @@ def progress_bar(desc: str, unit: str) -> Iterator[Callable[..., None] | None]:
         bar.close()
 
 
-def print_json(obj: Any, out: TextIO) -> None:
-    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`)."""
+#: The version of the ``--json`` envelope (README "JSON output"): bumped when a field changes meaning.
+JSON_VERSION = 1
+
+
+def envelope(command: str, result: Any) -> dict[str, Any]:
+    """Every ``--json`` document: ``{"version": 1, "command": ..., "secure_bloom": <package
+    version>, "result": ...}``; commands that take files (inspect, probe, encrypt) give a list
+    with one item per file, also for a single file."""
+    from .. import __version__
+
+    return {"version": JSON_VERSION, "command": command, "secure_bloom": __version__, "result": result}
+
+
+def print_json(obj: Any, out: TextIO, command: str | None = None) -> None:
+    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`);
+    in the :func:`envelope` of ``command`` when one is named."""
+    if command is not None:
+        obj = envelope(command, obj)
     out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))
     out.write("\n")

@@ -49,6 +49,43 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{command}: {message}{hint}" if command else f"{message}{hint}", ErrorKind.USAGE_ERROR)
 
 
+class _DeprecatedAlias(argparse.Action):
+    """An old option spelling: does what ``new`` does, with a warning on stderr."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", append: bool = False,
+                 **kwargs: Any) -> None:
+        self.new, self.append = new, append
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        import sys
+
+        print(f"{PROG}: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
+        if self.append:
+            values = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+def _bloom_options(p: argparse.ArgumentParser, *, with_old_column: bool) -> None:
+    """--bloom PATH[:ndv=N][:fpp=P] (repeatable), --fpp and --bloom-filter-max-bytes, the options
+    that add Bloom filters (attach, encrypt); --max-bytes (and attach's --column) are deprecated."""
+    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P]", dest="bloom",
+                   help="a column to give Bloom filters; repeatable. PATH is dotted, or a JSON array of path "
+                        "parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
+    if with_old_column:
+        p.add_argument("--column", action=_DeprecatedAlias, new="--bloom", append=True, dest="bloom",
+                       help=argparse.SUPPRESS)
+    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
+                   help="false-positive probability for --bloom columns without their own (default: %(default)s)")
+    p.add_argument("--bloom-filter-max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
+                   dest="bloom_filter_max_bytes",
+                   help="largest bitset per filter, a power of two from 32 to 134217728 "
+                        "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
+    p.add_argument("--max-bytes", action=_DeprecatedAlias, new="--bloom-filter-max-bytes", type=_max_bytes,
+                   dest="bloom_filter_max_bytes", help=argparse.SUPPRESS)
+
+
 # --- parser ----------------------------------------------------------------------------------
 
 
@@ -61,7 +98,7 @@ examples:
   {PROG} inspect data.parquet.encrypted --key-list-file keys/dev-key-list.txt
   {PROG} probe data.parquet --column email --value alice@example.com --json
   export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt     # or give --key-list-file each time
-  {PROG} attach in.parquet out.parquet --column email --column ssn:fpp=0.001
+  {PROG} attach in.parquet out.parquet --bloom email --bloom ssn:fpp=0.001
   {PROG} encrypt in.parquet out.parquet --footer-key fk --column-key ck:email --bloom email
   {PROG} audit warehouse/ --sensitive email,ssn --junit-xml audit.xml
 
@@ -121,10 +158,10 @@ unchanged, plus the filters (encrypted with each column's own key when the colum
 and the rewritten footer. Per-column options follow the path, separated by ':'.
 
 examples:
-  {PROG} attach in.parquet out.parquet --column email --column user_id:ndv=1000000
-  {PROG} attach enc.parquet.encrypted out.parquet.encrypted --column ssn:fpp=0.001 \\
+  {PROG} attach in.parquet out.parquet --bloom email --bloom user_id:ndv=1000000
+  {PROG} attach enc.parquet.encrypted out.parquet.encrypted --bloom ssn:fpp=0.001 \\
       --key-list-file keys/dev-key-list.txt
-  {PROG} attach in.parquet in.parquet --column email --overwrite    # replace in place
+  {PROG} attach in.parquet in.parquet --bloom email --overwrite    # replace in place
 
 {EXIT_CODES_HELP}"""
 
@@ -277,14 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("attach", "add (encrypted) Bloom filters to a copy of a Parquet file", _ATTACH_EPILOG)
     p.add_argument("src", metavar="SRC", help="the Parquet file to read")
     p.add_argument("dst", metavar="DST", help="the file to write")
-    p.add_argument("--column", required=True, action="append", metavar="PATH[:ndv=N][:fpp=P]",
-                   dest="columns", help="a column to build a filter for; repeatable. PATH is dotted, or a "
-                                        "JSON array of path parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
-    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
-                   help="false-positive probability for columns without their own (default: %(default)s)")
-    p.add_argument("--max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
-                   help="largest bitset per filter, a power of two from 32 to 134217728 "
-                        "(default: %(default)s, parquet-java's parquet.bloom.filter.max.bytes)")
+    _bloom_options(p, with_old_column=True)
     p.add_argument("--overwrite", action="store_true",
                    help="replace DST if it exists (DST = SRC replaces the file atomically)")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
@@ -296,12 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--column-key", action="append", default=[], metavar="ID:COL[,COL...]", dest="column_keys",
                    help="a master key id and the columns encrypted with it; repeatable")
     p.add_argument("--uniform", action="store_true", help="encrypt every column with the footer key")
-    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P]", dest="bloom",
-                   help="a column to give Bloom filters; repeatable")
-    p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
-                   help="false-positive probability for --bloom columns without their own (default: %(default)s)")
-    p.add_argument("--max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
-                   help="largest bitset per filter (default: %(default)s)")
+    _bloom_options(p, with_old_column=False)
     p.add_argument("--plaintext-footer", action="store_true", help="a signed plaintext footer (legacy readers)")
     p.add_argument("--algorithm", choices=("AES_GCM_V1", "AES_GCM_CTR_V1"), default="AES_GCM_V1",
                    help="encryption algorithm (default: %(default)s)")
@@ -365,10 +390,10 @@ def _max_bytes(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--max-bytes must be an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--bloom-filter-max-bytes must be an integer, got {text!r}") from None
     if not MIN_BITSET_BYTES <= value <= SPEC_MAX_BITSET_BYTES or value & (value - 1):
         raise argparse.ArgumentTypeError(
-            f"--max-bytes must be a power of two from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, got {value}")
+            f"--bloom-filter-max-bytes must be a power of two from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, got {value}")
     return value
 
 

@@ -231,7 +231,7 @@ def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> s
         lines.append(table(headers, rows))
         capped = [f for f in filters if f.get("capped")]
         if capped:
-            lines.append(f"warning: {len(capped)} filter(s) hit the size cap (--max-bytes) and give a higher "
+            lines.append(f"warning: {len(capped)} filter(s) hit the size cap (--bloom-filter-max-bytes) and give a higher "
                          "false-positive rate than requested; see expected_fpp\n")
     return "".join(lines)
 

@@ -40,5 +40,7 @@ KmsClientFactory = Callable[[str, str], KmsClient]
 
 
 def is_kms_client(obj: object) -> bool:
-    """True for a KMS client (has ``wrap_key`` and ``unwrap_key``), False for a factory."""
-    return callable(getattr(obj, "wrap_key", None)) and callable(getattr(obj, "unwrap_key", None))
+    """True for a KMS client (has ``wrap_key`` and ``unwrap_key``), False for a factory (a
+    client class, whose methods are there unbound, is a factory)."""
+    return not isinstance(obj, type) and callable(getattr(obj, "wrap_key", None)) \
+        and callable(getattr(obj, "unwrap_key", None))

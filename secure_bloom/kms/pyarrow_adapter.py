@@ -9,14 +9,15 @@ pyarrow ``KmsClient`` subclass instance already is a :class:`~secure_bloom.kms.c
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet.encryption as pe
 
-from .client import KmsClient, is_kms_client
+from .client import KmsClient, KmsClientFactory, is_kms_client
 
-__all__ = ["PyArrowKmsClient", "pyarrow_kms_client_factory"]
+__all__ = ["PyArrowKmsClient", "pyarrow_kms_client_factory", "takes_connection_config", "instance_factory"]
 
 
 class PyArrowKmsClient(pe.KmsClient):  # type: ignore[misc]
@@ -51,3 +52,35 @@ def pyarrow_kms_client_factory(
     if not callable(kms):
         raise TypeError("kms must be a KmsClient or a callable taking a KmsConnectionConfig")
     return lambda config: PyArrowKmsClient(kms(config))
+
+
+def takes_connection_config(factory: object) -> bool:
+    """True for pyarrow's factory shape ``f(KmsConnectionConfig) -> KmsClient`` (what
+    ``CryptoFactory`` takes: one required positional parameter, e.g. ``lambda cfg: Client(cfg)``
+    or a ``KmsClient`` subclass taking the config), False for a client or for our
+    ``f(kms_instance_id, kms_instance_url)``."""
+    if factory is None or is_kms_client(factory) or not callable(factory):
+        return False
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    params = signature.parameters.values()
+    required = [p for p in params if p.kind in positional and p.default is p.empty]
+    return len(required) == 1 and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+
+
+def instance_factory(kms: Any) -> Any:
+    """``kms`` as our unwrapper takes it: a client or ``f(kms_instance_id, kms_instance_url)``
+    stays as it is; pyarrow's ``f(KmsConnectionConfig)`` is called with a config naming the
+    instance (the key material's, or ``DEFAULT``)."""
+    if not takes_connection_config(kms):
+        return kms
+
+    def from_instance(kms_instance_id: str, kms_instance_url: str) -> KmsClient:
+        return kms(pe.KmsConnectionConfig(kms_instance_id=kms_instance_id,  # type: ignore[no-any-return]
+                                          kms_instance_url=kms_instance_url))
+
+    factory: KmsClientFactory = from_instance
+    return factory

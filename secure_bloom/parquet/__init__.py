@@ -16,6 +16,12 @@
 * :mod:`secure_bloom.values` (re-exported here): user values and command-line text -> what a column stores
   (:func:`value_from_text`, :func:`encode_value`) and the hashes a query asks for
   (:func:`query_hashes`: SQL equality, both zeros, NaN always "maybe", naive times need a zone).
+* :func:`read_table`, :func:`dataset`, :func:`scan` (:mod:`.read`): pyarrow reads that skip the
+  row groups a filter rules out (statistics, then Bloom filters, encrypted or not).
+  ``dataset(source, keys=...)`` is a pyarrow Dataset (:class:`PruningDataset`) that prunes with
+  the filter of every scan, so Polars (``scan_pyarrow_dataset``) and DuckDB (``FROM ds WHERE``)
+  prune with their own predicates; :mod:`.polars` (``scan_parquet``, a Polars IO source) and
+  :mod:`.duckdb` (``register``) build on it (they import Polars / DuckDB: not imported here).
 * :class:`PruneCache` (:mod:`.prune_cache`): an opt-in, bounded, in-memory cache of what pruning
   derived from files (statistics, decrypted filters) for warm lookups: ``cache=`` of
   ``read.read_table`` / ``scan`` / ``dataset`` / ``prune.prune_files``.
@@ -28,12 +34,18 @@ from .keys import NO_KEYS, KeyAccess
 from .options import ColumnSpec
 from .prune_cache import PruneCache
 from .probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
+from .pruning_dataset import PruningDataset
+from .read import dataset, read_table, scan
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
 from .write import ParquetWriter, WriteReport, write_table, write_to_dataset
 from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 
 __all__ = [
+    "read_table",
+    "dataset",
+    "scan",
+    "PruningDataset",
     "ParquetBloomReader",
     "KeyAccess",
     "PruneCache",

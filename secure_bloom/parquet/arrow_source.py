@@ -109,13 +109,15 @@ def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], 
         raise MissingKeyError("reading an encrypted file's values needs a KMS client (KeyAccess(kms=...))")
     import pyarrow.parquet.encryption as pe
 
-    from ..kms.pyarrow_adapter import PyArrowKmsClient
+    from ..kms.pyarrow_adapter import PyArrowKmsClient, takes_connection_config
 
     kms = keys.kms
 
     def factory(config: Any) -> Any:
         if is_kms_client(kms):
             return PyArrowKmsClient(kms)
+        if takes_connection_config(kms):
+            return PyArrowKmsClient(kms(config))
         return PyArrowKmsClient(kms(config.kms_instance_id or "DEFAULT", config.kms_instance_url or "DEFAULT"))
 
     crypto_factory = pe.CryptoFactory(factory)

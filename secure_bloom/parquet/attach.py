@@ -66,7 +66,7 @@ from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, v
 from .footer import key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .leftovers import PairJournal, clean_leftovers
-from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs
+from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, ColumnSpec, column_specs, size_cap
 from .chunk import ColumnChunk, FilterLocation
 from .reader import ParquetBloomReader
 from .regions import Region, filter_extent, merge, metadata_regions
@@ -382,8 +382,9 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
                          columns: Iterable[ColumnRef | ColumnSpec], keys: KeyAccess | None = None, *,
                          fpp: float | Mapping[str, float] = DEFAULT_FPP,
                          ndv: int | Mapping[str, int] | None = None,
-                         max_bytes: int = WRITER_DEFAULT_MAX_BYTES, overwrite: bool = False, in_place: bool = False,
-                         progress: Progress | None = None) -> AttachReport:
+                         bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, overwrite: bool = False,
+                         in_place: bool = False, progress: Progress | None = None,
+                         max_bytes: int | None = None) -> AttachReport:
     """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
 
     ``columns`` are leaf names (or :class:`ColumnSpec` with the column's own ``ndv`` / ``fpp``);
@@ -413,7 +414,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
         raise AttachError(f"destination directory {target.parent} does not exist")
 
     plan = _Plan(src=src_path, dst=dst_path, target=target, columns=column_specs(columns, fpp, ndv), keys=keys,
-                 fpp=fpp, ndv=ndv, max_bytes=max_bytes, overwrite=overwrite, in_place=same, progress=progress)
+                 fpp=fpp, ndv=ndv, max_bytes=size_cap(bloom_filter_max_bytes, max_bytes), overwrite=overwrite, in_place=same, progress=progress)
     tmp_paths: list[Path] = []
     source = None
     try:

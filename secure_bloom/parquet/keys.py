@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper, OpenBaoTransitKms
+from ..kms.pyarrow_adapter import instance_factory
 
 __all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
            "DEFAULT_TOKEN_VARIABLES"]
@@ -39,8 +40,10 @@ DEFAULT_TOKEN_VARIABLES = ("VAULT_TOKEN", "BAO_TOKEN")
 class KeyAccess:
     """The caller's key sources for encrypted files.
 
-    ``kms``: a :class:`~secure_bloom.kms.KmsClient` or a factory
-    ``(kms_instance_id, kms_instance_url) -> KmsClient``; ``explicit``: key ids -> keys
+    ``kms``: a :class:`~secure_bloom.kms.KmsClient`, pyarrow's factory
+    ``(KmsConnectionConfig) -> KmsClient`` (what ``write_table(kms=...)`` and
+    ``pyarrow.parquet.encryption.CryptoFactory`` take, e.g. ``lambda cfg: MyClient(cfg)``) or a
+    factory ``(kms_instance_id, kms_instance_url) -> KmsClient``; ``explicit``: key ids -> keys
     (an :class:`ExplicitKeys` or a mapping); ``aad_prefix``: bytes or str (UTF-8).
 
     ``allow_unverified_footer``: with keys given, a signed plaintext footer whose signing key
@@ -72,7 +75,7 @@ class KeyAccess:
             object.__setattr__(self, "aad_prefix", bytes(prefix))
         if self.unwrapper is None:
             object.__setattr__(self, "unwrapper", KeyUnwrapper(
-                self.kms, explicit_keys=self.explicit, cache_lifetime_s=self.cache_lifetime_s))
+                instance_factory(self.kms), explicit_keys=self.explicit, cache_lifetime_s=self.cache_lifetime_s))
 
     @property
     def has_keys(self) -> bool:

@@ -17,7 +17,22 @@ from typing import Any
 from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
 from .schema import ColumnInfo, ColumnRef
 
-__all__ = ["ColumnSpec", "DEFAULT_FPP", "WRITER_DEFAULT_MAX_BYTES", "column_specs", "check_fpp", "check_ndv"]
+__all__ = ["ColumnSpec", "DEFAULT_FPP", "WRITER_DEFAULT_MAX_BYTES", "column_specs", "check_fpp", "check_ndv",
+           "size_cap"]
+
+
+def size_cap(bloom_filter_max_bytes: int, max_bytes: int | None) -> int:
+    """The filter size cap: ``bloom_filter_max_bytes`` (its one name everywhere, parquet-java's
+    ``parquet.bloom.filter.max.bytes``), or the deprecated ``max_bytes`` when that is given."""
+    if max_bytes is None:
+        return bloom_filter_max_bytes
+    import warnings
+
+    warnings.warn("max_bytes= is deprecated: the filter size cap is bloom_filter_max_bytes=", DeprecationWarning,
+                  stacklevel=3)
+    if bloom_filter_max_bytes != WRITER_DEFAULT_MAX_BYTES and bloom_filter_max_bytes != max_bytes:
+        raise TypeError("give bloom_filter_max_bytes= (max_bytes= is its deprecated name), not both")
+    return max_bytes
 
 
 def check_fpp(fpp: Any) -> float:

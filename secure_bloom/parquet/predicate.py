@@ -245,6 +245,10 @@ def _tree(item: Any, schema: pa.Schema | None) -> Node:
         if value_set.null_count and matching in (0, 3):  # MATCH, INCONCLUSIVE: a null row may match
             return Unknown("is_in with a null in its value set")
         return Leaf(args[0][1], "in", value_set.drop_null() if value_set.null_count else value_set)
+    if name == "if_else" and len(args) == 3 and args[2][0] == "literal" and not args[2][1].type.num_fields \
+            and (args[2][1].null_count or args[2][1].to_pylist() == [False]):
+        # if_else(c, a, null or false): true only where c and a are (DuckDB's IN: if_else(is_valid(x), is_in(x), null))
+        return AllOf((_tree(args[0], schema), _tree(args[1], schema)))
     if name in ("is_null", "is_valid") and len(args) == 1 and args[0][0] == "field":
         if name == "is_null" and options is not None and options["nan_is_null"].as_py():
             return Unknown("is_null with nan_is_null")

@@ -33,6 +33,7 @@ before anything is scanned (:func:`~secure_bloom.parquet.arrow_source.direct_dec
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,9 +43,9 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
 
-from ..errors import MissingKeyError, StorageUnavailableError
+from ..errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
 from ..kms.client import is_kms_client
-from ..kms.pyarrow_adapter import pyarrow_kms_client_factory
+from ..kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
@@ -53,10 +54,12 @@ from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
+from .pruning_dataset import PruningDataset
 from .reader import ParquetBloomReader
 from .sources import CountingFileSystem, ReadCounter, Resolved, StoreTimeouts, display_path, resolve, storage_error
 
-__all__ = ["read_table", "dataset", "scan", "open_dataset", "PrunedScan", "parquet_format", "file_format"]
+__all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
+           "file_format"]
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -64,7 +67,7 @@ def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
     if keys is None or keys.kms is None:
         return ds.ParquetFileFormat()
     kms = keys.kms
-    if is_kms_client(kms):
+    if is_kms_client(kms) or takes_connection_config(kms):
         factory = pyarrow_kms_client_factory(kms)
     else:
         factory = pyarrow_kms_client_factory(lambda config: kms(config.kms_instance_id, config.kms_instance_url))
@@ -142,15 +145,21 @@ def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
     why the inspection failed."""
     if keys is None or (not keys.has_keys and keys.aad_prefix is None):
         return None
-    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
-                         schema=pa.schema([]))  # lists the files, opens none
-    first = next(iter(listing.get_fragments()), None)
+    first = _first_file(target, fs, partitioning)
     if first is None:
         return None
-    with ParquetBloomReader(first.path, keys, filesystem=fs) as reader:
+    with ParquetBloomReader(first, keys, filesystem=fs) as reader:
         shared = ds.ParquetFileFormat()
         fmt = file_format(reader, keys, shared, columns=())  # the footer only: the schema
     return None if fmt is shared else fmt
+
+
+def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | None:
+    """The first file pyarrow would inspect for the schema (listed, not opened)."""
+    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
+                         schema=pa.schema([]))
+    first = next(iter(listing.get_fragments()), None)
+    return first.path if first is not None else None
 
 
 def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
@@ -185,6 +194,10 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
         if inspect is not None:
             base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
         elif "decryption" in str(e) and (keys is None or keys.kms is None):
+            first = _first_file(target, fs, parts)
+            if first is not None:  # our reader says which key is missing, as the CLI does
+                with ParquetBloomReader(first, keys, filesystem=fs):
+                    pass
             raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
                                   "client their key material was wrapped with (or explicit=... for key ids)") from None
         else:
@@ -231,9 +244,33 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
+    restricted, tree, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                        threads=threads, progress=progress, cache=cache, counter=counter)
+    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
+
+
+# ---- restrict: one pruning of a discovered dataset (shared with .pruning_dataset) ----
+
+
+def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+             expression: Any, *, keys: KeyAccess | None, columns: Sequence[str] | None = None,
+             threads: int | None = None, progress: bool | None = None,
+             cache: PruneCache | None = None,
+             counter: ReadCounter | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
+    """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
+    match, as a dataset read through a filesystem that pins each file's pruned version (and
+    counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
+    columns the scan reads: see :func:`scan`."""
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
-    kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    try:
+        kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    except pa.ArrowInvalid as e:
+        missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
+        if missing is None:
+            raise
+        raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
+                                  f"(columns: {', '.join(base.schema.names)})") from None
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
 
@@ -255,28 +292,63 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
-    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
+    return restricted, tree, report
+
+
+# ---- end restrict ----
+
+
+#: pyarrow's own decryption arguments, and what to give secure_bloom instead.
+_PYARROW_DECRYPTION = ("decryption_properties", "decryption_config", "crypto_factory", "kms_connection_config")
+
+
+def _refuse_pyarrow_options(function: str, options: dict[str, Any]) -> None:
+    """A clear TypeError for pyarrow's decryption arguments (and any other unknown one)."""
+    for name in options:
+        if name in _PYARROW_DECRYPTION:
+            raise TypeError(f"{function}({name}=...) is pyarrow's: give keys=KeyAccess(kms=...) (a KMS client or "
+                            "pyarrow KmsClient factory; explicit={key id: key} for bare key ids) and secure_bloom "
+                            "decrypts the data and the Bloom filters with it")
+    if options:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(options))!r}")
 
 
 def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
                keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
                cache: PruneCache | None = None, partitioning: Any = "hive",
-               timeouts: StoreTimeouts | None = None) -> pa.Table:
+               timeouts: StoreTimeouts | None = None, **pyarrow_options: Any) -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
     a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
-    partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`."""
+    partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`.
+    pyarrow's ``decryption_properties=`` is refused with a pointer to ``keys=``."""
+    _refuse_pyarrow_options("read_table", pyarrow_options)
     return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
                 columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
 
 
-def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None,
-            filesystem: Any = None, cache: PruneCache | None = None, partitioning: Any = "hive",
-            timeouts: StoreTimeouts | None = None) -> ds.Dataset:
-    """A ``pyarrow.dataset.Dataset`` of the surviving row groups with ``filters`` attached
-    (``Dataset.filter``): Polars' ``scan_pyarrow_dataset`` and DuckDB's ``from_arrow`` query it
-    as they query any pyarrow dataset, and see exactly the matching rows. ``cache``,
-    ``partitioning``, ``timeouts``: see :func:`scan`."""
-    pruned = scan(source, filters=filters, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning,
-                  timeouts=timeouts)
-    return pruned.dataset.filter(pruned.expression) if pruned.expression is not None else pruned.dataset
+def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
+            cache: PruneCache | None = None, partitioning: Any = "hive", threads: int | None = None,
+            progress: bool = False, timeouts: StoreTimeouts | None = None,
+            **pyarrow_options: Any) -> PruningDataset:
+    """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
+    row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
+    ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
+    the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
+    pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
+    (``Dataset.filter``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`; a cache is
+    useful here, since every scan prunes."""
+    _refuse_pyarrow_options("dataset", pyarrow_options)
+    if keys is not None and not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    base, fs, _, fmt = _discover(source, keys, filesystem, None, partitioning, timeouts)
+
+    def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:
+        restricted, _, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                         threads=threads, progress=progress, cache=cache)
+        return restricted, report
+
+    expression = to_expression(filters)
+    if expression is not None:
+        prune(expression, None)  # refuses now what no scan could read (see scan(columns=))
+    return PruningDataset(base, prune, expression)

@@ -15,7 +15,7 @@ temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group
 ours; each slice's Bloom columns are hashed from the same Arrow arrays
 (:func:`secure_bloom.values.arrow.leaf_values`, :func:`~secure_bloom.values.physical.hash_values`)
 and one filter per row group is sized from the slice's exact distinct count (or ``ndv``) at
-``fpp``, capped at ``max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
+``fpp``, capped at ``bloom_filter_max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
 (the same KMS unwraps pyarrow's key material), every filter is checked against the chunk's stored
 min/max, and the footer is replaced in place by the filters and a rewritten footer
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
@@ -64,6 +64,7 @@ import pyarrow.parquet.encryption as pe
 from .. import thrift_codec
 from ..errors import (
     ColumnNotFoundError,
+    DestinationExistsError,
     SecureBloomError,
     UnsupportedParquetFeatureError,
     WriteError,
@@ -82,7 +83,7 @@ from .append import NewFilter, cross_check_statistics, filter_tail, sample_of, v
 from .attach import AttachedFilter
 from .keys import KeyAccess
 from .leftovers import PairJournal, clean_leftovers
-from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp
+from .options import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES, check_fpp, size_cap
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo, find_column, leaf_columns
 from .sources import StoreTimeouts, display_path, filesystem_from_uri, is_store_uri, is_uri
@@ -169,7 +170,7 @@ def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
 def _check_max_bytes(max_bytes: Any) -> int:
     if (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
             or not MIN_BITSET_BYTES <= max_bytes <= SPEC_MAX_BITSET_BYTES):
-        raise ValueError(f"max_bytes must be an int from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, "
+        raise ValueError(f"bloom_filter_max_bytes must be an int from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, "
                          f"got {max_bytes!r}")
     return max_bytes
 
@@ -276,7 +277,9 @@ def _setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: Any, b
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     for name in _OWN_OPTIONS:
         if name in writer_options:
-            raise TypeError(f"{name} is set by secure_bloom (give encryption=, kms= and bloom_filter_options=)")
+            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
+                            "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
+                            "KmsClient factory) and bloom_filter_options=")
     specs = bloom_specs(bloom_filter_options)
     max_bytes = _check_max_bytes(max_bytes)
     config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
@@ -498,7 +501,7 @@ class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
-    bloom_filter_options=None, filesystem=None, max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
     ``timeouts`` (:class:`~secure_bloom.parquet.sources.StoreTimeouts`) for the filesystem of a
     URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
     (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
@@ -509,11 +512,12 @@ class ParquetWriter:
 
     def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
                  bloom_filter_options: Any = None, filesystem: Any = None,
-                 max_bytes: int = WRITER_DEFAULT_MAX_BYTES, timeouts: StoreTimeouts | None = None,
-                 **kwargs: Any) -> None:
+                 bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                 timeouts: StoreTimeouts | None = None, **kwargs: Any) -> None:
         self._closed = True
         self._dest = _destination(where, filesystem, timeouts)
-        self._setup = _setup(schema, encryption, kms, kms_connection_config, bloom_filter_options, max_bytes, kwargs)
+        self._setup = _setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                             size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
         self._open(self._setup, self._dest)
 
     @classmethod
@@ -823,20 +827,23 @@ def _upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
 
 def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
                 bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
-                max_bytes: int = WRITER_DEFAULT_MAX_BYTES, **kwargs: Any) -> WriteReport:
+                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                **kwargs: Any) -> WriteReport:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
     ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
     KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
     (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``max_bytes``; ``fpp`` defaults to 0.01).
+    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
     ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
-    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises before writing anything for bad options.
+    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
+    before writing anything for bad options.
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
-                       bloom_filter_options=bloom_filter_options, filesystem=filesystem, max_bytes=max_bytes,
+                       bloom_filter_options=bloom_filter_options, filesystem=filesystem,
+                       bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
                        **kwargs) as writer:
         writer.write_table(table, row_group_size)
     report = writer.report
@@ -894,10 +901,60 @@ def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | 
     return max_rows_per_file, row_group_size
 
 
+_EXISTING_DATA = ("overwrite_or_ignore", "error", "delete_matching")
+
+
+def _partitioning_columns(partitioning: Any, flavor: str | None, partition_cols: Any) -> list[str]:
+    """The hive partition columns pyarrow's ``partitioning`` (and ``partitioning_flavor``) name."""
+    if partitioning is None:
+        if flavor not in (None, "hive"):
+            raise ValueError(f"partitioning_flavor={flavor!r}: secure_bloom writes hive partitions only")
+        return []
+    if partition_cols:
+        raise TypeError("give partition_cols= or partitioning=, not both")
+    import pyarrow.dataset as pads
+
+    if isinstance(partitioning, (list, tuple)) and all(isinstance(c, str) for c in partitioning):
+        if flavor != "hive":
+            raise ValueError("partitioning=[columns] without partitioning_flavor='hive' is pyarrow's directory "
+                             "partitioning, which secure_bloom does not write: give partition_cols=[...] or "
+                             "partitioning_flavor='hive'")
+        return list(partitioning)
+    if isinstance(partitioning, pads.HivePartitioning):
+        return list(partitioning.schema.names)
+    raise ValueError(f"partitioning={type(partitioning).__name__}: secure_bloom writes hive partitions only "
+                     "(partition_cols=[...], or a pyarrow.dataset.HivePartitioning)")
+
+
+def _holds_files(root: _Destination, path: str) -> bool:
+    if root.local:
+        return os.path.isdir(path) and any(files for _, _, files in os.walk(path))
+    from pyarrow import fs as pafs
+
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return any(info.type == pafs.FileType.File for info in root.filesystem.get_file_info(selector))
+
+
+def _delete_files(root: _Destination, folder: str) -> None:
+    """The files directly in ``folder`` (one partition's), deleted before it is written."""
+    if root.local:
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+        return
+    from pyarrow import fs as pafs
+
+    for info in root.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            root.filesystem.delete_file(info.path)
+
+
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
                      encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
-                     max_rows_per_file: int = 0, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     max_bytes: int | None = None, existing_data_behavior: str = "overwrite_or_ignore",
+                     partitioning: Any = None, partitioning_flavor: str | None = None,
                      timeouts: StoreTimeouts | None = None, **kwargs: Any) -> list[WriteReport]:
     """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
     its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
@@ -907,12 +964,22 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     ``basename_template`` has ``{i}``, numbered from 0 in each directory (default
     ``<uuid>-{i}.parquet``, as pyarrow). Every option is checked before the first file is
     written; each file appears complete or not at all (the dataset as a whole is not one atomic
-    unit: a failure leaves the files written before it)."""
+    unit: a failure leaves the files written before it).
+
+    ``existing_data_behavior`` (pyarrow's): ``"overwrite_or_ignore"`` (default: files of the same
+    name are replaced, others kept), ``"error"`` (:class:`DestinationExistsError` if the root
+    holds any file), ``"delete_matching"`` (the files of each partition written are deleted
+    first). ``partitioning``: a list of column names with ``partitioning_flavor="hive"`` or a
+    ``pyarrow.dataset`` hive partitioning, the same as ``partition_cols``; other layouts
+    (directory partitioning, a filename flavor) are refused by name."""
     import uuid
 
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
-    cols = list(partition_cols or [])
+    if existing_data_behavior not in _EXISTING_DATA:
+        raise ValueError(f"existing_data_behavior must be one of {', '.join(_EXISTING_DATA)}, "
+                         f"got {existing_data_behavior!r}")
+    cols = list(partition_cols or []) + _partitioning_columns(partitioning, partitioning_flavor, partition_cols)
     missing = [c for c in cols if table.schema.get_field_index(c) < 0]
     if missing:
         raise ColumnNotFoundError(f"partition_cols: no column {missing[0]!r} in the table")
@@ -925,7 +992,10 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     data_schema = table.schema
     for c in cols:
         data_schema = data_schema.remove(data_schema.get_field_index(c))
-    setup = _setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options, max_bytes, kwargs)
+    setup = _setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                   size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
+    if existing_data_behavior == "error" and _holds_files(root, root.path):
+        raise DestinationExistsError(f"{root.path}: holds data (existing_data_behavior='error')")
     reports = []
     for directory, rows in _partitions(table, cols):
         if root.local:
@@ -934,6 +1004,8 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         else:
             folder = "/".join(p for p in (root.path.rstrip("/"), directory) if p)
             root.filesystem.create_dir(folder, recursive=True)
+        if existing_data_behavior == "delete_matching":
+            _delete_files(root, folder)
         rows = rows.replace_schema_metadata(data_schema.metadata)
         step = file_rows or max(rows.num_rows, 1)
         for i, start in enumerate(range(0, max(rows.num_rows, 1), step)):

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import InvalidValueError
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
+from ..parquet.options import size_cap
 from ..types import PhysicalType
 from ..values.arrow import timestamps_in_unit
 
@@ -147,15 +148,15 @@ _DRIVER_MERGE_MAX = 32
 
 
 def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = None, ndv: int | None = None,
-                       fpp: float = DEFAULT_FPP, max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
-                       hashing: ColumnHashing | None = None) -> SplitBlockBloomFilter:
+                       fpp: float = DEFAULT_FPP, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                       hashing: ColumnHashing | None = None, max_bytes: int | None = None) -> SplitBlockBloomFilter:
     """Build the Bloom filter of ``df[column]`` on the cluster.
 
     Each partition builds a filter of the same size from its Arrow batches (``mapInArrow``;
     :mod:`secure_bloom.kernels`: the compiled kernel, GIL released, where it is built); the
     bitsets are OR-merged (on the executors first when there are many partitions, then on the
     driver), so the result is bit-identical to a single-process build of the same values. Size: ``num_bytes`` if given, else parquet-java's sizing for ``ndv`` (or Spark's
-    ``approx_count_distinct`` when ``ndv`` is None) at ``fpp``, capped at ``max_bytes`` (parquet-java's
+    ``approx_count_distinct`` when ``ndv`` is None) at ``fpp``, capped at ``bloom_filter_max_bytes`` (``max_bytes``: its deprecated name; parquet-java's
     default cap is 1 MiB). Nulls are skipped.
     """
     from pyspark.sql import functions as F
@@ -168,7 +169,7 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
         if ndv is None:
             row = df.select(F.approx_count_distinct(F.col(column))).first()
             ndv = int(row[0]) if row is not None else 0
-        num_bytes = optimal_num_bytes(ndv, fpp, max_bytes)
+        num_bytes = optimal_num_bytes(ndv, fpp, size_cap(bloom_filter_max_bytes, max_bytes))
     SplitBlockBloomFilter(num_bytes)  # validate before launching a job
     bitsets = df.select(F.col(column)).mapInArrow(_partition_builder(num_bytes, hashing), "bitset binary")
     if df.rdd.getNumPartitions() > _DRIVER_MERGE_MAX:

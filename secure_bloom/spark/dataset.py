@@ -41,7 +41,9 @@ class WorkerKeys:
     explicit: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
     aad_prefix: bytes | None = field(default=None, repr=False)
     transit_url: str | None = None
-    transit_token_env: str = "BAO_TOKEN"
+    #: The variable holding the OpenBao/Vault token on the workers; None: VAULT_TOKEN, then
+    #: BAO_TOKEN (as the CLI's --kms-url reads them).
+    transit_token_env: str | None = None
     transit_mount: str = "transit"
 
     def __repr__(self) -> str:
@@ -53,7 +55,10 @@ class WorkerKeys:
         if self.explicit:
             parts.append(f"explicit_ids={tuple(k for k, _ in self.explicit)!r}")
         if self.transit_url:
-            parts.append(f"transit_url={self.transit_url!r}, token_env={self.transit_token_env!r}")
+            from ..parquet.keys import DEFAULT_TOKEN_VARIABLES
+
+            token_env = self.transit_token_env or " or ".join(DEFAULT_TOKEN_VARIABLES)
+            parts.append(f"transit_url={self.transit_url!r}, token_env={token_env!r}")
         if self.aad_prefix is not None:
             parts.append("aad_prefix=set")
         return f"WorkerKeys({', '.join(parts)})"
@@ -66,13 +71,13 @@ class WorkerKeys:
 @lru_cache(maxsize=16)
 def _key_access(spec: WorkerKeys) -> KeyAccess:
     from ..kms import KeyListKms, OpenBaoTransitKms
-    from ..parquet.keys import KeyAccess
+    from ..parquet.keys import DEFAULT_TOKEN_VARIABLES, KeyAccess
 
     kms: Any = None
     if spec.key_list is not None:
         kms = KeyListKms(spec.key_list)
     elif spec.transit_url is not None:
-        kms = OpenBaoTransitKms(spec.transit_url, token=os.environ.get(spec.transit_token_env),
+        kms = OpenBaoTransitKms(spec.transit_url, token_env=spec.transit_token_env or DEFAULT_TOKEN_VARIABLES,
                                 mount=spec.transit_mount)
     from ..kms import ExplicitKeys
 

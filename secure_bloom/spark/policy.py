@@ -25,10 +25,11 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Union, cast
+from typing import Any, Literal, Union, cast
 
 from secure_bloom.errors import KeyAccessDeniedError, KeyNotFoundError
 from secure_bloom.kms.key_list import parse_key_list
@@ -140,19 +141,49 @@ def _check_name(what: str, name: str) -> None:
         raise ValueError(f"{what} {name!r} is empty or contains one of , ; : # = or spaces at the ends")
 
 
+def _keys_to_columns(column_keys: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """``{key id: [columns]}`` (pyarrow's shape) as given, or from the former ``{column: key id}``
+    (every value a str; a DeprecationWarning). A column under two keys is a ValueError."""
+    if not isinstance(column_keys, Mapping):
+        raise TypeError(f"column_keys must be a mapping of master key id -> column paths, "
+                        f"got {type(column_keys).__name__}")
+    values = list(column_keys.values())
+    if values and all(isinstance(v, str) for v in values):
+        warnings.warn("EncryptionPolicy(column_keys={column: key_id}) is deprecated: give pyarrow's shape "
+                      "{key_id: [columns]}", DeprecationWarning, stacklevel=4)
+        by_key: dict[str, list[str]] = {}
+        for column, key_id in column_keys.items():
+            by_key.setdefault(key_id, []).append(column)
+        column_keys = by_key
+    out: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, str] = {}
+    for key_id, columns in column_keys.items():
+        if isinstance(columns, str) or not isinstance(columns, Iterable):
+            raise TypeError(f"column_keys[{key_id!r}] must be a list of column paths (pyarrow's shape "
+                            "{key_id: [columns]})")
+        out[key_id] = tuple(columns)
+        for column in out[key_id]:
+            if column in owner and owner[column] != key_id:
+                raise ValueError(f"column_keys gives column {column!r} two keys ({owner[column]!r} and {key_id!r})")
+            owner[column] = key_id
+    return out
+
+
 @dataclass(frozen=True)
 class EncryptionPolicy:
     """How parquet-java should encrypt a file and which Bloom filters it should write.
 
-    ``column_keys`` maps column paths ("a.b") to master key ids; when empty, every column is
-    encrypted with the footer key (uniform encryption). ``bloom_filters`` maps column paths to a
+    ``column_keys`` maps master key ids to the column paths ("a.b") they encrypt, pyarrow's
+    shape (``{"pii_key": ["email", "ssn"]}``, as ``EncryptionConfiguration`` and ``write_table``
+    take it); when empty, every column is encrypted with the footer key (uniform encryption).
+    The former shape ``{column: key id}`` is still read, with a DeprecationWarning. ``bloom_filters`` maps column paths to a
     :class:`BloomFilterSpec` (an iterable of paths means default sizing). Columns with a Bloom
     filter but no key stay plaintext, and so do their filters.
     """
 
     footer_key: str
     kms: Kms
-    column_keys: Mapping[str, str] = field(default_factory=dict)
+    column_keys: Mapping[str, Sequence[str]] = field(default_factory=dict)
     bloom_filters: Mapping[str, BloomFilterSpec] | Iterable[str] = field(default_factory=dict)
     plaintext_footer: bool = False
     algorithm: Algorithm = "AES_GCM_V1"
@@ -162,10 +193,11 @@ class EncryptionPolicy:
 
     def __post_init__(self) -> None:
         _check_name("footer key id", self.footer_key)
-        column_keys = MappingProxyType(dict(self.column_keys))
-        for column, key_id in column_keys.items():
-            _check_name("column", column)
+        column_keys = MappingProxyType(_keys_to_columns(self.column_keys))
+        for key_id, columns in column_keys.items():
             _check_name("master key id", key_id)
+            for column in columns:
+                _check_name("column", column)
         if isinstance(self.bloom_filters, Mapping):
             blooms = dict(self.bloom_filters)
         else:
@@ -184,11 +216,11 @@ class EncryptionPolicy:
             raise ValueError(f"bloom_filter_max_bytes must be positive, not {self.bloom_filter_max_bytes}")
         if isinstance(self.kms, KeyListKmsConfig):
             known = set(self.kms.master_key_ids)
-            for key_id in {self.footer_key, *column_keys.values()}:
+            for key_id in {self.footer_key, *column_keys}:
                 if key_id not in known:
                     raise KeyNotFoundError(f"master key id {key_id!r} is not in the key list")
         elif isinstance(self.kms, TransitKmsConfig):
-            for key_id in {self.footer_key, *column_keys.values()}:
+            for key_id in {self.footer_key, *column_keys}:
                 if not _ID.fullmatch(key_id):
                     raise ValueError(f"master key id {key_id!r} is not a valid transit key name")
         else:
@@ -200,10 +232,7 @@ class EncryptionPolicy:
         return cast("Mapping[str, BloomFilterSpec]", self.bloom_filters)
 
     def _column_keys_property(self) -> str:
-        by_key: dict[str, list[str]] = {}
-        for column, key_id in self.column_keys.items():
-            by_key.setdefault(key_id, []).append(column)
-        return ";".join(f"{key_id}:{','.join(cols)}" for key_id, cols in by_key.items())
+        return ";".join(f"{key_id}:{','.join(cols)}" for key_id, cols in self.column_keys.items())
 
     def write_options(self) -> dict[str, str]:
         """The non-secret properties (everything but the key list and token), fit for

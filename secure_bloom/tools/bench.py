@@ -38,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from ..cli.output import envelope
 from .. import kernels
 from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
 from ..filter import SplitBlockBloomFilter
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = None if args.json else (lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
     result = run_benchmarks(args.n, repeat=args.repeat, scalar_sample=args.scalar_sample,
                             num_bytes=sizes, java=not args.no_java, progress=progress)
-    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    print(json.dumps(envelope("bench", result), indent=2) if args.json else format_report(result))
     return 0
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cli.output import envelope
 from .. import kernels
 from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
 
@@ -145,7 +146,7 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
         del table
     else:
         report = attach_bloom_filters(src, dst, list(FILTERED), KeyAccess(kms=kms), fpp=DEFAULT_FPP,
-                                      max_bytes=WRITER_DEFAULT_MAX_BYTES, overwrite=True)
+                                      bloom_filter_max_bytes=WRITER_DEFAULT_MAX_BYTES, overwrite=True)
         extra = {"filters": len(report.filters), "dst_bytes": report.dst_bytes,
                  "filter_bytes": sum(f.length for f in report.filters), "kernel": kernels.kernel_summary()}
     seconds = time.perf_counter() - start
@@ -166,7 +167,7 @@ def _spark_rewrite(src: Path, out: Path, key_list: str, rows_per_group: int, cor
 
     policy = EncryptionPolicy(
         footer_key=_FOOTER_KEY, kms=KeyListKmsConfig(key_list=key_list),
-        column_keys={c: key for key, cols in _COLUMN_KEYS.items() for c in cols},
+        column_keys=_COLUMN_KEYS,
         bloom_filters={c: BloomFilterSpec(ndv=rows_per_group, fpp=DEFAULT_FPP) for c in FILTERED},
         bloom_filter_max_bytes=WRITER_DEFAULT_MAX_BYTES)
     try:
@@ -276,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = None if args.json else (lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
     result = run_attach_benchmark(args.rows, row_group_rows=args.row_group_rows, spark=not args.no_spark,
                                   workdir=args.dir, keep=args.keep, progress=progress)
-    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    print(json.dumps(envelope("bench-attach", result), indent=2) if args.json else format_report(result))
     return 0
 
 

@@ -51,6 +51,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
+from ..cli.output import envelope
 
 __all__ = ["main", "run_lookup_benchmark", "generate_dataset"]
 
@@ -198,7 +199,7 @@ def run_lookup_benchmark(size_mb: float = 1024, files: int = 50, lookups: int = 
             from ..spark.session import local_spark
 
             policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=data["key_list"]),
-                                      column_keys={"key": "keys"})
+                                      column_keys={"keys": ["key"]})
             spark = local_spark("secure-bloom-bench-lookup", policy=policy)
             path = str(data["encrypted"])
             runners["spark"] = lambda k, _count: (len(spark.read.parquet(path).where(f"key = '{k}'").collect()), None)
@@ -262,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_lookup_benchmark(args.size_mb, args.files, args.lookups, engines, args.workdir, log)
     result["load_average"] = os.getloadavg()
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(envelope("bench-lookup", result), indent=2))
         return 0
     print(f"\n{'engine':<10} {'key':<8} {'median s':>9} {'bytes read':>14} {'rchar':>14}")
     for engine, figures in result["engines"].items():

@@ -29,6 +29,7 @@ from .. import kernels
 from ..filter import optimal_num_bytes
 from ..spec import DEFAULT_FPP
 from .timing import best_seconds
+from ..cli.output import envelope
 
 __all__ = ["main", "run_spark_benchmark"]
 
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run_spark_benchmark(args.n, tuple(k for k in args.kinds.split(",") if k), args.max_bytes, args.repeat)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(envelope("bench-spark", result), indent=2))
         return 0
     print(f"distributed Bloom filter build: {result['n']:,} values, {result['num_bytes']:,}-byte filter")
     print(f"kernel: driver {result['kernel']}; Spark Python workers {result['worker_kernel']}")

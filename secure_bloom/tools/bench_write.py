@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
 from .timing import best_seconds
+from ..cli.output import envelope
 
 __all__ = ["main", "run_write_benchmark", "TARGETS", "make_table"]
 
@@ -133,8 +134,7 @@ def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> di
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    column_keys = {c: key for key, cols in COLUMN_KEYS.items() for c in cols}
-    policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=key_list), column_keys=column_keys,
+    policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=key_list), column_keys=COLUMN_KEYS,
                               bloom_filters={c: BloomFilterSpec(ndv=table.num_rows) for c in BLOOM_COLUMNS})
     source = tmp / "spark-source.parquet"
     pq.write_table(table, source)
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run_write_benchmark(args.rows, row_group_size=args.row_group_size, repeat=args.repeat,
                                  with_spark=not args.no_spark)
-    print(json.dumps(result, indent=2) if args.json else format_report(result), end="\n" if args.json else "")
+    print(json.dumps(envelope("bench-write", result), indent=2) if args.json else format_report(result), end="\n" if args.json else "")
     return 0
 
 

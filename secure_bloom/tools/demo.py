@@ -202,7 +202,30 @@ def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[
     _say(f"   again with a warm PruneCache: {sum(r['warm_cache_hits'] for r in out)}/{len(out)} lookups answered "
          f"from the cache, same rows: {all(r['warm_rows'] == r['rows'] for r in out)}, "
          f"{min(r['warm_ms'] for r in out):.1f}-{max(r['warm_ms'] for r in out):.1f} ms each")
+    _sql_lookups(path, keys, out, present + absent)
     return out
+
+
+def _sql_lookups(path: Path, keys: Any, out: list[dict[str, Any]], values: list[str]) -> None:
+    """The same lookups in DuckDB SQL (``secure_bloom.parquet.duckdb.register``): DuckDB's own
+    WHERE clause prunes by the encrypted Bloom filters. Skipped when DuckDB is not installed."""
+    try:
+        import duckdb
+    except ImportError:
+        _say("   DuckDB SQL: skipped (duckdb is not installed)")
+        return
+    from secure_bloom.parquet.duckdb import register
+
+    con = duckdb.connect()
+    view = register(con, "customers", str(path), keys=keys)
+    for lookup, value in zip(out, values):
+        rows = con.execute("SELECT ssn FROM customers WHERE ssn = ?", [value]).fetchall()
+        assert view.last_report is not None
+        lookup["duckdb_rows"] = len(rows)
+        lookup["duckdb_row_groups_read"] = view.last_report.row_groups_read
+    _say(f"   DuckDB SQL (SELECT ... WHERE ssn = ?): same rows: "
+         f"{all(r['duckdb_rows'] == r['rows'] for r in out)}, row groups read per lookup: "
+         f"{[r['duckdb_row_groups_read'] for r in out]} of {out[0]['row_groups'] if out else 0}")
 
 
 def _single_parquet(directory: Path) -> Path:
@@ -226,13 +249,18 @@ def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
     return {"compliant": bool(report.is_compliant), "violations": violations}
 
 
-def _encryption_config() -> Any:
-    import pyarrow.parquet.encryption as pe
-
+def _columns_by_key() -> dict[str, list[str]]:
+    """COLUMN_KEYS in pyarrow's shape: master key id -> columns."""
     column_keys: dict[str, list[str]] = {}
     for column, key_id in COLUMN_KEYS.items():
         column_keys.setdefault(key_id, []).append(column)
-    return pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=column_keys, double_wrapping=True)
+    return column_keys
+
+
+def _encryption_config() -> Any:
+    import pyarrow.parquet.encryption as pe
+
+    return pe.EncryptionConfiguration(footer_key=FOOTER_KEY, column_keys=_columns_by_key(), double_wrapping=True)
 
 
 def _pyarrow_encrypted_copy(table: Any, path: Path, kms: Any) -> str:
@@ -316,7 +344,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     per_group = max(1, rows // row_groups)
     policy = EncryptionPolicy(
         footer_key=FOOTER_KEY, kms=KeyListKmsConfig(key_list=_key_list_text(key_path)),
-        column_keys=COLUMN_KEYS,
+        column_keys=_columns_by_key(),
         bloom_filters={c: BloomFilterSpec(ndv=per_group, fpp=DEFAULT_FPP) for c in SENSITIVE})
     _say(f"secure_bloom demo: {rows} synthetic customers, dev keys from {key_path} "
          "(development keys: never for production)")
@@ -417,7 +445,8 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
         "present_probes_row_groups_skipped": f"{sum(r['skipped'] for r in present)}/{sum(r['row_groups'] for r in present)}",
         "present_values_found": all(r["maybe"] for r in present),
         "spark_queries_ok": all(c["ok"] for c in report["spark_queries"]),
-        "read_by_key_ok": all(r["rows"] == r["expected_rows"] == r["warm_rows"] for r in report["read_by_key"]),
+        "read_by_key_ok": all(r["rows"] == r["expected_rows"] == r["warm_rows"] == r.get("duckdb_rows", r["rows"])
+                              for r in report["read_by_key"]),
         "audits_compliant": all(report[a]["compliant"] for a in ("audit_spark", "audit_attached", "audit_one_call")),
         "parquet_java_finds_present_values": all(
             hits[v] for probe in ("parquet_java_probe", "parquet_java_probe_one_call")

@@ -151,7 +151,7 @@ def _write_java(spark: Any, path: Path, table: Any, *, plaintext_footer: bool, a
 
     policy = EncryptionPolicy(
         footer_key="kf", kms=KeyListKmsConfig(key_list()),
-        column_keys={c: k for k, cols in COLUMN_KEYS.items() for c in cols},
+        column_keys=COLUMN_KEYS,
         bloom_filters={c: BloomFilterSpec(ndv=ROWS_PER_GROUP, fpp=FPP[c]) for c in COLUMNS},
         plaintext_footer=plaintext_footer, algorithm=algorithm, double_wrapping=double)  # type: ignore[arg-type]
     from pyspark.sql import types as T

@@ -26,6 +26,9 @@ def test_demo_end_to_end(tmp_path, spark, dev_key_list_file):  # type: ignore[no
     assert all(r["rows"] >= 1 for r in reads if r["kind"] == "present")
     assert all(r["row_groups_read"] == 0 and r["pruned_by_bloom"] >= 1 for r in reads if r["kind"] == "absent")
     assert all(r["row_groups_read"] < r["row_groups"] for r in reads if r["kind"] == "present")
+    # DuckDB SQL over the same file (secure_bloom.parquet.duckdb.register): the same rows, pruned alike.
+    assert [r["duckdb_rows"] for r in reads] == [r["rows"] for r in reads]
+    assert [r["duckdb_row_groups_read"] for r in reads] == [r["row_groups_read"] for r in reads]
     # Asked again with the warm PruneCache: answered from it, the same rows and row groups.
     assert [r["warm_rows"] for r in reads] == [r["rows"] for r in reads]
     assert [r["warm_row_groups_read"] for r in reads] == [r["row_groups_read"] for r in reads]

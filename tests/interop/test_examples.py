@@ -59,3 +59,14 @@ def test_read_by_key_with_polars_and_duckdb() -> None:
     assert "lookup: 1 row(s), 1 row group(s) read, 0 file(s) answered from the cache" in out
     assert "lookup: 0 row(s), 0 row group(s) read, 1 file(s) answered from the cache" in out
     assert "lookup: 1 row(s), 1 row group(s) read, 1 file(s) answered from the cache" in out
+
+
+def test_polars_and_duckdb_prune_with_their_own_predicates() -> None:
+    out = _run("06_polars_duckdb.py")
+    pruned = [ln for ln in out.splitlines() if "row groups read: 1 of 8" in ln]
+    unpruned = [ln for ln in out.splitlines() if "row groups read: all 8" in ln]
+    assert len(pruned) == 4 and len(unpruned) == 2, out
+    most = max(int(ln.split()[-3].replace(",", "")) for ln in pruned)
+    least = min(int(ln.split()[-3].replace(",", "")) for ln in unpruned)
+    assert most * 3 < least, out  # a lookup reads under a third of what pyarrow's own dataset reads
+    assert all(" 1 row(s)" in ln for ln in pruned + unpruned)

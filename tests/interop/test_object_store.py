@@ -19,6 +19,7 @@ from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_fil
 from secure_bloom.parquet.read import parquet_format, read_table, scan
 from secure_bloom.parquet.tail import TAIL_READ_BYTES
 from support.parquet_files import vector_kms, write_encrypted
+from support.cli_json import cli_result
 
 pytestmark = pytest.mark.s3
 pytest_plugins = ["pytester"]
@@ -312,10 +313,10 @@ def test_cli_audit_and_inspect_of_an_s3_prefix(s3: Any, mixed: dict[str, Any],
 
     monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", TESTING_KEY_LIST)
     local_rc = main(["audit", str(mixed["root"]), "--sensitive", ",".join(SENSITIVE), "--json"])
-    local = json.loads(capsys.readouterr().out)
+    local = cli_result(capsys.readouterr().out, "audit")
     rc = main(["audit", s3.uri(mixed["prefix"]), "--sensitive", ",".join(SENSITIVE), "--json"])
     captured = capsys.readouterr()
-    remote = json.loads(captured.out)
+    remote = cli_result(captured.out, "audit")
     assert rc == local_rc == 1
     _bytes_read_match([f["bytes_read"] for f in remote["files"]], [f["bytes_read"] for f in local["files"]])
     assert {**remote["summary"], "bytes_read": None} == {**local["summary"], "bytes_read": None}
@@ -326,7 +327,7 @@ def test_cli_audit_and_inspect_of_an_s3_prefix(s3: Any, mixed: dict[str, Any],
     rc = main(["inspect", s3.uri(mixed["prefix"]), "--json"])
     captured = capsys.readouterr()
     assert rc == 0
-    described = json.loads(captured.out)
+    described = cli_result(captured.out, "inspect")
     assert sorted(d["file"] for d in described) == sorted(
         f"s3://{mixed['prefix']}/{name}" for name in ("000000_0", "leak.parquet.encrypted", "big/part-0.parquet",
                                                       "sub/orphan.parquet"))

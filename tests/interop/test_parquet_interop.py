@@ -164,7 +164,7 @@ def test_spark_reads_the_attached_file(spark: Any, tmp_path: Path) -> None:
     dst_dir.mkdir()
     attach_bloom_filters(src, dst_dir / "part-0.parquet", ["ssn", "amount", "ts"], KEYS)
     policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(TESTING_KEY_LIST),
-                              column_keys={"ssn": "kc1", "amount": "kc1", "ts": "kc2"})
+                              column_keys={"kc1": ["ssn", "amount"], "kc2": ["ts"]})
     expected = read_encrypted(src)
     with applied_policy(spark, policy):
         df = spark.read.parquet(str(dst_dir))

@@ -55,7 +55,7 @@ def test_sized_from_approx_distinct_like_parquet_java(frame):  # type: ignore[no
     from secure_bloom.filter import optimal_num_bytes
     from secure_bloom.spark.build import build_bloom_filter
 
-    bf = build_bloom_filter(frame, "email", fpp=0.01, max_bytes=1 << 20)
+    bf = build_bloom_filter(frame, "email", fpp=0.01, bloom_filter_max_bytes=1 << 20)
     # approx_count_distinct is within a few percent of 50k; parquet-java sizes 50k at 1% to 64 KiB.
     assert bf.num_bytes == optimal_num_bytes(ROWS, 0.01) == 1 << 16
     assert bf.might_contain("user-123@example.com", "BYTE_ARRAY")

@@ -53,7 +53,7 @@ def _write(spark: Any, out: Path, rows: int, rows_per_group: int, bloom_ndv: int
     from pyspark.sql import functions as F
 
     key_list = random_key_list(("kf", "kc1"))
-    policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(key_list), column_keys={"ts": "kc1"},
+    policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(key_list), column_keys={"kc1": ["ts"]},
                               bloom_filters={"ts": BloomFilterSpec(ndv=bloom_ndv, fpp=0.01)})
     df = spark.range(0, rows, numPartitions=1).select(
         F.col("id"), (F.lit(BASE).cast("timestamp") + F.make_interval(secs=F.col("id") * STEP)).alias("ts"))

@@ -84,7 +84,7 @@ def test_spark_and_parquet_java_read_filters_python_attached_with_openbao_keys(
 
     monkeypatch.setenv(TOKEN_ENV, openbao.token)
     policy = EncryptionPolicy(footer_key="footer_mk", kms=TransitKmsConfig(openbao.url, token_env=TOKEN_ENV),
-                              column_keys={"email": "pii_mk"}, bloom_filters={"email": BloomFilterSpec()})
+                              column_keys={"pii_mk": ["email"]}, bloom_filters={"email": BloomFilterSpec()})
     probe = ["person00010@example.com", "person01500@example.com", "person02999@example.com", "nobody@example.com"]
     result = bloom_probe(dst, [ColumnProbe("email", "string", tuple(probe))], policy.hadoop_conf())
     groups = result["columns"]["email"]["row_groups"]

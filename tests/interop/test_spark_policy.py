@@ -22,7 +22,7 @@ KEY_LIST = f"kf:{KF}, kc1:{KC}"
 def _policy(**kw: object) -> EncryptionPolicy:
     args: dict[str, object] = dict(
         footer_key="kf", kms=KeyListKmsConfig(KEY_LIST),
-        column_keys={"ssn": "kc1", "a.b": "kc1", "email": "kf"},
+        column_keys={"kc1": ["ssn", "a.b"], "kf": ["email"]},
         bloom_filters={"ssn": BloomFilterSpec(ndv=5000, fpp=0.001), "a.b": BloomFilterSpec()})
     args.update(kw)
     return EncryptionPolicy(**args)  # type: ignore[arg-type]
@@ -99,10 +99,11 @@ def test_transit_token_env_must_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"footer_key": "nope"}, KeyNotFoundError, "nope"),
-    ({"column_keys": {"c": "missing"}}, KeyNotFoundError, "missing"),
+    ({"column_keys": {"missing": ["c"]}}, KeyNotFoundError, "missing"),
     ({"algorithm": "AES_CBC"}, ValueError, "algorithm"),
     ({"data_key_length_bits": 64}, ValueError, "128, 192 or 256"),
-    ({"column_keys": {"a,b": "kf"}}, ValueError, "column"),
+    ({"column_keys": {"kf": ["a,b"]}}, ValueError, "column"),
+    ({"column_keys": {"kf": ["x"], "kc1": ["x"]}}, ValueError, "two keys"),
     ({"bloom_filters": {"c;d": BloomFilterSpec()}}, ValueError, "column"),
     ({"bloom_filter_max_bytes": 0}, ValueError, "positive"),
 ])
@@ -128,4 +129,4 @@ def test_policy_is_immutable() -> None:
     with pytest.raises(AttributeError):
         policy.footer_key = "kc1"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        policy.column_keys["x"] = "kf"  # type: ignore[index]
+        policy.column_keys["x"] = ["kf"]  # type: ignore[index]

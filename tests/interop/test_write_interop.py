@@ -71,7 +71,7 @@ def test_spark_queries_the_written_file_with_the_same_keys(spark: Any, tmp_path:
                                                                                     "kc2": ["ts"]}),
                 kms=vector_kms(), bloom_filter_options={"ssn": True, "id": True}, row_group_size=1000)
     policy = EncryptionPolicy(footer_key="kf", kms=KeyListKmsConfig(TESTING_KEY_LIST),
-                              column_keys={"ssn": "kc1", "amount": "kc1", "ts": "kc2"})
+                              column_keys={"kc1": ["ssn", "amount"], "kc2": ["ts"]})
     with applied_policy(spark, policy):
         df = spark.read.parquet(str(out))
         rows = df.where(df.ssn == ssn(1234)).select("id", "ssn").collect()
@@ -108,7 +108,7 @@ def test_openbao_keys_written_in_python_read_by_spark(spark: Any, openbao: OpenB
                 bloom_filter_options={"email": True}, row_group_size=1000)
     monkeypatch.setenv(TOKEN_ENV, openbao.token)
     policy = EncryptionPolicy(footer_key="write_footer_mk", kms=TransitKmsConfig(openbao.url, token_env=TOKEN_ENV),
-                              column_keys={"email": "write_pii_mk"}, bloom_filters={"email": BloomFilterSpec()})
+                              column_keys={"write_pii_mk": ["email"]}, bloom_filters={"email": BloomFilterSpec()})
     probe = ("person00010@example.com", "person01500@example.com", "nobody@example.com")
     groups = bloom_probe(out / "part-0.parquet", [ColumnProbe("email", "string", probe)],
                          policy.hadoop_conf())["columns"]["email"]["row_groups"]

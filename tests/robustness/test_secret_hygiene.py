@@ -141,7 +141,7 @@ def _commands(w: dict[str, Any]) -> Iterator[tuple[str, list[str], dict[str, str
         yield f"probe id {name}", ["probe", str(f[name]), "--column", "id", "--value", "7", *kl], {}
         yield f"audit {name}", ["audit", str(f[name]), "--sensitive", "ssn,amount", "--json", *kl], {}
         yield f"attach {name}", ["attach", str(f[name.replace("-bloom", "")]), str(root / f"cli-{name}.parquet"),
-                                 "--column", "amount", "--overwrite", "--json", *kl], {}
+                                 "--bloom", "amount", "--overwrite", "--json", *kl], {}
     yield "inspect vector", ["inspect", str(BLOOM_VECTOR), *_vector_key_args()], {}
     yield "probe vector", ["probe", str(BLOOM_VECTOR), "--column", "double_field", "--value", "0.5",
                            *_vector_key_args()], {}

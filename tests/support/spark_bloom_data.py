@@ -200,12 +200,20 @@ def random_key_list(ids: tuple[str, ...] = ("kf", "kc1", "kc2")) -> str:
     return ", ".join(f"{k}:{base64.b64encode(os.urandom(16)).decode()}" for k in ids)
 
 
+def _by_key(column_keys: dict[str, str]) -> dict[str, list[str]]:
+    """{column: key id} in pyarrow's (and EncryptionPolicy's) shape {key id: [columns]}."""
+    out: dict[str, list[str]] = {}
+    for column, key_id in column_keys.items():
+        out.setdefault(key_id, []).append(column)
+    return out
+
+
 def make_policy(kms: Any, columns: tuple[str, ...] | None = None, **variant: Any) -> EncryptionPolicy:
     """The standard policy, restricted to ``columns`` (parquet-java refuses keys for columns a
     file does not have)."""
     keep = set(_TYPES if columns is None else columns)
     return EncryptionPolicy(
-        footer_key="kf", kms=kms, column_keys={c: k for c, k in COLUMN_KEYS.items() if c in keep},
+        footer_key="kf", kms=kms, column_keys=_by_key({c: k for c, k in COLUMN_KEYS.items() if c in keep}),
         bloom_filters={c: BloomFilterSpec(ndv=1000, fpp=0.01) for c in _TYPES if c in keep},
         **variant)
 

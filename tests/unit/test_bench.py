@@ -3,7 +3,6 @@ it ran, verified its filters and reported the fields the CLI and the README rely
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 from secure_bloom import kernels
 from secure_bloom.tools import bench, bench_attach
+from support.cli_json import cli_result
 
 
 def test_run_benchmarks_small_without_java() -> None:
@@ -38,7 +38,7 @@ def test_run_benchmarks_small_without_java() -> None:
 def test_main_json_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--n", "500", "--repeat", "1", "--scalar-sample", "100", "--bytes", "1024",
                        "--no-java", "--json"]) == 0
-    parsed = json.loads(capsys.readouterr().out)
+    parsed = cli_result(capsys.readouterr().out, "bench")
     assert parsed["verified"]["numpy_equals_scalar"] is True
     assert parsed["num_bytes"] == 1024 and parsed["kernel"]["backend"] == kernels.BACKEND
     for bad in (["--n", "0"], ["--bytes", "1000"], ["--repeat", "x"]):
@@ -88,7 +88,7 @@ def test_bench_attach_runs_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[st
     file, attached 3 filters per row group in a fresh process, measured its memory, cleaned up."""
     assert bench_attach.main(["--rows", "3000", "--row-group-rows", "1000", "--no-spark", "--json",
                               "--dir", str(tmp_path)]) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = cli_result(capsys.readouterr().out, "bench-attach")
     assert result["rows"] == 3000 and result["source_bytes"] > 3000 * 40
     assert result["pyarrow_read"]["rows"] == 3000
     assert result["attach"]["filters"] == 3 * 3 and result["attach"]["kernel"] == kernels.kernel_summary()

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from secure_bloom.cli import main
+from support.cli_json import cli_result
 
 
 def test_bench_lookup_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["bench-lookup", "--size-mb", "1", "--files", "2", "--lookups", "2",
                  "--engines", "ours,ours-warm,pyarrow,duckdb", "--json"])
     assert code == 0
-    result = json.loads(capsys.readouterr().out)
+    result = cli_result(capsys.readouterr().out, "bench-lookup")
     assert result["dataset"]["files"] == 2
     for engine in ("ours", "ours-warm", "pyarrow", "duckdb"):
         figures = result["engines"][engine]

@@ -6,7 +6,6 @@ installed console script)."""
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import secrets
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from support import leaky_writer as lw
+from support.cli_json import cli_one, cli_result
 from secure_bloom import __version__, kernels
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
@@ -148,7 +148,7 @@ def test_inspect_parquet_java_file(capsys: pytest.CaptureFixture[str]) -> None:
 def test_inspect_json(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "inspect", JAVA_BLOOM, "--json", *KEYS)
     assert rc == 0
-    doc = json.loads(out)
+    doc = cli_one(out)
     assert doc["num_row_groups"] == 1 and doc["footer"]["mode"] == "encrypted"
     chunks = {c["column"]: c for c in doc["row_groups"][0]["chunks"]}
     assert {k: chunks["float_field"][k] for k in ("has_bloom_filter", "encrypted", "key_id", "filter_num_bytes",
@@ -181,12 +181,12 @@ def test_probe_json_exact_shape(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, "probe", JAVA_BLOOM, "--column", "double_field", *sum(
         (["--value", v] for v in probes), []), "--json", *KEYS)
     assert (rc, err) == (0, KEYS_WARNING)
-    assert json.loads(out) == {
+    assert cli_one(out) == {
         "file": JAVA_BLOOM, "column": "double_field",
         "values": probes,
         "row_groups": [{"row_group": 0, "has_bloom_filter": True, "encrypted": True, "values": [
             {"value": v, "answer": rebuilt_answer(present, PhysicalType.DOUBLE, 2048, float(v))} for v in probes]}]}
-    assert answers_by_label(json.loads(out)["row_groups"][0])["0.5"] == "maybe"
+    assert answers_by_label(cli_one(out)["row_groups"][0])["0.5"] == "maybe"
 
 
 def test_probe_float_column_and_human_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +210,7 @@ def test_probe_plaintext_file_without_keys(capsys: pytest.CaptureFixture[str]) -
     rc, out, _ = run(capsys, "probe", PLAIN_BLOOM, "--column", "String", "--value", "today",
                      "--value", "tomorrow", "--json")
     assert rc == 0
-    values = answers_by_label(json.loads(out)["row_groups"][0])
+    values = answers_by_label(cli_one(out)["row_groups"][0])
     assert values == {"today": "maybe",
                       "tomorrow": rebuilt_answer(words, PhysicalType.BYTE_ARRAY, 1024, "tomorrow")}
 
@@ -219,7 +219,7 @@ def test_probe_row_group_without_filter_answers_maybe(capsys: pytest.CaptureFixt
     rc, out, _ = run(capsys, "probe", JAVA_BLOOM, "--column", "int32_field", "--value", "123456789",
                      "--json", *KEYS)
     assert rc == 0
-    assert json.loads(out)["row_groups"] == [
+    assert cli_one(out)["row_groups"] == [
         {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
          "values": [{"value": "123456789", "answer": "maybe"}]}]
 
@@ -250,7 +250,7 @@ def typed_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def probe_answers(capsys: pytest.CaptureFixture[str], path: Path, column: str, *options: str) -> list[str]:
     rc, out, err = run(capsys, "probe", str(path), "--column", column, "--json", *options)
     assert (rc, err) == (0, ""), err
-    return [v["answer"] for v in json.loads(out)["row_groups"][0]["values"]]
+    return [v["answer"] for v in cli_one(out)["row_groups"][0]["values"]]
 
 
 def test_probe_string_column_takes_prefixes_literally(capsys: pytest.CaptureFixture[str], typed_file: Path) -> None:
@@ -308,7 +308,7 @@ def test_probe_keeps_one_answer_per_value_typed(capsys: pytest.CaptureFixture[st
     """Regression (issue 15 item 24): answers are a list labelled by the text typed; none collapse."""
     rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0.0",
                      "--value", "0", "--json")
-    doc = json.loads(out)
+    doc = cli_one(out)
     assert rc == 0 and doc["values"] == ["0", "0.0", "0"]
     assert doc["row_groups"][0]["values"] == [{"value": v, "answer": "maybe"} for v in ("0", "0.0", "0")]
     rc, out, _ = run(capsys, "probe", str(typed_file), "--column", "d", "--value", "0", "--value", "0")
@@ -329,7 +329,7 @@ def test_spark_files_with_key_list(capsys: pytest.CaptureFixture[str], spark_blo
                 *sum((["--value", v] for v in present), [])]
         rc, out, err = run(capsys, *argv)
         assert (rc, err) == (0, KEY_LIST_WARNING), name
-        doc = json.loads(out)
+        doc = cli_one(out)
         assert [(g["has_bloom_filter"], g["encrypted"]) for g in doc["row_groups"]] == [(True, True)] * 3
         for g, value in enumerate(present):
             assert answers_by_label(doc["row_groups"][g])[value] == "maybe", (name, g)
@@ -338,16 +338,16 @@ def test_spark_files_with_key_list(capsys: pytest.CaptureFixture[str], spark_blo
     absent = [f"absent-{i:05d}" for i in range(40)]
     rc, out, _ = run(capsys, "probe", gcm, "--column", "s", "--json", "--key-list", key_list,
                      *sum((["--value", v] for v in absent), []))
-    answers = [a for g in json.loads(out)["row_groups"] for a in answers_by_label(g).values()]
+    answers = [a for g in cli_one(out)["row_groups"] for a in answers_by_label(g).values()]
     assert answers.count("absent") >= 0.9 * len(answers)
     for column, text in (("day", "2000-01-01"), ("ts", "2024-01-01T00:00:00Z"), ("dec", "0.00")):
         rc, out, _ = run(capsys, "probe", gcm, "--column", column, "--value", text, "--json", "--key-list", key_list)
-        assert rc == 0 and answers_by_label(json.loads(out)["row_groups"][0])[text] == "maybe", column
+        assert rc == 0 and answers_by_label(cli_one(out)["row_groups"][0])[text] == "maybe", column
     # inspect, with the key list from a file and from the environment.
     key_file = tmp_path / "keys.txt"
     key_file.write_text(key_list)
     rc, out, _ = run(capsys, "inspect", gcm, "--json", "--key-list-file", str(key_file))
-    chunks = [c for rg in json.loads(out)["row_groups"] for c in rg["chunks"]]
+    chunks = [c for rg in cli_one(out)["row_groups"] for c in rg["chunks"]]
     assert {c["column"] for c in chunks if c["filter_verified"]} == {
         "i32", "i64", "f32", "f64", "nested.x", "s", "dec", "day", "ts", "pub"}
     monkeypatch.setenv("SECURE_BLOOM_KEY_LIST", key_list)
@@ -366,7 +366,7 @@ def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit
     kl = ["--key-list", lw.key_list()]
     rc, out, _ = run(capsys, "probe", str(tmp_path / "dataset"), "--column", "ssn", "--value", "ssn-0060", "--json", *kl)
     assert rc == 0
-    docs = json.loads(out)
+    docs = cli_result(out)
     assert [Path(doc["file"]).name for doc in docs] == ["part-good.parquet", "part-src.parquet"]
     assert [g["has_bloom_filter"] for g in docs[0]["row_groups"]] == [True, True]
     assert answers_by_label(docs[0]["row_groups"][1]) == {"ssn-0060": "maybe"}
@@ -374,7 +374,7 @@ def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit
     rc, out, _ = run(capsys, "probe", str(tmp_path / "dataset"), "--column", "ssn", "--value", "ssn-0060", *kl)
     assert "value ssn-0060: may be in 2 of 2 files" in out
     rc, out, _ = run(capsys, "inspect", str(tmp_path / "dataset"), "--json", *kl)
-    assert rc == 0 and len(json.loads(out)) == 2
+    assert rc == 0 and len(cli_result(out)) == 2
 
 
 def test_broken_pipe_is_quiet(audit_files: dict[str, Path]) -> None:
@@ -397,10 +397,10 @@ def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_f
                                      tmp_path: Path) -> None:
     dst = tmp_path / "attached.parquet.encrypted"
     kl = ["--key-list", lw.key_list()]
-    rc, out, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn:fpp=0.001",
-                       "--column", "email:ndv=10", "--json", *kl)
+    rc, out, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn:fpp=0.001",
+                       "--bloom", "email:ndv=10", "--json", *kl)
     assert (rc, err) == (0, KEY_LIST_WARNING)
-    filters = json.loads(out)["filters"]
+    filters = cli_result(out)["filters"]
     assert sorted((f["column"], f["row_group"], f["encrypted"], f["ndv"]) for f in filters) == [
         ("email", 0, True, 10), ("email", 1, True, 10), ("ssn", 0, True, 50), ("ssn", 1, True, 50)]
     ssn = {f["row_group"]: f["num_bytes"] for f in filters if f["column"] == "ssn"}
@@ -408,21 +408,21 @@ def test_attach_then_probe_and_audit(capsys: pytest.CaptureFixture[str], audit_f
     assert ssn[0] > email[0]  # fpp 0.001 for 50 values needs more bits than 1 % for 10
     rc, out, _ = run(capsys, "probe", str(dst), "--column", "ssn", "--value", "ssn-0001", "--value", "ssn-0099",
                      "--json", *kl)
-    values = [answers_by_label(g) for g in json.loads(out)["row_groups"]]
+    values = [answers_by_label(g) for g in cli_one(out)["row_groups"]]
     assert values[0]["ssn-0001"] == "maybe" and values[1]["ssn-0099"] == "maybe"
     assert run(capsys, "audit", str(dst), "--sensitive", "ssn,email", *kl)[0] == 0
-    rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", *kl)
+    rc, _, err = run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn", *kl)
     assert rc == 2 and "already exists (use --overwrite" in err
-    assert run(capsys, "attach", str(audit_files["src"]), str(dst), "--column", "ssn", "--overwrite", *kl)[0] == 0
+    assert run(capsys, "attach", str(audit_files["src"]), str(dst), "--bloom", "ssn", "--overwrite", *kl)[0] == 0
 
 
 def test_attach_in_place(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "plain.parquet"
     path.write_bytes(Path(PLAIN_BLOOM).read_bytes())
-    rc, out, _ = run(capsys, "attach", str(path), str(path), "--column", "String:ndv=14", "--overwrite")
+    rc, out, _ = run(capsys, "attach", str(path), str(path), "--bloom", "String:ndv=14", "--overwrite")
     assert rc == 0 and "wrote" in out
     rc, out, _ = run(capsys, "inspect", str(path), "--json")
-    (chunk,) = json.loads(out)["row_groups"][0]["chunks"]
+    (chunk,) = cli_one(out)["row_groups"][0]["chunks"]
     assert chunk["filter_num_bytes"] == 32  # 14 values at 1 % -> one block (was 1024 bytes)
 
 
@@ -438,14 +438,14 @@ def test_probe_ambiguous_dotted_path_and_json_path(capsys: pytest.CaptureFixture
     for column, leaf in (('["a.b"]', "a.b"), ('["a", "b"]', "a.b")):
         rc, out, err = run(capsys, "probe", str(path), "--column", column, "--value", "top", "--json")
         assert (rc, err) == (0, ""), err
-        assert json.loads(out)["column"] == leaf
-    rc, out, _ = run(capsys, "attach", str(path), str(tmp_path / "out.parquet"), "--column", '["a", "b"]:ndv=1')
+        assert cli_one(out)["column"] == leaf
+    rc, out, _ = run(capsys, "attach", str(path), str(tmp_path / "out.parquet"), "--bloom", '["a", "b"]:ndv=1')
     assert rc == 0 and "Bloom filters for a.b" in out
     rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a", "b"]',
                      "--value", "nested", "--value", "top", "--json")
-    assert answers_by_label(json.loads(out)["row_groups"][0]) == {"nested": "maybe", "top": "absent"}
+    assert answers_by_label(cli_one(out)["row_groups"][0]) == {"nested": "maybe", "top": "absent"}
     rc, out, _ = run(capsys, "probe", str(tmp_path / "out.parquet"), "--column", '["a.b"]', "--value", "top", "--json")
-    assert json.loads(out)["row_groups"][0] == {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
+    assert cli_one(out)["row_groups"][0] == {"row_group": 0, "has_bloom_filter": False, "encrypted": False,
                                                 "values": [{"value": "top", "answer": "maybe"}]}
 
 
@@ -463,7 +463,7 @@ def test_parse_column_spec(spec: str, expected: tuple[str, int | None, float | N
 
 @pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1", "[a.b]", "[]", '["a", 1]'])
 def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str) -> None:
-    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--column", spec)
+    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--bloom", spec)
     assert rc == 2 and ONE_LINE_ERROR.match(err), err
 
 
@@ -486,7 +486,7 @@ def test_audit_exit_codes_and_reports(capsys: pytest.CaptureFixture[str], audit_
     rc, out, _ = run(capsys, "audit", str(audit_files["good"]), str(audit_files["leak"]), "--sensitive", "ssn,email",
                      "--json", "--junit-xml", str(junit), *kl)
     assert rc == 1
-    doc = json.loads(out)
+    doc = cli_result(out)
     assert doc["exit_code"] == 1 and doc["summary"]["violations"] == 1
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "1"
@@ -498,7 +498,7 @@ def test_audit_directory(capsys: pytest.CaptureFixture[str], audit_files: dict[s
     rc, out, err = run(capsys, "audit", str(audit_files["src"].parent), "--sensitive", "ssn", "--json",
                        "--key-list", lw.key_list())
     assert rc == 1 and err == KEY_LIST_WARNING  # no progress bar: stderr is not a terminal
-    statuses = {Path(f["file"]).name: f["status"] for f in json.loads(out)["files"]}
+    statuses = {Path(f["file"]).name: f["status"] for f in cli_result(out)["files"]}
     assert statuses == {"good.parquet.encrypted": "pass", "leak.parquet.encrypted": "violation",
                         "src.parquet.encrypted": "pass"}
 
@@ -524,7 +524,7 @@ def test_inspect_and_audit_escape_control_characters(capsys: pytest.CaptureFixtu
     rc, out, _ = run(capsys, "audit", str(path), "--sensitive", f"ssn,{red}")
     assert rc == 1 and "\x1b" not in out and "\\x1b[31mred" in out
     rc, out, _ = run(capsys, "inspect", str(path), "--json")
-    assert rc == 0 and json.loads(out)["columns"][0]["path"] == red  # JSON keeps the exact name
+    assert rc == 0 and cli_one(out)["columns"][0]["path"] == red  # JSON keeps the exact name
 
 
 def test_audit_reports_are_valid_for_any_file_name(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
@@ -546,7 +546,7 @@ def test_audit_reports_are_valid_for_any_file_name(capsys: pytest.CaptureFixture
     assert sorted(Path(c.get("classname", "")).name for c in cases) == ["bad\\xff.parquet", "ctl\\x01\\x1b.parquet"]
     rc, out, _ = run(capsys, "audit", str(d), "--sensitive", "ssn", "--json", *kl)
     assert rc == 0
-    assert sorted(f["file"] for f in json.loads(out)["files"]) == sorted([undecodable, control])
+    assert sorted(f["file"] for f in cli_result(out)["files"]) == sorted([undecodable, control])
 
 
 def _without_dac_override() -> None:
@@ -587,7 +587,7 @@ def test_unreadable_subdirectory_does_not_hide_violations(audit_files: dict[str,
     finally:
         (root / "locked").chmod(0o755)
     assert audited.returncode == 1, audited.stderr
-    doc = json.loads(audited.stdout)
+    doc = cli_result(audited.stdout)
     assert [(Path(f["file"]).name, f["status"], (f["error"] or {}).get("kind")) for f in doc["files"]] == [
         ("locked", "could_not_check", "UNREADABLE_DIRECTORY"), ("leak.parquet", "violation", None)]
     assert inspected.returncode == 2
@@ -629,7 +629,7 @@ def _error_cases(tmp_path: Path) -> list[tuple[str, list[str], int, str]]:
         ("missing option", ["probe", JAVA_BLOOM, "--column", "x"], 2, "--value"),
         ("KMS token not set", ["inspect", JAVA_BLOOM, "--kms-url", "http://127.0.0.1:9", "--kms-token-env",
                                "SECURE_BLOOM_TEST_UNSET_VARIABLE"], 2, "needs a token"),
-        ("bad fpp", ["attach", PLAIN_BLOOM, str(tmp_path / "o.parquet"), "--column", "String", "--fpp", "7"], 2,
+        ("bad fpp", ["attach", PLAIN_BLOOM, str(tmp_path / "o.parquet"), "--bloom", "String", "--fpp", "7"], 2,
          "(0, 1)"),
     ]
 
@@ -657,7 +657,7 @@ def test_debug_shows_a_traceback(capsys: pytest.CaptureFixture[str], tmp_path: P
 def test_subprocess_exit_codes_and_stderr(audit_files: dict[str, Path], tmp_path: Path) -> None:
     ok = run_process("probe", JAVA_BLOOM, "--column", "double_field", "--value", "0.5", "--json", *KEYS)
     assert ok.returncode == 0 and ok.stderr == KEYS_WARNING  # scripts too: ps shows argv to everyone
-    assert answers_by_label(json.loads(ok.stdout)["row_groups"][0]) == {"0.5": "maybe"}
+    assert answers_by_label(cli_one(ok.stdout)["row_groups"][0]) == {"0.5": "maybe"}
     for name, argv, code, text in _error_cases(tmp_path)[:5]:
         proc = run_process(*argv)
         assert proc.returncode == code, (name, proc.stderr)
@@ -775,8 +775,8 @@ def test_key_material_never_printed(capsys: pytest.CaptureFixture[str], audit_fi
         ["probe", str(tmp_path / "missing.parquet"), "--column", "a", "--value", "1", *canary_keys],
         ["probe", JAVA_BLOOM, "--column", "double_field", "--value", "1", "--key", "kf=text:0123456789012345",
          "--key", f"kc1=text:{text_canary}"],                                      # wrong column key
-        ["attach", src, str(tmp_path / "a.parquet.encrypted"), "--column", "ssn", *canary_keys],
-        ["attach", JAVA_BLOOM, str(tmp_path / "b.parquet"), "--column", "double_field", *wrong_keys],
+        ["attach", src, str(tmp_path / "a.parquet.encrypted"), "--bloom", "ssn", *canary_keys],
+        ["attach", JAVA_BLOOM, str(tmp_path / "b.parquet"), "--bloom", "double_field", *wrong_keys],
         ["audit", src, leak, "--sensitive", "ssn,email", "--json", *canary_keys],
         ["audit", src, "--sensitive", "ssn", "--junit-xml", str(tmp_path / "j.xml"), *canary_keys],
         ["audit", JAVA_BLOOM, "--sensitive", "double_field", *wrong_keys],
@@ -863,13 +863,13 @@ def test_openbao_transit_kms(capsys: pytest.CaptureFixture[str], openbao: OpenBa
     kms_args = ["--kms-url", openbao.url, "--kms-token-env", "SB_TEST_BAO_TOKEN"]
     rc, out, err = run(capsys, "probe", str(good), "--column", "ssn", "--value", "ssn-0060", "--json", *kms_args)
     assert (rc, err) == (0, "")
-    assert [answers_by_label(g)["ssn-0060"] for g in json.loads(out)["row_groups"]][1] == "maybe"
+    assert [answers_by_label(g)["ssn-0060"] for g in cli_one(out)["row_groups"]][1] == "maybe"
     rc, out, _ = run(capsys, "audit", str(good), "--sensitive", "ssn,city", "--json", *kms_args)
-    assert rc == 1 and {v["code"] for v in json.loads(out)["violations"]} == {"SENSITIVE_COLUMN_NOT_ENCRYPTED"}
+    assert rc == 1 and {v["code"] for v in cli_result(out)["violations"]} == {"SENSITIVE_COLUMN_NOT_ENCRYPTED"}
     assert run(capsys, "audit", str(good), "--sensitive", "ssn", *kms_args)[0] == 0
     rc, out, err = run(capsys, "audit", str(good), "--sensitive", "ssn", "--json", "--kms-url", openbao.url,
                        "--kms-token-env", "SB_TEST_BAD_TOKEN", "--debug")
-    assert rc == 2 and json.loads(out)["files"][0]["error"]["kind"] == "KEY_ACCESS_DENIED"
+    assert rc == 2 and cli_result(out)["files"][0]["error"]["kind"] == "KEY_ACCESS_DENIED"
     rc, out, err = run(capsys, "inspect", str(good), *kms_args, "--debug")
     assert rc == 0
     for printed in (out, err):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from secure_bloom.kms.pyarrow_adapter import pyarrow_kms_client_factory
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.arrow_source import open_arrow_file
 from secure_bloom.parquet.audit import audit
+from support.cli_json import cli_one
 
 KEYS = KeyAccess(kms=vector_kms())
 ENCRYPT = ["--footer-key", "kf", "--column-key", "kc1:ssn,amount", "--column-key", "kc2:ts"]
@@ -52,7 +52,7 @@ def test_encrypt_a_file_keeps_row_groups_and_adds_encrypted_filters(tmp_path: Pa
     rc, out, err = run(capsys, "encrypt", str(src), str(dst), *ENCRYPT, "--bloom", "ssn", "--bloom", "id:fpp=0.001",
                        "--json")
     assert (rc, err) == (0, "")
-    report = json.loads(out)
+    report = cli_one(out)
     assert report["num_rows"] == 3000 and report["row_groups"] == 3
     assert {(f["column"], f["encrypted"]) for f in report["filters"]} == {("ssn", True), ("id", False)}
     assert read_encrypted(dst).equals(pq.read_table(src))
@@ -133,7 +133,7 @@ def test_encrypted_source_is_re_encrypted_under_new_keys(tmp_path: Path, monkeyp
     rc, out, err = run(capsys, "encrypt", str(src), str(dst), "--footer-key", "kf_new",
                        "--column-key", "kc_new:ssn,amount,ts", "--bloom", "ssn", "--json")
     assert (rc, err) == (0, "")
-    assert json.loads(out)["num_rows"] == 3000
+    assert cli_one(out)["num_rows"] == 3000
     new_only = KeyListKms(NEW_KEYS)
     props = pe.CryptoFactory(pyarrow_kms_client_factory(new_only)).file_decryption_properties(
         pe.KmsConnectionConfig(), parquet_file_path=str(dst))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,6 +12,7 @@ from secure_bloom.errors import InvalidValueError
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 from secure_bloom.parquet.read import read_table
 from secure_bloom.parquet.where import parse_condition
+from support.cli_json import cli_result
 from support.parquet_files import (
     TESTING_KEY_LIST,
     TESTING_KEYS,
@@ -56,7 +56,7 @@ def test_query_json_with_explain(encrypted: tuple[Path, Path], capsys: pytest.Ca
     code = main(["query", str(data), "--where", f"ssn in ({ssn(1500)}, {ssn(7)}, nobody)", "--columns", "id,ssn",
                  "--format", "json", "--explain", "--key-list-file", str(keys)])
     assert code == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = cli_result(capsys.readouterr().out, "query")
     assert doc["rows"] == [{"id": 7, "ssn": ssn(7)}, {"id": 1500, "ssn": ssn(1500)}]
     report = doc["report"]
     assert (report["row_groups_total"], report["row_groups_read"], report["rows"]) == (3, 2, 2)
@@ -104,7 +104,7 @@ def test_query_explicit_key_with_withheld_aad_prefix(tmp_path: Path, capsys: pyt
     code = main(["query", str(tmp_path / "data.parquet"), "--where", f"ssn in ({ssn(1500)}, {ssn(2999)}, x)",
                  "--columns", "id,ssn", "--format", "json", "--explain", "--aad-prefix", "tenant-7", *EXPLICIT_KEYS])
     assert code == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = cli_result(capsys.readouterr().out, "query")
     assert doc["rows"] == [{"id": 1500, "ssn": ssn(1500)}, {"id": 2999, "ssn": ssn(2999)}]
     assert (doc["report"]["row_groups_total"], doc["report"]["row_groups_read"]) == (3, 2)
     assert main(["query", str(tmp_path / "data.parquet"), "--where", f"ssn = {ssn(1)}", *EXPLICIT_KEYS]) == 2
@@ -128,7 +128,7 @@ def test_plain_table_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     pq.write_table(sample_table(100), tmp_path / "p.parquet", row_group_size=10)
     assert main(["query", str(tmp_path / "p.parquet"), "--where", "score > 48", "--columns", "id",
                  "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [{"id": 97}, {"id": 98}, {"id": 99}]
+    assert cli_result(capsys.readouterr().out, "query") == {"rows": [{"id": 97}, {"id": 98}, {"id": 99}], "report": None}
 
 
 def test_time_literal_offset_is_applied_for_utc_time_and_refused_for_local_time(

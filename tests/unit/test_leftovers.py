@@ -5,7 +5,6 @@ leftovers as notices. The SIGKILL-at-every-stage run is tests/robustness/test_at
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from secure_bloom.parquet.audit import audit
 from secure_bloom.parquet.policy import ColumnRule, Policy
 from secure_bloom.parquet.leftovers import PairJournal, clean_leftovers, find_leftovers
 from support.parquet_files import write_plain
+from support.cli_json import cli_result
 
 
 def _die(journal: PairJournal) -> None:
@@ -103,7 +103,7 @@ def test_doctor_cli_and_audit_notices(tmp_path: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert str(orphan) in out and str(stale) in out
     assert main(["doctor", str(tmp_path), "--fix", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = cli_result(capsys.readouterr().out, "doctor")
     assert {(Path(f["path"]).name, f["action"]) for f in doc["fixed"]} == {
         (stale.name, "removed"), (orphan.name, "removed (its data file does not exist)")}
     assert sorted(os.listdir(tmp_path)) == ["data.parquet"]

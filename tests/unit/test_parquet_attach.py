@@ -717,12 +717,12 @@ def test_attach_reports_expected_fpp_and_the_size_cap(tmp_path, capsys) -> None:
     pq.write_table(pa.table({"v": pa.array(range(20_000), pa.int64())}), src, row_group_size=20_000)
     roomy = attach_bloom_filters(src, tmp_path / "roomy.parquet", ["v"], fpp=0.01)
     assert not roomy.filters[0].capped and roomy.filters[0].expected_fpp < 0.01
-    tight = attach_bloom_filters(src, tmp_path / "tight.parquet", ["v"], fpp=0.01, max_bytes=1024)
+    tight = attach_bloom_filters(src, tmp_path / "tight.parquet", ["v"], fpp=0.01, bloom_filter_max_bytes=1024)
     assert tight.filters[0].capped and tight.filters[0].num_bytes == 1024
     assert tight.filters[0].expected_fpp > 0.5  # 20k values in 1 KiB: nearly every probe says "maybe"
-    assert main(["attach", str(src), str(tmp_path / "cli.parquet"), "--column", "v", "--max-bytes", "1024"]) == 0
+    assert main(["attach", str(src), str(tmp_path / "cli.parquet"), "--bloom", "v", "--bloom-filter-max-bytes", "1024"]) == 0
     assert "hit the size cap" in capsys.readouterr().out
-    assert main(["attach", str(src), str(tmp_path / "bad.parquet"), "--column", "v", "--max-bytes", "1000"]) == 2
+    assert main(["attach", str(src), str(tmp_path / "bad.parquet"), "--bloom", "v", "--bloom-filter-max-bytes", "1000"]) == 2
 
 
 def test_ndv_is_counted_exactly_from_the_hashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

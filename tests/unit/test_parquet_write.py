@@ -320,8 +320,8 @@ BAD_OPTIONS = [
     ({"encryption": pe.EncryptionConfiguration(footer_key="kf", column_keys={"kc1": ["ssn"], "kc2": ["ssn"]})},
      ValueError, "two keys"),
     ({"encryption": {"footer_key": "kf"}}, TypeError, "EncryptionConfiguration"),
-    ({"encryption_properties": object()}, TypeError, "encryption_properties is set by secure_bloom"),
-    ({"max_bytes": 16}, ValueError, "max_bytes must be an int from 32"),
+    ({"encryption_properties": object()}, TypeError, r"encryption_properties=... is pyarrow.s; secure_bloom sets it: give encryption="),
+    ({"bloom_filter_max_bytes": 16}, ValueError, "bloom_filter_max_bytes must be an int from 32"),
     ({"compression": "no-such-codec"}, ValueError, "no-such-codec"),
 ]
 

@@ -5,7 +5,6 @@ text, JSON and JUnit XML."""
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from secure_bloom.parquet.audit_report import Code, Status
 from secure_bloom.parquet.policy import ColumnRule, FilterRequirement, Policy, load_policy, parse_policy
 from support.parquet_files import write_encrypted
 from support.paths import VECTORS_DIR
+from support.cli_json import cli_result
 
 JAVA_BLOOM = VECTORS_DIR / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 EXPLICIT = explicit_testing_keys()
@@ -321,7 +321,7 @@ def test_cli_audit_policy_text_json_junit(files: dict[str, Path], tmp_path: Path
     assert cases["ssn"].find("failure").get("type") == "FILTER_WRONG_MASTER_KEY,WRONG_MASTER_KEY"  # type: ignore[union-attr]
     assert cases["city"].find("failure").get("type") == "FILTER_REQUIRED_MISSING"  # type: ignore[union-attr]
     assert main(base + ["--json"]) == 1
-    doc = json.loads(capsys.readouterr().out)
+    doc = cli_result(capsys.readouterr().out, "audit")
     assert {v["code"] for v in doc["violations"]} == {"WRONG_MASTER_KEY", "FILTER_WRONG_MASTER_KEY",
                                                       "FILTER_REQUIRED_MISSING"}
     assert doc["files"][0]["algorithm"] == "AES_GCM_V1" and doc["policy"]["source"] == str(path)
