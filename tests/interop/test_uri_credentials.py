@@ -9,7 +9,6 @@ Each CLI command runs in this process (``main``) in an empty working directory, 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from secure_bloom.cli import main
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from support.parquet_files import TESTING_KEY_LIST, ssn, vector_kms, write_encrypted
 from support.s3_server import ACCESS_KEY, SECRET_KEY
+from support.cli_json import cli_one, cli_result
 
 pytestmark = pytest.mark.s3
 
@@ -76,7 +76,7 @@ def test_probe_names_the_object_without_credentials(s3: Any, lake: dict[str, Any
     rc, text = run(capsys, "probe", uri, "--column", "ssn", "--value", ssn(5))
     assert rc == 0 and "file: s3://creds/in/a.parquet\n" in text
     rc, printed = run(capsys, "probe", uri, "--column", "ssn", "--value", ssn(5), "--json")
-    assert rc == 0 and json.loads(printed)["file"] == "s3://creds/in/a.parquet"
+    assert rc == 0 and cli_one(printed)["file"] == "s3://creds/in/a.parquet"
     rc, printed = run(capsys, "probe", s3.uri(f"{lake['bucket']}/in"), "--column", "ssn", "--value", ssn(5))
     assert rc == 0 and "s3://creds/in/a.parquet" in printed
     assert _created(workdir) == []
@@ -98,7 +98,7 @@ def test_query_rows_and_errors_hold_no_credentials(s3: Any, lake: dict[str, Any]
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     rc, printed = run(capsys, "query", s3.uri(f"{lake['bucket']}/raw"), "--where", f"ssn = {ssn(7)}",
                       "--format", "json", "--explain")
-    assert rc == 0 and [row["id"] for row in json.loads(printed)["rows"]] == [7, 7]
+    assert rc == 0 and [row["id"] for row in cli_result(printed, "query")["rows"]] == [7, 7]
     rc, printed = run(capsys, "query", s3.uri(f"{lake['bucket']}/no-such-prefix"), "--where", "id = 1")
     assert rc == 2 and "s3://creds/no-such-prefix" in printed
 
@@ -112,7 +112,7 @@ def test_encrypt_to_a_uri_with_credentials_writes_the_named_objects_and_nothing_
     pq.write_table(lake["rows"], local)
     rc, printed = run(capsys, "encrypt", str(local), s3.uri(f"{lake['bucket']}/out/one.parquet"), *ENCRYPT[:2],
                       "--column-key", "kc1:ssn", "--bloom", "ssn", "--json")
-    assert rc == 0 and json.loads(printed)["path"] == "s3://creds/out/one.parquet"
+    assert rc == 0 and cli_one(printed)["path"] == "s3://creds/out/one.parquet"
     rc, printed = run(capsys, "encrypt", s3.uri(f"{lake['bucket']}/raw"), s3.uri(f"{lake['bucket']}/out/dir"),
                       "--footer-key", "kf", "--column-key", "kc1:ssn", "--bloom", "ssn")
     assert rc == 0
