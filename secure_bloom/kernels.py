@@ -28,8 +28,12 @@ tail bytes of a bitset that is not whole blocks are left untouched (as parquet-j
 of a binary-like, fixed_size_binary or 32/64-bit primitive type and hash the bytes Arrow stores
 (mapping logical types to Parquet physical types is the caller's job).
 
-Threads: the native functions release the GIL; calls on distinct bitsets run in parallel, but
-concurrent inserts into one bitset race (plain read-modify-write, no atomics).
+Threads: the native functions release the GIL. Another thread may write to the buffers a call reads:
+each offset, view and hash is read once and checked where it is used, so that gives other hashes or
+MalformedInputError ("... changed while being read"), never an access outside a buffer. Calls on
+distinct bitsets run in parallel, and checks alongside an insert; concurrent inserts into ONE bitset
+race (plain read-modify-write, no atomics) and can lose bits: serialise them, as
+:class:`~secure_bloom.filter.SplitBlockBloomFilter` does.
 
 ``python -m secure_bloom.kernels --bench`` prints ns/value for native and numpy.
 """

@@ -23,10 +23,9 @@
  *
  * Buffers another thread may write while the GIL is released (a zero-copy Arrow array over a
  * numpy buffer, a bytearray): their SIZES cannot change (they stay exported), their CONTENTS
- * can. So the up-front validation only produces the error message for malformed input; the
- * loops that use an offset, a view or a hash never trust it. Every such value is loaded ONCE
- * into a local (sb_once: the compiler may not load it again), checked against the buffer sizes
- * the call captured, and only the local is used:
+ * can. So no loop trusts an earlier validation: every offset, view or hash that decides an
+ * address is loaded ONCE into a local (sb_once: the compiler may not load it again), checked
+ * against the buffer sizes the call captured, and only the local is used:
  *   - binary offsets: each offset is read once and serves as the end of value i and the start
  *     of value i + 1; a pair outside [0, data_len] or decreasing is not hashed;
  *   - views: length, buffer index and offset are read once and checked against the captured
@@ -34,9 +33,11 @@
  *   - validity bits only choose which values are hashed (their index comes from the loop);
  *   - a hash only selects a block, and ((h >> 32) * z) >> 32 < z for every 64-bit h;
  *   - count_distinct reads each hash once per pass and the scatter pass checks every slot.
- * A value that fails its check (possible only if the input changed after validation) makes
- * the call raise ValueError once the GIL is back ("changed while being read"); other changes
- * give hashes of whatever bytes were there. Never an access outside the buffers.
+ * The checks are source_validate's rules, value by value. An insert runs source_validate first
+ * (malformed input leaves the bitset untouched), a hash or check only after a failed check, for
+ * the message; a failure that validation does not confirm means the input changed under the
+ * call: ValueError "changed while being read". Other changes give hashes of whatever bytes were
+ * there. Never an access outside the buffers.
  *
  * Concurrency on one bitset: any number of checks, and checks during an insert, are safe (an
  * insert only sets bits; a check sees the inserts that finished before it and perhaps part of
@@ -315,9 +316,9 @@ static int sb_simd_active = 0;
 /* ------------------------------------------------------------------ value sources */
 
 /* A column of values to hash: fixed width, Arrow binary (int32/int64 offsets) or binary views,
- * with an optional validity bitmap. source_validate (GIL released, before any value is read)
- * finds malformed input and says why; source_hash checks each offset / view it uses again, on
- * its own single load, since another thread may have written the buffers in between. */
+ * with an optional validity bitmap. source_validate (GIL released) finds malformed input and
+ * says why; source_hash checks each offset / view it uses on its own single load, whether or not
+ * validation ran, since another thread may write the buffers at any time. */
 enum { SRC_FIXED, SRC_BIN32, SRC_BIN64, SRC_VIEW };
 
 typedef struct {
@@ -414,36 +415,36 @@ static int source_validate(const source_t *s, verr_t *err)
 /* The values [start, end) of a binary source as pointers and lengths for xxh64_var_many, and
  * whether 32 bytes are readable from each pointer (the short 4-way path); nulls are skipped.
  * kind is a constant at each call site. Each offset is loaded once: offset i + 1 is the end of
- * value i and the start of value i + 1. A value whose offsets are outside [0, data_len] or
- * decrease is left out and counted in *changed (validation passed, so the buffer changed). */
+ * value i and the start of value i + 1. Every pair, null slots included, must satisfy
+ * 0 <= start <= end <= data_len (source_validate's rule, pair by pair); a pair that does not is
+ * counted in *bad and its value is not hashed. */
 SB_INLINE Py_ssize_t gather_binary(const source_t *s, int kind, Py_ssize_t start, Py_ssize_t end,
-                                   const uint8_t **ptr, uint64_t *len, uint8_t *padded, Py_ssize_t *changed)
+                                   const uint8_t **ptr, uint64_t *len, uint8_t *padded, Py_ssize_t *bad)
 {
     const uint64_t data_len = (uint64_t)s->data_len;
     Py_ssize_t m = 0;
     uint64_t lo = (uint64_t)rd_offset_k(s->aux, kind, start);  /* negative: huge, caught below */
     for (Py_ssize_t i = start; i < end; i++) {
         uint64_t hi = (uint64_t)rd_offset_k(s->aux, kind, i + 1);
-        if (is_valid(s, i)) {
-            if (SB_UNLIKELY(lo > hi || hi > data_len)) {
-                ++*changed;
-            } else {
-                ptr[m] = s->data + lo;
-                len[m] = hi - lo;
-                padded[m] = len[m] < 32 && data_len - lo >= 32;
-                m++;
-            }
+        if (SB_UNLIKELY((lo > hi) | (hi > data_len))) {
+            ++*bad;
+        } else if (is_valid(s, i)) {
+            ptr[m] = s->data + lo;
+            len[m] = hi - lo;
+            padded[m] = len[m] < 32 && data_len - lo >= 32;
+            m++;
         }
         lo = hi;
     }
     return m;
 }
 
-/* The same for views: length, buffer index and offset loaded once each and checked against the
- * call's buffer table. An inline value (length <= 12) lies inside its own view; the views after
- * it are the padding, where there are two. */
+/* The same for views: length, buffer index and offset loaded once each and checked, as
+ * source_validate does, against the call's buffer table (null views are not read: Arrow leaves
+ * them undefined). An inline value (length <= 12) lies inside its own view; the views after it
+ * are the padding, where there are two. */
 static Py_ssize_t gather_view(const source_t *s, Py_ssize_t start, Py_ssize_t end, const uint8_t **ptr,
-                              uint64_t *len, uint8_t *padded, Py_ssize_t *changed)
+                              uint64_t *len, uint8_t *padded, Py_ssize_t *bad)
 {
     Py_ssize_t m = 0;
     for (Py_ssize_t i = start; i < end; i++) {
@@ -458,14 +459,10 @@ static Py_ssize_t gather_view(const source_t *s, Py_ssize_t start, Py_ssize_t en
             m++;
             continue;
         }
-        uint64_t bi = rd32_once(v + 8), off = rd32_once(v + 12);
-        if (SB_UNLIKELY(bi >= (uint64_t)s->nbuf)) {
-            ++*changed;
-            continue;
-        }
-        uint64_t size = (uint64_t)s->buf_lens[bi];
-        if (SB_UNLIKELY(off > size || l > size - off)) {
-            ++*changed;
+        uint64_t bi = rd32_once(v + 8), off = rd32_once(v + 12);  /* int32 < 0: >= 2^31 here */
+        uint64_t size = bi < (uint64_t)s->nbuf ? (uint64_t)s->buf_lens[bi] : 0;
+        if (SB_UNLIKELY((bi >= (uint64_t)s->nbuf) | (l > INT32_MAX) | (off > INT32_MAX) | (off + l > size))) {
+            ++*bad;
             continue;
         }
         ptr[m] = s->bufs[bi] + off;
@@ -493,10 +490,10 @@ static Py_ssize_t gather_view(const source_t *s, Py_ssize_t start, Py_ssize_t en
 
 /* Hash values [start, end) of a source into out (at most end - start entries): fixed width
  * values by their index (nothing read from the buffers decides an address), binary values and
- * views through the checked gathers above. Returns the number hashed; values left out because
- * the input changed under the call are added to *changed. */
+ * views through the checked gathers above. Returns the number hashed; offset pairs and views
+ * that fail their check are counted in *bad. */
 static Py_ssize_t source_hash(const source_t *src, Py_ssize_t start, Py_ssize_t end, uint64_t *out,
-                              Py_ssize_t *changed)
+                              Py_ssize_t *bad)
 {
     /* A local copy: stores to out cannot alias it, so its fields stay in registers. */
     const source_t local = *src, *s = &local;
@@ -523,11 +520,11 @@ static Py_ssize_t source_hash(const source_t *src, Py_ssize_t start, Py_ssize_t 
         uint64_t len[SB_CHUNK];
         uint8_t padded[SB_CHUNK];
         if (s->kind == SRC_BIN32)
-            m = gather_binary(s, SRC_BIN32, start, end, ptr, len, padded, changed);
+            m = gather_binary(s, SRC_BIN32, start, end, ptr, len, padded, bad);
         else if (s->kind == SRC_BIN64)
-            m = gather_binary(s, SRC_BIN64, start, end, ptr, len, padded, changed);
+            m = gather_binary(s, SRC_BIN64, start, end, ptr, len, padded, bad);
         else
-            m = gather_view(s, start, end, ptr, len, padded, changed);
+            m = gather_view(s, start, end, ptr, len, padded, bad);
         xxh64_var_many(ptr, len, padded, m, out);
         break;
     }
@@ -730,22 +727,22 @@ static int validate_source(const source_t *s)
 
 enum { OP_HASH, OP_INSERT, OP_CHECK };
 
-/* Hash the (validated) source; per op: write hashes to out (uint64), insert into bits, or write
- * check results to out (uint8). Returns the number of non-null values hashed (at most n, the
- * size check_out checked); *changed counts the values left out because the input changed after
- * validation. GIL released by caller. */
+/* Hash the source; per op: write hashes to out (uint64), insert into bits, or write check
+ * results to out (uint8). Returns the number of non-null values hashed (at most n, the size
+ * check_out checked); *bad counts the offset pairs / views that failed their check (those
+ * values are left out). GIL released by caller. */
 static Py_ssize_t run_source(const source_t *s, int op, uint8_t *bits, uint64_t z, uint8_t *out,
-                             Py_ssize_t *changed)
+                             Py_ssize_t *bad)
 {
     uint64_t buf[SB_CHUNK];
     Py_ssize_t count = 0;
     for (Py_ssize_t start = 0; start < s->n; start += SB_CHUNK) {
         Py_ssize_t end = s->n - start < SB_CHUNK ? s->n : start + SB_CHUNK;
         if (op == OP_HASH) {
-            count += source_hash(s, start, end, (uint64_t *)(void *)(out + 8 * count), changed);
+            count += source_hash(s, start, end, (uint64_t *)(void *)(out + 8 * count), bad);
             continue;
         }
-        Py_ssize_t m = source_hash(s, start, end, buf, changed);
+        Py_ssize_t m = source_hash(s, start, end, buf, bad);
         if (op == OP_INSERT)
             sb_insert(bits, z, buf, m);
         else
@@ -793,19 +790,22 @@ static PyObject *do_source(int kind, int op, PyObject *bitset, PyObject *a, PyOb
         if (check_out(&ob, s.n, op == OP_HASH ? 8 : 1) < 0)
             goto done;
     }
-    if (validate_source(&s) < 0)
+    /* An insert validates first, so that malformed input leaves the bitset as it was. A hash or
+     * check writes only its own output: the single pass checks every offset / view it uses and
+     * only a failure runs the validation, for its message. */
+    if (op == OP_INSERT && validate_source(&s) < 0)
         goto done;
-    Py_ssize_t count, changed = 0;
+    Py_ssize_t count, bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    count = run_source(&s, op, b.used[0] ? b.views[0].buf : NULL, z, have_out ? ob.buf : NULL, &changed);
+    count = run_source(&s, op, b.used[0] ? b.views[0].buf : NULL, z, have_out ? ob.buf : NULL, &bad);
     Py_END_ALLOW_THREADS
-    if (changed)
-        PyErr_Format(PyExc_ValueError,
-                     "%zd values not hashed: their %s changed while being read (another thread wrote "
-                     "to the input) and pointed outside their buffers", changed,
-                     kind == SRC_VIEW ? "views" : "offsets");
-    else
+    if (bad == 0)
         result = PyLong_FromSsize_t(count);
+    else if (op == OP_INSERT || validate_source(&s) == 0)  /* valid now, or validated before: changed */
+        PyErr_Format(PyExc_ValueError,
+                     "the input changed while being read (another thread wrote to it): %zd %s pointed "
+                     "outside their buffers and were not hashed", bad,
+                     kind == SRC_VIEW ? "views" : "offset pairs");
 done:
     if (have_out)
         PyBuffer_Release(&ob);

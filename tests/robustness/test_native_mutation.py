@@ -9,16 +9,19 @@ check for count_distinct); now each ends with results or the library's refusal, 
 values nobody changed stay right. Under tests/robustness/test_sanitizers.py the same processes run
 with ASan and UBSan.
 
-In process: a SplitBlockBloomFilter shared by threads that insert at once loses no bit.
+In process: an insert whose offsets change between validation and hashing says so; a
+SplitBlockBloomFilter shared by threads that insert at once loses no bit.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,8 @@ from support.components import missing
 from support.native_mutation import CASES, DETERMINISTIC
 from support.paths import TESTS_DIR
 
+from secure_bloom import kernels
+from secure_bloom.errors import MalformedInputError
 from secure_bloom.filter import SplitBlockBloomFilter
 
 HARNESS = TESTS_DIR / "support" / "native_mutation.py"
@@ -71,18 +76,41 @@ def test_changing_input_gives_results_or_a_refusal_never_a_crash(case: str) -> N
         assert summary["ok"] > 0         # calls between the writes succeed
 
 
-def test_kernel_says_which_input_changed() -> None:
-    """The refusal when offsets changed after validation (the output overlaps them here)."""
+def test_kernel_says_the_input_changed() -> None:
+    """An insert validates its input, then hashes it: an offset another thread sets past the data in
+    between is refused with a message that says so (not with a validation message about input
+    that was valid). Calls repeat until that interleaving happens (within seconds)."""
     _require_native()
-    from secure_bloom import native_kernels
+    n = 200_000
+    offsets = np.arange(n + 1, dtype=np.int32) * 8
+    data = bytes(8 * n)
+    bitset = bytearray(1 << 16)
+    stop = threading.Event()
 
-    n = 4096
-    memory = np.zeros(n, dtype=np.uint64)
-    offsets = memory.view(np.int32)[:n + 1]
-    offsets[:] = np.arange(n + 1, dtype=np.int32) * 8
-    with pytest.raises(ValueError, match=r"^\d+ values not hashed: their offsets changed while being read "
-                                         r"\(another thread wrote to the input\) and pointed outside their buffers$"):
-        native_kernels.xxh64_binary(offsets, bytes(8 * n), 4, memory)
+    def write() -> None:
+        while not stop.is_set():
+            offsets[n // 2] = 1 << 30
+            offsets[n // 2] = 8 * (n // 2)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    messages: set[str] = set()
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and not any("changed" in m for m in messages):
+            try:
+                kernels.sbbf_insert_binary(bitset, offsets, data)
+            except MalformedInputError as e:
+                messages.add(str(e))
+    finally:
+        stop.set()
+        thread.join()
+    changed = [m for m in messages if "changed" in m]
+    assert changed, messages
+    assert re.fullmatch(r"the input changed while being read \(another thread wrote to it\): [12] offset pairs "
+                        r"pointed outside their buffers and were not hashed", changed[0])
+    assert all(re.fullmatch(r"offsets decrease at value \d+ \(\d+ after \d+\)|the input changed .*", m)
+               for m in messages), messages
 
 
 def test_threads_inserting_into_one_filter_lose_no_bit() -> None:
