@@ -14,6 +14,7 @@ before the single-load fix, the run reported heap-buffer-overflow READs (xxh64 v
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,23 @@ def test_kernel_and_decoder_tests_pass_under_asan_and_ubsan(sanitized: Path) -> 
     assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20]) + "\n" + output[-8000:]
     assert code == 0, output[-8000:]
     assert " passed" in output and " failed" not in output
+
+
+def _pytest_without_gcc(*extra: str, allow: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "SECURE_BLOOM_ALLOW_SKIP")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-ra", "--no-header",
+                           "robustness/test_sanitizers.py::test_the_sanitized_build_is_what_the_process_imports",
+                           *extra], cwd=TESTS_DIR, env={**env, "CC": "/nonexistent/gcc", "SECURE_BLOOM_ALLOW_SKIP": allow},
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_missing_compiler_fails_unless_named_in_allow_skip() -> None:
+    """Not skipped silently: without a compiler the sanitizer tests fail; they skip, saying why,
+    only when SECURE_BLOOM_ALLOW_SKIP names ``sanitizer`` (support.components)."""
+    failed = _pytest_without_gcc(allow="native")
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    assert "sanitizer missing: C compiler '/nonexistent/gcc' not found (set CC or install gcc)" in failed.stdout
+    assert "1 error" in failed.stdout
+    skipped = _pytest_without_gcc(allow="spark,sanitizer")
+    assert skipped.returncode == 0, skipped.stdout[-3000:]
+    assert "skipped because SECURE_BLOOM_ALLOW_SKIP names it" in skipped.stdout and "1 skipped" in skipped.stdout
