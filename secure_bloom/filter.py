@@ -21,11 +21,18 @@ Two paths, equal bit for bit: scalar (:meth:`insert_hash`, :meth:`check_hash`) a
 calls run :mod:`secure_bloom.kernels`: the compiled kernel where it is built (values hashed straight
 from numpy / Arrow buffers into the bitset, GIL released), else the numpy code of
 :mod:`secure_bloom.sbbf_numpy`.
+
+Threads: one filter may be shared. Inserts into it are serialised by a lock of the filter (an
+insert is a read-modify-write of 32-byte blocks: two at once could lose bits, i.e. give false
+negatives); checks take no lock and run alongside each other and alongside an insert, seeing every
+insert that finished before they started (and perhaps part of one still running). :attr:`bitset`
+(so :meth:`to_bytes`, :meth:`copy`) is taken between inserts.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -117,7 +124,7 @@ class SplitBlockBloomFilter:
     serialised header + bitset.
     """
 
-    __slots__ = ("_words", "_tail")
+    __slots__ = ("_words", "_tail", "_lock")
 
     def __init__(self, num_bytes: int) -> None:
         if isinstance(num_bytes, bool) or not isinstance(num_bytes, (int, np.integer)):
@@ -127,6 +134,7 @@ class SplitBlockBloomFilter:
             raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {SPEC_MAX_BITSET_BYTES}], got {n}")
         self._words = np.zeros(n // 4, dtype="<u4")
         self._tail = b""
+        self._lock = threading.Lock()  # serialises inserts (module docstring)
 
     # ---------------------------------------------------------------- construction
 
@@ -147,6 +155,7 @@ class SplitBlockBloomFilter:
         obj = cls.__new__(cls)
         obj._words = np.frombuffer(raw[:whole], dtype="<u4").copy()
         obj._tail = bytes(raw[whole:])
+        obj._lock = threading.Lock()
         return obj
 
     @classmethod
@@ -172,6 +181,9 @@ class SplitBlockBloomFilter:
     def copy(self) -> SplitBlockBloomFilter:
         return SplitBlockBloomFilter.from_bitset(self.bitset)
 
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:  # pickles as its bitset (a lock does not pickle)
+        return SplitBlockBloomFilter.from_bitset, (self.bitset,)
+
     # ---------------------------------------------------------------- properties
 
     @property
@@ -185,7 +197,8 @@ class SplitBlockBloomFilter:
     @property
     def bitset(self) -> bytes:
         """The bitset as stored on disk (words in order, each little-endian, then any tail bytes)."""
-        return self._words.tobytes() + self._tail
+        with self._lock:
+            return self._words.tobytes() + self._tail
 
     def bits_set(self) -> int:
         return int(np.unpackbits(self._words.view(np.uint8)).sum())  # bits of the blocks (not the tail)
@@ -236,8 +249,9 @@ class SplitBlockBloomFilter:
         block, key = self._block_and_key(h)
         words = self._words
         base = block * 8
-        for i in range(8):
-            words[base + i] |= 1 << (((key * SALT[i]) & 0xFFFFFFFF) >> 27)
+        with self._lock:
+            for i in range(8):
+                words[base + i] |= 1 << (((key * SALT[i]) & 0xFFFFFFFF) >> 27)
 
     def check_hash(self, h: int) -> bool:
         """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
@@ -255,7 +269,9 @@ class SplitBlockBloomFilter:
 
     def insert_hashes(self, hashes: Any) -> None:
         """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
-        kernels.sbbf_insert(self._words, _check_hash_array(hashes))
+        h = _check_hash_array(hashes)
+        with self._lock:
+            kernels.sbbf_insert(self._words, h)
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
@@ -271,7 +287,8 @@ class SplitBlockBloomFilter:
         and inserted in one pass, without an array of hashes."""
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
-            return sum(kernels.sbbf_insert_array(self._words, part) for part in parts)
+            with self._lock:
+                return sum(kernels.sbbf_insert_array(self._words, part) for part in parts)
         hashes = hash_values(values, physical_type, type_length=type_length)
         self.insert_hashes(hashes)
         return int(hashes.size)
@@ -288,8 +305,7 @@ class SplitBlockBloomFilter:
         """:meth:`might_contain` for many values; nulls are skipped (one result per non-null)."""
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
-            flags = [kernels.sbbf_check_array(self._words, part) for part in parts]
-            return np.concatenate(flags) if flags else np.empty(0, dtype=np.bool_)
+            return kernels.concat_parts([kernels.sbbf_check_array(self._words, part) for part in parts], np.bool_)
         return self.check_hashes(hash_values(values, physical_type, type_length=type_length))
 
     # ---------------------------------------------------------------- set operations
@@ -303,6 +319,7 @@ class SplitBlockBloomFilter:
         out = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
         out._words = self._words | other._words
         out._tail = bytes(a | b for a, b in zip(self._tail, other._tail))
+        out._lock = threading.Lock()
         return out
 
     def __or__(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:

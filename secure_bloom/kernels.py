@@ -28,8 +28,12 @@ tail bytes of a bitset that is not whole blocks are left untouched (as parquet-j
 of a binary-like, fixed_size_binary or 32/64-bit primitive type and hash the bytes Arrow stores
 (mapping logical types to Parquet physical types is the caller's job).
 
-Threads: the native functions release the GIL; calls on distinct bitsets run in parallel, but
-concurrent inserts into one bitset race (plain read-modify-write, no atomics).
+Threads: the native functions release the GIL. Another thread may write to the buffers a call reads:
+each offset, view and hash is read once and checked where it is used, so that gives other hashes or
+MalformedInputError ("... changed while being read"), never an access outside a buffer. Calls on
+distinct bitsets run in parallel, and checks alongside an insert; concurrent inserts into ONE bitset
+race (plain read-modify-write, no atomics) and can lose bits: serialise them, as
+:class:`~secure_bloom.filter.SplitBlockBloomFilter` does.
 
 ``python -m secure_bloom.kernels --bench`` prints ns/value for native and numpy.
 """
@@ -450,7 +454,8 @@ def count_distinct_hashes(hashes: Any) -> int:
     """
     h = _as_hashes(hashes)
     if _native is not None:
-        return int(_native.count_distinct(h))
+        with _malformed():
+            return int(_native.count_distinct(h))
     return int(np.unique(h).size)
 
 
@@ -501,6 +506,14 @@ def _arrow_chunks(array: Any) -> list[Any]:
     raise TypeError(f"expected a pyarrow Array or ChunkedArray, got {type(array).__name__}")
 
 
+def concat_parts(parts: Sequence[npt.NDArray[Any]], dtype: Any) -> npt.NDArray[Any]:
+    """The parts end to end: the part itself when there is one (no copy: a fresh 8 MB copy per
+    million hashes was most of ``hash_values``' time), an empty ``dtype`` array when none."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
 def _arrow_run(op: str, bitset: Any, array: Any) -> list[Any]:
     results = []
     for chunk in _arrow_chunks(array):
@@ -511,8 +524,7 @@ def _arrow_run(op: str, bitset: Any, array: Any) -> list[Any]:
 
 def xxh64_arrow(array: Any) -> Hashes:
     """XXH64 of each non-null value of a pyarrow Array / ChunkedArray (the bytes Arrow stores)."""
-    parts = _arrow_run("hash", None, array)
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    return concat_parts(_arrow_run("hash", None, array), np.uint64)
 
 
 def sbbf_insert_arrow(bitset: Any, array: Any) -> int:
@@ -522,8 +534,7 @@ def sbbf_insert_arrow(bitset: Any, array: Any) -> int:
 
 def sbbf_check_arrow(bitset: Any, array: Any) -> Flags:
     """Hash and check each non-null value of a pyarrow Array / ChunkedArray."""
-    parts = _arrow_run("check", bitset, array)
-    return np.concatenate(parts) if parts else np.empty(0, dtype=np.bool_)
+    return concat_parts(_arrow_run("check", bitset, array), np.bool_)
 
 
 # ---------------------------------------------------------------------- plain arrays

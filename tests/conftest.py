@@ -62,7 +62,8 @@ def dev_key_list_file() -> Any:
 
 
 # Hypothesis profiles (tests/robustness/test_robustness_*.py and the other property suites). CI and a plain
-# `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples.
+# `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples;
+# "sanitizer" a quarter of them, for the instrumented run.
 def _register_hypothesis_profiles() -> None:
     import os
 
@@ -72,6 +73,9 @@ def _register_hypothesis_profiles() -> None:
     settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=quiet,
                               print_blob=True)
     settings.register_profile("fuzz", max_examples=2000, deadline=None, suppress_health_check=quiet,
+                              print_blob=True)
+    # the kernel and decoder tests in the ASan/UBSan interpreter (tests/robustness/test_sanitizers.py)
+    settings.register_profile("sanitizer", max_examples=25, deadline=None, suppress_health_check=quiet,
                               print_blob=True)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -21,8 +21,29 @@
  * the kernels skip nulls: Parquet never hashes a null. Outputs then hold one entry per non-null
  * value, in order, and the functions return that count.
  *
- * Concurrency: calls on distinct bitsets run in parallel; concurrent inserts into ONE bitset
- * race (plain read-modify-write), as with any non-atomic filter.
+ * Buffers another thread may write while the GIL is released (a zero-copy Arrow array over a
+ * numpy buffer, a bytearray): their SIZES cannot change (they stay exported), their CONTENTS
+ * can. So no loop trusts an earlier validation: every offset, view or hash that decides an
+ * address is loaded ONCE into a local (sb_once: the compiler may not load it again), checked
+ * against the buffer sizes the call captured, and only the local is used:
+ *   - binary offsets: each offset is read once and serves as the end of value i and the start
+ *     of value i + 1; a pair outside [0, data_len] or decreasing is not hashed;
+ *   - views: length, buffer index and offset are read once and checked against the captured
+ *     buffer table (pointer and size of each data buffer, copied when the call starts);
+ *   - validity bits only choose which values are hashed (their index comes from the loop);
+ *   - a hash only selects a block, and ((h >> 32) * z) >> 32 < z for every 64-bit h;
+ *   - count_distinct reads each hash once per pass and the scatter pass checks every slot.
+ * The checks are source_validate's rules, value by value. An insert runs source_validate first
+ * (malformed input leaves the bitset untouched), a hash or check only after a failed check, for
+ * the message; a failure that validation does not confirm means the input changed under the
+ * call: ValueError "changed while being read". Other changes give hashes of whatever bytes were
+ * there. Never an access outside the buffers.
+ *
+ * Concurrency on one bitset: any number of checks, and checks during an insert, are safe (an
+ * insert only sets bits; a check sees the inserts that finished before it and perhaps part of
+ * one that runs). Inserts into ONE bitset from several threads at once race (plain
+ * read-modify-write of 32-byte blocks, no atomics) and can lose bits: serialise them
+ * (secure_bloom.filter.SplitBlockBloomFilter holds a lock for its inserts).
  *
  * The x86-64 build adds AVX2 versions of the block insert/check (one 256-bit register is one
  * block), chosen at import with __builtin_cpu_supports; the compiled baseline stays generic.
@@ -58,6 +79,17 @@
 #define SB_LIKELY(x) (x)
 #endif
 
+/* sb_once(v): v was loaded from memory another thread may write; from here on the compiler must
+ * treat it as an opaque value and may not re-load it from that memory (a "double fetch" that
+ * would undo the bounds check done on v). */
+#if defined(__GNUC__)
+#define sb_once(v) __asm__ volatile("" : "+r"(v))
+#define SB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define sb_once(v) ((void)0)
+#define SB_UNLIKELY(x) (x)
+#endif
+
 #ifndef SB_BUILD_FLAGS
 #define SB_BUILD_FLAGS "unknown"
 #endif
@@ -72,6 +104,9 @@
 
 SB_INLINE uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 SB_INLINE uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+/* Loads of values that are then bounds-checked: once (see sb_once). */
+SB_INLINE uint64_t rd64_once(const uint8_t *p) { uint64_t v = rd64(p); sb_once(v); return v; }
+SB_INLINE uint32_t rd32_once(const uint8_t *p) { uint32_t v = rd32(p); sb_once(v); return v; }
 SB_INLINE uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 SB_INLINE uint64_t xxh_round(uint64_t acc, uint64_t lane)
@@ -281,8 +316,9 @@ static int sb_simd_active = 0;
 /* ------------------------------------------------------------------ value sources */
 
 /* A column of values to hash: fixed width, Arrow binary (int32/int64 offsets) or binary views,
- * with an optional validity bitmap. Validated once by source_validate (with the GIL released,
- * before any value is read); source_hash then never checks bounds again. */
+ * with an optional validity bitmap. source_validate (GIL released) finds malformed input and
+ * says why; source_hash checks each offset / view it uses on its own single load, whether or not
+ * validation ran, since another thread may write the buffers at any time. */
 enum { SRC_FIXED, SRC_BIN32, SRC_BIN64, SRC_VIEW };
 
 typedef struct {
@@ -293,7 +329,7 @@ typedef struct {
     Py_ssize_t width;        /* fixed width */
     const uint8_t *aux;      /* binary: offsets (n + 1); view: the 16-byte views */
     Py_ssize_t nbuf;         /* view: number of data buffers */
-    const uint8_t **bufs;    /* view: data buffers */
+    const uint8_t **bufs;    /* view: data buffers (a table of the call's own: nbuf entries) */
     const Py_ssize_t *buf_lens;
     const uint8_t *validity; /* NULL: all valid */
     Py_ssize_t voff;
@@ -317,8 +353,8 @@ SB_INLINE int is_valid(const source_t *s, Py_ssize_t i)
 SB_INLINE int64_t rd_offset_k(const uint8_t *aux, int kind, Py_ssize_t i)
 {
     if (kind == SRC_BIN32)
-        return (int32_t)rd32(aux + 4 * i);
-    return (int64_t)rd64(aux + 8 * i);
+        return (int32_t)rd32_once(aux + 4 * i);
+    return (int64_t)rd64_once(aux + 8 * i);
 }
 
 SB_INLINE int64_t rd_offset(const source_t *s, Py_ssize_t i) { return rd_offset_k(s->aux, s->kind, i); }
@@ -354,14 +390,14 @@ static int source_validate(const source_t *s, verr_t *err)
             if (!is_valid(s, i))
                 continue;  /* Arrow leaves null views undefined */
             const uint8_t *v = s->aux + 16 * i;
-            int32_t len = (int32_t)rd32(v);
+            int32_t len = (int32_t)rd32_once(v);
             if (len < 0) {
                 *err = (verr_t){"view %zd has a negative length (%lld)", i, len, 0};
                 return -1;
             }
             if (len <= 12)
                 continue;
-            int32_t bi = (int32_t)rd32(v + 8), off = (int32_t)rd32(v + 12);
+            int32_t bi = (int32_t)rd32_once(v + 8), off = (int32_t)rd32_once(v + 12);
             if (bi < 0 || bi >= s->nbuf) {
                 *err = (verr_t){"view %zd names data buffer %lld of %lld", i, bi, (long long)s->nbuf};
                 return -1;
@@ -376,29 +412,65 @@ static int source_validate(const source_t *s, verr_t *err)
     return 0;
 }
 
-/* Pointer and length of value i of a validated binary (kind constant at each call site) or view
- * source, and whether 32 bytes are readable from the pointer (the short 4-way path). */
-SB_INLINE void binary_value(const source_t *s, int kind, Py_ssize_t i, const uint8_t **p, uint64_t *len,
-                            uint8_t *padded)
+/* The values [start, end) of a binary source as pointers and lengths for xxh64_var_many, and
+ * whether 32 bytes are readable from each pointer (the short 4-way path); nulls are skipped.
+ * kind is a constant at each call site. Each offset is loaded once: offset i + 1 is the end of
+ * value i and the start of value i + 1. Every pair, null slots included, must satisfy
+ * 0 <= start <= end <= data_len (source_validate's rule, pair by pair); a pair that does not is
+ * counted in *bad and its value is not hashed. */
+SB_INLINE Py_ssize_t gather_binary(const source_t *s, int kind, Py_ssize_t start, Py_ssize_t end,
+                                   const uint8_t **ptr, uint64_t *len, uint8_t *padded, Py_ssize_t *bad)
 {
-    int64_t start = rd_offset_k(s->aux, kind, i), end = rd_offset_k(s->aux, kind, i + 1);
-    *p = s->data + start;
-    *len = (uint64_t)(end - start);
-    *padded = *len < 32 && s->data_len - start >= 32;
+    const uint64_t data_len = (uint64_t)s->data_len;
+    Py_ssize_t m = 0;
+    uint64_t lo = (uint64_t)rd_offset_k(s->aux, kind, start);  /* negative: huge, caught below */
+    for (Py_ssize_t i = start; i < end; i++) {
+        uint64_t hi = (uint64_t)rd_offset_k(s->aux, kind, i + 1);
+        if (SB_UNLIKELY((lo > hi) | (hi > data_len))) {
+            ++*bad;
+        } else if (is_valid(s, i)) {
+            ptr[m] = s->data + lo;
+            len[m] = hi - lo;
+            padded[m] = len[m] < 32 && data_len - lo >= 32;
+            m++;
+        }
+        lo = hi;
+    }
+    return m;
 }
 
-SB_INLINE void view_value(const source_t *s, Py_ssize_t i, const uint8_t **p, uint64_t *len, uint8_t *padded)
+/* The same for views: length, buffer index and offset loaded once each and checked, as
+ * source_validate does, against the call's buffer table (null views are not read: Arrow leaves
+ * them undefined). An inline value (length <= 12) lies inside its own view; the views after it
+ * are the padding, where there are two. */
+static Py_ssize_t gather_view(const source_t *s, Py_ssize_t start, Py_ssize_t end, const uint8_t **ptr,
+                              uint64_t *len, uint8_t *padded, Py_ssize_t *bad)
 {
-    const uint8_t *v = s->aux + 16 * i;
-    *len = rd32(v);
-    if (*len <= 12) {  /* inline; the views that follow are the padding, where there are two */
-        *p = v + 4;
-        *padded = 16 * (s->n - i) - 4 >= 32;
-    } else {
-        uint32_t bi = rd32(v + 8), off = rd32(v + 12);
-        *p = s->bufs[bi] + off;
-        *padded = *len < 32 && s->buf_lens[bi] - (Py_ssize_t)off >= 32;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        if (!is_valid(s, i))
+            continue;
+        const uint8_t *v = s->aux + 16 * i;
+        uint64_t l = rd32_once(v);
+        if (l <= 12) {
+            ptr[m] = v + 4;
+            len[m] = l;
+            padded[m] = 16 * (s->n - i) - 4 >= 32;
+            m++;
+            continue;
+        }
+        uint64_t bi = rd32_once(v + 8), off = rd32_once(v + 12);  /* int32 < 0: >= 2^31 here */
+        uint64_t size = bi < (uint64_t)s->nbuf ? (uint64_t)s->buf_lens[bi] : 0;
+        if (SB_UNLIKELY((bi >= (uint64_t)s->nbuf) | (l > INT32_MAX) | (off > INT32_MAX) | (off + l > size))) {
+            ++*bad;
+            continue;
+        }
+        ptr[m] = s->bufs[bi] + off;
+        len[m] = l;
+        padded[m] = l < 32 && size - off >= 32;
+        m++;
     }
+    return m;
 }
 
 #define SB_CHUNK 512 /* values hashed per step (stack buffers) */
@@ -416,7 +488,12 @@ SB_INLINE void view_value(const source_t *s, Py_ssize_t i, const uint8_t **p, ui
         }                                                                                     \
     } while (0)
 
-static Py_ssize_t source_hash(const source_t *src, Py_ssize_t start, Py_ssize_t end, uint64_t *out)
+/* Hash values [start, end) of a source into out (at most end - start entries): fixed width
+ * values by their index (nothing read from the buffers decides an address), binary values and
+ * views through the checked gathers above. Returns the number hashed; offset pairs and views
+ * that fail their check are counted in *bad. */
+static Py_ssize_t source_hash(const source_t *src, Py_ssize_t start, Py_ssize_t end, uint64_t *out,
+                              Py_ssize_t *bad)
 {
     /* A local copy: stores to out cannot alias it, so its fields stay in registers. */
     const source_t local = *src, *s = &local;
@@ -442,20 +519,12 @@ static Py_ssize_t source_hash(const source_t *src, Py_ssize_t start, Py_ssize_t 
         const uint8_t *ptr[SB_CHUNK];
         uint64_t len[SB_CHUNK];
         uint8_t padded[SB_CHUNK];
-#define SB_GATHER(CALL)                                                                       \
-    for (Py_ssize_t i = start; i < end; i++)                                                  \
-        if (is_valid(s, i)) {                                                                 \
-            CALL;                                                                             \
-            m++;                                                                              \
-        }
-        if (s->kind == SRC_BIN32) {
-            SB_GATHER(binary_value(s, SRC_BIN32, i, &ptr[m], &len[m], &padded[m]))
-        } else if (s->kind == SRC_BIN64) {
-            SB_GATHER(binary_value(s, SRC_BIN64, i, &ptr[m], &len[m], &padded[m]))
-        } else {
-            SB_GATHER(view_value(s, i, &ptr[m], &len[m], &padded[m]))
-        }
-#undef SB_GATHER
+        if (s->kind == SRC_BIN32)
+            m = gather_binary(s, SRC_BIN32, start, end, ptr, len, padded, bad);
+        else if (s->kind == SRC_BIN64)
+            m = gather_binary(s, SRC_BIN64, start, end, ptr, len, padded, bad);
+        else
+            m = gather_view(s, start, end, ptr, len, padded, bad);
         xxh64_var_many(ptr, len, padded, m, out);
         break;
     }
@@ -582,10 +651,16 @@ static int build_source(source_t *s, buffers_t *b, int kind, PyObject *a, PyObje
                          b->views[1].len);
             return -1;
         }
-        PyObject *seq = PySequence_Fast(c, "data_buffers must be a sequence of buffers");
-        if (seq == NULL)
+        /* A tuple of our own: exporting an item may run code that changes the caller's list. */
+        PyObject *seq = PySequence_Tuple(c);
+        if (seq == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_TypeError, "data_buffers must be a sequence of buffers");
+            }
             return -1;
-        Py_ssize_t nb = PySequence_Fast_GET_SIZE(seq);
+        }
+        Py_ssize_t nb = PyTuple_GET_SIZE(seq);
         if (nb > INT32_MAX) {
             Py_DECREF(seq);
             PyErr_SetString(PyExc_ValueError, "too many data buffers");
@@ -600,7 +675,7 @@ static int build_source(source_t *s, buffers_t *b, int kind, PyObject *a, PyObje
             return -1;
         }
         for (Py_ssize_t i = 0; i < nb; i++) {
-            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            PyObject *item = PyTuple_GET_ITEM(seq, i);
             if (PyObject_GetBuffer(item, &b->many[i], PyBUF_C_CONTIGUOUS) < 0) {
                 Py_DECREF(seq);
                 PyErr_Clear();
@@ -652,19 +727,22 @@ static int validate_source(const source_t *s)
 
 enum { OP_HASH, OP_INSERT, OP_CHECK };
 
-/* Hash the (validated) source; per op: write hashes to out (uint64), insert into bits, or write
- * check results to out (uint8). Returns the number of non-null values. GIL released by caller. */
-static Py_ssize_t run_source(const source_t *s, int op, uint8_t *bits, uint64_t z, uint8_t *out)
+/* Hash the source; per op: write hashes to out (uint64), insert into bits, or write check
+ * results to out (uint8). Returns the number of non-null values hashed (at most n, the size
+ * check_out checked); *bad counts the offset pairs / views that failed their check (those
+ * values are left out). GIL released by caller. */
+static Py_ssize_t run_source(const source_t *s, int op, uint8_t *bits, uint64_t z, uint8_t *out,
+                             Py_ssize_t *bad)
 {
     uint64_t buf[SB_CHUNK];
     Py_ssize_t count = 0;
     for (Py_ssize_t start = 0; start < s->n; start += SB_CHUNK) {
         Py_ssize_t end = s->n - start < SB_CHUNK ? s->n : start + SB_CHUNK;
         if (op == OP_HASH) {
-            count += source_hash(s, start, end, (uint64_t *)(void *)(out + 8 * count));
+            count += source_hash(s, start, end, (uint64_t *)(void *)(out + 8 * count), bad);
             continue;
         }
-        Py_ssize_t m = source_hash(s, start, end, buf);
+        Py_ssize_t m = source_hash(s, start, end, buf, bad);
         if (op == OP_INSERT)
             sb_insert(bits, z, buf, m);
         else
@@ -712,13 +790,22 @@ static PyObject *do_source(int kind, int op, PyObject *bitset, PyObject *a, PyOb
         if (check_out(&ob, s.n, op == OP_HASH ? 8 : 1) < 0)
             goto done;
     }
-    if (validate_source(&s) < 0)
+    /* An insert validates first, so that malformed input leaves the bitset as it was. A hash or
+     * check writes only its own output: the single pass checks every offset / view it uses and
+     * only a failure runs the validation, for its message. */
+    if (op == OP_INSERT && validate_source(&s) < 0)
         goto done;
-    Py_ssize_t count;
+    Py_ssize_t count, bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    count = run_source(&s, op, b.used[0] ? b.views[0].buf : NULL, z, have_out ? ob.buf : NULL);
+    count = run_source(&s, op, b.used[0] ? b.views[0].buf : NULL, z, have_out ? ob.buf : NULL, &bad);
     Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(count);
+    if (bad == 0)
+        result = PyLong_FromSsize_t(count);
+    else if (op == OP_INSERT || validate_source(&s) == 0)  /* valid now, or validated before: changed */
+        PyErr_Format(PyExc_ValueError,
+                     "the input changed while being read (another thread wrote to it): %zd %s pointed "
+                     "outside their buffers and were not hashed", bad,
+                     kind == SRC_VIEW ? "views" : "offset pairs");
 done:
     if (have_out)
         PyBuffer_Release(&ob);
@@ -937,8 +1024,11 @@ static long long distinct_table(const uint64_t *a, size_t n, uint64_t *table, in
 
 /* Partition by the top bits into buckets of about 2048 hashes (one counting pass, one scatter
  * pass, into a copy), then count each bucket in a cache-sized table; a bucket that is too big
- * or probes too long (crafted hashes) is heap-sorted instead. Memory: n + O(table) words. */
-static long long count_distinct(const uint64_t *h, size_t n, int *nomem)
+ * or probes too long (crafted hashes) is heap-sorted instead. Memory: n + O(table) words.
+ * h may change between the two passes (another thread): the scatter writes a hash only into a
+ * slot of its bucket that is free, and *changed is set if any did not fit (the slots left are
+ * zeroed, the count is then meaningless and the caller raises). */
+static long long count_distinct(const uint64_t *h, size_t n, int *nomem, int *changed)
 {
     if (n == 0)
         return 0;
@@ -978,8 +1068,19 @@ static long long count_distinct(const uint64_t *h, size_t n, int *nomem)
             goto out;
         }
         memcpy(pos, start, nb * sizeof(size_t));
-        for (size_t i = 0; i < n; i++)
-            copy[pos[SB_BUCKET(h[i])]++] = h[i];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = h[i];
+            sb_once(x);
+            size_t b = SB_BUCKET(x);
+            if (SB_LIKELY(pos[b] < start[b + 1]))
+                copy[pos[b]++] = x;
+            else
+                *changed = 1;
+        }
+        if (*changed)
+            for (size_t b = 0; b < nb; b++)
+                for (; pos[b] < start[b + 1]; pos[b]++)
+                    copy[pos[b]] = 0;
         free(pos);
     }
 #undef SB_BUCKET
@@ -1015,12 +1116,18 @@ static PyObject *py_count_distinct(PyObject *self, PyObject *args, PyObject *kw)
                      b.views[0].len);
         goto done;
     }
-    int nomem = 0;
+    int nomem = 0, changed = 0;
     long long d;
     Py_BEGIN_ALLOW_THREADS
-    d = count_distinct(b.views[0].buf, (size_t)(b.views[0].len / 8), &nomem);
+    d = count_distinct(b.views[0].buf, (size_t)(b.views[0].len / 8), &nomem, &changed);
     Py_END_ALLOW_THREADS
-    result = nomem ? PyErr_NoMemory() : PyLong_FromLongLong(d);
+    if (nomem)
+        result = PyErr_NoMemory();
+    else if (changed)
+        PyErr_SetString(PyExc_ValueError,
+                        "hashes changed while being counted (another thread wrote to the input)");
+    else
+        result = PyLong_FromLongLong(d);
 done:
     buffers_release(&b);
     return result;

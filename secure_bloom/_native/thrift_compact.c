@@ -40,6 +40,15 @@
  * decoder does not handle (a map-typed field, a container without its element spec) raises
  * UnsupportedSpec, and the caller uses the Python path. Per-class spec tables are compiled once
  * and cached for the life of the process (thrift_spec must not change after first use).
+ *
+ * Threads: decode() holds the GIL, but the Python code it calls (cls(), setattr) may let other
+ * threads run, and a thread in C code without the GIL (numpy copying into a bytearray) may run
+ * at any time. The input's size cannot change while it is exported; its bytes can. So every
+ * byte that decides a length, a type or a size is read once into a local and checked against
+ * the bytes that remain; a string of a buffer other than bytes is copied before its UTF-8
+ * decoding (bytes objects cannot change). A changed input gives an error or other values,
+ * never an access outside it. Two threads compiling the spec table of one class at once keep
+ * the table that reached the cache first (a table in use is never freed).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -322,6 +331,9 @@ static ClassSpec *class_spec(PyObject *cls, PyObject *union_names)
         return (ClassSpec *)PyCapsule_GetPointer(capsule, "secure_bloom.native_thrift.spec");
     if (PyErr_Occurred())
         return NULL;
+    /* class_compile calls cls(): another thread (or this one, re-entering) may compile and
+     * cache the same class meanwhile, and may be decoding with its table. Keep whichever table
+     * reached the cache first, never replace one: tables in use are never freed. */
     cs = class_compile(cls, union_names);
     if (cs == NULL)
         return NULL;
@@ -330,12 +342,11 @@ static ClassSpec *class_spec(PyObject *cls, PyObject *union_names)
         class_spec_free(cs);
         return NULL;
     }
-    if (PyDict_SetItem(spec_cache, cls, capsule) < 0) {
-        Py_DECREF(capsule);
+    PyObject *cached = PyDict_SetDefault(spec_cache, cls, capsule);  /* borrowed */
+    Py_DECREF(capsule);  /* the cache holds it, or it was second and is freed here */
+    if (cached == NULL)
         return NULL;
-    }
-    Py_DECREF(capsule);  /* the cache holds it */
-    return cs;
+    return (ClassSpec *)PyCapsule_GetPointer(cached, "secure_bloom.native_thrift.spec");
 }
 
 /* ------------------------------------------------------------------ decoder state and errors */
@@ -350,6 +361,7 @@ typedef struct {
     long long max_elements;
     PyObject *union_names;   /* names of the union classes (for specs compiled on the way) */
     int needs_check;         /* some struct misses a required field or is a union without 1 member */
+    int stable;              /* the input is a bytes object: its bytes cannot change */
 } Dec;
 
 static Py_ssize_t remaining(const Dec *d) { return d->len - d->pos; }
@@ -516,9 +528,13 @@ static int collection_begin(Dec *d, int *etype, Py_ssize_t *count)
 {
     const uint8_t *p = NULL;
     Py_ssize_t n = 0;
-    if (enter(d) < 0 || take(d, 1, &p) < 0 || wire_type(d, p[0], etype) < 0)
+    int header;
+    if (enter(d) < 0 || take(d, 1, &p) < 0)
         return -1;
-    n = p[0] >> 4;
+    header = p[0];  /* once: the element type and the count come from the same byte */
+    if (wire_type(d, header, etype) < 0)
+        return -1;
+    n = header >> 4;
     if (n == 15 && size(d, &n) < 0)
         return -1;
     if (n > remaining(d))
@@ -679,11 +695,19 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
         d->pos += n;
         return PyBytes_FromStringAndSize((const char *)d->buf + d->pos - n, n);
     case TT_STRING: {
-        PyObject *s;
+        PyObject *s, *copy = NULL;
+        const char *text;
         if (size(d, &n) < 0)
             return NULL;
         d->pos += n;
-        s = PyUnicode_DecodeUTF8((const char *)d->buf + d->pos - n, n, "strict");
+        text = (const char *)d->buf + d->pos - n;
+        if (!d->stable) {  /* the UTF-8 decoder reads its input more than once: decode a copy */
+            if ((copy = PyBytes_FromStringAndSize(text, n)) == NULL)
+                return NULL;
+            text = PyBytes_AS_STRING(copy);
+        }
+        s = PyUnicode_DecodeUTF8(text, n, "strict");
+        Py_XDECREF(copy);
         if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
             PyErr_Clear();
             fail(d, "invalid", "UnicodeDecodeError");
@@ -804,6 +828,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     d.max_elements = max_elements;
     d.union_names = union_names;
     d.needs_check = 0;
+    d.stable = PyBytes_CheckExact(data);
     obj = read_struct(&d, cs);
     if (obj != NULL)
         result = Py_BuildValue("(NnO)", obj, d.pos, d.needs_check ? Py_True : Py_False);

@@ -88,11 +88,9 @@ def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArr
     if kernels.BACKEND == "native":
         chunks = plain_chunks(values, ptype, width)
         if chunks is not None:
-            parts = [kernels.xxh64_array(chunk) for chunk in chunks]
-            return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+            return kernels.concat_parts([kernels.xxh64_array(chunk) for chunk in chunks], np.uint64)
     if isinstance(values, pa.ChunkedArray):
-        parts = [hash_arrow(chunk, ptype, width) for chunk in values.chunks]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        return kernels.concat_parts([hash_arrow(chunk, ptype, width) for chunk in values.chunks], np.uint64)
     if not isinstance(values, pa.Array):
         raise InvalidValueError(f"expected a pyarrow Array, got {type(values).__name__}")
     if pa.types.is_dictionary(values.type):

@@ -284,8 +284,7 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
     if kernels.BACKEND == "native" and isinstance(values, (list, tuple, np.ndarray)):
         parts = plain_arrays(values, ptype, type_length=width)
         if parts is not None:
-            hashed = [kernels.xxh64_array(part) for part in parts]
-            return np.concatenate(hashed) if hashed else np.empty(0, dtype=np.uint64)
+            return kernels.concat_parts([kernels.xxh64_array(part) for part in parts], np.uint64)
     if _is_arrow(values):
         from .arrow import hash_arrow  # pyarrow is imported only when Arrow input arrives
 

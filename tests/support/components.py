@@ -2,10 +2,11 @@
 
 A missing OpenBao binary (marker ``kms``), Java / pyspark (marker ``interop``), the compiled C
 kernels (secure_bloom.native_kernels and secure_bloom.native_thrift; marker ``native``), moto's S3
-server (marker ``s3``) or g++ for the Arrow C++ harness (marker ``arrow_cpp``) FAILS the run, so a
-green run means those tests ran. To run without one, either deselect its marker
-(``scripts/test -m "not kms"``) or name it in ``SECURE_BLOOM_ALLOW_SKIP`` (comma-separated:
-``openbao``, ``spark``, ``native``, ``moto``, ``arrow_cpp``): the tests then skip, and ``-ra`` prints why in the summary.
+server (marker ``s3``), g++ for the Arrow C++ harness (marker ``arrow_cpp``) or gcc with its ASan
+runtime for the sanitized build (marker ``sanitizer``) FAILS the run, so a green run means those
+tests ran. To run without one, either deselect its marker (``scripts/test -m "not kms"``) or name
+it in ``SECURE_BLOOM_ALLOW_SKIP`` (comma-separated: ``openbao``, ``spark``, ``native``, ``moto``,
+``arrow_cpp``, ``sanitizer``): the tests then skip, and ``-ra`` prints why in the summary.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import NoReturn
 import pytest
 
 ALLOW_SKIP_ENV = "SECURE_BLOOM_ALLOW_SKIP"
-_MARKERS = {"openbao": "kms", "spark": "interop", "native": "native", "moto": "s3", "arrow_cpp": "arrow_cpp"}
+_MARKERS = {"openbao": "kms", "spark": "interop", "native": "native", "moto": "s3", "arrow_cpp": "arrow_cpp",
+            "sanitizer": "sanitizer"}
 
 
 def missing(component: str, why: str) -> NoReturn:
