@@ -17,17 +17,23 @@ Layers, bottom up (each module names its spec section):
 * :mod:`secure_bloom.spark` - the PySpark integration.
 """
 
-from .crypto import ChunkCryptoContext, ModuleType
-from .encrypted_filter import (
-    decrypt_bloom_filter,
-    decrypt_bloom_filter_with_length,
-    encrypt_bloom_filter,
-    read_encrypted_bloom_filter,
-)
-from .errors import SecureBloomError
-from .filter import SplitBlockBloomFilter, optimal_num_bytes
-from .types import PhysicalType
-from .values import hash_value, hash_values
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .crypto import ChunkCryptoContext, ModuleType
+    from .encrypted_filter import (
+        decrypt_bloom_filter,
+        decrypt_bloom_filter_with_length,
+        encrypt_bloom_filter,
+        read_encrypted_bloom_filter,
+    )
+    from .errors import SecureBloomError
+    from .filter import SplitBlockBloomFilter, optimal_num_bytes
+    from .types import PhysicalType
+    from .values import hash_value, hash_values
 
 __version__ = "0.1.0"
 
@@ -45,3 +51,27 @@ __all__ = [
     "read_encrypted_bloom_filter",
     "SecureBloomError",
 ]
+
+# The public names load on first use (PEP 562), so ``import secure_bloom`` (and the pytest plugin,
+# which every pytest run in an environment with secure-bloom imports) costs no numpy, cryptography
+# or thriftpy2 until a name is used.
+_HOME = {
+    "SplitBlockBloomFilter": "filter", "optimal_num_bytes": "filter", "PhysicalType": "types",
+    "hash_value": "values", "hash_values": "values", "ModuleType": "crypto", "ChunkCryptoContext": "crypto",
+    "encrypt_bloom_filter": "encrypted_filter", "decrypt_bloom_filter": "encrypted_filter",
+    "decrypt_bloom_filter_with_length": "encrypted_filter", "read_encrypted_bloom_filter": "encrypted_filter",
+    "SecureBloomError": "errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'secure_bloom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])

@@ -53,6 +53,7 @@ Rules kept across the code base:
     │   └── WriteError                   write_table / ParquetWriter could not complete; nothing published
     ├── ConfigurationError (ValueError)  options or settings that cannot work as given  [USAGE_ERROR]
     │   └── PolicyError                  a compliance policy file is invalid  [INVALID_POLICY]
+    ├── MissingDependencyError (ImportError)  an optional dependency is not installed: names its extra  [USAGE_ERROR]
     └── JvmError                        the Java side (javac, a harness, Spark's JVM) failed
         └── JavaNotFoundError (FileNotFoundError)  no java/javac, or pyspark's jars missing  [FILE_NOT_FOUND]
 
@@ -104,6 +105,7 @@ __all__ = [
     "WriteError",
     "ConfigurationError",
     "PolicyError",
+    "MissingDependencyError",
     "JvmError",
     "JavaNotFoundError",
 ]
@@ -404,6 +406,14 @@ class PolicyError(ConfigurationError):
     where the line is known."""
 
     kind = ErrorKind.INVALID_POLICY
+
+
+class MissingDependencyError(SecureBloomError, ImportError):
+    """A feature needs an optional dependency that is not installed (hvac for
+    :class:`~secure_bloom.kms.openbao.OpenBaoTransitKms`); the message names the extra to install,
+    e.g. ``pip install 'secure-bloom[vault]'``."""
+
+    kind = ErrorKind.USAGE_ERROR
 
 
 class JvmError(SecureBloomError):

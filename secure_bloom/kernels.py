@@ -91,7 +91,7 @@ Hashes = npt.NDArray[np.uint64]
 Flags = npt.NDArray[np.bool_]
 
 
-_loaded, _why_not = load_extension("native_kernels", ENV_VAR, "numpy")
+_loaded, _why_not = load_extension("native_kernels", ENV_VAR, "numpy", fallback_text="the numpy kernels")
 _native = _loaded
 #: "native" (the C kernels) or "numpy" (the fallback).
 BACKEND = "native" if _native is not None else "numpy"

@@ -47,7 +47,7 @@ from .errors import MalformedInputError, MalformedThriftError
 from .extensions import load_extension
 
 __all__ = ["idl", "parse", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS", "BACKEND", "thrift_info",
-           "forced_backend"]
+           "thrift_summary", "forced_backend"]
 
 IDL_FILENAME = "parquet_subset.thrift"
 _MAX_NESTING = 64  # Parquet structures nest at most ~8 deep; anything deeper is hostile.
@@ -64,7 +64,8 @@ T = TypeVar("T")
 ENV_VAR = "SECURE_BLOOM_THRIFT"
 
 
-_loaded, _why_not = load_extension("native_thrift", ENV_VAR, "python")
+_loaded, _why_not = load_extension("native_thrift", ENV_VAR, "python",
+                                   fallback_text="the Python (thriftpy2) Thrift decoder")
 _native = _loaded
 #: "native" (the C decoder) or "python" (thriftpy2 with bounded reads).
 BACKEND = "native" if _native is not None else "python"
@@ -99,6 +100,15 @@ def thrift_info() -> dict[str, Any]:
     if _native is not None:
         info.update(_native.info())
     return info
+
+
+def thrift_summary() -> str:
+    """One line naming the decoder in use, e.g. ``native (gcc 12.2.0 -O3)`` or ``python fallback
+    (SECURE_BLOOM_THRIFT=python)`` (for ``--version``)."""
+    info = thrift_info()
+    if info["backend"] == "native":
+        return f"native ({info.get('compiler')} {info.get('flags')})"
+    return f"python fallback ({info['unavailable_reason']})"
 
 
 def _idl_path() -> Path:

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any, NoReturn
 
-from .. import __version__, kernels
+from .. import __version__, kernels, thrift_codec
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from .deadline import DEFAULT_DEADLINE_S
@@ -282,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
                                  "and audit them, byte-compatible with parquet-java.")
     parser.add_argument("--version", action="version",
-                        version=f"{PROG} {__version__} (kernel: {kernels.kernel_summary()})")
+                        version=f"{PROG} {__version__} (kernel: {kernels.kernel_summary()}; "
+                                f"thrift decoder: {thrift_codec.thrift_summary()})")
     parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 

@@ -32,21 +32,15 @@ import logging
 import os
 import random
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, TypeVar
 
-import hvac
-import hvac.exceptions as hvac_errors
-import requests
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
 from ..crypto.gcm import check_key
-from ..errors import (AuthenticationError, KeyAccessDeniedError, KeyManagementError, KeyNotFoundError,
-                      KmsUnavailableError, MalformedKeyMaterialError, SecureBloomError)
+from ..errors import (KeyAccessDeniedError, KeyManagementError, KeyNotFoundError, KmsUnavailableError,
+                      MalformedKeyMaterialError, MissingDependencyError, SecureBloomError)
 
 __all__ = ["OpenBaoTransitKms"]
 
@@ -55,15 +49,19 @@ T = TypeVar("T")
 
 #: Transit key names (the JVM client accepts the same); keeps ids from changing the URL path.
 _KEY_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
-_RETRYABLE_HTTP = (hvac_errors.InternalServerError, hvac_errors.BadGateway, hvac_errors.VaultDown,
-                   hvac_errors.VaultNotInitialized, hvac_errors.UnexpectedError)
 _MAX_BACKOFF_S = 2.0
 
 
-def _server_errors(error: hvac_errors.VaultError) -> str:
-    errors = getattr(error, "errors", None) or []
-    text = "; ".join(" ".join(str(e).split()) for e in errors)
-    return text[:200]
+def _http() -> ModuleType:
+    """The hvac/requests side (:mod:`secure_bloom.kms._openbao_http`), or a clear error naming the
+    extra that brings it."""
+    try:
+        from . import _openbao_http
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"OpenBaoTransitKms needs hvac and requests, which are not installed ({e.name or e}): "
+            "pip install 'secure-bloom[vault]'") from None
+    return _openbao_http
 
 
 class OpenBaoTransitKms:
@@ -79,6 +77,7 @@ class OpenBaoTransitKms:
                  token_env: str | Sequence[str] = ("VAULT_TOKEN", "BAO_TOKEN"), mount: str = "transit",
                  timeout: float | tuple[float, float] = (3.0, 10.0), retries: int = 3,
                  backoff_s: float = 0.2, deadline_s: float = 30.0, verify: bool | str = True) -> None:
+        self._http = _http()
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
         if isinstance(token_env, str):
@@ -177,11 +176,7 @@ class OpenBaoTransitKms:
     def _transit(self) -> Any:
         client = getattr(self._local, "client", None)
         if client is None:
-            session = requests.Session()
-            session.mount("http://", _DeadlineAdapter())
-            session.mount("https://", _DeadlineAdapter())
-            client = hvac.Client(url=self.url, token=self._token, timeout=self.timeout, verify=self._verify,
-                                 allow_redirects=False, session=session)
+            client = self._http.new_client(self.url, self._token, self.timeout, self._verify)
             self._local.client = client
         return client.secrets.transit
 
@@ -199,20 +194,13 @@ class OpenBaoTransitKms:
         for attempt in range(self.retries + 1):
             try:
                 return self._attempt(what, request, deadline, late)
-            except (hvac_errors.Forbidden, hvac_errors.Unauthorized) as e:
-                raise KeyAccessDeniedError(f"{what}: access denied ({_server_errors(e)})") from None
-            except hvac_errors.InvalidPath:
-                raise KeyNotFoundError(f"{what}: transit key {name!r} not found") from None
-            except hvac_errors.InvalidRequest as e:
-                raise _invalid_request(what, name, e) from None
-            except requests.exceptions.ReadTimeout:
-                raise KmsUnavailableError(f"{what}: no answer within the read timeout") from None
-            except (requests.exceptions.ConnectionError, *_RETRYABLE_HTTP) as e:
-                failure = _describe(e)
-            except requests.exceptions.RequestException as e:
-                raise KmsUnavailableError(f"{what}: {type(e).__name__}") from None
-            except hvac_errors.VaultError as e:
-                raise KeyManagementError(f"{what}: {type(e).__name__} ({_server_errors(e)})") from None
+            except Exception as e:
+                outcome = self._http.classify(e, what, name)
+                if outcome is None:
+                    raise
+                if isinstance(outcome, SecureBloomError):
+                    raise outcome from None
+                failure = outcome
             if attempt < self.retries:
                 delay = min(_MAX_BACKOFF_S, self.backoff_s * 2 ** attempt) * (0.5 + random.random() / 2)
                 if time.monotonic() + delay >= deadline:
@@ -227,7 +215,7 @@ class OpenBaoTransitKms:
         """One request under a watchdog that shuts its socket down at ``deadline``."""
         if time.monotonic() >= deadline:
             raise KmsUnavailableError(late)
-        with _Watchdog(deadline) as watchdog:
+        with self._http.Watchdog(deadline) as watchdog:
             try:
                 result = request(self._transit())
             except Exception:
@@ -236,128 +224,12 @@ class OpenBaoTransitKms:
                 raise
         if watchdog.fired:  # the answer may have been cut short: never trust it
             raise KmsUnavailableError(late)
-        if isinstance(result, requests.Response) and 300 <= result.status_code < 400:
+        status = self._http.redirect_status(result)
+        if status is not None:
             raise KeyManagementError(
-                f"{what}: the server answered HTTP {result.status_code} (a redirect); redirects are refused "
+                f"{what}: the server answered HTTP {status} (a redirect); redirects are refused "
                 "so the token goes to the configured URL only: point the URL at the active node")
         return result
-
-
-class _Watchdog:
-    """Shuts down the socket of the calling thread's HTTP connection once ``deadline`` passes.
-
-    A blocked connect, TLS handshake or read then ends at once with a connection error, which
-    :meth:`OpenBaoTransitKms._attempt` turns into the deadline error. Connections register
-    themselves (:class:`_WatchedConnection`) when they connect or send a request.
-    """
-
-    _current = threading.local()
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.fired = False
-        self.connection: HTTPConnection | None = None
-        self.sockets: list[socket.socket] = []  # every socket the call used; a response may hold one
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="openbao-deadline", daemon=True)
-
-    @classmethod
-    def current(cls) -> _Watchdog | None:
-        watchdog: _Watchdog | None = getattr(cls._current, "watchdog", None)
-        return watchdog
-
-    def __enter__(self) -> _Watchdog:
-        _Watchdog._current.watchdog = self
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _Watchdog._current.watchdog = None
-        self._done.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        if self._done.wait(max(0.0, self.deadline - time.monotonic())):
-            return
-        self.fired = True
-        while True:  # again until the call ends: the connection may still be connecting
-            current = getattr(self.connection, "sock", None)
-            for sock in [*self.sockets, *([current] if current is not None else [])]:
-                try:  # the plain socket method: never touches an SSL object another thread is using
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            if self._done.wait(0.05):
-                return
-
-
-class _WatchedConnection(HTTPConnection):
-    """An HTTP connection that registers with the calling thread's watchdog before it blocks."""
-
-    def connect(self) -> None:
-        _watch(self)
-        super().connect()
-        _watch(self)
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self)
-        super().request(*args, **kwargs)
-        _watch(self)  # the response may outlive self.sock (Connection: close): keep its socket
-
-
-class _WatchedHTTPSConnection(_WatchedConnection, HTTPSConnection):
-    """:class:`_WatchedConnection` for HTTPS (the MRO puts HTTPS's connect under the hooks)."""
-
-
-def _watch(connection: HTTPConnection) -> None:
-    watchdog = _Watchdog.current()
-    if watchdog is not None:
-        watchdog.connection = connection
-        if connection.sock is not None and connection.sock not in watchdog.sockets:
-            watchdog.sockets.append(connection.sock)
-
-
-class _WatchedPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-class _DeadlineAdapter(requests.adapters.HTTPAdapter):
-    """requests transport whose connections answer to :class:`_Watchdog`, and whose connect
-    timeout never runs past the calling thread's deadline."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
-
-    def send(self, request: Any, stream: bool = False, timeout: Any = None, *args: Any, **kwargs: Any) -> Any:
-        watchdog = _Watchdog.current()
-        if watchdog is not None and timeout is not None:
-            connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-            timeout = (min(connect, max(0.001, watchdog.deadline - time.monotonic())), read)
-        return super().send(request, stream, timeout, *args, **kwargs)
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, hvac_errors.VaultError):
-        return f"{type(error).__name__} ({_server_errors(error)})"
-    if isinstance(error, requests.exceptions.ConnectTimeout):
-        return "connect timeout"
-    return "connection failed"
-
-
-def _invalid_request(what: str, name: str, error: hvac_errors.InvalidRequest) -> SecureBloomError:
-    detail = _server_errors(error)
-    if "not found" in detail:
-        return KeyNotFoundError(f"{what}: transit key {name!r} not found")
-    if "authentication failed" in detail:
-        return AuthenticationError(
-            f"{what}: the wrapped key does not authenticate under master key {name!r} "
-            "(wrong key or tampered key material)")
-    return MalformedKeyMaterialError(f"{what}: rejected ({detail})")
 
 
 def _data(response: Any) -> dict[str, Any]:

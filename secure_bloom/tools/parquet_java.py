@@ -7,19 +7,17 @@ on Spark's class path.
 * :func:`bloom_probe` - parquet-java opens a file (decrypting it with the Hadoop properties given,
   e.g. ``EncryptionPolicy.hadoop_conf()``), reads each row group's Bloom filter of the requested
   columns with ``ParquetFileReader.readBloomFilter`` and checks values (``BloomProbe`` main).
-* :func:`bloom_verify` - parquet-java reads every stored value of each chunk from the data pages,
-  hashes it with its own hash and looks it up in the chunk's filter (``BloomVerify`` main).
 * :func:`java_hashes` - parquet-java's ``BloomFilter.hash`` of values (XXH64, SPEC_NOTES 2).
 * :func:`bloom_bench` - times ``BlockSplitBloomFilter`` on a values file (``BloomBench`` main).
-* :func:`kms_wrap` / :func:`kms_unwrap` - one wrapKey / unwrapKey call of a JVM KmsClient
-  (``KmsTool`` main); unwrap reports only the key's length and SHA-256.
+
+The checks only the test suite runs (``BloomVerify``, ``KmsTool``) live in
+``tests/support/java`` and ``tests/support/parquet_java_checks.py``, not in the wheel.
 
 Value types are the probe's: int32, int64, float, double, string (UTF-8), binary-hex.
 """
 
 from __future__ import annotations
 
-import base64
 import math
 import struct
 import subprocess
@@ -36,13 +34,11 @@ __all__ = [
     "ValueType",
     "bloom_bench",
     "bloom_probe",
-    "bloom_verify",
     "format_value",
     "harness_jar",
+    "harness_jars",
     "run_harness",
     "java_hashes",
-    "kms_unwrap",
-    "kms_wrap",
     "write_int64_values",
     "write_string_values",
 ]
@@ -54,24 +50,25 @@ _HARNESS_SOURCES = Path(__file__).parent / "java"
 
 
 def harness_jar(cache_dir: Path | None = None) -> Path:
-    """The reference-harness jar (BloomProbe, BloomBench, KmsTool), cached by content."""
+    """The reference-harness jar (BloomProbe, BloomBench and their Cli plumbing), cached by content."""
     return compiled_jar(_HARNESS_SOURCES, cache_dir=cache_dir,
                         extra_classpath=[secure_bloom_jar(cache_dir)])
 
 
-def _jars() -> list[Path]:
+def harness_jars() -> list[Path]:
+    """The class path of the harnesses: their jar, then the production jar."""
     return [harness_jar(), secure_bloom_jar()]
 
 
 def run_harness(main: str, args: Sequence[str] = (), timeout: float = 120.0, *,
                 stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run harness ``main`` (a short class name) and return the finished process, unchecked."""
-    return run_java(_PKG + main, args, timeout, stdin=stdin, jars=_jars())
+    return run_java(_PKG + main, args, timeout, stdin=stdin, jars=harness_jars())
 
 
 def _run_json(main: str, args: Sequence[str], conf: Mapping[str, str] | None, timeout: float,
               **kwargs: Any) -> dict[str, Any]:
-    return run_json(_PKG + main, args, conf, timeout, jars=_jars(), **kwargs)
+    return run_json(_PKG + main, args, conf, timeout, jars=harness_jars(), **kwargs)
 
 
 def format_value(value: object, value_type: ValueType) -> str:
@@ -141,30 +138,6 @@ def bloom_probe(
     return _run_json("BloomProbe", args, dict(hadoop_conf or {}), timeout)
 
 
-def bloom_verify(
-    path: str | Path,
-    hadoop_conf: Mapping[str, str] | None = None,
-    columns: Iterable[str] = (),
-    *,
-    list_values: bool = False,
-    timeout: float = 300.0,
-) -> dict[str, Any]:
-    """parquet-java checks ``path``'s Bloom filters against the values it reads from the pages.
-
-    ``result["columns"][column]["row_groups"][g]`` has ``has_bloom_filter``, ``num_values``,
-    ``num_distinct``, ``missing`` (distinct stored values parquet-java's findHash does not find) and
-    ``missing_values`` (hex of their plain encoding); with ``list_values`` also ``values`` (every
-    distinct stored value, hex of the plain encoding). ``columns`` empty: every non-boolean leaf.
-    See ``BloomVerify.java``. Raises JvmError if parquet-java fails.
-    """
-    args = [str(path)]
-    for column in columns:
-        args += ["--column", column]
-    if list_values:
-        args.append("--list-values")
-    return _run_json("BloomVerify", args, dict(hadoop_conf or {}), timeout)
-
-
 def java_hashes(value_type: ValueType, values: Sequence[object], timeout: float = 60.0) -> dict[str, int]:
     """parquet-java's 64-bit Bloom filter hash of each value, keyed by its probe text form."""
     args = ["--hash-only", "--value-type", value_type]
@@ -211,27 +184,3 @@ def bloom_bench(
         args += ["--n", str(n)]
     return _run_json("BloomBench", args, None, timeout,
                      jvm_args=("-XX:+UseParallelGC", "-Xmx2g"))
-
-
-def _client_class(client: str) -> str:
-    return client if "." in client else _PKG + client
-
-
-def kms_wrap(client: str, master_key_id: str, key: bytes, hadoop_conf: Mapping[str, str],
-             timeout: float = 60.0) -> str:
-    """``client.wrapKey(key, master_key_id)`` on the JVM (client: a class name, short names are
-    io.securebloom's). The key travels on stdin."""
-    conf = dict(hadoop_conf)
-    conf["secure_bloom.kmstool.key"] = base64.b64encode(key).decode()
-    out = _run_json("KmsTool", ["wrap", "--client", _client_class(client),
-                                "--master-key-id", master_key_id], conf, timeout)
-    return str(out["wrapped"])
-
-
-def kms_unwrap(client: str, master_key_id: str, wrapped: str, hadoop_conf: Mapping[str, str],
-               timeout: float = 60.0) -> tuple[int, str]:
-    """``client.unwrapKey(wrapped, master_key_id)`` on the JVM; returns (key length, SHA-256 hex)."""
-    out = _run_json("KmsTool", ["unwrap", "--client", _client_class(client),
-                                "--master-key-id", master_key_id, "--wrapped", wrapped],
-                    dict(hadoop_conf), timeout)
-    return int(out["key_length"]), str(out["key_sha256"])

@@ -25,7 +25,7 @@ import pytest
 
 from support.parquet_files import read_encrypted, vector_kms, write_encrypted, write_plain
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
-from secure_bloom.tools.parquet_java import bloom_verify
+from support.parquet_java_checks import bloom_verify
 from support.extreme_table import (I64_MAX, I64_MIN, NDV, READ_CONF, ROWS_PER_GROUP, assert_same_table,
                                    check_all_found, extreme_table, le)
 

@@ -28,8 +28,6 @@ from secure_bloom.tools.parquet_java import (
     format_value,
     harness_jar,
     java_hashes,
-    kms_unwrap,
-    kms_wrap,
     run_harness,
     write_int64_values,
     write_string_values,
@@ -44,6 +42,7 @@ from support.spark_bloom_data import (
     standard_dataframe,
     write_parquet,
 )
+from support.parquet_java_checks import checks_jar, kms_unwrap, kms_wrap
 from support.paths import VECTORS_DIR
 
 pytestmark = pytest.mark.interop
@@ -63,20 +62,21 @@ def _classes(jar: Path) -> set[str]:
 
 
 def test_production_jar_holds_only_the_kms_clients(tmp_path: Path) -> None:
-    """What configure_spark puts on Spark's class path: the KMS clients (and the JSON reader the
-    transit client uses), never a test harness."""
+    """What configure_spark puts on Spark's class path: the KMS clients (JSON by parquet-java's own
+    shaded Jackson, no parser of ours), never a test harness."""
     assert _classes(secure_bloom_jar(tmp_path / "jars")) == {
-        "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class",
-        "io/securebloom/MiniJson.class"}
+        "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class"}
 
 
 def test_harness_jar_is_separate(tmp_path: Path) -> None:
     cache = tmp_path / "jars"
     harness = harness_jar(cache)
     assert harness != secure_bloom_jar(cache)
-    assert {"io/securebloom/BloomProbe.class", "io/securebloom/BloomBench.class",
-            "io/securebloom/KmsTool.class", "io/securebloom/Cli.class"} <= _classes(harness)
+    assert _classes(harness) == {"io/securebloom/BloomProbe.class", "io/securebloom/BloomBench.class",
+                                 "io/securebloom/Cli.class"}
     assert not _classes(harness) & _classes(secure_bloom_jar(cache))
+    # the checks only the tests run (tests/support/java) compile into a third jar, never shipped
+    assert _classes(checks_jar(cache)) == {"io/securebloom/BloomVerify.class", "io/securebloom/KmsTool.class"}
 
 
 def test_jar_is_built_once_and_cached(tmp_path: Path) -> None:

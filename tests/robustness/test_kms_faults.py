@@ -378,7 +378,7 @@ def test_java_transit_client_is_cut_off_at_its_deadline(tcp_server: Any, part: s
     total deadline; without one, a trickled body is waited for in full (the JDK's request timeout
     covers the headers only) and the call would succeed after minutes."""
     from secure_bloom.errors import JvmError
-    from secure_bloom.tools.parquet_java import kms_unwrap
+    from support.parquet_java_checks import kms_unwrap
 
     head, body = DECRYPT_OK.split(b"\r\n\r\n", 1)
     if part == "headers":
@@ -398,7 +398,7 @@ def test_java_transit_client_is_cut_off_at_its_deadline(tcp_server: Any, part: s
 @pytest.mark.parametrize("status", ["301 Moved Permanently", "307 Temporary Redirect"])
 def test_java_transit_client_refuses_redirects(tcp_server: Any, status: str) -> None:
     from secure_bloom.errors import JvmError
-    from secure_bloom.tools.parquet_java import kms_unwrap
+    from support.parquet_java_checks import kms_unwrap
 
     server, elsewhere, received = _redirecting_server(tcp_server, status)
     with pytest.raises(JvmError, match=rf"HTTP {status.split()[0]} \(a redirect\); redirects are refused") as err:

@@ -26,6 +26,7 @@ import pyarrow.parquet.encryption as pe
 import pytest
 from support.parquet_files import COLUMN_KEYS, crypto_factory, sample_table
 from support.robustness_support import DATA
+from support.paths import CLI_PROCESS
 
 from secure_bloom import cli
 from secure_bloom.errors import SecureBloomError
@@ -239,7 +240,7 @@ def test_every_cli_command_in_process(world: dict[str, Any], capsys: pytest.Capt
 def test_cli_as_a_process(world: dict[str, Any]) -> None:
     """The real console process: stdout, stderr (also what pyarrow's C++ might print)."""
     for label, argv, env in list(_commands(world))[::3]:
-        result = subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv], capture_output=True, text=True,
+        result = subprocess.run([*CLI_PROCESS, *argv], capture_output=True, text=True,
                                 env={**os.environ, **env}, timeout=300)
         world["secrets"].check(result.stdout + result.stderr, f"process {label}")
         _check_outcome(label, argv, result.returncode, result.stdout + result.stderr)

@@ -20,13 +20,13 @@ import pytest
 
 from support import leaky_writer as lw
 from support.cli_json import cli_one, cli_result
-from secure_bloom import __version__, kernels
+from secure_bloom import __version__, kernels, thrift_codec
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.types import PhysicalType
 from support.openbao_server import OpenBaoServer
-from support.paths import VECTORS_DIR
+from support.paths import CLI_PROCESS, VECTORS_DIR
 
 DATA = VECTORS_DIR
 JAVA_BLOOM = str(DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted")
@@ -64,7 +64,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def run_process(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv], capture_output=True, text=True,
+    return subprocess.run([*CLI_PROCESS, *argv], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **(env or {})})
 
 
@@ -117,12 +117,17 @@ def test_help_teaches_key_files_not_keys_in_argv(capsys: pytest.CaptureFixture[s
     assert "export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt" in out
 
 
+VERSION_LINE = (f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()}; "
+                f"thrift decoder: {thrift_codec.thrift_summary()})\n")
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, "--version")
     assert (rc, err) == (0, "")
-    assert out == f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()})\n"
-    # the backend in use is named: the compiled kernel where it is built, else why not
-    assert re.fullmatch(r"secure-bloom \S+ \(kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\))\)\n", out)
+    assert out == VERSION_LINE
+    # both backends in use are named: the compiled kernel / decoder where built, else why not
+    assert re.fullmatch(r"secure-bloom \S+ \(kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\)); "
+                        r"thrift decoder: (native \(.+ -O3\)|python fallback \(.+\))\)\n", out)
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
@@ -379,7 +384,7 @@ def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit
 
 def test_broken_pipe_is_quiet(audit_files: dict[str, Path]) -> None:
     many = [a for i in range(4000) for a in ("--value", f"value-{i:06d}")]  # > a pipe buffer of JSON
-    proc = subprocess.Popen([sys.executable, "-m", "secure_bloom.cli", "probe", str(audit_files["good"]),
+    proc = subprocess.Popen([*CLI_PROCESS, "probe", str(audit_files["good"]),
                              "--column", "ssn", *many, "--json", "--key-list", lw.key_list()],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     assert proc.stdout is not None and proc.stderr is not None
@@ -574,7 +579,7 @@ def test_unreadable_subdirectory_does_not_hide_violations(audit_files: dict[str,
     (root / "locked").chmod(0)
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "secure_bloom.cli", *argv, "--key-list-file", str(key_file)],
+        return subprocess.run([*CLI_PROCESS, *argv, "--key-list-file", str(key_file)],
                               capture_output=True, text=True, timeout=120, env=dict(os.environ),
                               preexec_fn=_without_dac_override if os.geteuid() == 0 else None)
 
@@ -673,7 +678,7 @@ def test_console_script() -> None:
     if not script.exists():
         pytest.skip("secure-bloom is not installed in this environment (scripts/test installs it)")
     proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()})\n")
+    assert (proc.returncode, proc.stdout) == (0, VERSION_LINE)
     proc = subprocess.run([str(script), "inspect", "/nonexistent.parquet"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and ONE_LINE_ERROR.match(proc.stderr)
 
@@ -709,7 +714,7 @@ def test_progress_bar_only_on_a_terminal(audit_files: dict[str, Path]) -> None:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal has a size
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "secure_bloom.cli", "audit", str(audit_files["src"].parent),
+        proc = subprocess.Popen([*CLI_PROCESS, "audit", str(audit_files["src"].parent),
                                  "--sensitive", "ssn", "--key-list", lw.key_list()],
                                 stdout=subprocess.DEVNULL, stderr=slave, env=dict(os.environ))
         os.close(slave)

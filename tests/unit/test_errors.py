@@ -49,6 +49,7 @@ KINDS: list[tuple[BaseException, str, int]] = [
     (errors.WriteError("x"), "ERROR", 3),
     (errors.ConfigurationError("x"), "USAGE_ERROR", 2),
     (errors.PolicyError("x"), "INVALID_POLICY", 2),
+    (errors.MissingDependencyError("x"), "USAGE_ERROR", 2),
     (errors.JvmError("x"), "ERROR", 3),
     (errors.JavaNotFoundError("x"), "FILE_NOT_FOUND", 2),
     # builtins
@@ -75,7 +76,7 @@ def test_error_kind_and_exit_code(error: BaseException, kind: str, code: int) ->
 def test_every_error_class_carries_its_kind() -> None:
     classes = [getattr(errors, name) for name in errors.__all__]
     exceptions = [c for c in classes if isinstance(c, type) and issubclass(c, BaseException)]
-    assert len(exceptions) == 37
+    assert len(exceptions) == 38
     assert all(isinstance(c.kind, ErrorKind) for c in exceptions)
     assert {type(e) for e, _, _ in KINDS} >= set(exceptions)  # the table above covers each class
 

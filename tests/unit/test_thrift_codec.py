@@ -458,8 +458,9 @@ def test_a_missing_native_decoder_fails_the_suite_unless_allowed() -> None:
     run = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_DIR, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 1 and "native missing: secure_bloom.native_thrift is not built" in run.stdout, run.stdout
-    assert "1 passed, 1 error" in run.stdout  # the native run fails in its fixture
+    # the native run fails in its fixture (the missing decoder also warns: ExtensionFallbackWarning)
+    assert re.search(r"1 passed, (\d+ warnings?, )?1 error", run.stdout), run.stdout
     env["SECURE_BLOOM_ALLOW_SKIP"] = "native"
     run = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_DIR, capture_output=True, text=True,
                          timeout=300)
-    assert run.returncode == 0 and "1 passed, 1 skipped" in run.stdout, run.stdout
+    assert run.returncode == 0 and re.search(r"1 passed, 1 skipped(, \d+ warnings?)?", run.stdout), run.stdout

@@ -21,10 +21,14 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.crypto.KeyAccessDeniedException;
 import org.apache.parquet.crypto.ParquetCryptoRuntimeException;
 import org.apache.parquet.crypto.keytools.KmsClient;
+import shaded.parquet.com.fasterxml.jackson.core.JsonProcessingException;
+import shaded.parquet.com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * A KMS client for the transit secrets engine of OpenBao / HashiCorp Vault (SPEC_NOTES section 9),
- * using only java.net.http.
+ * using only java.net.http, and for JSON the Jackson that parquet-java shades into parquet-jackson
+ * ({@code shaded.parquet.com.fasterxml.jackson}, on every Spark class path; parquet-java's key tools
+ * use it for key material).
  *
  * <ul>
  *   <li>kmsInstanceURL: the server, e.g. {@code http://127.0.0.1:8200}
@@ -60,6 +64,8 @@ public class VaultTransitKmsClient implements KmsClient {
   static final int ATTEMPTS = 3;
 
   private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9._-]+");
+  /** Thread-safe once configured (it is never reconfigured). */
+  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern MOUNT = Pattern.compile("[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*");
 
   private HttpClient http;
@@ -107,7 +113,7 @@ public class VaultTransitKmsClient implements KmsClient {
 
   @Override
   public String wrapKey(byte[] keyBytes, String masterKeyIdentifier) {
-    String body = MiniJson.write(Map.of("plaintext", Base64.getEncoder().encodeToString(keyBytes)));
+    String body = toJson(Map.of("plaintext", Base64.getEncoder().encodeToString(keyBytes)));
     Map<String, Object> data = call("encrypt", masterKeyIdentifier, body);
     Object ciphertext = data.get("ciphertext");
     if (!(ciphertext instanceof String)) {
@@ -120,7 +126,7 @@ public class VaultTransitKmsClient implements KmsClient {
   @Override
   public byte[] unwrapKey(String wrappedKey, String masterKeyIdentifier) {
     Map<String, Object> data =
-        call("decrypt", masterKeyIdentifier, MiniJson.write(Map.of("ciphertext", wrappedKey)));
+        call("decrypt", masterKeyIdentifier, toJson(Map.of("ciphertext", wrappedKey)));
     Object plaintext = data.get("plaintext");
     if (!(plaintext instanceof String)) {
       throw new ParquetCryptoRuntimeException(
@@ -201,7 +207,7 @@ public class VaultTransitKmsClient implements KmsClient {
       }
       if (status == 200) {
         try {
-          Object data = MiniJson.parseObject(response.body()).get("data");
+          Object data = parseObject(response.body()).get("data");
           if (data instanceof Map) {
             return (Map<String, Object>) data;
           }
@@ -221,10 +227,34 @@ public class VaultTransitKmsClient implements KmsClient {
     throw new ParquetCryptoRuntimeException(what + " failed: " + failure);
   }
 
+  /** {@code value} as JSON text (a request body of strings only: cannot fail). */
+  private static String toJson(Map<String, String> value) {
+    try {
+      return JSON.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("JSON: cannot write a map of strings", e);
+    }
+  }
+
+  /** A JSON object; IllegalArgumentException for anything else (not JSON, or not an object). */
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> parseObject(String text) {
+    Object value;
+    try {
+      value = JSON.readValue(text, Object.class);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("JSON: not valid", e);
+    }
+    if (!(value instanceof Map)) {
+      throw new IllegalArgumentException("JSON: expected an object");
+    }
+    return (Map<String, Object>) value;
+  }
+
   /** The server's "errors" messages, shortened, for exception messages. */
   private static String errors(String body) {
     try {
-      Object errs = MiniJson.parseObject(body).get("errors");
+      Object errs = parseObject(body).get("errors");
       if (errs instanceof List && !((List<?>) errs).isEmpty()) {
         String joined = String.join("; ", ((List<?>) errs).stream().map(String::valueOf).toArray(String[]::new));
         return ": " + (joined.length() > 200 ? joined.substring(0, 200) + "..." : joined);

@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import shaded.parquet.com.fasterxml.jackson.core.JsonProcessingException;
+import shaded.parquet.com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * Command-line plumbing shared by the harness main classes: option parsing, Hadoop properties from
@@ -29,12 +31,24 @@ final class Cli {
     Map<String, Object> run(String[] args) throws Exception;
   }
 
+  /** parquet-java's shaded Jackson (parquet-jackson, on Spark's class path), as the KMS client uses. */
+  private static final ObjectMapper JSON = new ObjectMapper();
+
   private Cli() {}
+
+  /** One line of JSON for {@code value} (maps, lists, strings, numbers, booleans, null). */
+  static String json(Object value) {
+    try {
+      return JSON.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("JSON: cannot write the harness result", e);
+    }
+  }
 
   /** Runs {@code body} and prints its result as one JSON line; errors go to {@link #die}. */
   static void runMain(String[] args, Body body) {
     try {
-      System.out.println(MiniJson.write(body.run(args)));
+      System.out.println(json(body.run(args)));
       System.out.flush();
     } catch (Throwable t) {
       die(t);
@@ -134,7 +148,7 @@ final class Cli {
     if (!causes.isEmpty()) {
       err.put("causes", causes);
     }
-    System.err.println(MiniJson.write(err));
+    System.err.println(json(err));
     System.err.flush();
     System.exit(t instanceof UsageException ? 2 : 1);
   }
