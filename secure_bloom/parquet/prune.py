@@ -38,7 +38,8 @@ from ..filter import SplitBlockBloomFilter
 from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
-from .keys import KeyAccess
+from .fast_prune import Declined, FastSource, LookupKeys, close_source, fast_source
+from .keys import NO_KEYS, KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
 from .prune_cache import CacheStats, FileFacts, PruneCache, file_identity, identity_size
 from .reader import ParquetBloomReader
@@ -323,7 +324,7 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
 
 
 class _FileEvaluator:
-    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
+    def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
         self.source = source
         self.tree = tree
         self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in leaves(tree)}
@@ -393,7 +394,7 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
     return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
-def _prune_source(source: _FileSource, path: str, tree: Node, schema: pa.Schema | None,
+def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schema: pa.Schema | None,
                   row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
@@ -432,9 +433,37 @@ class _CacheUse:
     filesystem_key: str | None
 
 
+def _prune_fast(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
+                row_groups: Sequence[int] | None, on_reader: OnReader | None, memo: _ViewMemo,
+                lookup: LookupKeys | None) -> FilePrune | None:
+    """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
+    the fast path declines it (the reference path then answers, or names the error). A file
+    with row groups to read while ``on_reader`` waits for its reader is left to the reference
+    path too, which opens that reader and counts its reads."""
+    try:
+        source = fast_source(path, filesystem, keys if keys is not None else NO_KEYS, lookup)
+    except Declined:
+        return None
+    try:
+        result = _prune_source(source, source.path, tree, schema, row_groups, memo)
+    except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
+        return None
+    finally:
+        close_source(source)
+    if result.row_groups and on_reader is not None:
+        return None
+    return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
+                     result.pruned_by_bloom, sum(n for _, n in source.reads), len(source.reads), source.file_size)
+
+
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
-               cache: _CacheUse | None, memo: _ViewMemo) -> FilePrune:
+               cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
+               fast: bool = False) -> FilePrune:
+    if fast and cache is None:
+        done = _prune_fast(path, filesystem, keys, tree, schema, row_groups, on_reader, memo, lookup)
+        if done is not None:
+            return done
     identity = facts = None
     if cache is not None and cache.filesystem_key is not None:
         identity = file_identity(path, filesystem)
@@ -474,14 +503,21 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 schema: pa.Schema | None = None, row_groups: Sequence[Sequence[int] | None] | None = None,
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
-                on_reader: OnReader | None = None, cache: PruneCache | None = None) -> list[FilePrune]:
+                on_reader: OnReader | None = None, cache: PruneCache | None = None,
+                fast_path: bool = True) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
     that cannot be checked is never silently dropped. ``on_reader(path, reader, result)`` is
     called (on the worker thread) while each file's reader is still open, its footer resolved;
     what it raises propagates too. With a ``cache`` (:class:`PruneCache`), a file answered from
-    it is not opened unless it has row groups to read (then ``on_reader`` gets it opened)."""
+    it is not opened unless it has row groups to read (then ``on_reader`` gets it opened).
+
+    ``fast_path`` (without a cache): local files are pruned through :mod:`.fast_prune` (no
+    reader object; each distinct key unwrapped once per call and one AES-GCM context per key),
+    with the same decisions; a file it declines (anything unusual, any error) is pruned by the
+    reference path, which gives the same answer or raises the named error. ``on_reader`` is
+    then called only for files with row groups to read. False: the reference path for all."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None
@@ -491,6 +527,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         raise ValueError(f"threads must be >= 1, got {threads}")
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)
     memo: _ViewMemo = {}
+    fast = fast_path and cache is None
+    lookup = LookupKeys(keys) if fast and keys is not None and keys.has_keys else None
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
         from tqdm import tqdm
@@ -498,7 +536,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
-        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use, memo)
+        result = _prune_one(paths[i], filesystem, keys, tree, schema, groups[i], on_reader, use, memo, lookup, fast)
         if bar is not None:
             bar.update(1)
         if on_done is not None:
