@@ -65,10 +65,11 @@ class Declined(Exception):
 
 
 class LookupKeys:
-    """The keys of one lookup (one :func:`prune_files` call): each distinct key metadata
-    unwrapped once, one :class:`GcmKey` per data key. Dropped with the lookup, so it holds keys
-    no longer than the lookup; shared by its worker threads. Key metadata naming external key
-    material (a sidecar per file) is never shared across files."""
+    """What one lookup (one :func:`prune_files` call) shares across its files: its keys (each
+    distinct key metadata unwrapped once, one :class:`GcmKey` per data key) and its column
+    layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
+    it holds keys no longer than the lookup; shared by its worker threads. Key metadata naming
+    external key material (a sidecar per file) is never shared across files."""
 
     def __init__(self, keys: KeyAccess) -> None:
         self.keys = keys
@@ -76,6 +77,16 @@ class LookupKeys:
         self._unwrapped: dict[tuple[bytes | None, bytes], GcmKey] = {}
         self._contained: dict[bytes, bool] = {}
         self._gcm: dict[bytes, GcmKey] = {}
+        self._layouts: dict[tuple[Any, ...], tuple[ColumnInfo, ...]] = {}
+
+    def leaf_columns(self, schema: Sequence[Any]) -> tuple[ColumnInfo, ...]:
+        """:func:`~secure_bloom.parquet.schema.leaf_columns` of ``schema``, once per distinct
+        schema (Thrift structs compare and hash by value)."""
+        at = tuple(tuple(vars(element).items()) for element in schema)
+        found = self._layouts.get(at)
+        if found is None:
+            found = self._layouts[at] = tuple(leaf_columns(schema))
+        return found
 
     def __repr__(self) -> str:
         return f"LookupKeys(keys held={len(self._gcm)})"
@@ -320,7 +331,7 @@ def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: b
                 raise Declined("no metadata")
 
 
-def fast_source(path: str, filesystem: Any, keys: KeyAccess, lookup: LookupKeys | None) -> FastSource:
+def fast_source(path: str, filesystem: Any, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
     """Open ``path`` (a local file) for the fast path: tail, footer, checks. The caller closes
     it with :func:`close_source`. Declined for anything else (nothing is left open then)."""
     if not isinstance(path, str):
@@ -343,7 +354,7 @@ def close_source(source: FastSource) -> None:
     os.close(source._fd)
 
 
-def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys | None) -> FastSource:
+def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
     reads: list[tuple[int, int]] = []
     size = os.fstat(fd).st_size
     if size <= 12:
@@ -359,7 +370,7 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys | None) -> Fas
     footer_offset = size - 8 - length
     footer = memoryview(_pread(fd, footer_offset, length, reads))
     m = thrift_codec.idl()
-    file_keys = lookup.for_file(path) if lookup is not None else None
+    file_keys = lookup.for_file(path) if keys.has_keys else None
 
     footer_gcm: GcmKey | None = None
     footer_kmd: bytes | None = None
@@ -408,7 +419,7 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys | None) -> Fas
             except SecureBloomError:
                 raise Declined("signature") from None
     try:
-        leaves = leaf_columns(metadata.schema)
+        leaves = lookup.leaf_columns(metadata.schema)
     except SecureBloomError:
         raise Declined("schema") from None
     _check_chunks(metadata, leaves, metadata.encryption_algorithm is not None or magic == ENCRYPTED_MAGIC)

@@ -433,15 +433,15 @@ class _CacheUse:
     filesystem_key: str | None
 
 
-def _prune_fast(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
+def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None,
                 row_groups: Sequence[int] | None, on_reader: OnReader | None, memo: _ViewMemo,
-                lookup: LookupKeys | None) -> FilePrune | None:
+                lookup: LookupKeys) -> FilePrune | None:
     """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
     the fast path declines it (the reference path then answers, or names the error). A file
     with row groups to read while ``on_reader`` waits for its reader is left to the reference
     path too, which opens that reader and counts its reads."""
     try:
-        source = fast_source(path, filesystem, keys if keys is not None else NO_KEYS, lookup)
+        source = fast_source(path, filesystem, lookup.keys, lookup)
     except Declined:
         return None
     try:
@@ -460,8 +460,8 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
                cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
                fast: bool = False) -> FilePrune:
-    if fast and cache is None:
-        done = _prune_fast(path, filesystem, keys, tree, schema, row_groups, on_reader, memo, lookup)
+    if fast and cache is None and lookup is not None:
+        done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup)
         if done is not None:
             return done
     identity = facts = None
@@ -528,7 +528,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     groups = list(row_groups) if row_groups is not None else [None] * len(paths)
     memo: _ViewMemo = {}
     fast = fast_path and cache is None
-    lookup = LookupKeys(keys) if fast and keys is not None and keys.has_keys else None
+    lookup = LookupKeys(keys if keys is not None else NO_KEYS) if fast else None
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
         from tqdm import tqdm

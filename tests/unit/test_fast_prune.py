@@ -134,7 +134,7 @@ def _both(paths: list[str], tree: Any, keys: KeyAccess | None) -> tuple[list[Any
 def test_fast_path_answers_every_kind_itself_and_as_the_reference(
         files: dict[str, tuple[Path, KeyAccess | None]], kind: str) -> None:
     path, keys = files[kind]
-    lookup = LookupKeys(keys) if keys is not None else None
+    lookup = LookupKeys(keys or KeyAccess())
     for filters in FILTERS:
         tree = _tree(filters, path, keys)
         source = fast_source(str(path), None, keys or KeyAccess(), lookup)  # never Declined for these files
@@ -271,7 +271,7 @@ def test_a_file_the_fast_path_declines_is_answered_by_the_reference(tmp_path: Pa
     footer = thrift_codec.serialize(md)
     dst.write_bytes(data[:-8 - length] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
     tree = _tree([("key", "==", _key(10_000))], dst, None)
-    source = fast_source(str(dst), None, KeyAccess(), None)
+    source = fast_source(str(dst), None, KeyAccess(), LookupKeys(KeyAccess()))
     try:
         with pytest.raises(Declined):
             _prune_source(source, str(dst), tree, None, None, {})
