@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import thrift_codec
-from ..crypto.gcm import GcmKey
-from ..crypto.modules import MAX_ORDINAL, ModuleType, decrypt_module
+from ..crypto.gcm import GcmKey, decrypt
+from ..crypto.modules import MAX_ORDINAL, ModuleType
 from ..encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
-from ..errors import SecureBloomError
+from ..errors import AuthenticationError, SecureBloomError
 from ..fileio import open_regular_fd
 from ..filter import SplitBlockBloomFilter
 from ..header import parse_header_plaintext
@@ -56,6 +56,8 @@ _MODULE_GCM = NONCE_LENGTH + TAG_LENGTH
 _MAX_THRIFT_MODULE = 256 << 20
 _LEN = struct.Struct("<I")
 _ORDINALS = struct.Struct("<hh")
+#: Distinct schemas a lookup remembers the leaf columns of (most datasets have one).
+_LAYOUTS = 8
 
 
 class Declined(Exception):
@@ -77,16 +79,19 @@ class LookupKeys:
         self._unwrapped: dict[tuple[bytes | None, bytes], GcmKey] = {}
         self._contained: dict[bytes, bool] = {}
         self._gcm: dict[bytes, GcmKey] = {}
-        self._layouts: dict[tuple[Any, ...], tuple[ColumnInfo, ...]] = {}
+        self._layouts: list[tuple[Sequence[Any], tuple[ColumnInfo, ...]]] = []
 
     def leaf_columns(self, schema: Sequence[Any]) -> tuple[ColumnInfo, ...]:
         """:func:`~secure_bloom.parquet.schema.leaf_columns` of ``schema``, once per distinct
-        schema (Thrift structs compare and hash by value)."""
-        at = tuple(tuple(vars(element).items()) for element in schema)
-        found = self._layouts.get(at)
-        if found is None:
-            found = self._layouts[at] = tuple(leaf_columns(schema))
-        return found
+        schema among the last :data:`_LAYOUTS` (Thrift structs compare by value; comparing is
+        ten times cheaper than building the columns, hashing them no cheaper)."""
+        for known, columns in self._layouts:
+            if known == schema:
+                return columns
+        columns = tuple(leaf_columns(schema))
+        with self._lock:
+            self._layouts = [(schema, columns), *self._layouts[:_LAYOUTS - 1]]
+        return columns
 
     def __repr__(self) -> str:
         return f"LookupKeys(keys held={len(self._gcm)})"
@@ -162,15 +167,23 @@ def _pread(fd: int, offset: int, n: int, reads: list[tuple[int, int]]) -> bytes:
     return data
 
 
+def _fail() -> AuthenticationError:
+    return AuthenticationError("module")
+
+
 def _decrypt(module: memoryview, key: GcmKey, aad: bytes, module_type: ModuleType, max_plaintext: int) -> bytes:
-    """The plaintext of the module filling ``module`` exactly."""
+    """The plaintext of the module (``length | nonce | ciphertext | tag``) filling ``module``
+    exactly, its length checked as :func:`~secure_bloom.crypto.modules.decrypt_module` checks it
+    (whose errors the reference path names)."""
+    if len(module) < LENGTH_PREFIX:
+        raise Declined("module")
+    (length,) = _LEN.unpack_from(module, 0)
+    if not _MODULE_GCM <= length <= _MODULE_GCM + max_plaintext or length != len(module) - LENGTH_PREFIX:
+        raise Declined("module length")
     try:
-        plain, used = decrypt_module(module, key, aad, module_type=module_type, max_plaintext=max_plaintext)
-    except SecureBloomError:
+        return decrypt(key, module[LENGTH_PREFIX:], aad, error=_fail)
+    except AuthenticationError:
         raise Declined("module") from None
-    if used != len(module):
-        raise Declined("trailing bytes")
-    return plain
 
 
 def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:

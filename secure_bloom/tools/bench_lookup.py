@@ -263,9 +263,7 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
     ranges = []
     for path in paths:
         with ParquetBloomReader(path, KeyAccess(kms=data["kms"])) as reader:
-            result = prune_reader(reader, tree, schema)
-            if result.row_groups:
-                raise AssertionError(f"{path}: the absent key kept row groups {result.row_groups}")
+            prune_reader(reader, tree, schema)  # a false positive keeps a row group: same reads either way
             ranges.append(reader.read_ranges)
 
     def floor() -> None:
@@ -364,13 +362,14 @@ def _cost_lines(costs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def per_row_group_us(many: dict[str, Any], single: dict[str, Any]) -> float | None:
-    """The cost beyond I/O of each row group consulted after a file's first: from files of
-    ``many['row_groups']`` row groups against files of one (``single``)."""
+def per_row_group_us(many: dict[str, Any], single: dict[str, Any]) -> dict[str, float] | None:
+    """The cost beyond I/O of each row group consulted after a file's first (wall and CPU): from
+    files of ``many['row_groups']`` row groups against files of one (``single``)."""
     extra = many["row_groups"] - 1
     if extra <= 0:
         return None
-    return float(round((many["beyond_io_us_per_file"] - single["beyond_io_us_per_file"]) / extra, 1))
+    return {kind: round((many[f"beyond_io_{kind}us_per_file"] - single[f"beyond_io_{kind}us_per_file"]) / extra, 1)
+            for kind in ("", "cpu_")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -426,8 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n" + "\n".join(_table(workloads)))
     print("\npruning alone, absent key, cold (fastest of several runs):")
     print("\n".join(_cost_lines(costs + result["scaling"])))
-    if result.get("per_row_group_us") is not None:
-        print(f"each row group consulted after a file's first: {result['per_row_group_us']} us beyond I/O")
+    per_rg = result.get("per_row_group_us")
+    if per_rg is not None:
+        print(f"each row group consulted after a file's first: {per_rg['']} us beyond I/O "
+              f"({per_rg['cpu_']} us CPU)")
     print(f"load average: before {load_before}, after {result['load_average']['after']}")
     return 0
 
