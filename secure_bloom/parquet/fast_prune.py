@@ -327,8 +327,8 @@ def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: b
         for leaf, cc in zip(leaves, chunks):
             crypto = cc.crypto_metadata
             if crypto is None:
-                if not encrypted_file and cc.encrypted_column_metadata is not None:
-                    raise Declined("stripped encryption")
+                if cc.encrypted_column_metadata is not None:
+                    raise Declined("encrypted metadata without crypto metadata")
                 if cc.meta_data is None:
                     raise Declined("no metadata")
                 continue
