@@ -312,7 +312,7 @@ class FastSource:
         if len(bitset) != num_bytes:
             raise Declined("bitset size")
         try:
-            return SplitBlockBloomFilter.from_bitset(bitset)
+            return SplitBlockBloomFilter.from_bitset(bitset, copy=False)  # probed, never kept
         except SecureBloomError:
             raise Declined("bitset") from None
 

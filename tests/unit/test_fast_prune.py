@@ -292,3 +292,22 @@ def test_gcm_key_is_reused_and_never_shown() -> None:
     assert repr(context) == "GcmKey(<16 bytes>)" and key.hex() not in repr(context)
     with pytest.raises(ValueError):
         GcmKey(b"short")
+
+
+def test_a_filter_over_immutable_bitset_bytes_without_a_copy_is_read_only() -> None:
+    import numpy as np
+
+    from secure_bloom.filter import SplitBlockBloomFilter
+
+    source = SplitBlockBloomFilter(1024)
+    hashes = np.array([1, 2**40 + 7, 2**63 + 5], dtype=np.uint64)
+    source.insert_hashes(hashes)
+    view = SplitBlockBloomFilter.from_bitset(source.bitset, copy=False)
+    assert view == source and view.check_hashes(hashes).all()
+    with pytest.raises((TypeError, ValueError)):  # the kernel refuses a read-only bitset
+        view.insert_hashes(np.array([99], dtype=np.uint64))
+    assert view == source
+    mutable = bytearray(source.bitset)
+    copied = SplitBlockBloomFilter.from_bitset(mutable, copy=False)  # a bytearray is still copied
+    mutable[:] = bytes(len(mutable))
+    assert copied == source
