@@ -438,8 +438,8 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
                 lookup: LookupKeys) -> FilePrune | None:
     """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
     the fast path declines it (the reference path then answers, or names the error). A file
-    with row groups to read while ``on_reader`` waits for its reader is left to the reference
-    path too, which opens that reader and counts its reads."""
+    with row groups to read while ``on_reader`` waits for its reader gets that reader opened
+    (its tail is read a second time, and counted)."""
     try:
         source = fast_source(path, filesystem, lookup.keys, lookup)
     except Declined:
@@ -450,10 +450,13 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
         return None
     finally:
         close_source(source)
+    reads = list(source.reads)
     if result.row_groups and on_reader is not None:
-        return None
+        with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
+            on_reader(path, reader, result)
+            reads += reader.read_ranges
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
-                     result.pruned_by_bloom, sum(n for _, n in source.reads), len(source.reads), source.file_size)
+                     result.pruned_by_bloom, sum(n for _, n in reads), len(reads), source.file_size)
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
@@ -517,7 +520,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     reader object; each distinct key unwrapped once per call and one AES-GCM context per key),
     with the same decisions; a file it declines (anything unusual, any error) is pruned by the
     reference path, which gives the same answer or raises the named error. ``on_reader`` is
-    then called only for files with row groups to read. False: the reference path for all."""
+    then called only for files with row groups to read (their reader opened for it: one more
+    tail read, counted). False: the reference path for all."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None

@@ -311,3 +311,28 @@ def test_a_filter_over_immutable_bitset_bytes_without_a_copy_is_read_only() -> N
     copied = SplitBlockBloomFilter.from_bitset(mutable, copy=False)  # a bytearray is still copied
     mutable[:] = bytes(len(mutable))
     assert copied == source
+
+
+def test_on_reader_gets_an_open_reader_for_the_files_with_row_groups_to_read(
+        files: dict[str, tuple[Path, KeyAccess | None]]) -> None:
+    paths = [str(files[k][0]) for k in ("gcm", "signed", "write_table")]
+    present = _key(5)  # rows 0..599 are in the files written at start 0 (gcm, write_table), not signed
+    tree = _tree([("key", "==", present)], Path(paths[0]), KMS)
+    seen: dict[str, Any] = {}
+
+    def on_reader(path: str, reader: Any, result: Any) -> None:
+        seen[path] = (reader.footer.mode, result.row_groups, reader.num_row_groups)
+
+    fast = prune_files(paths, tree, keys=KMS, schema=_table().schema, progress=False, on_reader=on_reader)
+    reference = prune_files(paths, tree, keys=KMS, schema=_table().schema, progress=False, fast_path=False)
+    assert [f.row_groups for f in fast] == [r.row_groups for r in reference]
+    kept = {p for p, f in zip(paths, fast) if f.row_groups}
+    assert kept and set(seen) == kept  # only the files with row groups to read, each with its reader open
+    for path, f, r in zip(paths, fast, reference):
+        if path in kept:
+            assert seen[path][1:] == (f.row_groups, f.num_row_groups)
+            # the reader's tail (leading magic, length and magic, footer: three reads) again, counted
+            assert f.metadata_requests == r.metadata_requests + 3
+            assert f.metadata_bytes_read > r.metadata_bytes_read
+        else:
+            assert (f.metadata_bytes_read, f.metadata_requests) == (r.metadata_bytes_read, r.metadata_requests)
