@@ -144,16 +144,19 @@ class SplitBlockBloomFilter:
         return cls(optimal_num_bytes(ndv, fpp, max_bytes))
 
     @classmethod
-    def from_bitset(cls, bitset: bytes | bytearray | memoryview) -> SplitBlockBloomFilter:
+    def from_bitset(cls, bitset: bytes | bytearray | memoryview, *, copy: bool = True) -> SplitBlockBloomFilter:
         """A filter over a copy of ``bitset``: any size from 32 bytes to 128 MiB a file may hold;
-        floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java)."""
+        floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java).
+        ``copy=False`` with ``bytes`` (immutable): a read-only filter over them, for probing only
+        (inserting raises TypeError or ValueError)."""
         raw = memoryview(bitset).cast("B")
         if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
             raise MalformedBitsetError(
                 f"bitset of {len(raw)} bytes is outside {MIN_BITSET_BYTES}..{SPEC_MAX_BITSET_BYTES} (at least one 32-byte block)")
         whole = len(raw) - len(raw) % BYTES_PER_BLOCK
         obj = cls.__new__(cls)
-        obj._words = np.frombuffer(raw[:whole], dtype="<u4").copy()
+        words = np.frombuffer(raw[:whole], dtype="<u4")
+        obj._words = words if not copy and isinstance(bitset, bytes) else words.copy()
         obj._tail = bytes(raw[whole:])
         obj._lock = threading.Lock()
         return obj

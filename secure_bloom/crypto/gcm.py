@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from ..errors import AuthenticationError, KeyUsageLimitError
 from ..spec import NONCE_LENGTH, TAG_LENGTH
 
-__all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "decrypt", "sign"]
+__all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "decrypt", "sign", "GcmKey"]
 
 #: AES-128, AES-192, AES-256.
 AES_KEY_LENGTHS = (16, 24, 32)
@@ -88,22 +88,40 @@ def encrypt(key: bytes, plaintext: bytes, aad: bytes, *, _nonce: bytes | None = 
     return nonce + AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))
 
 
-def decrypt(key: bytes, sealed: bytes | bytearray | memoryview, aad: bytes, *,
+class GcmKey:
+    """One key's AES-GCM context, made once and reused for every module it opens (making one
+    costs more than decrypting a small module with it). For :func:`decrypt` and :func:`sign`
+    (signature checks) only: never for :func:`encrypt`, which counts each key's invocations.
+    Holds the key as long as it lives (keep it no longer than the key); its repr never shows it."""
+
+    __slots__ = ("_aead", "_length")
+
+    def __init__(self, key: bytes) -> None:
+        key_bytes = check_key(key)
+        self._aead = AESGCM(key_bytes)
+        self._length = len(key_bytes)
+
+    def __repr__(self) -> str:
+        return f"GcmKey(<{self._length} bytes>)"
+
+
+def decrypt(key: bytes | GcmKey, sealed: bytes | bytearray | memoryview, aad: bytes, *,
             error: Callable[[], AuthenticationError]) -> bytes:
     """The plaintext of ``nonce | ciphertext | tag``; raises ``error()`` if the tag does not verify
-    (wrong key, wrong AAD or tampered data: deliberately not said which)."""
-    key_bytes = check_key(key)
+    (wrong key, wrong AAD or tampered data: deliberately not said which). ``key`` is the key's
+    bytes or its reusable :class:`GcmKey`."""
+    aead = key._aead if isinstance(key, GcmKey) else AESGCM(check_key(key))
     view = memoryview(sealed)
     try:
-        return AESGCM(key_bytes).decrypt(view[:NONCE_LENGTH], view[NONCE_LENGTH:], bytes(aad))
+        return aead.decrypt(view[:NONCE_LENGTH], view[NONCE_LENGTH:], bytes(aad))
     except InvalidTag:
         raise error() from None
 
 
-def sign(key: bytes, plaintext: bytes, aad: bytes, nonce: bytes) -> bytes:
+def sign(key: bytes | GcmKey, plaintext: bytes, aad: bytes, nonce: bytes) -> bytes:
     """``nonce | tag`` of ``plaintext`` encrypted with the given nonce (the ciphertext is dropped):
     a GCM signature, as the plaintext footer's (Encryption.md, "Plaintext footer mode").
     Verification recomputes it with the stored nonce; a writer passes a fresh one."""
-    key_bytes = check_key(key)
+    aead = key._aead if isinstance(key, GcmKey) else AESGCM(check_key(key))
     nonce = _check_nonce(nonce)
-    return nonce + AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))[-TAG_LENGTH:]
+    return nonce + aead.encrypt(nonce, bytes(plaintext), bytes(aad))[-TAG_LENGTH:]

@@ -154,22 +154,23 @@ def _check_length(length: int, available: int | None, module_type: ModuleType | 
             f"{label}: length prefix declares {length} bytes but only {available} follow")
 
 
-def _open(body: bytes | bytearray | memoryview, key: bytes, aad: bytes, module_type: ModuleType | None) -> bytes:
+def _open(body: bytes | bytearray | memoryview, key: bytes | gcm.GcmKey, aad: bytes, module_type: ModuleType | None) -> bytes:
     """Decrypt a module body (nonce | ciphertext | tag); a failed tag is ModuleAuthenticationError."""
     return gcm.decrypt(key, body, aad,
                        error=lambda: ModuleAuthenticationError(module_type if module_type is not None else "GCM"))
 
 
-def decrypt_module(buffer: bytes | memoryview, key: bytes, aad: bytes, *,
+def decrypt_module(buffer: bytes | memoryview, key: bytes | gcm.GcmKey, aad: bytes, *,
                    module_type: ModuleType | None = None,
                    max_plaintext: int | None = None) -> tuple[bytes, int]:
     """Decrypt the module at the start of ``buffer``; returns ``(plaintext, consumed)``.
 
+    ``key`` is the key's bytes or its reusable :class:`~secure_bloom.crypto.gcm.GcmKey`.
     ``consumed`` includes the 4-byte length prefix. ``module_type`` only labels errors (the AAD
     already binds it). ``max_plaintext`` rejects a module larger than its type allows before any
     copy is made.
     """
-    key_bytes = gcm.check_key(key)
+    key_bytes = key if isinstance(key, gcm.GcmKey) else gcm.check_key(key)
     view = memoryview(buffer)
     label = module_type.name if module_type is not None else "module"
     if len(view) < LENGTH_PREFIX:

@@ -101,7 +101,7 @@ def resolve_file_aad(params: EncryptionParams, supplied_prefix: bytes | None, wh
 
 
 
-def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes, aad: bytes,
+def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes | gcm.GcmKey, aad: bytes,
                           module_type: ModuleType, *, what: str,
                           exact: bool = True) -> tuple[T, bytes, int]:
     """Decrypt a GCM module holding one Thrift struct; returns ``(obj, thrift_bytes, consumed)``.
@@ -146,7 +146,7 @@ def sign_footer(footer_thrift: bytes, key: bytes, file_aad: bytes) -> bytes:
     return gcm.sign(key, footer_thrift, module_aad(file_aad, ModuleType.FOOTER), os.urandom(NONCE_LENGTH))
 
 
-def verify_footer_signature(footer_thrift: bytes, signature: bytes, key: bytes, file_aad: bytes,
+def verify_footer_signature(footer_thrift: bytes, signature: bytes, key: bytes | gcm.GcmKey, file_aad: bytes,
                             where: str) -> None:
     """Raise :class:`FooterSignatureError` unless ``signature`` signs ``footer_thrift``."""
     if len(signature) != SIGNATURE_LENGTH:

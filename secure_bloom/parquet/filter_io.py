@@ -46,7 +46,8 @@ from ..types import FilterForm
 from .chunk import ColumnChunk, FilterLocation
 
 __all__ = ["FilterStorage", "classify_filter_bytes", "read_filter_storage", "read_chunk_filter",
-           "read_chunk_filter_num_bytes", "read_exact", "check_filter_region", "serialize_chunk_filter"]
+           "read_chunk_filter_num_bytes", "read_exact", "check_filter_region", "check_plaintext_header",
+           "serialize_chunk_filter"]
 
 _GCM_OVERHEAD = NONCE_LENGTH + TAG_LENGTH
 _HEAD_READ = MAX_HEADER_BYTES + LENGTH_PREFIX
@@ -143,7 +144,7 @@ def check_filter_region(chunk: ColumnChunk, location: FilterLocation, data_end: 
             f"region [4, {data_end})")
 
 
-def _check_plaintext_header(head: bytes, length: int | None, limit: int, path: str) -> tuple[Any, int]:
+def check_plaintext_header(head: bytes | memoryview, length: int | None, limit: int, path: str) -> tuple[Any, int]:
     """Parse the header at the start of ``head``; numBytes must fit ``limit`` (and, with a
     ``bloom_filter_length``, header + bitset must take exactly that)."""
     header, used = parse_header(head)
@@ -165,7 +166,7 @@ def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
     while True:
         head = read_exact(raw, offset, want, path)
         try:
-            return _check_plaintext_header(head, length, limit, path)
+            return check_plaintext_header(head, length, limit, path)
         except MalformedHeaderError:
             if want >= min(MAX_HEADER_BYTES, limit):
                 raise
@@ -187,7 +188,7 @@ def _read_plaintext_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLo
     _check_plaintext_length(chunk, length, path)
     if length is not None and length <= COALESCED_FILTER_BYTES:
         data = read_exact(raw, offset, length, path)
-        _, used = _check_plaintext_header(data, length, length, path)
+        _, used = check_plaintext_header(data, length, length, path)
         return SplitBlockBloomFilter.from_bitset(memoryview(data)[used:])
     header, used = _plaintext_header(raw, chunk, location, data_end, path)
     return SplitBlockBloomFilter.from_bitset(read_exact(raw, offset + used, header.num_bytes, path))

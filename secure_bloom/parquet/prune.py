@@ -39,7 +39,8 @@ from ..kms import KeyGrant
 from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
-from .keys import KeyAccess
+from .fast_prune import Declined, FastSource, LookupKeys, close_source, fast_source
+from .keys import NO_KEYS, KeyAccess
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
 from .identity import Identity, file_identity, identity_size
 from .prune_cache import CacheStats, FileFacts, PruneCache
@@ -373,7 +374,7 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
 
 
 class _FileEvaluator:
-    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
+    def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
         self.source = source
         self.tree = tree
         self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in leaves(tree)}
@@ -443,7 +444,7 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
     return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
-def _prune_source(source: _FileSource, path: str, tree: Node, schema: pa.Schema | None,
+def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schema: pa.Schema | None,
                   row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
@@ -482,9 +483,43 @@ class _CacheUse:
     filesystem_key: str | None
 
 
+def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None,
+                row_groups: Sequence[int] | None, on_reader: OnReader | None, memo: _ViewMemo,
+                lookup: LookupKeys) -> FilePrune | None:
+    """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
+    the fast path declines it (the reference path then answers, or names the error). A file
+    with row groups to read while ``on_reader`` waits for its reader gets that reader opened
+    (its tail is read a second time, and counted)."""
+    try:
+        source = fast_source(path, filesystem, lookup.keys, lookup)
+    except Declined:
+        return None
+    try:
+        result = _prune_source(source, source.path, tree, schema, row_groups, memo)
+    except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
+        return None
+    finally:
+        close_source(source)
+    reads = list(source.reads)
+    if result.row_groups and on_reader is not None:
+        with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
+            if reader.identity != source.identity:
+                return None  # replaced since the fast source read it: the reference path prunes one version
+            on_reader(path, reader, result)
+            reads += reader.read_ranges
+    return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
+                     result.pruned_by_bloom, sum(n for _, n in reads), len(reads), source.file_size,
+                     identity=source.identity)
+
+
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
-               cache: _CacheUse | None, memo: _ViewMemo) -> FilePrune:
+               cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
+               fast: bool = False) -> FilePrune:
+    if fast and cache is None and lookup is not None:
+        done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup)
+        if done is not None:
+            return done
     identity = facts = None
     if cache is not None and cache.filesystem_key is not None:
         identity = file_identity(path, filesystem)
@@ -535,7 +570,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: OnReader | None = None, cache: PruneCache | None = None,
-                trees: Sequence[Node] | None = None) -> list[FilePrune]:
+                trees: Sequence[Node] | None = None, fast_path: bool = True) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
@@ -545,7 +580,14 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     it is not opened unless it has row groups to read (then ``on_reader`` gets it opened).
     ``trees``: one tree per path instead of ``tree`` (a dataset's fragments whose partition
     fields decide some leaves: :mod:`.partitions`). Each result carries the ``identity`` of the
-    file version its row groups were chosen from."""
+    file version its row groups were chosen from.
+
+    ``fast_path`` (without a cache): local files are pruned through :mod:`.fast_prune` (no
+    reader object; each distinct key unwrapped once per call and one AES-GCM context per key),
+    with the same decisions; a file it declines (anything unusual, any error) is pruned by the
+    reference path, which gives the same answer or raises the named error. ``on_reader`` is
+    then called only for files with row groups to read (their reader opened for it: one more
+    tail read, counted). False: the reference path for all."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None
@@ -557,6 +599,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     if trees is not None and len(trees) != len(paths):
         raise ValueError(f"trees must have one tree per path: {len(trees)} for {len(paths)} paths")
     memo: _ViewMemo = {}
+    fast = fast_path and cache is None
+    lookup = LookupKeys(keys if keys is not None else NO_KEYS) if fast else None
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
         from tqdm import tqdm
@@ -565,7 +609,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     def work(i: int) -> FilePrune:
         result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo)
+                            on_reader, use, memo, lookup, fast)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

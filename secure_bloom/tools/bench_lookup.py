@@ -22,6 +22,15 @@ Then, in the same run, looks up present and absent keys with:
 * ``spark``: a warm local Spark session (parquet-java's own Bloom filter and statistics
   pushdown) on the encrypted files, through our key list KMS client.
 
+Two workloads, each with every engine (the issue-22 table): ``--files`` (default 50) files of 5
+row groups (``--size-mb``, default 224 MB: 1M rows), and ``--small-files`` (default 300) small
+files of one row group each. Then the pruning alone (:func:`~secure_bloom.parquet.prune.prune_files`,
+cold, absent key): the fast path against the reference path (``fast_path=False``) and against the
+I/O floor (the same byte ranges read with ``os.pread``, nothing else), giving the cost per file and
+per row group consulted beyond I/O (wall and CPU time: on a shared machine CPU time is the steadier
+figure), and how it scales over ``--scale`` files (default 10,100,1000; add 10000 for the full
+curve). The load average is printed with every run.
+
 Latency: the median of the lookups (each a fresh query: discovery, footers, filters, data),
 timed on the plain local filesystem. Bytes: what the process read during the timed query
 (``/proc/<pid>/io`` ``rchar``: the Python process for ours, pyarrow and DuckDB, the JVM for
@@ -163,21 +172,25 @@ def _pyarrow(data: dict[str, Any], key: str, count: bool) -> tuple[int, int | No
     return table.num_rows, counter.bytes if count else None
 
 
-def run_lookup_benchmark(size_mb: float = 1024, files: int = 50, lookups: int = 5,
+def run_lookup_benchmark(size_mb: float = 224, files: int = 50, lookups: int = 5,
                          engines: Sequence[str] = ENGINES, workdir: str | None = None,
-                         log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Generate the data, run the lookups, return the figures and ratios."""
+                         log: Callable[[str], None] = lambda _: None, row_groups: int = 5,
+                         prune_costs: bool = False) -> dict[str, Any]:
+    """Generate the data, run the lookups, return the figures and ratios (``prune_costs``: and
+    the pruning costs of :func:`prune_costs` on the same files)."""
     root = Path(tempfile.mkdtemp(prefix="secure-bloom-lookup-", dir=workdir))
     try:
         start = time.perf_counter()
-        data = generate_dataset(root, size_mb, files)
+        data = generate_dataset(root, size_mb, files, row_groups)
         log(f"generated {data['bytes'] / 1e6:.0f} MB in {files} files ({data['rows']:,} rows) "
             f"in {time.perf_counter() - start:.0f} s")
         rng = np.random.default_rng(99)
         present = [data["present"][int(i)] for i in rng.integers(len(data["present"]), size=lookups)]
         absent = [f"{k[:31]}{'0' if k[31] != '0' else '1'}" for k in present]  # same range: no statistics prune
         result: dict[str, Any] = {"dataset": {"bytes_on_disk": data["bytes"], "files": files, "rows": data["rows"],
-                                              "row_groups": files * 5}, "engines": {}}
+                                              "row_groups": files * row_groups}, "engines": {}}
+        if prune_costs:
+            result["prune"] = prune_costs_of(data, absent[0], row_groups)
         from ..parquet import KeyAccess, PruneCache
 
         warm = (KeyAccess(kms=data["kms"]), PruneCache())
@@ -225,6 +238,78 @@ def run_lookup_benchmark(size_mb: float = 1024, files: int = 50, lookups: int = 
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _best(run: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of the fastest of ``repeat`` runs (after one untimed run): the
+    minimum is the figure least disturbed by other processes on a shared machine."""
+    run()
+    best = (float("inf"), float("inf"))
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        run()
+        best = min(best, (time.perf_counter() - wall, time.process_time() - cpu))
+    return best
+
+
+def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int = 7) -> dict[str, Any]:
+    """Pruning alone over ``data``'s encrypted files for the absent ``key``, cold (a fresh
+    KeyAccess each time): the fast path, the reference path, and the I/O floor (the byte ranges
+    the pruner reads, read with ``os.pread`` and nothing else); per file and per row group."""
+    from ..parquet import KeyAccess, ParquetBloomReader
+    from ..parquet.predicate import predicate_tree, to_expression
+    from ..parquet.prune import prune_files, prune_reader
+
+    paths = sorted(str(p) for p in Path(data["encrypted"]).iterdir())
+    schema = pq.read_schema(next(Path(data["plaintext"]).iterdir()))
+    tree = predicate_tree(to_expression([("key", "==", key)]), schema)
+    ranges = []
+    for path in paths:
+        with ParquetBloomReader(path, KeyAccess(kms=data["kms"])) as reader:
+            prune_reader(reader, tree, schema)  # a false positive keeps a row group: same reads either way
+            ranges.append(reader.read_ranges)
+
+    def floor() -> None:
+        for path, reads in zip(paths, ranges):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for offset, n in reads:
+                    os.pread(fd, n, offset)
+            finally:
+                os.close(fd)
+
+    def prune(fast: bool) -> Callable[[], Any]:
+        return lambda: prune_files(paths, tree, keys=KeyAccess(kms=data["kms"]), schema=schema, progress=False,
+                                   fast_path=fast)
+
+    fast, reference, io = _best(prune(True), repeat), _best(prune(False), max(2, repeat // 2)), _best(floor, repeat)
+    n = len(paths)
+    return {"files": n, "row_groups": row_groups, "fast_s": round(fast[0], 5), "fast_cpu_s": round(fast[1], 5),
+            "reference_s": round(reference[0], 5), "reference_cpu_s": round(reference[1], 5),
+            "io_floor_s": round(io[0], 5), "io_floor_cpu_s": round(io[1], 5),
+            "beyond_io_us_per_file": round(1e6 * (fast[0] - io[0]) / n, 1),
+            "beyond_io_cpu_us_per_file": round(1e6 * (fast[1] - io[1]) / n, 1)}
+
+
+def run_scaling(counts: Sequence[int], workdir: str | None = None,
+                log: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+    """Pruning costs (:func:`prune_costs_of`) over ``counts`` small encrypted files of one row
+    group each (about 20 KB, 80 rows): is the cost per file flat as the count grows?"""
+    out = []
+    for count in counts:
+        root = Path(tempfile.mkdtemp(prefix="secure-bloom-scale-", dir=workdir))
+        try:
+            data = generate_dataset(root, count * 0.018, count, 1, seed=count)
+            rng = np.random.default_rng(7)
+            k = data["present"][int(rng.integers(len(data["present"])))]
+            figures = prune_costs_of(data, f"{k[:31]}{'0' if k[31] != '0' else '1'}", 1,
+                                     repeat=3 if count >= 1000 else 7)
+            log(f"scaling {count} files: fast {figures['fast_s']:.4f} s, reference {figures['reference_s']:.4f} s, "
+                f"I/O floor {figures['io_floor_s']:.4f} s")
+            out.append(figures)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 def _ratios(engines: dict[str, Any]) -> dict[str, Any]:
     """ours (cold) against every other engine; ours-warm against pyarrow and against ours."""
     out: dict[str, Any] = {}
@@ -245,11 +330,60 @@ def _ratios(engines: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _table(workloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The issue-22 table: absent-key medians per engine and the ratios that matter."""
+    def cell(figures: dict[str, Any], engine: str, label: str = "absent") -> float | None:
+        found = figures["engines"].get(engine)
+        return None if found is None else float(found[label]["median_s"])
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{1e3 * v:.1f} ms"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+    lines = ["| workload (absent key / present key) | ours cold | ours warm | DuckDB (plaintext) | pyarrow.dataset "
+             "| cold / DuckDB | cold / pyarrow | DuckDB / warm |", "|---|---|---|---|---|---|---|---|"]
+    for name, figures in workloads:
+        for label in ("absent", "present"):
+            cold, warm = cell(figures, "ours", label), cell(figures, "ours-warm", label)
+            duck, arrow = cell(figures, "duckdb", label), cell(figures, "pyarrow", label)
+            lines.append(f"| {name}, {label} | {ms(cold)} | {ms(warm)} | {ms(duck)} | {ms(arrow)} | "
+                         f"{ratio(cold, duck)} | {ratio(cold, arrow)} | {ratio(duck, warm)} |")
+    return lines
+
+
+def _cost_lines(costs: list[dict[str, Any]]) -> list[str]:
+    lines = ["| files x row groups | prune, fast path | reference path | I/O floor | beyond I/O per file (CPU) |",
+             "|---|---|---|---|---|"]
+    for c in costs:
+        lines.append(f"| {c['files']} x {c['row_groups']} | {1e3 * c['fast_s']:.1f} ms | {1e3 * c['reference_s']:.1f} ms"
+                     f" | {1e3 * c['io_floor_s']:.1f} ms | {c['beyond_io_us_per_file']:.0f} us "
+                     f"({c['beyond_io_cpu_us_per_file']:.0f} us) |")
+    return lines
+
+
+def per_row_group_us(many: dict[str, Any], single: dict[str, Any]) -> dict[str, float] | None:
+    """The cost beyond I/O of each row group consulted after a file's first (wall and CPU): from
+    files of ``many['row_groups']`` row groups against files of one (``single``)."""
+    extra = many["row_groups"] - 1
+    if extra <= 0:
+        return None
+    return {kind: round((many[f"beyond_io_{kind}us_per_file"] - single[f"beyond_io_{kind}us_per_file"]) / extra, 1)
+            for kind in ("", "cpu_")}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="secure-bloom bench-lookup", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size-mb", type=float, default=1024, help="dataset size on disk (default 1024 MB)")
-    parser.add_argument("--files", type=int, default=50, help="number of files (default 50)")
+    parser.add_argument("--size-mb", type=float, default=224, help="first workload's size on disk (default 224 MB)")
+    parser.add_argument("--files", type=int, default=50, help="first workload's files, 5 row groups each (default 50)")
+    parser.add_argument("--small-files", type=int, default=300,
+                        help="second workload's files, 1 row group each (default 300; 0 skips it)")
+    parser.add_argument("--small-size-mb", type=float, default=30, help="second workload's size (default 30 MB)")
+    parser.add_argument("--scale", default="10,100,1000",
+                        help="file counts for the pruning cost curve (default 10,100,1000; '' skips it; "
+                             "10,100,1000,10000 for the full curve: generating 10,000 files takes minutes)")
     parser.add_argument("--lookups", type=int, default=5, help="present and absent keys each (default 5)")
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of {','.join(ENGINES)}")
     parser.add_argument("--workdir", help="where to generate the data (default: the temp directory)")
@@ -259,9 +393,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(engines) - set(ENGINES)
     if unknown:
         parser.error(f"unknown engines: {', '.join(sorted(unknown))}")
+    try:
+        counts = [int(c) for c in args.scale.split(",") if c.strip()]
+    except ValueError:
+        parser.error(f"--scale must be a comma list of file counts, got {args.scale!r}")
     log = (lambda _: None) if args.json else (lambda text: print(text, flush=True))
-    result = run_lookup_benchmark(args.size_mb, args.files, args.lookups, engines, args.workdir, log)
-    result["load_average"] = os.getloadavg()
+    load_before = os.getloadavg()
+    result = run_lookup_benchmark(args.size_mb, args.files, args.lookups, engines, args.workdir, log,
+                                  prune_costs=True)
+    workloads = [(f"{args.files} files x 5 row groups", result)]
+    costs = [result["prune"]]
+    if args.small_files > 0:
+        small = run_lookup_benchmark(args.small_size_mb, args.small_files, args.lookups,
+                                     [e for e in engines if e != "spark"], args.workdir, log, row_groups=1,
+                                     prune_costs=True)
+        result["small_files"] = small
+        workloads.append((f"{args.small_files} small files x 1 row group", small))
+        costs.append(small["prune"])
+        result["per_row_group_us"] = per_row_group_us(result["prune"], small["prune"])
+    result["scaling"] = run_scaling(counts, args.workdir, log)
+    result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     if args.json:
         print(json.dumps(envelope("bench-lookup", result), indent=2))
         return 0
@@ -272,7 +423,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{engine:<10} {label:<8} {f['median_s']:>9.4f} {f['median_bytes'] or '-':>14} "
                   f"{f['median_rchar'] or '-':>14}")
     print("\n" + "\n".join(f"{k}: {v}" for k, v in result["ratios"].items()))
-    print(f"load average: {result['load_average']}")
+    print("\n" + "\n".join(_table(workloads)))
+    print("\npruning alone, absent key, cold (fastest of several runs):")
+    print("\n".join(_cost_lines(costs + result["scaling"])))
+    per_rg = result.get("per_row_group_us")
+    if per_rg is not None:
+        print(f"each row group consulted after a file's first: {per_rg['']} us beyond I/O "
+              f"({per_rg['cpu_']} us CPU)")
+    print(f"load average: before {load_before}, after {result['load_average']['after']}")
     return 0
 
 

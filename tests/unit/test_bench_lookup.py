@@ -10,8 +10,8 @@ from support.cli_json import cli_result
 
 
 def test_bench_lookup_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bench-lookup", "--size-mb", "1", "--files", "2", "--lookups", "2",
-                 "--engines", "ours,ours-warm,pyarrow,duckdb", "--json"])
+    code = main(["bench-lookup", "--size-mb", "1", "--files", "2", "--lookups", "2", "--small-files", "3",
+                 "--small-size-mb", "0.5", "--scale", "2", "--engines", "ours,ours-warm,pyarrow,duckdb", "--json"])
     assert code == 0
     result = cli_result(capsys.readouterr().out, "bench-lookup")
     assert result["dataset"]["files"] == 2
@@ -24,3 +24,20 @@ def test_bench_lookup_tiny(capsys: pytest.CaptureFixture[str]) -> None:
                                      "warm_absent_speedup_vs_pyarrow", "warm_absent_speedup_vs_ours"}
     warm, cold = (result["engines"][e]["absent"]["median_bytes"] for e in ("ours-warm", "ours"))
     assert warm < cold  # the filters come from the cache (pyarrow still reads a footer for the schema)
+    small = result["small_files"]
+    assert small["dataset"]["files"] == 3 and small["dataset"]["row_groups"] == 3
+    assert small["engines"]["ours"]["absent"]["rows"] == [0, 0]
+    costs = [result["prune"], small["prune"], *result["scaling"]]
+    assert [(c["files"], c["row_groups"]) for c in costs] == [(2, 5), (3, 1), (2, 1)]
+    assert all(c["fast_s"] > 0 and c["reference_s"] > 0 and c["io_floor_s"] > 0 for c in costs)
+    assert set(result["load_average"]) == {"before", "after"}
+
+
+def test_bench_lookup_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench-lookup", "--size-mb", "0.5", "--files", "2", "--lookups", "1", "--small-files", "2",
+                 "--small-size-mb", "0.3", "--scale", "", "--engines", "ours,ours-warm,pyarrow,duckdb"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "| 2 files x 5 row groups, absent |" in out and "| 2 small files x 1 row group, present |" in out
+    assert "beyond I/O per file" in out and "each row group consulted after a file's first" in out
+    assert "load average: before" in out
