@@ -15,8 +15,9 @@ the repository, else a throwaway development key list it makes under ``--out``):
 6. Spark reads the three files and a filtered query returns the right rows; parquet-java's own
    Bloom filter reader finds the values in the filters secure_bloom attached and wrote.
 
-Prints a short report, writes ``report.json`` (and ``row_groups_skipped.png`` when matplotlib is
-installed) to ``--out``.
+Prints a short report, writes ``report.json``, ``jvm.log`` (what Spark's JVM, log4j and py4j
+print: kept off the narrative) and, when matplotlib is installed, ``lookups_vs_pyarrow.png`` (per
+lookup: bytes read, time and row groups read, cold and warm, against pyarrow) to ``--out``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ import argparse
 import json
 import os
 import random
+import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..spec import DEFAULT_FPP
 
@@ -85,8 +88,43 @@ def _key_list_text(path: Path) -> str:
     return ", ".join(ln for ln in lines if ln and not ln.startswith("#"))
 
 
+#: Where the narrative goes: standard output as it was before :func:`_jvm_output_to` moved fd 1.
+_narrative: list[TextIO] = []
+
+
 def _say(msg: str) -> None:
-    print(msg, flush=True)
+    print(msg, file=_narrative[-1] if _narrative else sys.stdout, flush=True)
+
+
+@contextmanager
+def _jvm_output_to(log: Path) -> Iterator[None]:
+    """Send everything written to file descriptors 1 and 2 meanwhile to ``log``: the JVM Spark
+    starts inherits them (its log4j warnings, stack traces of handled errors), as do py4j and
+    Python warnings; the narrative (:func:`_say`) still reaches the original standard output."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        real_stdout = sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (pytest's capsys)
+        real_stdout = False
+    narrative = os.fdopen(os.dup(saved[0]), "w", encoding="utf-8", buffering=1) if real_stdout else sys.stdout
+    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    _narrative.append(narrative)
+    try:
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log_fd):
+            os.close(fd)
+        _narrative.pop()
+        if narrative is not sys.stdout:
+            narrative.close()
 
 
 class _Step:
@@ -160,15 +198,8 @@ def _print_probes(results: list[dict[str, Any]]) -> None:
         _say(f"   {r['column']:<11} {r['kind']:<8} {r['value']:<42} {where:<14} {r['skipped']}/{r['row_groups']}")
 
 
-def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[dict[str, Any]]:
-    """Pruned reads of ``path`` by ``ssn`` (issue 12): hash-like values, so every row group's
-    min/max spans almost the whole range and only the (encrypted) Bloom filters can rule row
-    groups out. Each lookup returns the rows pyarrow's own filtered read returns, with its prune
-    report; then each is asked again with a warm :class:`PruneCache` (what pruning learned from
-    the file is kept: the file is not read again until it changes)."""
-    from secure_bloom.parquet import PruneCache
-    from secure_bloom.parquet.read import scan
-
+def _lookup_values(table: Any, rng: random.Random) -> list[tuple[str, str]]:
+    """Two stored ssn values and two that are not stored, as (kind, value)."""
     stored = table.column("ssn").to_pylist()
     present = [stored[rng.randrange(len(stored))] for _ in range(2)]
     taken: set[str] = set(stored)
@@ -177,31 +208,87 @@ def _read_by_key(path: Path, keys: Any, table: Any, rng: random.Random) -> list[
         candidate = f"{rng.randrange(100, 999):03d}-{rng.randrange(1, 100):02d}-{rng.randrange(1, 10000):04d}"
         if candidate not in taken:
             absent.append(candidate)
+    return [("present", v) for v in present] + [("absent", v) for v in absent]
+
+
+#: Each timed lookup runs this many times; the median is reported.
+_REPEATS = 3
+
+
+def _ours(path: Path, value: str, keys: Any, cache: Any = None) -> tuple[int, Any, float]:
+    """One lookup of ``ssn == value`` through secure_bloom: (rows, prune report, seconds)."""
+    from secure_bloom.parquet.read import scan
+
+    start = time.perf_counter()
+    pruned = scan(path, filters=[("ssn", "==", value)], keys=keys, count_reads=True, cache=cache)
+    rows = pruned.to_table(["ssn"]).num_rows
+    return rows, pruned.report, time.perf_counter() - start
+
+
+def _pyarrow_lookup(path: Path, value: str, kms: Any) -> tuple[int, int, float]:
+    """The same lookup as pyarrow's own dataset does it (statistics, no Bloom filters), decrypting
+    through the same KMS: (rows, bytes read, seconds)."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    from secure_bloom.parquet import KeyAccess
+    from secure_bloom.parquet.read import parquet_format
+    from secure_bloom.parquet.sources import CountingFileSystem, ReadCounter
+
+    counter = ReadCounter()
+    start = time.perf_counter()
+    fs = pafs.PyFileSystem(CountingFileSystem(pafs.LocalFileSystem(), counter))
+    dataset = ds.dataset(str(path), filesystem=fs, format=parquet_format(KeyAccess(kms=kms)))
+    rows = dataset.to_table(columns=["ssn"], filter=ds.field("ssn") == value).num_rows
+    return rows, counter.bytes, time.perf_counter() - start
+
+
+def _read_by_key(path: Path, kms: Any, table: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """Lookups of ``path`` by ``ssn`` (issue 12): hash-like values, so every row group's min/max
+    spans almost the whole range and only the (encrypted) Bloom filters can rule row groups out.
+
+    Each lookup runs three ways, each returning the rows pyarrow's own filtered read returns:
+    cold (no cache, a fresh :class:`KeyAccess`: footer and filters read and decrypted again),
+    warm (one :class:`PruneCache` and ``KeyAccess`` kept across lookups and filled beforehand: an
+    unchanged file is only stat-ed), and pyarrow's dataset scan (no Bloom filters). Bytes are what
+    crossed the filesystem interface; times include decryption and the pyarrow read."""
+    from secure_bloom.parquet import KeyAccess, PruneCache
+
+    stored = table.column("ssn").to_pylist()
+    size = path.stat().st_size
     out = []
-    cache = PruneCache()
-    for kind, values in (("present", present), ("absent", absent)):
-        for value in values:
-            pruned = scan(path, filters=[("ssn", "==", value)], keys=keys, count_reads=True, cache=cache)
-            rows = pruned.to_table(["ssn"]).num_rows
-            r = pruned.report
-            out.append({"column": "ssn", "kind": kind, "rows": rows, "expected_rows": stored.count(value),
-                        "row_groups": r.row_groups_total, "pruned_by_statistics": r.row_groups_pruned_by_statistics,
-                        "pruned_by_bloom": r.row_groups_pruned_by_bloom, "row_groups_read": r.row_groups_read,
-                        "bytes_read": r.bytes_read})
-            _say(f"   ssn = <{kind} value> -> {rows} row(s); row groups: {r.row_groups_total} total, "
-                 f"{r.row_groups_pruned_by_bloom} skipped by Bloom filters, {r.row_groups_pruned_by_statistics} by "
-                 f"statistics, {r.row_groups_read} read; {r.bytes_read:,} of {path.stat().st_size:,} bytes read "
-                 f"(footer and filters {r.metadata_bytes_read:,})")
-    for lookup, value in zip(out, present + absent):  # the same lookups again, from the warm cache
-        start = time.perf_counter()
-        warm = scan(path, filters=[("ssn", "==", value)], keys=keys, cache=cache)
-        lookup["warm_rows"] = warm.to_table(["ssn"]).num_rows
-        lookup["warm_cache_hits"] = warm.report.cache_hits
-        lookup["warm_row_groups_read"] = warm.report.row_groups_read
-        lookup["warm_ms"] = round(1000 * (time.perf_counter() - start), 2)
+    for kind, value in _lookup_values(table, rng):
+        cold = [_ours(path, value, KeyAccess(kms=kms)) for _ in range(_REPEATS)]  # cold: nothing kept
+        rows, r, seconds = cold[0][0], cold[0][1], statistics.median(c[2] for c in cold)
+        runs = [_pyarrow_lookup(path, value, kms) for _ in range(_REPEATS)]
+        pa_rows, pa_bytes, pa_seconds = runs[0][0], runs[0][1], statistics.median(p[2] for p in runs)
+        out.append({"column": "ssn", "kind": kind, "value": value, "rows": rows, "expected_rows": stored.count(value),
+                    "row_groups": r.row_groups_total, "pruned_by_statistics": r.row_groups_pruned_by_statistics,
+                    "pruned_by_bloom": r.row_groups_pruned_by_bloom, "row_groups_read": r.row_groups_read,
+                    "bytes_read": r.bytes_read, "metadata_bytes_read": r.metadata_bytes_read,
+                    "cold_ms": round(1000 * seconds, 2), "cold_cache_hits": r.cache_hits,
+                    "pyarrow_rows": pa_rows, "pyarrow_bytes_read": pa_bytes, "pyarrow_ms": round(1000 * pa_seconds, 2),
+                    # pyarrow's dataset prunes by the same statistics, never by Bloom filters
+                    "pyarrow_row_groups_read": r.row_groups_total - r.row_groups_pruned_by_statistics})
+    _say(f"   {len(out)} lookups by ssn (hash-like: min/max statistics cannot skip anything), file {size:,} bytes; "
+         f"times: median of {_REPEATS} runs")
+    _say(f"   {'lookup':<10} {'rows':>4}  {'row groups read':>15}  {'cold: bytes':>12} {'ms':>7}  "
+         f"{'pyarrow: bytes':>14} {'ms':>7}")
+    for r in out:
+        _say(f"   {r['kind']:<10} {r['rows']:>4}  {r['row_groups_read']:>7} of {r['row_groups']:<5}  "
+             f"{r['bytes_read']:>12,} {r['cold_ms']:>7.1f}  {r['pyarrow_bytes_read']:>14,} {r['pyarrow_ms']:>7.1f}")
+    warm_keys, cache = KeyAccess(kms=kms), PruneCache()
+    for r in out:  # fill the cache: what a lookup service has done before the lookups we time
+        _ours(path, r["value"], warm_keys, cache)
+    for r in out:
+        warm = [_ours(path, r["value"], warm_keys, cache) for _ in range(_REPEATS)]
+        rows, w, seconds = warm[0][0], warm[0][1], statistics.median(x[2] for x in warm)
+        r.update(warm_rows=rows, warm_cache_hits=w.cache_hits, warm_row_groups_read=w.row_groups_read,
+                 warm_bytes_read=w.bytes_read, warm_ms=round(1000 * seconds, 2))
     _say(f"   again with a warm PruneCache: {sum(r['warm_cache_hits'] for r in out)}/{len(out)} lookups answered "
          f"from the cache, same rows: {all(r['warm_rows'] == r['rows'] for r in out)}, "
-         f"{min(r['warm_ms'] for r in out):.1f}-{max(r['warm_ms'] for r in out):.1f} ms each")
+         f"{min(r['warm_ms'] for r in out):.1f}-{max(r['warm_ms'] for r in out):.1f} ms and "
+         f"{min(r['warm_bytes_read'] for r in out):,}-{max(r['warm_bytes_read'] for r in out):,} bytes each")
     _sql_lookups(path, keys, out, present + absent)
     return out
 
@@ -292,7 +379,13 @@ def _spark_query(spark: Any, path: Path, column: str, value: str) -> int:
     return int(spark.read.parquet(str(path)).where(F.col(column) == value).count())
 
 
-def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
+#: Plot colours: ours cold, ours warm, pyarrow.
+_COLOURS = {"secure_bloom, cold": "#1b7f79", "secure_bloom, warm cache": "#7fc8c0", "pyarrow.dataset": "#d1495b"}
+
+
+def _plot(lookups: list[dict[str, Any]], out: Path) -> str | None:
+    """Per lookup: bytes read, time and row groups read, ours (cold and warm) against pyarrow's
+    dataset scan of the same encrypted file; ``lookups_vs_pyarrow.png``."""
     try:
         import matplotlib
 
@@ -300,34 +393,55 @@ def _plot(results: list[dict[str, Any]], out: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    def origin(r: dict[str, Any]) -> str:
-        if r["file"].startswith("one_call"):
-            return "write_table"
-        return "pyarrow+attach" if r["file"].startswith("pyarrow") else "Spark"
-
-    labels = [f"{origin(r)}\n{r['column']}" for r in results]
-    skipped = [r["skipped"] for r in results]
-    colors = ["#2a9d8f" if r["kind"] == "absent" else "#e9c46a" for r in results]
-    fig, ax = plt.subplots(figsize=(max(8.0, len(results) * 0.55), 4.5))
-    ax.bar(range(len(results)), [r["row_groups"] for r in results], color="#eeeeee", label="row groups in file")
-    ax.bar(range(len(results)), skipped, color=colors)
-    ax.set_xticks(range(len(results)))
-    ax.set_xticklabels(labels, fontsize=7, rotation=60, ha="right")
-    ax.set_ylabel("row groups skipped")
-    ax.set_title("Row groups an encrypted Bloom filter lets a reader skip, per probe")
-    from matplotlib.patches import Patch
-
-    ax.legend(handles=[Patch(color="#2a9d8f", label="absent value"), Patch(color="#e9c46a", label="present value"),
-                       Patch(color="#eeeeee", label="row groups in file")], loc="upper right", fontsize=8)
-    fig.tight_layout()
-    target = out / "row_groups_skipped.png"
-    fig.savefig(target, dpi=120)
+    labels = [f"ssn {r['kind']}\n{r['rows']} row(s)" for r in lookups]
+    total = lookups[0]["row_groups"]
+    panels = [
+        ("bytes read (KiB)", "KiB", [[r["bytes_read"] / 1024 for r in lookups], [r["warm_bytes_read"] / 1024 for r in lookups],
+                                     [r["pyarrow_bytes_read"] / 1024 for r in lookups]]),
+        ("time per lookup (ms)", "ms", [[r["cold_ms"] for r in lookups], [r["warm_ms"] for r in lookups],
+                                        [r["pyarrow_ms"] for r in lookups]]),
+        (f"row groups read (of {total})", "", [[r["row_groups_read"] for r in lookups],
+                                               [r["warm_row_groups_read"] for r in lookups],
+                                               [r["pyarrow_row_groups_read"] for r in lookups]]),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2))
+    width = 0.27
+    for ax, (title, unit, series) in zip(axes, panels):
+        for i, (name, values) in enumerate(zip(_COLOURS, series)):
+            xs = [x + (i - 1) * width for x in range(len(lookups))]
+            bars = ax.bar(xs, values, width, color=_COLOURS[name], label=name)
+            ax.bar_label(bars, labels=[f"{v:,.0f}" if v >= 10 else f"{v:.1f}".rstrip("0").rstrip(".") for v in values],
+                         fontsize=8, padding=2)
+        ax.set_title(title, fontsize=12)
+        ax.set_xticks(range(len(lookups)))
+        ax.set_xticklabels(labels, fontsize=10)
+        ax.tick_params(axis="y", labelsize=9)
+        ax.margins(y=0.15)
+        ax.spines[["top", "right"]].set_visible(False)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, 0.935), ncol=3, fontsize=11, frameon=False)
+    fig.suptitle("Point lookups on an encrypted Parquet file: encrypted Bloom filters let secure_bloom skip the row "
+                 "groups pyarrow reads and decrypts", fontsize=13)
+    fig.text(0.5, 0.01, f"One file, {total} row groups, lookups by ssn (hash-like: min/max statistics skip nothing). "
+             "Cold: no cache, fresh KeyAccess; warm: a PruneCache filled before. Times: median of "
+             f"{_REPEATS} runs. All three return the same rows.",
+             ha="center", fontsize=9.5, color="#444444")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.88))
+    target = out / "lookups_vs_pyarrow.png"
+    fig.savefig(target, dpi=110)
     plt.close(fig)
     return str(target)
 
 
 def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int = 7) -> dict[str, Any]:
-    """Run every step; returns the report (also written to ``out/report.json``)."""
+    """Run every step; returns the report (also written to ``out/report.json``). What the JVM,
+    log4j, py4j and Python warnings print goes to ``out/jvm.log``, not into the narrative."""
+    out.mkdir(parents=True, exist_ok=True)
+    with _jvm_output_to(out / "jvm.log"):
+        return _run_steps(out, rows, key_list_file, seed)
+
+
+def _run_steps(out: Path, rows: int, key_list_file: str | None, seed: int) -> dict[str, Any]:
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
     from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
@@ -411,7 +525,7 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
 
         with _Step("7. secure_bloom.parquet.read_table: lookups by key that skip row groups by their "
                    "encrypted Bloom filters", timings):
-            report["read_by_key"] = _read_by_key(one_call, keys, table, rng)
+            report["read_by_key"] = _read_by_key(one_call, kms, table, rng)
 
         with _Step("8. Spark reads the three files; a filtered query returns the right rows", timings):
             checks = []
@@ -445,14 +559,14 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
         "present_probes_row_groups_skipped": f"{sum(r['skipped'] for r in present)}/{sum(r['row_groups'] for r in present)}",
         "present_values_found": all(r["maybe"] for r in present),
         "spark_queries_ok": all(c["ok"] for c in report["spark_queries"]),
-        "read_by_key_ok": all(r["rows"] == r["expected_rows"] == r["warm_rows"] == r.get("duckdb_rows", r["rows"])
-                              for r in report["read_by_key"]),
+        "read_by_key_ok": all(r["rows"] == r["expected_rows"] == r["warm_rows"] == r["pyarrow_rows"]
+                              == r.get("duckdb_rows", r["rows"]) for r in report["read_by_key"]),
         "audits_compliant": all(report[a]["compliant"] for a in ("audit_spark", "audit_attached", "audit_one_call")),
         "parquet_java_finds_present_values": all(
             hits[v] for probe in ("parquet_java_probe", "parquet_java_probe_one_call")
             for column, hits in report[probe].items() for v in probes[column]["present"]),
     }
-    plot = _plot(all_probes, out)
+    plot = _plot(report["read_by_key"], out)
     report["plot"] = plot
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     s = report["summary"]
@@ -463,7 +577,8 @@ def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int =
     _say(f"   audits compliant: {s['audits_compliant']}; Spark queries correct: {s['spark_queries_ok']}; "
          f"pruned reads correct: {s['read_by_key_ok']}; "
          f"parquet-java reads our filters: {s['parquet_java_finds_present_values']}")
-    _say(f"   report: {out / 'report.json'}" + (f"; plot: {plot}" if plot else ""))
+    _say(f"   report: {out / 'report.json'}" + (f"; plot: {plot}" if plot else "")
+         + f"; JVM and Spark log: {out / 'jvm.log'}")
     return report
 
 

@@ -9,11 +9,17 @@ import pytest
 pytestmark = pytest.mark.interop
 
 
-def test_demo_end_to_end(tmp_path, spark, dev_key_list_file):  # type: ignore[no-untyped-def]
+def test_demo_end_to_end(tmp_path, spark, dev_key_list_file, capsys):  # type: ignore[no-untyped-def]
     from secure_bloom.tools.demo import main
 
     out = tmp_path / "demo"
     assert main(["--out", str(out), "--rows", "20000", "--key-list-file", str(dev_key_list_file)]) == 0
+    # The narrative alone on stdout (steps, indented results); what the JVM, log4j, py4j and
+    # Python warnings print goes to jvm.log under --out.
+    narrative = capsys.readouterr().out.splitlines()
+    assert narrative[0].startswith("secure_bloom demo:")
+    assert [ln for ln in narrative[1:] if ln and not ln.startswith(("== ", "   "))] == []
+    assert (out / "jvm.log").is_file()
     report = json.loads((out / "report.json").read_text())
     summary = report["summary"]
     assert summary["present_values_found"] is True
@@ -29,6 +35,13 @@ def test_demo_end_to_end(tmp_path, spark, dev_key_list_file):  # type: ignore[no
     # DuckDB SQL over the same file (secure_bloom.parquet.duckdb.register): the same rows, pruned alike.
     assert [r["duckdb_rows"] for r in reads] == [r["rows"] for r in reads]
     assert [r["duckdb_row_groups_read"] for r in reads] == [r["row_groups_read"] for r in reads]
+    # Cold lookups use no cache (and a fresh KeyAccess): nothing answered from a cache; pyarrow's
+    # own scan of the same file returns the same rows, reading more bytes for an absent key.
+    assert all(r["cold_cache_hits"] == 0 for r in reads)
+    assert [r["pyarrow_rows"] for r in reads] == [r["rows"] for r in reads]
+    assert all(r["bytes_read"] < r["pyarrow_bytes_read"] for r in reads if r["kind"] == "absent")
+    assert all(r["cold_ms"] > 0 and r["warm_ms"] > 0 and r["pyarrow_ms"] > 0 for r in reads)
+    assert report["plot"].endswith("lookups_vs_pyarrow.png") and (out / "lookups_vs_pyarrow.png").stat().st_size > 0
     # Asked again with the warm PruneCache: answered from it, the same rows and row groups.
     assert [r["warm_rows"] for r in reads] == [r["rows"] for r in reads]
     assert [r["warm_row_groups_read"] for r in reads] == [r["row_groups_read"] for r in reads]

@@ -1,0 +1,124 @@
+"""The README's code runs as written (issue 24): a reader can copy-paste every block.
+
+Every ```python block of README.md runs in a fresh interpreter with its own empty working
+directory holding only ``keys/dev-key-list.txt`` (the blocks name paths relative to the repository
+root and write their outputs there): blocks using Spark under the ``interop`` marker, blocks using
+S3 against the local moto S3-API server (``s3`` marker, ``$S3_ENDPOINT``). Every ``secure-bloom``
+command of a ```bash block must parse with the real CLI parser. Every ``examples/*.py`` is run,
+here or by tests/interop/test_examples.py (which also checks what each prints).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.paths import REPO_DIR
+
+README = REPO_DIR / "README.md"
+EXAMPLES = REPO_DIR / "examples"
+
+
+def _blocks(language: str) -> list[tuple[int, str]]:
+    """(first line number, code) of every fenced block of ``language`` in README.md."""
+    text = README.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start()) + 2, m.group(1))
+            for m in re.finditer(rf"^```{language}\n(.*?)^```", text, re.S | re.M)]
+
+
+def _marks(code: str) -> list[Any]:
+    if "spark" in code:
+        return [pytest.mark.interop]
+    if "S3FileSystem" in code or "s3://" in code:
+        return [pytest.mark.s3]
+    return []
+
+
+PYTHON_BLOCKS = [pytest.param(code, id=f"README.md:{line}", marks=_marks(code)) for line, code in _blocks("python")]
+
+
+#: Known, not yet fixed: after ``read_table`` on S3 the interpreter sometimes aborts AT EXIT (in
+#: pyarrow's S3 finalisation), after the block has run to its end; plain pyarrow reads of the same
+#: objects do not. Reported to the lead (issue 24 readme-demo report).
+S3_EXIT_ABORT = "terminate called without an active exception"
+
+
+def _run_python(code: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    if proc.returncode == -6 and proc.stderr.strip() == S3_EXIT_ABORT and proc.stdout:
+        pytest.xfail("the block ran to its end, then the interpreter aborted at exit in pyarrow's S3 finalisation")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _workdir(tmp_path: Path) -> Path:
+    """An empty directory with only the development key list, where the README says it is."""
+    (tmp_path / "keys").mkdir()
+    shutil.copy(REPO_DIR / "keys" / "dev-key-list.txt", tmp_path / "keys" / "dev-key-list.txt")
+    return tmp_path
+
+
+def test_the_readme_has_blocks_of_each_kind() -> None:
+    """The extraction finds the blocks (a changed fence syntax must not make the test vacuous)."""
+    kinds = [tuple(m.mark.name for m in p.marks) for p in PYTHON_BLOCKS]
+    assert len(PYTHON_BLOCKS) >= 5 and ("interop",) in kinds and ("s3",) in kinds and () in kinds
+    assert len(_commands()) >= 10
+
+
+@pytest.mark.parametrize("code", PYTHON_BLOCKS)
+def test_python_block_runs_as_written(code: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    env: dict[str, str] = {}
+    if request.node.get_closest_marker("s3"):
+        s3 = request.getfixturevalue("s3")
+        env = {"S3_ENDPOINT": s3.server_endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    _run_python(code, _workdir(tmp_path), env)
+
+
+def _commands() -> list[str]:
+    """Every ``secure-bloom ...`` command of the README's bash blocks, continuation lines joined."""
+    commands = []
+    for _, code in _blocks("bash"):
+        joined = re.sub(r"\\\n\s*", " ", code)
+        for line in joined.splitlines():
+            line = line.split(" # ")[0].strip()  # a trailing comment
+            if line.startswith("secure-bloom"):
+                commands.append(line)
+    return commands
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_cli_command_parses(command: str) -> None:
+    """The real parser accepts it (a usage error raises ``CliError``); a command handed to a tool
+    of its own (benchmarks, the demo) must exist and answer ``--help``."""
+    from secure_bloom.cli.parser import DELEGATED, build_parser, parse_args, split_delegated
+
+    argv = shlex.split(command)[1:]
+    _, delegated, rest = split_delegated(argv)
+    if delegated is None:
+        args = parse_args(build_parser(), argv)
+        assert args.command == argv[next(i for i, a in enumerate(argv) if not a.startswith("-"))]
+        return
+    with pytest.raises(SystemExit) as exited:
+        importlib.import_module(DELEGATED[delegated]).main([*rest, "--help"])
+    assert exited.value.code == 0
+
+
+def test_every_example_runs(tmp_path: Path) -> None:
+    """Examples that tests/interop/test_examples.py does not run (with its checks of their output)
+    run here, so a new example cannot go untested."""
+    covered = (REPO_DIR / "tests" / "interop" / "test_examples.py").read_text(encoding="utf-8")
+    examples = sorted(EXAMPLES.glob("*.py"))
+    assert examples
+    for example in examples:
+        if f'"{example.name}"' not in covered:
+            _run_python(example.read_text(encoding="utf-8"), _workdir(tmp_path / example.stem))
