@@ -39,7 +39,8 @@ from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
 from .keys import KeyAccess
-from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
+from .compare import MAY, NO, RAISES, LeafPlan, binds, bounds_array, bounds_verdicts, plan_leaf, value_type
+from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, hidden_leaves, leaves, raising_unknowns
 from .prune_cache import CacheStats, FileFacts, PruneCache, file_identity, identity_size
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
@@ -189,8 +190,9 @@ def _arrow_type(schema: pa.Schema | None, name: str) -> pa.DataType | None:
 
 
 class _LeafView:
-    """A leaf bound to one file: its column, its literals as the column orders them, its Bloom
-    queries. ``None`` parts mean "not usable" (the row group is kept)."""
+    """A leaf bound to one column layout: its :class:`~.compare.LeafPlan`, and for the ``fast``
+    plan its literals as the column orders them and its Bloom queries. ``None`` parts mean "not
+    usable" (the row group is kept)."""
 
     def __init__(self, leaf: Leaf, info: ColumnInfo | None, schema: pa.Schema | None) -> None:
         self.leaf = leaf
@@ -198,21 +200,17 @@ class _LeafView:
         self.keys: list[Any] | None = None
         self.query: QueryHashes | None = None
         self.nan = False
-        if info is None or leaf.values is None:
+        self.own: pa.DataType | None = None
+        typ = _arrow_type(schema, leaf.column)
+        if info is None:  # not in this file: pyarrow reads nulls, which raise nothing once bound
+            unbound = leaf.values is not None and typ is not None and not binds(leaf.op, leaf.values, value_type(typ))
+            self.plan = LeafPlan("raise" if unbound else "keep", reason="column not in the file")
             return
-        # pyarrow compares in the dataset's type; this file may store another (schema evolution,
-        # no dataset schema on a Spark worker): cast the literal to the dataset's type, then
-        # losslessly to this file's own type. Any cast that fails or loses: no pruning here.
-        typ, own = _arrow_type(schema, leaf.column), arrow_type_of(info)
-        if own is None:
+        self.own = arrow_type_of(info)
+        self.plan = plan_leaf(leaf.op, leaf.values, self.own, typ)
+        if self.plan.mode != "fast" or self.plan.values is None:
             return
-        try:
-            values = leaf.values.cast(typ, safe=True) if typ is not None else leaf.values
-            values = values.cast(own, safe=True)
-            if typ is not None and not values.cast(typ, safe=True).equals(leaf.values.cast(typ, safe=True)):
-                return
-        except (pa.ArrowException, ValueError, TypeError):
-            return
+        values = self.plan.values
         floats = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE)
         if floats:
             self.nan = any(v is not None and math.isnan(v) for v in values.to_pylist())
@@ -227,6 +225,8 @@ class _LeafView:
 
     @staticmethod
     def _bloom_query(values: pa.Array, info: ColumnInfo, floats: bool) -> QueryHashes | None:
+        """Hashes of exactly the values the column would store for the literals (the ``fast``
+        plan: equality decided in the column's own type)."""
         try:
             plain = values.drop_null()
             hashes = hash_arrow(stored_form(plain, info), info.physical_type, info.type_length).tolist()
@@ -323,10 +323,51 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
 
 
 class _FileEvaluator:
-    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
+    def __init__(self, source: _FileSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
+                 candidates: Sequence[int]) -> None:
         self.source = source
         self.tree = tree
-        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in leaves(tree)}
+        self.candidates = candidates
+        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in hidden_leaves(tree)}
+        self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
+        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds"]
+        self._verdicts: dict[int, dict[int, str]] = {}
+
+    def must_keep(self, rg: int) -> bool:
+        """Whether pyarrow's evaluation may raise on this row group's values: it is then kept
+        whatever the rest of the filter says, so pyarrow raises as it would."""
+        return self.raising or any(self._verdict(view, rg) == RAISES for view in self.checked)
+
+    def _verdict(self, view: _LeafView, rg: int) -> str:
+        """The ``bounds`` plan's verdict (:func:`~.compare.bounds_verdicts`), for every candidate
+        row group of this file at once."""
+        done = self._verdicts.get(id(view))
+        if done is None:
+            done = self._verdicts[id(view)] = self._bounds_verdicts(view)
+        return done.get(rg, MAY)
+
+    def _bounds_verdicts(self, view: _LeafView) -> dict[int, str]:
+        info, own, leaf = view.info, view.own, view.leaf
+        kind = stat_kind(info) if info is not None else None
+        if info is None or own is None or kind is None or leaf.values is None:
+            return {}
+        rgs, lows, highs = [], [], []
+        for rg in self.candidates:
+            b = self.source.bounds(rg, info)
+            if b is None or b.all_null:
+                continue  # no bounds: may match; all null: no values to compare or to raise on
+            rgs.append(rg)
+            lows.append(b.low)
+            highs.append(b.high)
+        if not rgs:
+            return {}
+        try:
+            low_array, high_array = bounds_array(lows, own, kind), bounds_array(highs, own, kind)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError):
+            return {rg: MAY for rg in rgs}
+        verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
+                                   pa.types.is_floating(own))
+        return dict(zip(rgs, verdicts))
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
         if isinstance(node, Unknown):
@@ -337,9 +378,13 @@ class _FileEvaluator:
             return any(self.may(p, rg, bloom) for p in node.parts)
         view = self.views[id(node)]
         info = view.info
-        if info is None:
+        if info is None or view.plan.mode in ("keep", "raise"):
             return True
         bounds = self.source.bounds(rg, info)
+        if view.plan.mode == "bounds":
+            if bounds is not None and bounds.all_null and node.op != "not in":
+                return False  # every comparison with a null is null: no row matches
+            return self._verdict(view, rg) != NO
         if bounds is not None and not _may_by_bounds(node.op, view, bounds):
             return False
         if bloom and view.query is not None:
@@ -398,11 +443,13 @@ def _prune_source(source: _FileSource, path: str, tree: Node, schema: pa.Schema 
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
-    evaluator = _FileEvaluator(source, tree, schema, memo)
+    evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
     for rg in candidates:
-        if not evaluator.may(tree, rg, bloom=False):
+        if evaluator.must_keep(rg):
+            keep.append(rg)
+        elif not evaluator.may(tree, rg, bloom=False):
             by_stats.append(rg)
         elif bloom and not evaluator.may(tree, rg, bloom=True):
             by_bloom.append(rg)
