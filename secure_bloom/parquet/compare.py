@@ -157,7 +157,8 @@ def _literal_in_column_type(typ: pa.DataType, literal: pa.Array) -> pa.Array | N
     lt = literal.type
     if lt.equals(typ):
         return literal
-    py = literal[0].as_py()
+    numeric = (pa.types.is_integer(lt) or pa.types.is_floating(lt)) and not pa.types.is_float16(lt)
+    py = literal[0].as_py() if numeric else None
     if pa.types.is_integer(typ) and pa.types.is_integer(lt):
         common = _common_int(typ, _smallest_int(py, lt))
         lo, hi = _int_range(typ)
@@ -222,7 +223,14 @@ def binds(op: str, literal: pa.Array, typ: pa.DataType) -> bool:
 def plan_leaf(op: str, literal: pa.Array | None, own: pa.DataType | None, dataset_type: pa.DataType | None) -> LeafPlan:
     """The plan of leaf ``column op literal`` for files storing the column as ``own`` (None: a
     type the pruner does not read), in a dataset that reads it as ``dataset_type`` (None: as
-    ``own``)."""
+    ``own``). A literal this module cannot handle plans ``raise``: nothing is dropped."""
+    try:
+        return _plan_leaf(op, literal, own, dataset_type)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError) as e:
+        return LeafPlan("raise", own, dataset_type, reason=f"literal not understood ({type(e).__name__})")
+
+
+def _plan_leaf(op: str, literal: pa.Array | None, own: pa.DataType | None, dataset_type: pa.DataType | None) -> LeafPlan:
     if literal is None:
         return LeafPlan("fast", own, own, reason="is_null / is_valid")
     raw_typ = dataset_type if dataset_type is not None else own

@@ -58,7 +58,7 @@ class Leaf:
     values: pa.Array | None = None
 
     def __repr__(self) -> str:
-        shown = "" if self.values is None else f" {self.values.to_pylist()!r}"
+        shown = "" if self.values is None else " " + " ".join(self.values.to_string(window=4).split())
         return f"Leaf({self.column} {self.op}{shown})"
 
 
