@@ -158,7 +158,7 @@ def _literal_in_column_type(typ: pa.DataType, literal: pa.Array) -> pa.Array | N
     if lt.equals(typ):
         return literal
     numeric = (pa.types.is_integer(lt) or pa.types.is_floating(lt)) and not pa.types.is_float16(lt)
-    py = literal[0].as_py() if numeric else None
+    py: Any = literal[0].as_py() if numeric else None
     if pa.types.is_integer(typ) and pa.types.is_integer(lt):
         common = _common_int(typ, _smallest_int(py, lt))
         lo, hi = _int_range(typ)
@@ -237,7 +237,7 @@ def _plan_leaf(op: str, literal: pa.Array | None, own: pa.DataType | None, datas
     if raw_typ is None:
         return LeafPlan("keep", reason="no type known")
     typ = value_type(raw_typ)
-    if not binds(op, literal, typ):
+    if not (literal.type.equals(typ) and _plain_kernel(typ)) and not binds(op, literal, typ):
         return LeafPlan("raise", own, typ, reason="pyarrow's binding raises")
     if own is None:  # no bounds: only a comparison that casts nothing is known not to raise
         return LeafPlan("keep" if literal.type.equals(typ) else "raise", None, typ, reason="no bounds for this type")
@@ -265,6 +265,15 @@ def _plan_leaf(op: str, literal: pa.Array | None, own: pa.DataType | None, datas
     if op in ("in", "not in"):
         return LeafPlan("bounds", own, typ, in_typ, reason="is_in in the dataset's type")
     return LeafPlan("bounds", own, typ, reason="Arrow casts the column")
+
+
+def _plain_kernel(typ: pa.DataType) -> bool:
+    """Types whose comparisons and ``is_in`` with a literal of the same type always bind."""
+    t = pa.types
+    return bool(t.is_integer(typ) or t.is_float32(typ) or t.is_float64(typ) or t.is_decimal(typ)
+                or t.is_string(typ) or t.is_large_string(typ) or t.is_binary(typ) or t.is_large_binary(typ)
+                or t.is_fixed_size_binary(typ) or t.is_date(typ) or t.is_timestamp(typ) or t.is_time(typ)
+                or t.is_boolean(typ))
 
 
 def _numeric(typ: pa.DataType) -> bool:
@@ -322,51 +331,46 @@ def _widened(bounds: pa.Array, down: bool) -> pa.Array:
     return pa.array(out, pa.float64())
 
 
-def _mask(expression: Any, column: pa.Array) -> list[bool | None]:
-    table = pa.table({"v": column})
-    return ds.dataset(table).to_table(columns={"m": expression}).column("m").to_pylist()
+def _masks(expressions: dict[str, Any], column: pa.Array) -> dict[str, list[bool | None]]:
+    table = ds.dataset(pa.table({"v": column})).to_table(columns=expressions)
+    return {name: table.column(name).to_pylist() for name in expressions}
 
 
 def bounds_verdicts(plan: LeafPlan, op: str, literal: pa.Array, lows: pa.Array, highs: pa.Array,
                     floats_in_file: bool) -> list[str]:
     """Per row group (``lows``/``highs``: the chunks' bounds in ``plan.own``, null where unknown),
     whether ``column op literal`` can match (:data:`MAY`), cannot (:data:`NO`), or the evaluation
-    may raise on its values (:data:`RAISES`): Arrow's own casts and comparisons on the bounds."""
+    may raise on its values (:data:`RAISES`): Arrow's own casts and comparisons on the bounds.
+    Both bounds are always evaluated: a checked cast raises on some value of the interval iff it
+    raises on one of its ends."""
     n = len(lows)
     assert plan.typ is not None
     try:
         lo, hi = lows.cast(plan.typ, safe=True), highs.cast(plan.typ, safe=True)
+        if op in ("in", "not in"):
+            return _in_verdicts(plan, op, lo, hi)
+        if pa.types.is_decimal(plan.typ) and pa.types.is_floating(literal.type):
+            lo, hi = _widened(lo, True), _widened(hi, False)
+        needed = {"==": ("<=", ">="), "!=": ("==",), "<": ("<",), "<=": ("<=",), ">": (">",), ">=": (">=",)}[op]
+        both = _masks({o: _expression(o, literal) for o in needed}, pa.concat_arrays([lo, hi]))
     except (pa.ArrowException, ValueError, TypeError):
         if n == 1:
             return [RAISES]
         return [v for i in range(n)
                 for v in bounds_verdicts(plan, op, literal, lows.slice(i, 1), highs.slice(i, 1), floats_in_file)]
-    if op in ("in", "not in"):
-        return _in_verdicts(plan, op, lo, hi, floats_in_file)
-    if pa.types.is_decimal(plan.typ) and pa.types.is_floating(literal.type):
-        lo, hi = _widened(lo, True), _widened(hi, False)
-    lit = literal
-    try:
-        if op in ("<", "<="):
-            may = [_mask(_expression(op, lit), lo)]
-        elif op in (">", ">="):
-            may = [_mask(_expression(op, lit), hi)]
-        elif op == "==":
-            may = [_mask(_expression("<=", lit), lo), _mask(_expression(">=", lit), hi)]
-        else:  # != : no match only if every value equals the literal
-            if floats_in_file:
-                return [MAY] * n
-            eq_lo, eq_hi = _mask(_expression("==", lit), lo), _mask(_expression("==", lit), hi)
-            return [NO if a is True and b is True else MAY for a, b in zip(eq_lo, eq_hi)]
-    except (pa.ArrowException, ValueError, TypeError):
-        if n == 1:
-            return [RAISES]
-        return [v for i in range(n)
-                for v in bounds_verdicts(plan, op, literal, lows.slice(i, 1), highs.slice(i, 1), floats_in_file)]
-    return [NO if any(m[i] is False for m in may) else MAY for i in range(n)]
+    at_lo = {o: m[:n] for o, m in both.items()}
+    at_hi = {o: m[n:] for o, m in both.items()}
+    if op == "!=":  # no match only if every value equals the literal (a NaN is != everything)
+        if floats_in_file:
+            return [MAY] * n
+        return [NO if at_lo["=="][i] is True and at_hi["=="][i] is True else MAY for i in range(n)]
+    if op == "==":
+        return [NO if at_lo["<="][i] is False or at_hi[">="][i] is False else MAY for i in range(n)]
+    at = at_lo if op in ("<", "<=") else at_hi
+    return [NO if at[op][i] is False else MAY for i in range(n)]
 
 
-def _in_verdicts(plan: LeafPlan, op: str, lo: pa.Array, hi: pa.Array, floats_in_file: bool) -> list[str]:
+def _in_verdicts(plan: LeafPlan, op: str, lo: pa.Array, hi: pa.Array) -> list[str]:
     n = len(lo)
     values = plan.values
     if op == "not in" or values is None:

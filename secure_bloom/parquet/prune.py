@@ -1,13 +1,29 @@
 """Which row groups of which files can hold rows matching a filter: statistics, then Bloom filters.
 
-Per row group, the filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot
-match" in two passes: first with min/max statistics and null counts alone (:mod:`.statistics`,
-decrypting encrypted ColumnMetaData with the column's key), then, for the row groups that
-survive, with the Bloom filters of the ``==`` / ``in`` columns (encrypted or not; read lazily,
-only where needed). AND needs every part to may-match, OR one. Whatever is missing or doubtful
-(no statistics, no filter, a key that is not available, a literal that does not convert exactly
-to the column's type, NaN) means "may match": a row group is only ever dropped on proof. The
-caller applies the exact filter to what is read.
+A row group is dropped only on proof that pyarrow's own evaluation of the filter
+(``pyarrow.dataset(...).to_table(filter=...)``) matches none of its rows. Per row group, the
+filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot match" in two passes:
+first with min/max statistics and null counts alone (:mod:`.statistics`, decrypting encrypted
+ColumnMetaData with the column's key), then, for the row groups that survive, with the Bloom
+filters of the ``==`` / ``in`` columns (encrypted or not; read lazily, only where needed). AND
+needs every part to may-match, OR one. Whatever is missing or doubtful (no statistics, no filter, a
+key that is not available, NaN) means "may match". The caller applies the exact filter to what is
+read.
+
+Which path decides a leaf (:mod:`.compare`, one :class:`~.compare.LeafPlan` per leaf and column
+layout, built once per prune and shared by the files that store the column alike):
+
+* ``fast``: Arrow compares in the column's own type with a literal the column could store exactly
+  (same types, integer literals that fit, float literals exact in the column's float type, decimal
+  literals exact at its scale, bytes, timestamps exact in its unit, ``is_in`` value sets Arrow casts
+  to the column's type): statistics against Python keys of those literals, then Bloom filters
+  probed with their hashes.
+* ``bounds``: Arrow casts the column (float32 -> float64, integer / decimal -> float64, date ->
+  timestamp, schema evolution): Arrow's own Expression evaluation on a tiny array of the chunk's
+  min and max (:func:`~.compare.bounds_verdicts`); never a Bloom filter.
+* ``raise`` (or an evaluation on the bounds that raises, or a part of the filter pyarrow may raise
+  on): the row group is kept whatever the rest of the filter says, so pyarrow meets the values and
+  raises as it would. ``keep``: the leaf decides nothing.
 
 Bloom queries follow SQL equality (:func:`~secure_bloom.values.query_hashes` semantics): 0.0
 asks for both zeros, a NaN is always "maybe".
@@ -350,24 +366,28 @@ class _FileEvaluator:
         info, own, leaf = view.info, view.own, view.leaf
         kind = stat_kind(info) if info is not None else None
         if info is None or own is None or kind is None or leaf.values is None:
-            return {}
+            return {rg: RAISES for rg in self.candidates}  # no bounds to judge a cast by
         rgs, lows, highs = [], [], []
+        unknown: dict[int, str] = {}
         for rg in self.candidates:
             b = self.source.bounds(rg, info)
-            if b is None or b.all_null:
-                continue  # no bounds: may match; all null: no values to compare or to raise on
+            if b is not None and b.all_null:
+                continue  # all null: no values to compare or to raise on
+            if b is None or b.low is None or b.high is None:
+                unknown[rg] = RAISES  # values nobody can see: pyarrow's cast may raise on them
+                continue
             rgs.append(rg)
             lows.append(b.low)
             highs.append(b.high)
         if not rgs:
-            return {}
+            return unknown
         try:
             low_array, high_array = bounds_array(lows, own, kind), bounds_array(highs, own, kind)
         except (pa.ArrowException, ValueError, TypeError, OverflowError):
-            return {rg: MAY for rg in rgs}
+            return {**unknown, **{rg: RAISES for rg in rgs}}
         verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
                                    pa.types.is_floating(own))
-        return dict(zip(rgs, verdicts))
+        return {**unknown, **dict(zip(rgs, verdicts))}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
         if isinstance(node, Unknown):

@@ -81,7 +81,7 @@ class Kind:
     def array(self, values: list[Any]) -> pa.Array:
         typ = self.type
         if pa.types.is_float16(typ):
-            mask = np.array([v is None for v in values])
+            mask = np.array([v is None for v in values], dtype=bool)
             data = np.array([0.0 if v is None else v for v in values], dtype=np.float16)
             return pa.array(data, type=typ, mask=mask)
         if pa.types.is_timestamp(typ) or pa.types.is_time64(typ) or pa.types.is_date64(typ):
@@ -115,7 +115,8 @@ def _kinds() -> list[Kind]:
             if unit in ("s", "ms") and tz == "Europe/Paris":
                 continue
             per_day = 86400 * _UNIT[unit]
-            stored = st.one_of(st.integers(*_NS_SAFE), st.sampled_from([0, 1, -1, 19723 * per_day, 19723 * per_day + per_day // 2]),
+            limit = 2**62 // (10**6 // _UNIT[unit]) if unit in ("s", "ms") else 2**62  # fits micros (writers convert)
+            stored = st.one_of(st.integers(-limit, limit), st.sampled_from([0, 1, -1, 19723 * per_day, 19723 * per_day + per_day // 2]),
                                st.integers(-3, 3).map(lambda d, p=per_day: (19723 + d) * p))
             out.append(Kind(f"ts_{unit}_{tz}", pa.timestamp(unit, tz=tz), stored))
     text = st.one_of(st.text(alphabet="ab\u00e9\U0001F600", max_size=5),
@@ -241,6 +242,11 @@ class Case:
     predicates: list[tuple[Any, frozenset[str]]]
 
 
+#: Kinds only carried along (never filtered on, projected out of the reads): pyarrow cannot filter
+#: a batch holding a view column ("array_filter has no kernel matching (string_view, bool)"), so
+#: its filtered reads of them raise whenever it scans a row group, whatever the filter says.
+PASSENGERS = ("string_view", "binary_view")
+
 _OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in", "is_null", "is_valid"]
 
 
@@ -298,7 +304,7 @@ def _predicate(draw: Any, kinds: list[Kind], values: dict[str, list[Any]], depth
     if shape == "not":
         a, na = draw(_predicate(kinds, values, depth - 1))
         return ~a, na
-    kind = draw(st.sampled_from(kinds))
+    kind = draw(st.sampled_from([k for k in kinds if k.name not in PASSENGERS] or kinds))
     op = draw(st.sampled_from(_OPS))
     names = frozenset([kind.name])
     if op in ("is_null", "is_valid"):
@@ -381,12 +387,13 @@ def compare(case: Case, writer: str, folder: Path, write: Writer, read_table: Ca
     paths, keys, present = written
     TALLY.add(writer, "tables", len(paths))
     TALLY.add(writer, "row_groups", sum(max(1, -(-t.num_rows // case.row_group_size)) for t in case.files))
+    columns = sorted(c for c in present if c not in PASSENGERS)
     for expr, names in case.predicates:
-        if not names <= present:
+        if not names <= present or names & set(PASSENGERS) or not columns:
             continue
         expected = _outcome(lambda: ds.dataset(folder, format=reference_format(keys), partitioning="hive")
-                            .to_table(filter=expr))
-        ours = _outcome(lambda: read_table(folder, filters=expr, keys=keys))
+                            .to_table(columns=columns, filter=expr))
+        ours = _outcome(lambda: read_table(folder, columns=columns, filters=expr, keys=keys))
         TALLY.add(writer, "predicates")
         TALLY.add(writer, "both_raise" if expected[0] == "raises" else "matching_rows",
                   1 if expected[0] == "raises" else len(expected[1]))

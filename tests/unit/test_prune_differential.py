@@ -115,6 +115,8 @@ def _write_duckdb(case: Case, folder: Path) -> tuple[list[Path], Any, set[str]] 
         try:
             con.register("t", table)
             con.execute(f"COPY (SELECT * FROM t) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE {case.row_group_size})")
+        except duckdb.Error:  # values DuckDB cannot hold (timestamps beyond its range)
+            return None
         finally:
             con.close()
         paths.append(path)
