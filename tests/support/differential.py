@@ -3,8 +3,8 @@
 Tables: columns of most Arrow types the Parquet writers support (integers and unsigned integers at
 their extremes, float16/32/64 with NaN, +-0.0 and +-inf, decimal128/256 at small and 38/76 digits,
 date32/64, time32/64, timestamps in every unit with and without zones, strings (some long enough to
-lose exact statistics), binary, fixed-size binary, dictionaries, string and binary views, a struct
-leaf, booleans), nulls, all-null columns, empty files, and schema evolution across files (a later
+lose exact statistics), binary, fixed-size binary, dictionaries, a struct leaf, booleans; views are
+left out: see :data:`PASSENGERS`), nulls, all-null columns, empty files, and schema evolution across files (a later
 file storing a column narrower, or not at all). Predicates: == != < <= > >= in, not in, is_null,
 is_valid, AND / OR / NOT, with literals of the column's type and of OTHER types (ints for floats,
 floats and decimals of other precisions for ints and decimals, timestamps for dates, other units and
@@ -125,7 +125,6 @@ def _kinds() -> list[Kind]:
     out += [Kind("string", pa.string(), text), Kind("large_string", pa.large_string(), text),
             Kind("binary", pa.binary(), raw), Kind("fsb4", pa.binary(4), st.binary(min_size=4, max_size=4)),
             Kind("dict", pa.dictionary(pa.int32(), pa.string()), text),
-            Kind("string_view", pa.string_view(), text), Kind("binary_view", pa.binary_view(), raw),
             Kind("struct", pa.struct([("a", pa.int32())]), _ints(pa.int32())), Kind("bool", pa.bool_(), st.booleans())]
     return out
 
@@ -242,10 +241,11 @@ class Case:
     predicates: list[tuple[Any, frozenset[str]]]
 
 
-#: Kinds only carried along (never filtered on, projected out of the reads): pyarrow cannot filter
-#: a batch holding a view column ("array_filter has no kernel matching (string_view, bool)"), so
-#: its filtered reads of them raise whenever it scans a row group, whatever the filter says.
-PASSENGERS = ("string_view", "binary_view")
+#: Kinds never filtered on and projected out of the reads (none at present). String and binary
+#: views are not generated: pyarrow 26's filtered scans of files holding a view column raise
+#: ("array_filter has no kernel matching (string_view, bool)") depending on its own row-group
+#: statistics, projected out or not, so no pruned read could match them.
+PASSENGERS: tuple[str, ...] = ()
 
 _OPS = ["==", "!=", "<", "<=", ">", ">=", "in", "not in", "is_null", "is_valid"]
 

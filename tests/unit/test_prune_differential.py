@@ -294,3 +294,23 @@ def test_exact_cases_still_prune(tmp_path: Path) -> None:
         pruned = scan(tmp_path, filters=expr)
         assert pruned.to_table().num_rows == ds.dataset(tmp_path).to_table(filter=expr).num_rows == 1
         assert pruned.report.row_groups_read == 1, expr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_issue19_unknown_part_that_raises_keeps_row_groups(tmp_path: Path, kind: str) -> None:
+    """A part of the filter the pruner does not read (a cast) raises in pyarrow on a row group
+    that the Bloom filter of another part rules out (its statistics cannot): the row group is
+    kept, the read raises as pyarrow's does."""
+    table = pa.table({"k": ["a", "c"], "s": ["5", "x"]})
+    folder = tmp_path / kind
+    folder.mkdir()
+    keys = None
+    if kind == "plain":
+        pq.write_table(table, folder / "part-0.parquet", bloom_filter_options={"k": True})
+    else:
+        keys = KEYS
+        write_table(table, folder / "part-0.parquet", encryption=encryption_config(True), kms=vector_kms(),
+                    bloom_filter_options={"k": True})
+    expr = (pc.field("k") == "b") & (pc.field("s").cast(pa.int64()) == 5)
+    ours, expected = _same_as_pyarrow(folder, keys, expr)
+    assert expected == "ArrowInvalid" and ours == expected
