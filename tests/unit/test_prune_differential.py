@@ -314,3 +314,31 @@ def test_issue19_unknown_part_that_raises_keeps_row_groups(tmp_path: Path, kind:
     expr = (pc.field("k") == "b") & (pc.field("s").cast(pa.int64()) == 5)
     ours, expected = _same_as_pyarrow(folder, keys, expr)
     assert expected == "ArrowInvalid" and ours == expected
+
+
+D = Decimal
+TS_US = pa.timestamp("us")
+
+
+@pytest.mark.parametrize("op, literal, own, mode", [
+    ("==", pa.array([5]), pa.int32(), "fast"),                        # narrowed to int8: compared in int32
+    ("==", pa.array([5]), pa.uint8(), "fast"),                        # uint8 widened to int16: exact
+    ("==", pa.array([5]), pa.uint64(), "bounds"),                     # uint64 -> int64 may raise
+    ("==", pa.array([2.0]), pa.int64(), "bounds"),                    # int64 -> float32, checked
+    (">", pa.array([0.1]), pa.float32(), "bounds"),                   # float32 -> float64
+    (">", pa.array([0.5]), pa.float32(), "fast"),                     # exact in float32: compared there
+    ("==", pa.array([D("1.5")], pa.decimal128(5, 1)), pa.decimal128(10, 2), "fast"),
+    ("==", pa.array([D("1.25")], pa.decimal128(5, 2)), pa.decimal128(10, 1), "bounds"),
+    (">", pa.array([19.99]), pa.decimal128(10, 2), "bounds"),         # decimal -> float64
+    ("<", pa.array([43_200_000_000], pa.int64()).view(TS_US), pa.date32(), "bounds"),
+    ("==", pa.array([10**9], pa.int64()).view(pa.timestamp("ns")), TS_US, "fast"),      # whole seconds
+    ("==", pa.array([10**9 + 1], pa.int64()).view(pa.timestamp("ns")), TS_US, "bounds"),
+    ("==", pa.array([1.5]), pa.float16(), "raise"),                   # no kernel: pyarrow raises
+    ("==", pa.array([1]), pa.string(), "raise"),
+    ("in", pa.array([0.1]), pa.float32(), "fast"),                    # is_in casts its value set
+    ("in", pa.array([-1]), pa.uint64(), "raise"),                     # ... else the column: may raise
+])
+def test_plan_leaf_paths(op: str, literal: pa.Array, own: pa.DataType, mode: str) -> None:
+    from secure_bloom.parquet.compare import plan_leaf
+
+    assert plan_leaf(op, literal, own, None).mode == mode
