@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-__all__ = ["LeafPlan", "plan_leaf", "binds", "bounds_verdicts", "bounds_array", "value_type", "DECIMAL_FLOAT_SLACK_ULPS",
+__all__ = ["LeafPlan", "plan_leaf", "binds", "bounds_verdicts", "set_check_raises", "bounds_array", "value_type", "DECIMAL_FLOAT_SLACK_ULPS",
            "NO", "MAY", "RAISES"]
 
 #: ulps by which decimal bounds converted to float64 are widened before comparing with a float
@@ -368,6 +368,33 @@ def bounds_verdicts(plan: LeafPlan, op: str, literal: pa.Array, lows: pa.Array, 
         return [NO if at_lo["<="][i] is False or at_hi[">="][i] is False else MAY for i in range(n)]
     at = at_lo if op in ("<", "<=") else at_hi
     return [NO if at[op][i] is False else MAY for i in range(n)]
+
+
+#: pyarrow simplifies ``is_in`` with row-group statistics only for value sets up to this size
+#: (``kIsInSimplificationMaxValueSet`` in ``expression.cc``).
+IS_IN_SIMPLIFICATION_MAX = 50
+
+
+def set_check_raises(value_set: pa.Array, typ: pa.DataType, lows: pa.Array, highs: pa.Array) -> list[bool]:
+    """Per row group: whether pyarrow's own statistics pass raises on it. Its ``SimplifyIsIn``
+    compares the filter's ORIGINAL value set (not the one cast to the column's type) with the
+    row group's min and max by a plain compute call (common numeric type, checked casts): an
+    int64 bound beyond 2^53 against a float64 value set raises there, before any row is read."""
+    n = len(lows)
+    if len(value_set) > IS_IN_SIMPLIFICATION_MAX or value_set.type.equals(typ):
+        return [False] * n
+    out = []
+    for i in range(n):
+        try:
+            lo, hi = lows.slice(i, 1).cast(typ, safe=True), highs.slice(i, 1).cast(typ, safe=True)
+            if lo[0].is_valid:
+                pc.greater_equal(value_set, lo[0])
+            if hi[0].is_valid:
+                pc.less_equal(value_set, hi[0])
+            out.append(False)
+        except (pa.ArrowException, ValueError, TypeError):
+            out.append(True)
+    return out
 
 
 def _in_verdicts(plan: LeafPlan, op: str, lo: pa.Array, hi: pa.Array) -> list[str]:

@@ -55,7 +55,8 @@ from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
 from .keys import KeyAccess
-from .compare import MAY, NO, RAISES, LeafPlan, binds, bounds_array, bounds_verdicts, plan_leaf, value_type
+from .compare import (MAY, NO, RAISES, LeafPlan, binds, bounds_array, bounds_verdicts, plan_leaf, set_check_raises,
+                      value_type)
 from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, hidden_leaves, leaves, raising_unknowns
 from .prune_cache import CacheStats, FileFacts, PruneCache, file_identity, identity_size
 from .reader import ParquetBloomReader
@@ -217,6 +218,8 @@ class _LeafView:
         self.query: QueryHashes | None = None
         self.nan = False
         self.own: pa.DataType | None = None
+        #: pyarrow's statistics pass compares this ``is_in`` value set with the bounds (may raise)
+        self.set_check = False
         typ = _arrow_type(schema, leaf.column)
         if info is None:  # not in this file: pyarrow reads nulls, which raise nothing once bound
             unbound = leaf.values is not None and typ is not None and not binds(leaf.op, leaf.values, value_type(typ))
@@ -224,6 +227,8 @@ class _LeafView:
             return
         self.own = arrow_type_of(info)
         self.plan = plan_leaf(leaf.op, leaf.values, self.own, typ)
+        self.set_check = (leaf.op in ("in", "not in") and leaf.values is not None and self.plan.typ is not None
+                          and self.plan.mode in ("fast", "bounds") and not leaf.values.type.equals(self.plan.typ))
         if self.plan.mode != "fast" or self.plan.values is None:
             return
         values = self.plan.values
@@ -346,7 +351,7 @@ class _FileEvaluator:
         self.candidates = candidates
         self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in hidden_leaves(tree)}
         self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
-        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds"]
+        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds" or v.set_check]
         self._verdicts: dict[int, dict[int, str]] = {}
 
     def must_keep(self, rg: int) -> bool:
@@ -367,6 +372,7 @@ class _FileEvaluator:
         kind = stat_kind(info) if info is not None else None
         if info is None or own is None or kind is None or leaf.values is None:
             return {rg: RAISES for rg in self.candidates}  # no bounds to judge a cast by
+        bounded = view.plan.mode == "bounds"
         rgs, lows, highs = [], [], []
         unknown: dict[int, str] = {}
         for rg in self.candidates:
@@ -374,7 +380,8 @@ class _FileEvaluator:
             if b is not None and b.all_null:
                 continue  # all null: no values to compare or to raise on
             if b is None or b.low is None or b.high is None:
-                unknown[rg] = RAISES  # values nobody can see: pyarrow's cast may raise on them
+                if bounded:
+                    unknown[rg] = RAISES  # values nobody can see: pyarrow's cast may raise on them
                 continue
             rgs.append(rg)
             lows.append(b.low)
@@ -386,7 +393,10 @@ class _FileEvaluator:
         except (pa.ArrowException, ValueError, TypeError, OverflowError):
             return {**unknown, **{rg: RAISES for rg in rgs}}
         verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
-                                   pa.types.is_floating(own))
+                                   pa.types.is_floating(own)) if bounded else [MAY] * len(rgs)
+        if view.set_check and view.plan.typ is not None:
+            raises = set_check_raises(leaf.values, view.plan.typ, low_array, high_array)
+            verdicts = [RAISES if r else v for v, r in zip(verdicts, raises)]
         return {**unknown, **dict(zip(rgs, verdicts))}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
