@@ -12,7 +12,9 @@ property is a dict and loses the order).
 The tree (:class:`Leaf`, :class:`AllOf`, :class:`AnyOf`, :class:`Unknown`) only ever says where
 rows CAN'T be: anything not understood (other functions, nested fields, field-to-field
 comparisons, negations whose complement is not exact, a literal null) becomes :class:`Unknown`,
-which keeps every row group. The exact filter is always applied by pyarrow afterwards.
+which may match anywhere; one that pyarrow's evaluation may raise on (a cast, an unknown
+function, a nested field) keeps every row group (:func:`raising_unknowns`). The exact filter is
+always applied by pyarrow afterwards.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Leaf:
     values: pa.Array | None = None
 
     def __repr__(self) -> str:
-        shown = "" if self.values is None else f" {self.values.to_pylist()!r}"
+        shown = "" if self.values is None else " " + " ".join(self.values.to_string(window=4).split())
         return f"Leaf({self.column} {self.op}{shown})"
 
 
@@ -72,9 +74,15 @@ class AnyOf:
 
 @dataclass(frozen=True)
 class Unknown:
-    """A part of the filter the pruner does not use (keeps every row group)."""
+    """A part of the filter the pruner does not use (it may match anywhere). ``may_raise``: its
+    evaluation by pyarrow may raise on some stored values (a cast, an unknown function), so no row
+    group is dropped at all while it is part of the filter (pyarrow must meet those values and
+    raise as it would); ``inner``: the leaf it hides (a negated float comparison), whose own
+    raising is still checked."""
 
     reason: str
+    may_raise: bool = True
+    inner: Node | None = None
 
 
 Node = Union[Leaf, AllOf, AnyOf, Unknown]
@@ -211,13 +219,14 @@ def _negate(node: Node, schema: pa.Schema | None) -> Node:
     if isinstance(node, Unknown):
         return node
     if node.op not in ("is_null", "is_valid") and _is_float_field(schema, node.column):
-        return Unknown(f"not({node!r}) on a floating-point (or unknown) column: NaN has no complement")
+        return Unknown(f"not({node!r}) on a floating-point (or unknown) column: NaN has no complement",
+                       may_raise=False, inner=node)
     return Leaf(node.column, _COMPLEMENT[node.op], node.values)
 
 
 def _tree(item: Any, schema: pa.Schema | None) -> Node:
     if item[0] != "call":
-        return Unknown(f"{item[0]} used as a condition")
+        return Unknown(f"{item[0]} used as a condition", may_raise=item[0] not in ("field", "literal"))
     _, name, args, options = item
     if name in _AND or name in _OR:
         parts = tuple(_tree(a, schema) for a in args)
@@ -233,7 +242,7 @@ def _tree(item: Any, schema: pa.Schema | None) -> Node:
             return Unknown(f"{name} is not column-to-literal")
         literal: pa.Array = right[1]
         if literal.null_count:
-            return Unknown(f"{name} with a null literal")
+            return Unknown(f"{name} with a null literal", may_raise=False)
         if pa.types.is_nested(literal.type):
             return Unknown(f"{name} with a nested literal")
         return Leaf(left[1], op, literal)
@@ -251,7 +260,7 @@ def _tree(item: Any, schema: pa.Schema | None) -> Node:
         return AllOf((_tree(args[0], schema), _tree(args[1], schema)))
     if name in ("is_null", "is_valid") and len(args) == 1 and args[0][0] == "field":
         if name == "is_null" and options is not None and options["nan_is_null"].as_py():
-            return Unknown("is_null with nan_is_null")
+            return Unknown("is_null with nan_is_null", may_raise=False)
         return Leaf(args[0][1], name)
     return Unknown(f"function {name!r}")
 
@@ -278,6 +287,26 @@ def leaves(node: Node) -> Iterator[Leaf]:
     elif isinstance(node, (AllOf, AnyOf)):
         for part in node.parts:
             yield from leaves(part)
+
+
+def raising_unknowns(node: Node) -> bool:
+    """Whether the tree holds an :class:`Unknown` that may raise on stored values."""
+    if isinstance(node, Unknown):
+        return node.may_raise
+    if isinstance(node, (AllOf, AnyOf)):
+        return any(raising_unknowns(part) for part in node.parts)
+    return False
+
+
+def hidden_leaves(node: Node) -> Iterator[Leaf]:
+    """The leaves of the tree, those hidden in :class:`Unknown` (``inner``) included."""
+    if isinstance(node, Leaf):
+        yield node
+    elif isinstance(node, Unknown) and node.inner is not None:
+        yield from hidden_leaves(node.inner)
+    elif isinstance(node, (AllOf, AnyOf)):
+        for part in node.parts:
+            yield from hidden_leaves(part)
 
 
 def columns_of(node: Node) -> list[str]:

@@ -1,13 +1,29 @@
 """Which row groups of which files can hold rows matching a filter: statistics, then Bloom filters.
 
-Per row group, the filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot
-match" in two passes: first with min/max statistics and null counts alone (:mod:`.statistics`,
-decrypting encrypted ColumnMetaData with the column's key), then, for the row groups that
-survive, with the Bloom filters of the ``==`` / ``in`` columns (encrypted or not; read lazily,
-only where needed). AND needs every part to may-match, OR one. Whatever is missing or doubtful
-(no statistics, no filter, a key that is not available, a literal that does not convert exactly
-to the column's type, NaN) means "may match": a row group is only ever dropped on proof. The
-caller applies the exact filter to what is read.
+A row group is dropped only on proof that pyarrow's own evaluation of the filter
+(``pyarrow.dataset(...).to_table(filter=...)``) matches none of its rows. Per row group, the
+filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot match" in two passes:
+first with min/max statistics and null counts alone (:mod:`.statistics`, decrypting encrypted
+ColumnMetaData with the column's key), then, for the row groups that survive, with the Bloom
+filters of the ``==`` / ``in`` columns (encrypted or not; read lazily, only where needed). AND
+needs every part to may-match, OR one. Whatever is missing or doubtful (no statistics, no filter, a
+key that is not available, NaN) means "may match". The caller applies the exact filter to what is
+read.
+
+Which path decides a leaf (:mod:`.compare`, one :class:`~.compare.LeafPlan` per leaf and column
+layout, built once per prune and shared by the files that store the column alike):
+
+* ``fast``: Arrow compares in the column's own type with a literal the column could store exactly
+  (same types, integer literals that fit, float literals exact in the column's float type, decimal
+  literals exact at its scale, bytes, timestamps exact in its unit, ``is_in`` value sets Arrow casts
+  to the column's type): statistics against Python keys of those literals, then Bloom filters
+  probed with their hashes.
+* ``bounds``: Arrow casts the column (float32 -> float64, integer / decimal -> float64, date ->
+  timestamp, schema evolution): Arrow's own Expression evaluation on a tiny array of the chunk's
+  min and max (:func:`~.compare.bounds_verdicts`); never a Bloom filter.
+* ``raise`` (or an evaluation on the bounds that raises, or a part of the filter pyarrow may raise
+  on): the row group is kept whatever the rest of the filter says, so pyarrow meets the values and
+  raises as it would. ``keep``: the leaf decides nothing.
 
 Bloom queries follow SQL equality (:func:`~secure_bloom.values.query_hashes` semantics): 0.0
 asks for both zeros, a NaN is always "maybe".
@@ -39,10 +55,12 @@ from ..kms import KeyGrant
 from ..types import PhysicalType
 from ..values import QueryHashes, maybe_in
 from ..values.arrow import hash_arrow, stored_form
+from .compare import (MAY, NO, RAISES, LeafPlan, binds, bounds_array, bounds_verdicts, plan_leaf, set_check_raises,
+                      value_type)
 from .fast_prune import Declined, FastSource, LookupKeys, close_source, fast_source
-from .keys import NO_KEYS, KeyAccess
-from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, leaves
 from .identity import Identity, file_identity, identity_size
+from .keys import NO_KEYS, KeyAccess
+from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, hidden_leaves, leaves, raising_unknowns
 from .prune_cache import CacheStats, FileFacts, PruneCache
 from .reader import ParquetBloomReader
 from .schema import ColumnInfo
@@ -194,8 +212,9 @@ def _arrow_type(schema: pa.Schema | None, name: str) -> pa.DataType | None:
 
 
 class _LeafView:
-    """A leaf bound to one file: its column, its literals as the column orders them, its Bloom
-    queries. ``None`` parts mean "not usable" (the row group is kept)."""
+    """A leaf bound to one column layout: its :class:`~.compare.LeafPlan`, and for the ``fast``
+    plan its literals as the column orders them and its Bloom queries. ``None`` parts mean "not
+    usable" (the row group is kept)."""
 
     def __init__(self, leaf: Leaf, info: ColumnInfo | None, schema: pa.Schema | None) -> None:
         self.leaf = leaf
@@ -203,21 +222,21 @@ class _LeafView:
         self.keys: list[Any] | None = None
         self.query: QueryHashes | None = None
         self.nan = False
-        if info is None or leaf.values is None:
+        self.own: pa.DataType | None = None
+        #: pyarrow's statistics pass compares this ``is_in`` value set with the bounds (may raise)
+        self.set_check = False
+        typ = _arrow_type(schema, leaf.column)
+        if info is None:  # not in this file: pyarrow reads nulls, which raise nothing once bound
+            unbound = leaf.values is not None and typ is not None and not binds(leaf.op, leaf.values, value_type(typ))
+            self.plan = LeafPlan("raise" if unbound else "keep", reason="column not in the file")
             return
-        # pyarrow compares in the dataset's type; this file may store another (schema evolution,
-        # no dataset schema on a Spark worker): cast the literal to the dataset's type, then
-        # losslessly to this file's own type. Any cast that fails or loses: no pruning here.
-        typ, own = _arrow_type(schema, leaf.column), arrow_type_of(info)
-        if own is None:
+        self.own = arrow_type_of(info)
+        self.plan = plan_leaf(leaf.op, leaf.values, self.own, typ)
+        self.set_check = (leaf.op in ("in", "not in") and leaf.values is not None and self.plan.typ is not None
+                          and self.plan.mode in ("fast", "bounds") and not leaf.values.type.equals(self.plan.typ))
+        if self.plan.mode != "fast" or self.plan.values is None:
             return
-        try:
-            values = leaf.values.cast(typ, safe=True) if typ is not None else leaf.values
-            values = values.cast(own, safe=True)
-            if typ is not None and not values.cast(typ, safe=True).equals(leaf.values.cast(typ, safe=True)):
-                return
-        except (pa.ArrowException, ValueError, TypeError):
-            return
+        values = self.plan.values
         floats = info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE)
         if floats:
             self.nan = any(v is not None and math.isnan(v) for v in values.to_pylist())
@@ -232,6 +251,8 @@ class _LeafView:
 
     @staticmethod
     def _bloom_query(values: pa.Array, info: ColumnInfo, floats: bool) -> QueryHashes | None:
+        """Hashes of exactly the values the column would store for the literals (the ``fast``
+        plan: equality decided in the column's own type)."""
         try:
             plain = values.drop_null()
             hashes = hash_arrow(stored_form(plain, info), info.physical_type, info.type_length).tolist()
@@ -374,10 +395,60 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
 
 
 class _FileEvaluator:
-    def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo) -> None:
+    def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
+                 candidates: Sequence[int]) -> None:
         self.source = source
         self.tree = tree
-        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in leaves(tree)}
+        self.candidates = candidates
+        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in hidden_leaves(tree)}
+        self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
+        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds" or v.set_check]
+        self._verdicts: dict[int, dict[int, str]] = {}
+
+    def must_keep(self, rg: int) -> bool:
+        """Whether pyarrow's evaluation may raise on this row group's values: it is then kept
+        whatever the rest of the filter says, so pyarrow raises as it would."""
+        return self.raising or any(self._verdict(view, rg) == RAISES for view in self.checked)
+
+    def _verdict(self, view: _LeafView, rg: int) -> str:
+        """The ``bounds`` plan's verdict (:func:`~.compare.bounds_verdicts`), for every candidate
+        row group of this file at once."""
+        done = self._verdicts.get(id(view))
+        if done is None:
+            done = self._verdicts[id(view)] = self._bounds_verdicts(view)
+        return done.get(rg, MAY)
+
+    def _bounds_verdicts(self, view: _LeafView) -> dict[int, str]:
+        info, own, leaf = view.info, view.own, view.leaf
+        kind = stat_kind(info) if info is not None else None
+        if info is None or own is None or kind is None or leaf.values is None:
+            return {rg: RAISES for rg in self.candidates}  # no bounds to judge a cast by
+        bounded = view.plan.mode == "bounds"
+        rgs, lows, highs = [], [], []
+        unknown: dict[int, str] = {}
+        for rg in self.candidates:
+            b = self.source.bounds(rg, info)
+            if b is not None and b.all_null:
+                continue  # all null: no values to compare or to raise on
+            if b is None or b.low is None or b.high is None:
+                if bounded:
+                    unknown[rg] = RAISES  # values nobody can see: pyarrow's cast may raise on them
+                continue
+            rgs.append(rg)
+            lows.append(b.low)
+            highs.append(b.high)
+        if not rgs:
+            return unknown
+        try:
+            low_array, high_array = bounds_array(lows, own, kind), bounds_array(highs, own, kind)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError):
+            return {**unknown, **{rg: RAISES for rg in rgs}}
+        verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
+                                   pa.types.is_floating(own)) if bounded else [MAY] * len(rgs)
+        if view.set_check and view.plan.typ is not None:
+            raises = set_check_raises(leaf.values, view.plan.typ, low_array, high_array)
+            verdicts = [RAISES if r else v for v, r in zip(verdicts, raises)]
+        return {**unknown, **dict(zip(rgs, verdicts))}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
         if isinstance(node, Unknown):
@@ -388,9 +459,13 @@ class _FileEvaluator:
             return any(self.may(p, rg, bloom) for p in node.parts)
         view = self.views[id(node)]
         info = view.info
-        if info is None:
+        if info is None or view.plan.mode in ("keep", "raise"):
             return True
         bounds = self.source.bounds(rg, info)
+        if view.plan.mode == "bounds":
+            if bounds is not None and bounds.all_null and node.op != "not in":
+                return False  # every comparison with a null is null: no row matches
+            return self._verdict(view, rg) != NO
         if bounds is not None and not _may_by_bounds(node.op, view, bounds):
             return False
         if bloom and view.query is not None:
@@ -449,11 +524,13 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
-    evaluator = _FileEvaluator(source, tree, schema, memo)
+    evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
     for rg in candidates:
-        if not evaluator.may(tree, rg, bloom=False):
+        if evaluator.must_keep(rg):
+            keep.append(rg)
+        elif not evaluator.may(tree, rg, bloom=False):
             by_stats.append(rg)
         elif bloom and not evaluator.may(tree, rg, bloom=True):
             by_bloom.append(rg)

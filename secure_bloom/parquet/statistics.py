@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -122,16 +121,18 @@ def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool) -> Bounds:
 
 
 def _unscaled(values: pa.Array, column: ColumnInfo) -> list[int]:
+    """The unscaled integers of a decimal array at the column's scale, read exactly from the
+    array's little-endian two's-complement values (no decimal context, no rounding)."""
     typ = values.type
     if column.scale is None or typ.scale != column.scale:
         raise ValueError("decimal scale differs from the column's")
-    out = []
-    for d in values.to_pylist():
-        scaled = Decimal(d).scaleb(typ.scale)
-        if scaled != scaled.to_integral_value():
-            raise ValueError("decimal literal finer than the column's scale")
-        out.append(int(scaled))
-    return out
+    width = typ.byte_width
+    data = values.buffers()[1]
+    if data is None:
+        return []
+    raw = data.to_pybytes()
+    return [int.from_bytes(raw[(values.offset + i) * width:(values.offset + i + 1) * width], "little", signed=True)
+            for i in range(len(values)) if values[i].is_valid]
 
 
 def literal_keys(values: pa.Array, column: ColumnInfo, kind: str) -> list[Any]:

@@ -289,7 +289,7 @@ def _read_by_key(path: Path, kms: Any, table: Any, rng: random.Random) -> list[d
          f"from the cache, same rows: {all(r['warm_rows'] == r['rows'] for r in out)}, "
          f"{min(r['warm_ms'] for r in out):.1f}-{max(r['warm_ms'] for r in out):.1f} ms and "
          f"{min(r['warm_bytes_read'] for r in out):,}-{max(r['warm_bytes_read'] for r in out):,} bytes each")
-    _sql_lookups(path, keys, out, present + absent)
+    _sql_lookups(path, KeyAccess(kms=kms), out, [r["value"] for r in out])
     return out
 
 
