@@ -14,7 +14,7 @@ import pyarrow.parquet.encryption as pe
 
 from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
-from secure_bloom.parquet.audit import audit
+from secure_bloom.parquet.audit.auditor import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="secure-bloom-example-"))

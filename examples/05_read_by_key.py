@@ -20,7 +20,7 @@ import pyarrow.parquet.encryption as pe
 
 from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
 from secure_bloom.parquet import KeyAccess, PruneCache, attach_bloom_filters
-from secure_bloom.parquet.read import dataset, scan
+from secure_bloom.parquet.read.api import dataset, scan
 
 KEYS = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"  # development keys only
 

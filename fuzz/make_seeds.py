@@ -22,7 +22,7 @@ from _common import BLOOM_VECTOR, CORPUS, DATA, TESTING_KEYS
 from secure_bloom.crypto.modules import ModuleType, decrypt_module, module_aad
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.tail import read_tail
+from secure_bloom.parquet.file.tail import read_tail
 
 VECTORS = sorted(p.name for p in DATA.iterdir() if p.name.endswith((".parquet", ".parquet.encrypted")))
 

@@ -386,7 +386,7 @@ class AttachVerificationError(AttachError):
 
 
 class WriteError(ParquetFileError):
-    """Writing a Parquet file with Bloom filters (:mod:`secure_bloom.parquet.write`) could not
+    """Writing a Parquet file with Bloom filters (:mod:`secure_bloom.parquet.write.writer`) could not
     complete: nothing was published (no partial file, no file without its filters)."""
 
 

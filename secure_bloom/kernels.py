@@ -4,7 +4,7 @@ Spec: Parquet BloomFilter.md (XXH64 seed 0 over the plain bytes of a value; the 
 filter). :mod:`secure_bloom.native_kernels` (``secure_bloom/_native/kernels.c``, an optional extension
 built at ``pip install``) does the work in one pass with the GIL released; where it is not built,
 or ``SECURE_BLOOM_KERNEL=numpy`` is set, each function runs the package's numpy code instead
-(:mod:`secure_bloom.values.xxh64`, :func:`secure_bloom.values.xxh64.hash_binary_arrays`,
+(:mod:`secure_bloom.xxh64`, :func:`secure_bloom.xxh64.hash_binary_arrays`,
 :class:`secure_bloom.filter.SplitBlockBloomFilter`). :data:`BACKEND` says which one is in use and
 :func:`kernel_info` why.
 
@@ -53,7 +53,7 @@ import numpy.typing as npt
 from . import sbbf_numpy
 from .errors import MalformedBitsetError, MalformedInputError
 from .extensions import load_extension
-from .values.xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
+from .xxh64 import hash_binary_arrays, xxh64_rows, xxh64_u32, xxh64_u64
 from .spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [

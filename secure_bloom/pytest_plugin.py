@@ -7,8 +7,8 @@ nothing (and imports nothing heavy: no pyarrow, no pyspark) unless its options a
            --secure-bloom-policy compliance.toml --secure-bloom-key-list-file keys.txt
 
 collects one test item per Parquet file (directories searched as ``secure-bloom audit``
-searches them, :func:`secure_bloom.parquet.discover.discover`) plus one item per path that cannot
-be searched. Each violation of the policy (:mod:`secure_bloom.parquet.policy`) fails its file's
+searches them, :func:`secure_bloom.parquet.audit.discover.discover`) plus one item per path that cannot
+be searched. Each violation of the policy (:mod:`secure_bloom.parquet.audit.policy`) fails its file's
 item with file, row group, column and code; a file that could not be checked (missing key,
 damaged, unreadable) FAILS too, never skips. One more item, ``policy-coverage``, fails when a
 rule matches no column in any of the files (a misspelt path must not pass).
@@ -16,7 +16,7 @@ rule matches no column in any of the files (a misspelt path must not pass).
 
 Keys: the CLI's options under the ``--secure-bloom-`` prefix (``key-list-file``, ``key``,
 ``aad-prefix``, ``kms-url``, ``kms-token-env``, ``kms-mount``), else ``SECURE_BLOOM_KEY_LIST`` /
-``SECURE_BLOOM_KEY_LIST_FILE`` (:func:`secure_bloom.parquet.keys.key_access_from_sources`).
+``SECURE_BLOOM_KEY_LIST_FILE`` (:func:`secure_bloom.parquet.file.keys.key_access_from_sources`).
 Key lists are deliberately not taken on the command line.
 
 Object-store URIs (``s3://bucket/prefix?endpoint_override=...``) are searched like directories:
@@ -25,7 +25,7 @@ by the URI without its options (which may hold credentials). A store that cannot
 one failing item (``STORAGE_UNAVAILABLE``), never a skip.
 
 Fixture ``secure_bloom_audit``: ``secure_bloom_audit(paths, policy=None, sensitive=())`` returns
-the :class:`~secure_bloom.parquet.audit_report.AuditReport` (keys from the options above), and
+the :class:`~secure_bloom.parquet.audit.report.AuditReport` (keys from the options above), and
 ``secure_bloom_audit.assert_compliant(paths, ...)`` fails with every violation. Helpers for
 hand-written tests: :mod:`secure_bloom.testing` (``assert_compliant``, ``assert_filter_encrypted``,
 ``assert_probe``).
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .parquet.audit_report import AuditReport
-    from .parquet.keys import KeyAccess
-    from .parquet.policy import Policy
+    from .parquet.audit.report import AuditReport
+    from .parquet.file.keys import KeyAccess
+    from .parquet.audit.policy import Policy
 
 __all__ = ["SecureBloomAuditItem", "AuditFixture", "pytest_addoption", "pytest_configure",
            "pytest_collection_modifyitems"]
@@ -87,7 +87,7 @@ class _Session:
 
     def keys(self) -> KeyAccess:
         if self._keys is None:
-            from .parquet.keys import key_access_from_sources
+            from .parquet.file.keys import key_access_from_sources
 
             opts = {name: self.config.getoption(f"secure_bloom_{name}") for name in _KEYS}
             self._keys = key_access_from_sources(
@@ -98,7 +98,7 @@ class _Session:
     def policy(self) -> Policy:
         """The policy of the options (``--secure-bloom-policy`` plus ``--secure-bloom-sensitive``)."""
         if not self._policy_loaded:
-            from .parquet.policy import ColumnRule, Policy, load_policy
+            from .parquet.audit.policy import ColumnRule, Policy, load_policy
 
             path = self.config.getoption("secure_bloom_policy")
             names = [c.strip() for group in self.config.getoption("secure_bloom_sensitive")
@@ -137,7 +137,7 @@ class SecureBloomAuditItem(pytest.Item):
 
     def __init__(self, *, target: str, problem: str | None = None, kind: str | None = None,
                  **kwargs: Any) -> None:
-        from .parquet.sources import display_uri
+        from .parquet.file.sources import display_uri
 
         super().__init__(**kwargs)
         self.target = target
@@ -149,7 +149,7 @@ class SecureBloomAuditItem(pytest.Item):
     def runtest(self) -> None:
         if self.problem is not None:
             raise AuditFailure(f"COULD NOT CHECK [{self.kind}] {self.shown}: {self.problem}")
-        from .parquet.audit import audit_file
+        from .parquet.audit.auditor import audit_file
 
         state = _state(self.config)
         result = audit_file(self.target, keys=state.keys(), policy=state.policy())
@@ -179,7 +179,7 @@ class PolicyCoverageItem(pytest.Item):
 
     def runtest(self) -> None:
         from .errors import SecureBloomError
-        from .parquet.reader import ParquetBloomReader
+        from .parquet.file.reader import ParquetBloomReader
 
         state = _state(self.config)
         policy = state.policy()
@@ -212,7 +212,7 @@ class PolicyCoverageItem(pytest.Item):
 
 def _targets(paths: Iterable[str]) -> Iterator[tuple[str, str | None, str | None]]:
     """(path, problem, kind) for every file to audit and every path that cannot be searched."""
-    from .parquet.discover import discover
+    from .parquet.audit.discover import discover
 
     for entry in discover(paths).entries:
         yield entry.path, entry.problem, entry.kind
@@ -230,7 +230,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         state.keys()
     except SecureBloomError as e:
         raise pytest.UsageError(f"secure-bloom: {e}") from None
-    from .parquet.sources import display_uri
+    from .parquet.file.sources import display_uri
 
     new: list[pytest.Item] = []
     try:

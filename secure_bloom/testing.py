@@ -46,9 +46,9 @@ from .types import PhysicalType
 if TYPE_CHECKING:
     from hypothesis import strategies as st
 
-    from .parquet.audit_report import AuditReport
-    from .parquet.keys import KeyAccess
-    from .parquet.policy import Policy
+    from .parquet.audit.report import AuditReport
+    from .parquet.file.keys import KeyAccess
+    from .parquet.audit.policy import Policy
 else:
     try:
         from hypothesis import strategies as st
@@ -71,9 +71,9 @@ def audit_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
                  policy: Policy | str | os.PathLike[str] | None, keys: KeyAccess | None = None, *,
                  sensitive: Iterable[str] = ()) -> AuditReport:
     """The audit of ``paths`` against ``policy`` (a Policy or a TOML file) and ``sensitive`` names."""
-    from .parquet.audit import audit
-    from .parquet.keys import NO_KEYS
-    from .parquet.policy import Policy, load_policy
+    from .parquet.audit.auditor import audit
+    from .parquet.file.keys import NO_KEYS
+    from .parquet.audit.policy import Policy, load_policy
 
     rules = policy if isinstance(policy, Policy) or policy is None else load_policy(policy)
     return audit(paths, list(sensitive), keys=keys if keys is not None else NO_KEYS, policy=rules)
@@ -83,7 +83,7 @@ def assert_compliant(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[
                      policy: Policy | str | os.PathLike[str] | None, keys: KeyAccess | None = None, *,
                      sensitive: Iterable[str] = ()) -> AuditReport:
     """Fail with one line per violation or could-not-check result unless every file complies."""
-    from .parquet.audit_report import Severity
+    from .parquet.audit.report import Severity
 
     report = audit_report(paths, policy, keys, sensitive=sensitive)
     if report.is_compliant:
@@ -107,10 +107,10 @@ def assert_filter_encrypted(path: str | os.PathLike[str], column: Any, keys: Key
     """Every row group of ``column`` has a Bloom filter that decrypts with the column's own key
     (not plaintext, not under the footer key unless the column itself is), under ``master_key``
     (its id in the key material) if given."""
-    from .parquet.audit import audit_file
-    from .parquet.audit_report import Status
-    from .parquet.policy import ColumnRule, FilterRequirement, Policy
-    from .parquet.reader import ParquetBloomReader
+    from .parquet.audit.auditor import audit_file
+    from .parquet.audit.report import Status
+    from .parquet.audit.policy import ColumnRule, FilterRequirement, Policy
+    from .parquet.file.reader import ParquetBloomReader
 
     with ParquetBloomReader(path, keys=keys) as reader:
         info = reader.column(column)
@@ -126,7 +126,7 @@ def assert_probe(path: str | os.PathLike[str], column: Any, value: Any, expected
                  keys: KeyAccess | None = None) -> None:
     """The row groups whose filters may hold ``value`` are exactly ``expected_row_groups``
     (a row group without a filter always may)."""
-    from .parquet.reader import ParquetBloomReader
+    from .parquet.file.reader import ParquetBloomReader
 
     with ParquetBloomReader(path, keys=keys) as reader:
         got = reader.row_groups_maybe_containing(column, value)

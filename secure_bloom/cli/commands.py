@@ -59,10 +59,10 @@ def _open_reader(path: str, keys: Any) -> Any:
 def _files_of(path: str) -> tuple[list[str], bool]:
     """(files, is_directory): a file as given, or the Parquet files under a directory or an
     object-store prefix (``s3://bucket/prefix?endpoint_override=...``, found by content as
-    locally: :func:`~secure_bloom.parquet.discover.discover`). What could not be searched is
+    locally: :func:`~secure_bloom.parquet.audit.discover.discover`). What could not be searched is
     recorded in ``_UNCHECKED``, not dropped."""
-    from ..parquet.discover import discover
-    from ..parquet.sources import is_local_source
+    from ..parquet.audit.discover import discover
+    from ..parquet.file.sources import is_local_source
 
     local = is_local_source(path)
     if local and not os.path.isdir(path):
@@ -105,7 +105,7 @@ def _each_file(path: str, work: Callable[[str], Any]) -> tuple[list[Any], bool]:
 
 def _local_output(option: str, path: str | None) -> None:
     """Report files go to the local disk: an object-store URI there is refused, by name only."""
-    from ..parquet.sources import is_store_uri
+    from ..parquet.file.sources import is_store_uri
 
     if path is not None and is_store_uri(path):
         raise CliError(f"{option} {display_uri(path)}: give a local path (write it, then upload it)",
@@ -113,7 +113,7 @@ def _local_output(option: str, path: str | None) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
-    from ..parquet.describe import describe_with_storage
+    from ..parquet.file.describe import describe_with_storage
 
     keys = key_access_from_args(args)
 
@@ -160,7 +160,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
                        ErrorKind.USAGE_ERROR)
     specs = [parse_column_spec(c) for c in args.bloom]
     keys = key_access_from_args(args)
-    from ..parquet.sources import is_store_uri
+    from ..parquet.file.sources import is_store_uri
 
     src, dst = display_uri(args.src), display_uri(args.dst)
     for given, shown in ((args.src, src), (args.dst, dst)):
@@ -217,7 +217,7 @@ def _encryption_config(args: argparse.Namespace) -> Any:
 
 def _relative(file: str, root: str) -> str:
     """The '/'-separated path of ``file`` (found under ``root``) below ``root``; URIs without options."""
-    from ..parquet.sources import is_store_uri
+    from ..parquet.file.sources import is_store_uri
 
     if is_store_uri(root):
         return file.partition("?")[0][len(root.partition("?")[0].rstrip("/")):].lstrip("/")
@@ -227,7 +227,7 @@ def _relative(file: str, root: str) -> str:
 def _destination_kind(dst: str) -> str:
     """"file", "directory" or "" (nothing there) for a local path or an object-store URI (asked
     of the store: a URI never touches the local disk)."""
-    from ..parquet.sources import is_store_uri, locate, storage_error
+    from ..parquet.file.sources import is_store_uri, locate, storage_error
 
     if not is_store_uri(dst):
         return "directory" if os.path.isdir(dst) else "file" if os.path.lexists(dst) else ""
@@ -244,8 +244,8 @@ def _destination_kind(dst: str) -> str:
 def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> tuple[list[tuple[str, str]], bool]:
     """(source file, destination file) for a file or each Parquet file under a directory (or
     prefix), and whether SRC is a directory. Destinations on an object store are URIs under
-    ``dst`` with its options (:func:`~secure_bloom.parquet.sources.join_uri`)."""
-    from ..parquet.sources import join_uri
+    ``dst`` with its options (:func:`~secure_bloom.parquet.file.sources.join_uri`)."""
+    from ..parquet.file.sources import join_uri
 
     files, is_dir = _files_of(src)
     kind = _destination_kind(dst)
@@ -266,8 +266,8 @@ def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> tuple[list[tuple[str,
 
 def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet import ParquetWriter
-    from ..parquet.arrow_source import open_arrow_file
-    from ..parquet.sources import is_store_uri
+    from ..parquet.file.arrow_source import open_arrow_file
+    from ..parquet.file.sources import is_store_uri
 
     specs = [parse_column_spec(c) for c in args.bloom]
     bloom: dict[str, dict[str, Any]] = {}
@@ -319,8 +319,8 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
-    from ..parquet.audit import audit
-    from ..parquet.policy import load_policy
+    from ..parquet.audit.auditor import audit
+    from ..parquet.audit.policy import load_policy
 
     sensitive = [c.strip() for group in args.sensitive for c in group.split(",") if c.strip()]
     if not sensitive and args.policy is None:
@@ -361,9 +361,9 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     import sys
 
-    from ..parquet.read import open_dataset, scan
-    from ..parquet.reader import ParquetBloomReader
-    from ..parquet.where import conditions_expression, parse_condition
+    from ..parquet.read.api import open_dataset, scan
+    from ..parquet.file.reader import ParquetBloomReader
+    from ..parquet.read.where import conditions_expression, parse_condition
 
     keys = key_access_from_args(args)
     _local_output("--output", args.output)
@@ -402,8 +402,8 @@ def _output_protection(args: argparse.Namespace, keys: Any, table: Any, paths: l
     or --plaintext-output, said on stderr); a refusal (exit 2) otherwise."""
     import sys
 
-    from ..parquet.protection import source_protection
-    from ..parquet.reader import ParquetBloomReader
+    from ..parquet.file.protection import source_protection
+    from ..parquet.file.reader import ParquetBloomReader
 
     with contextlib.ExitStack() as stack:
         protection = source_protection(stack.enter_context(ParquetBloomReader(p, keys, filesystem=fs)) for p in paths)
@@ -473,7 +473,7 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
 
 def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered."""
-    from ..parquet.leftovers import clean_leftovers, find_leftovers
+    from ..parquet.file.leftovers import clean_leftovers, find_leftovers
 
     directories: list[str] = []
     for path in args.paths:

@@ -1,7 +1,7 @@
 """The overall deadline of a ``secure-bloom`` command (``--deadline SECONDS``).
 
 A store that accepts connections and never answers holds a request until its filesystem's
-timeouts give up (:class:`~secure_bloom.parquet.sources.StoreTimeouts`), and a command makes many
+timeouts give up (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`), and a command makes many
 requests. So a command that names an object store runs on a worker thread, with the store
 timeouts shortened to fit its deadline, while the calling thread waits at most the deadline:
 then the result is :class:`~secure_bloom.errors.DeadlineExceededError` (``STORAGE_UNAVAILABLE``,
@@ -134,7 +134,7 @@ def run_within(seconds: float, work: Callable[[], T]) -> T:
     """``work()`` on a daemon thread (in a copy of this context, the store timeouts shortened to
     ``seconds``); its result or exception, or :class:`DeadlineExceededError` after ``seconds``
     (the thread is then left behind: :func:`abandoned`)."""
-    from ..parquet.sources import store_timeouts
+    from ..parquet.file.sources import store_timeouts
 
     deadline = Deadline(seconds)
     outcome: dict[str, Any] = {}
@@ -161,6 +161,6 @@ def run_within(seconds: float, work: Callable[[], T]) -> T:
 
 
 def _timeouts_within(seconds: float) -> Any:
-    from ..parquet.sources import DEFAULT_STORE_TIMEOUTS
+    from ..parquet.file.sources import DEFAULT_STORE_TIMEOUTS
 
     return DEFAULT_STORE_TIMEOUTS.within(seconds)

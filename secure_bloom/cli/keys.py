@@ -31,7 +31,7 @@ from .exits import UsageError
 __all__ = ["ENV_KEY_LIST", "ENV_KEY_LIST_FILE", "key_options_parent", "key_access_from_args",
            "Redactor", "REDACTED", "looks_like_key_material", "argv_key_options", "argv_key_warning"]
 
-ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"          # = secure_bloom.parquet.keys.ENV_KEY_LIST (no import: kept light)
+ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"          # = secure_bloom.parquet.file.keys.ENV_KEY_LIST (no import: kept light)
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
 REDACTED = "<redacted>"
 
@@ -116,9 +116,9 @@ def key_options_parent() -> argparse.ArgumentParser:
 
 def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
     """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options
-    (:func:`secure_bloom.parquet.keys.key_access_from_sources`)."""
+    (:func:`secure_bloom.parquet.file.keys.key_access_from_sources`)."""
     from ..errors import ConfigurationError
-    from ..parquet.keys import key_access_from_sources
+    from ..parquet.file.keys import key_access_from_sources
 
     try:
         return key_access_from_sources(

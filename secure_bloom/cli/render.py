@@ -165,7 +165,7 @@ def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
 
 def probe_summary(doc: dict[str, Any]) -> list[str]:
     """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value."""
-    from ..parquet.audit_report import format_row_groups  # lazily: keeps --help free of pyarrow
+    from ..parquet.audit.report import format_row_groups  # lazily: keeps --help free of pyarrow
 
     n = len(doc["row_groups"])
     lines = []
@@ -198,7 +198,7 @@ def probe_table(doc: dict[str, Any]) -> str:
 def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> str:
     """Probe of a directory: one line per file and value with the row groups that may hold it,
     then per value how many files and row groups can be skipped."""
-    from ..parquet.audit_report import format_row_groups
+    from ..parquet.audit.report import format_row_groups
 
     rows = []
     for doc in docs:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import KeyAccess
-from .prune_cache import PruneCache
-from .pruning_dataset import PruningDataset
-from .read import dataset
+from .file.keys import KeyAccess
+from .read.prune_cache import PruneCache
+from .read.pruning_dataset import PruningDataset
+from .read.api import dataset
 
 __all__ = ["register"]
 

@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from polars.io.plugins import register_io_source
 
-from .keys import KeyAccess
-from .prune_cache import PruneCache
-from .pruning_dataset import PruningDataset
-from .read import dataset
+from .file.keys import KeyAccess
+from .read.prune_cache import PruneCache
+from .read.pruning_dataset import PruningDataset
+from .read.api import dataset
 
 __all__ = ["scan_parquet", "scan_dataset", "arrow_predicate"]
 

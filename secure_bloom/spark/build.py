@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import InvalidValueError
 from ..filter import SplitBlockBloomFilter, optimal_num_bytes
 from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
-from ..parquet.options import size_cap
+from ..parquet.write.options import size_cap
 from ..types import PhysicalType
 from ..values.arrow import timestamps_in_unit
 

@@ -28,7 +28,7 @@ from ..spec import DEFAULT_FPP
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..parquet.keys import KeyAccess
+    from ..parquet.file.keys import KeyAccess
 
 __all__ = ["WorkerKeys", "probe_dataset", "prune_dataset", "attach_dataset", "audit_dataset", "dataset_files"]
 
@@ -55,7 +55,7 @@ class WorkerKeys:
         if self.explicit:
             parts.append(f"explicit_ids={tuple(k for k, _ in self.explicit)!r}")
         if self.transit_url:
-            from ..parquet.keys import DEFAULT_TOKEN_VARIABLES
+            from ..parquet.file.keys import DEFAULT_TOKEN_VARIABLES
 
             token_env = self.transit_token_env or " or ".join(DEFAULT_TOKEN_VARIABLES)
             parts.append(f"transit_url={self.transit_url!r}, token_env={token_env!r}")
@@ -71,7 +71,7 @@ class WorkerKeys:
 @lru_cache(maxsize=16)
 def _key_access(spec: WorkerKeys) -> KeyAccess:
     from ..kms import KeyListKms, OpenBaoTransitKms
-    from ..parquet.keys import DEFAULT_TOKEN_VARIABLES, KeyAccess
+    from ..parquet.file.keys import DEFAULT_TOKEN_VARIABLES, KeyAccess
 
     kms: Any = None
     if spec.key_list is not None:
@@ -88,7 +88,7 @@ def _key_access(spec: WorkerKeys) -> KeyAccess:
 def dataset_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
     """The Parquet files under ``paths`` (files, or directories searched recursively), sorted.
     A path that yields no file (missing, or a directory without Parquet files) is an error."""
-    from ..parquet.discover import expand_paths
+    from ..parquet.audit.discover import expand_paths
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -156,8 +156,8 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
 def _prune_file(path: str, filters: Any, keys: WorkerKeys) -> list[dict[str, Any]]:
     from ..errors import SecureBloomError, error_kind
     from ..parquet import ParquetBloomReader
-    from ..parquet.predicate import predicate_tree, to_expression
-    from ..parquet.prune import prune_reader
+    from ..parquet.read.predicate import predicate_tree, to_expression
+    from ..parquet.read.prune import prune_reader
 
     try:
         tree = predicate_tree(to_expression(filters))
@@ -175,14 +175,14 @@ def prune_dataset(spark: SparkSession, paths: Any, filters: Any, keys: WorkerKey
     """The row groups to read in every file under ``paths`` for ``filters`` (pyarrow's DNF list of
     ``(column, op, value)`` tuples, or a ``pyarrow.compute.Expression``: the syntax of
     :func:`secure_bloom.parquet.read_table`), one file per task: min/max statistics and Bloom
-    filters (encrypted or not), as :mod:`secure_bloom.parquet.prune` does it locally.
+    filters (encrypted or not), as :mod:`secure_bloom.parquet.read.prune` does it locally.
 
     One dict per file, sorted by file: ``row_groups`` to read, ``pruned_by_statistics``,
     ``pruned_by_bloom``; a file that cannot be read has ``error`` / ``error_kind`` set (never an
     empty ``row_groups``). Literals are taken in each file's own column type (no dataset schema
     on the workers); a literal that does not convert exactly prunes nothing.
     """
-    from ..parquet.predicate import to_expression
+    from ..parquet.read.predicate import to_expression
 
     expression = to_expression(filters)  # refuse bad filters on the driver, ship the Expression
     files = dataset_files(paths)
@@ -193,7 +193,7 @@ def prune_dataset(spark: SparkSession, paths: Any, filters: Any, keys: WorkerKey
 def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], fpp: float,
                  keys: WorkerKeys) -> list[dict[str, Any]]:
     from ..errors import SecureBloomError, error_kind
-    from ..parquet.attach import attach_bloom_filters
+    from ..parquet.write.attach import attach_bloom_filters
 
     rel = os.path.relpath(src, root) if os.path.isdir(root) else os.path.basename(src)
     dst = os.path.join(dst_root, rel)
@@ -222,7 +222,7 @@ def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir
 
 def _audit_file(path: str, sensitive: tuple[str, ...], allow_footer_key: bool,
                 keys: WorkerKeys) -> list[dict[str, Any]]:
-    from ..parquet.audit import audit
+    from ..parquet.audit.auditor import audit
 
     report = audit([path], list(sensitive), keys=keys.key_access(), allow_footer_key=allow_footer_key)
     data = report.to_dict() if hasattr(report, "to_dict") else report.to_json()

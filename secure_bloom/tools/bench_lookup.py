@@ -24,7 +24,7 @@ Then, in the same run, looks up present and absent keys with:
 
 Two workloads, each with every engine (the issue-22 table): ``--files`` (default 50) files of 5
 row groups (``--size-mb``, default 224 MB: 1M rows), and ``--small-files`` (default 300) small
-files of one row group each. Then the pruning alone (:func:`~secure_bloom.parquet.prune.prune_files`,
+files of one row group each. Then the pruning alone (:func:`~secure_bloom.parquet.read.prune.prune_files`,
 cold, absent key): the fast path against the reference path (``fast_path=False``) and against the
 I/O floor (the same byte ranges read with ``os.pread``, nothing else), giving the cost per file and
 per row group consulted beyond I/O (wall and CPU time: on a shared machine CPU time is the steadier
@@ -152,7 +152,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tuple[int, int | None]:
     """One lookup; ``warm``: (KeyAccess, PruneCache) reused across lookups, else a fresh KeyAccess."""
     from ..parquet import KeyAccess
-    from ..parquet.read import scan
+    from ..parquet.read.api import scan
 
     keys, cache = warm if warm is not None else (KeyAccess(kms=data["kms"]), None)
     pruned = scan(data["encrypted"], filters=[("key", "==", key)], keys=keys, count_reads=count, cache=cache)
@@ -162,8 +162,8 @@ def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tupl
 
 def _pyarrow(data: dict[str, Any], key: str, count: bool) -> tuple[int, int | None]:
     from ..parquet import KeyAccess
-    from ..parquet.read import parquet_format
-    from ..parquet.sources import CountingFileSystem, ReadCounter
+    from ..parquet.read.api import parquet_format
+    from ..parquet.file.sources import CountingFileSystem, ReadCounter
 
     counter = ReadCounter()
     fs = pafs.PyFileSystem(CountingFileSystem(pafs.LocalFileSystem(), counter)) if count else pafs.LocalFileSystem()
@@ -255,8 +255,8 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
     KeyAccess each time): the fast path, the reference path, and the I/O floor (the byte ranges
     the pruner reads, read with ``os.pread`` and nothing else); per file and per row group."""
     from ..parquet import KeyAccess, ParquetBloomReader
-    from ..parquet.predicate import predicate_tree, to_expression
-    from ..parquet.prune import prune_files, prune_reader
+    from ..parquet.read.predicate import predicate_tree, to_expression
+    from ..parquet.read.prune import prune_files, prune_reader
 
     paths = sorted(str(p) for p in Path(data["encrypted"]).iterdir())
     schema = pq.read_schema(next(Path(data["plaintext"]).iterdir()))

@@ -217,7 +217,7 @@ _REPEATS = 3
 
 def _ours(path: Path, value: str, keys: Any, cache: Any = None) -> tuple[int, Any, float]:
     """One lookup of ``ssn == value`` through secure_bloom: (rows, prune report, seconds)."""
-    from secure_bloom.parquet.read import scan
+    from secure_bloom.parquet.read.api import scan
 
     start = time.perf_counter()
     pruned = scan(path, filters=[("ssn", "==", value)], keys=keys, count_reads=True, cache=cache)
@@ -232,8 +232,8 @@ def _pyarrow_lookup(path: Path, value: str, kms: Any) -> tuple[int, int, float]:
     import pyarrow.fs as pafs
 
     from secure_bloom.parquet import KeyAccess
-    from secure_bloom.parquet.read import parquet_format
-    from secure_bloom.parquet.sources import CountingFileSystem, ReadCounter
+    from secure_bloom.parquet.read.api import parquet_format
+    from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
 
     counter = ReadCounter()
     start = time.perf_counter()
@@ -323,7 +323,7 @@ def _single_parquet(directory: Path) -> Path:
 
 
 def _audit(paths: list[Path], keys: Any) -> dict[str, Any]:
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
 
     report = audit([str(p) for p in paths], list(SENSITIVE), keys=keys)
     raw = report.to_json()
@@ -436,19 +436,18 @@ def _plot(lookups: list[dict[str, Any]], out: Path) -> str | None:
 def run_demo(out: Path, rows: int, key_list_file: str | None = None, seed: int = 7) -> dict[str, Any]:
     """Run every step; returns the report (also written to ``out/report.json``). What the JVM,
     log4j, py4j and Python warnings print goes to ``out/jvm.log``, not into the narrative."""
+    found = find_dev_key_list(key_list_file)  # a missing --key-list-file fails before anything is made
     out.mkdir(parents=True, exist_ok=True)
     with _jvm_output_to(out / "jvm.log"):
-        return _run_steps(out, rows, key_list_file, seed)
+        return _run_steps(out, rows, found, seed)
 
 
-def _run_steps(out: Path, rows: int, key_list_file: str | None, seed: int) -> dict[str, Any]:
+def _run_steps(out: Path, rows: int, found: Path | None, seed: int) -> dict[str, Any]:
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
     from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
     from secure_bloom.spark.session import clear_policy, local_spark
 
-    found = find_dev_key_list(key_list_file)
-    out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     report: dict[str, Any] = {"rows": rows, "timings_s": timings}
     key_path = found or throwaway_key_list(out)

@@ -2,7 +2,7 @@
 
 Spec: LogicalTypes.md and BloomFilter.md "Hashing of values" (SPEC_NOTES 2). By physical type
 and logical annotation of a :class:`~secure_bloom.values.column_type.ColumnType` (such as
-:class:`~secure_bloom.parquet.schema.ColumnInfo`):
+:class:`~secure_bloom.parquet.file.schema.ColumnInfo`):
 
 =====================  =====================================================================
 STRING, ENUM, JSON     ``str`` (UTF-8) or ``bytes``

@@ -2,7 +2,7 @@
 
 Spec: parquet.thrift ``SchemaElement`` (physical type, ``type_length``) and LogicalTypes.md (the
 logical annotation and its parameters). :class:`ColumnType` is a structural protocol:
-:class:`secure_bloom.parquet.schema.ColumnInfo` satisfies it, and so does any object with these
+:class:`secure_bloom.parquet.file.schema.ColumnInfo` satisfies it, and so does any object with these
 attributes, so :mod:`secure_bloom.values` never imports the file layer.
 """
 

@@ -10,7 +10,7 @@ Spec: Parquet BloomFilter.md, "Technical Approach / Hash Function" and "Hashing 
 
 Two paths, equal bit for bit: :func:`hash_value` (one value, the ``xxhash`` package) and
 :func:`hash_values` (many values, :mod:`secure_bloom.kernels`: compiled where built, else the numpy
-code of :mod:`secure_bloom.values.xxh64`). :func:`plain_arrays` hands the kernels values whose
+code of :mod:`secure_bloom.xxh64`). :func:`plain_arrays` hands the kernels values whose
 buffers already hold their plain encoding, so they are hashed (or inserted) in one pass. ``hash_values`` accepts a
 scalar, a sequence, a numpy array, or a pyarrow Array / ChunkedArray; nulls (``None``, Arrow
 nulls) are skipped, never hashed, so the result may be shorter than the input.
@@ -30,7 +30,7 @@ import xxhash
 from .. import kernels
 from ..errors import InvalidValueError
 from ..types import PhysicalType
-from .xxh64 import hash_binary_arrays
+from ..xxh64 import hash_binary_arrays
 
 __all__ = ["plain_bytes", "hash_value", "hash_values", "hash_binary_arrays", "plain_arrays"]
 

@@ -154,7 +154,7 @@ def parse_text(text: str, column: ColumnType) -> Any:
 
 
 def display_value(value: Any) -> str:
-    """The key a value gets in a :class:`~secure_bloom.parquet.reader.ProbeResult`."""
+    """The key a value gets in a :class:`~secure_bloom.parquet.file.reader.ProbeResult`."""
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):

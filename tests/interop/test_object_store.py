@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
-from secure_bloom.parquet.read import parquet_format, read_table, scan
-from secure_bloom.parquet.tail import TAIL_READ_BYTES
+from secure_bloom.parquet.read.api import parquet_format, read_table, scan
+from secure_bloom.parquet.file.tail import TAIL_READ_BYTES
 from support.parquet_files import vector_kms, write_encrypted
 from support.cli_json import cli_result
 
@@ -103,8 +103,8 @@ def test_warm_prune_on_s3_makes_only_the_identity_requests(s3: Any, stored: dict
     """With a PruneCache, a warm prune asks the store for each file's size and mtime (one HEAD)
     and reads nothing; a filesystem made again with the same options finds the same entries."""
     from secure_bloom.parquet import PruneCache
-    from secure_bloom.parquet.predicate import predicate_tree, to_expression
-    from secure_bloom.parquet.prune import prune_files
+    from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
+    from secure_bloom.parquet.read.prune import prune_files
 
     tree = predicate_tree(to_expression([("key", "==", "8000000000000000x")]))
     cache = PruneCache()
@@ -255,7 +255,7 @@ def _bytes_read_match(remote: list[int], local: list[int]) -> None:
 
 
 def test_audit_of_an_s3_prefix_matches_the_local_audit_of_the_same_files(s3: Any, mixed: dict[str, Any]) -> None:
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
 
     local = audit(str(mixed["root"]), SENSITIVE, keys=mixed["keys"])
     by_uri = audit(s3.uri(mixed["prefix"]), SENSITIVE, keys=mixed["keys"])
@@ -280,7 +280,7 @@ def test_audit_of_an_s3_prefix_matches_the_local_audit_of_the_same_files(s3: Any
 
 
 def test_audit_on_s3_reads_by_range_only_and_a_small_fraction_of_the_bytes(s3: Any, mixed: dict[str, Any]) -> None:
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
 
     s3.reset()
     report = audit(mixed["prefix"], SENSITIVE, keys=mixed["keys"], filesystem=s3.filesystem())
@@ -375,7 +375,7 @@ def test_dead_object_store_is_could_not_check_with_a_specific_error(
         s3: Any, mixed: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     from secure_bloom.cli import main
     from secure_bloom.errors import StorageUnavailableError
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
     from support.s3_server import CountingProxy
 
     host, port = s3.server_endpoint.split(":")
@@ -404,7 +404,7 @@ def test_dead_object_store_is_could_not_check_with_a_specific_error(
 
 
 def test_missing_bucket_and_missing_prefix_are_file_not_found(s3: Any, mixed: dict[str, Any]) -> None:
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
 
     report = audit([s3.uri("no-such-bucket/x"), s3.uri(f"{mixed['bucket']}/no-such-prefix")], SENSITIVE,
                    keys=mixed["keys"])

@@ -19,7 +19,7 @@ import pytest
 
 from secure_bloom.errors import FileChangedError
 from secure_bloom.parquet import PruneCache
-from secure_bloom.parquet.read import dataset, read_table, scan
+from secure_bloom.parquet.read.api import dataset, read_table, scan
 
 pytestmark = pytest.mark.s3
 

@@ -19,8 +19,8 @@ import pytest
 from secure_bloom.errors import KeyAccessDeniedError
 from secure_bloom.kms import OpenBaoTransitKms
 from secure_bloom.parquet import KeyAccess, PruneCache, write_table
-from secure_bloom.parquet.predicate import predicate_tree, to_expression
-from secure_bloom.parquet.prune import FilePrune, prune_files
+from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
+from secure_bloom.parquet.read.prune import FilePrune, prune_files
 from support.openbao_server import OpenBaoServer
 
 pytestmark = pytest.mark.kms

@@ -138,8 +138,8 @@ def test_prune_dataset_returns_the_row_groups_to_read(spark, dataset_dir, spark_
     """Same filters syntax as read_table; the holder of the value is always kept, and the result
     equals the local pruner's, file by file."""
     from secure_bloom.parquet import ParquetBloomReader
-    from secure_bloom.parquet.predicate import predicate_tree, to_expression
-    from secure_bloom.parquet.prune import prune_reader
+    from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
+    from secure_bloom.parquet.read.prune import prune_reader
     from secure_bloom.spark.dataset import dataset_files, prune_dataset
 
     col = spark_bloom_files.columns["s"]

@@ -32,7 +32,7 @@ def _create_keys(server: OpenBaoServer, *names: str) -> None:
 
 def test_python_reads_filters_spark_wrote_through_openbao(spark: Any, openbao: OpenBaoServer, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from secure_bloom.parquet.audit import audit
+    from secure_bloom.parquet.audit.auditor import audit
 
     _create_keys(openbao, "kf", "kc1", "kc2")
     monkeypatch.setenv(TOKEN_ENV, openbao.token)
@@ -67,7 +67,7 @@ def test_spark_and_parquet_java_read_filters_python_attached_with_openbao_keys(
     import pyarrow.parquet.encryption as pe
 
     from secure_bloom.kms import pyarrow_kms_client_factory
-    from secure_bloom.parquet.attach import attach_bloom_filters
+    from secure_bloom.parquet.write.attach import attach_bloom_filters
     from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
 
     _create_keys(openbao, "footer_mk", "pii_mk")

@@ -167,9 +167,9 @@ def test_credentials_in_query_options_are_never_shown(s3: Any, lake: dict[str, A
 
 def test_python_api_exceptions_reports_and_reprs_hold_no_credentials(s3: Any, lake: dict[str, Any]) -> None:
     from secure_bloom.errors import ConfigurationError
-    from secure_bloom.parquet.audit import audit
-    from secure_bloom.parquet.discover import discover
-    from secure_bloom.parquet.read import read_table
+    from secure_bloom.parquet.audit.auditor import audit
+    from secure_bloom.parquet.audit.discover import discover
+    from secure_bloom.parquet.read.api import read_table
 
     keys = KeyAccess(kms=vector_kms())
     missing = s3.uri(f"{lake['bucket']}/in/missing.parquet")

@@ -35,8 +35,8 @@ from secure_bloom.errors import AttachError, KmsUnavailableError, SecureBloomErr
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.leftovers import clean_leftovers
-from secure_bloom.parquet.attach import attach_bloom_filters
+from secure_bloom.parquet.file.leftovers import clean_leftovers
+from secure_bloom.parquet.write.attach import attach_bloom_filters
 
 COLUMNS = ["ssn", "id", "ts"]
 ROWS = 40_000  # ~1.5 MiB: several 1 MiB copy blocks, 40 chunks to filter
@@ -46,7 +46,7 @@ CHILD = textwrap.dedent("""
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess
     from secure_bloom.fileio import AtomicOutput
-    from secure_bloom.parquet import attach as attach_module
+    from secure_bloom.parquet.write import attach as attach_module
 
     src, dst, stage, when = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     counts = {}
@@ -222,7 +222,7 @@ FSIZE_CHILD = textwrap.dedent("""
     from secure_bloom.errors import SecureBloomError
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess
-    from secure_bloom.parquet.attach import attach_bloom_filters
+    from secure_bloom.parquet.write.attach import attach_bloom_filters
 
     src, dst, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead

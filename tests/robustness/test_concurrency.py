@@ -21,9 +21,9 @@ from support.robustness_support import DATA
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.cache import ExpiringCache
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.attach import attach_bloom_filters
-from secure_bloom.parquet.audit import audit
-from secure_bloom.parquet.discover import expand_paths
+from secure_bloom.parquet.write.attach import attach_bloom_filters
+from secure_bloom.parquet.audit.auditor import audit
+from secure_bloom.parquet.audit.discover import expand_paths
 
 THREADS = 8
 VALUES = {"double_field": [0.5, 1.5, 1999.5, 2000.5, -1.0], "float_field": [0.25, 1.25, 3000.25],

@@ -25,9 +25,9 @@ import pytest
 
 from secure_bloom.errors import FileChangedError, SecureBloomError, SourceChangedError
 from secure_bloom.parquet import PruneCache
-from secure_bloom.parquet.identity import PinnedFileSystem, file_identity, opened_identity
-from secure_bloom.parquet.read import dataset, read_table, scan
-from secure_bloom.parquet.reader import ParquetBloomReader
+from secure_bloom.parquet.file.identity import PinnedFileSystem, file_identity, opened_identity
+from secure_bloom.parquet.read.api import dataset, read_table, scan
+from secure_bloom.parquet.file.reader import ParquetBloomReader
 
 GROUP = 3
 OPTIONS: dict[str, Any] = {"row_group_size": GROUP, "compression": "NONE", "use_dictionary": False}
@@ -209,7 +209,7 @@ def test_without_proc_fd_the_path_is_checked_after_its_open(versions: tuple[Path
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Where /proc/self/fd is missing (not Linux), the scan opens the path and checks it again
     after the open: unchanged files read, replaced ones raise."""
-    from secure_bloom.parquet import identity
+    from secure_bloom.parquet.file import identity
 
     monkeypatch.setattr(identity, "_PROC_FD", str(versions[0].parent / "no-proc"))
     data, new = versions

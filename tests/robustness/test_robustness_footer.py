@@ -25,7 +25,7 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import (MalformedBitsetError, MalformedInputError, MalformedThriftError, NotParquetError,
                                  SecureBloomError)
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.tail import read_tail
+from secure_bloom.parquet.file.tail import read_tail
 
 _WORK = Path(tempfile.mkdtemp(prefix="secure-bloom-robustness-"))
 
@@ -176,7 +176,7 @@ def test_every_truncation_of_the_tail_is_not_parquet(name: str) -> None:
     anywhere in its last bytes is refused, whatever the read size."""
     import io
 
-    from secure_bloom.parquet.tail import TAIL_READ_BYTES
+    from secure_bloom.parquet.file.tail import TAIL_READ_BYTES
 
     data = vector(name)
     for cut in range(1, min(len(data), 300)):

@@ -211,7 +211,7 @@ def test_invocation_limit_is_exact_and_thread_safe() -> None:
 def _vector_filter() -> tuple[bytes, Any, Any, Any, int]:
     """(file bytes, chunk, its FilterLocation, its crypto context, data end) of the vector's first
     encrypted filter (bloom_filter_length set)."""
-    from secure_bloom.parquet.chunk import FilterLocation
+    from secure_bloom.parquet.file.chunk import FilterLocation
 
     with ParquetBloomReader(VECTOR, KeyAccess(explicit=TESTING_KEYS)) as reader:
         chunk = next(c for c in reader.column_chunks() if reader.filter_location(c) is not None)
@@ -230,8 +230,8 @@ def test_lying_length_of_an_encrypted_filter_is_refused_after_one_read_of_that_l
         delta: int, error: type[Exception], match: str) -> None:
     """Header and bitset modules are read together (bloom_filter_length bytes): a wrong length is
     refused before the bitset is decrypted, and never more than that length is read at once."""
-    from secure_bloom.parquet.chunk import FilterLocation
-    from secure_bloom.parquet.filter_io import read_chunk_filter
+    from secure_bloom.parquet.file.chunk import FilterLocation
+    from secure_bloom.parquet.file.filter_io import read_chunk_filter
 
     data, chunk, location, context, data_end = _vector_filter()
     lie = FilterLocation(location.offset, location.length + delta)
@@ -243,8 +243,8 @@ def test_lying_length_of_an_encrypted_filter_is_refused_after_one_read_of_that_l
 
 def test_encrypted_filter_length_beyond_the_data_region_is_refused_before_reading() -> None:
     from secure_bloom.errors import MalformedThriftError
-    from secure_bloom.parquet.chunk import FilterLocation
-    from secure_bloom.parquet.filter_io import read_chunk_filter
+    from secure_bloom.parquet.file.chunk import FilterLocation
+    from secure_bloom.parquet.file.filter_io import read_chunk_filter
 
     data, chunk, location, context, data_end = _vector_filter()
     stream = BoundedReadFile(data, limit=0)

@@ -28,7 +28,7 @@ from support.robustness_support import DATA, TESTING_KEYS, read_everything, vect
 from secure_bloom import thrift_codec
 from secure_bloom.errors import AuthenticationError, ModuleAuthenticationError, SecureBloomError
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.tail import read_tail
+from secure_bloom.parquet.file.tail import read_tail
 
 BLOOM = "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
 PLAIN_FOOTER = "encrypt_columns_plaintext_footer.parquet.encrypted"

@@ -22,7 +22,7 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedHeaderError, MalformedThriftError
 from secure_bloom.header import parse_header, parse_header_plaintext, serialize_header
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.tail import read_tail
+from secure_bloom.parquet.file.tail import read_tail
 
 M = thrift_codec.idl()
 

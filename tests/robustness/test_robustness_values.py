@@ -15,7 +15,7 @@ from support.robustness_support import examples
 
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.types import PhysicalType as P
-from secure_bloom.parquet.schema import ColumnInfo
+from secure_bloom.parquet.file.schema import ColumnInfo
 from secure_bloom.values.column import encode_value, hash_for_column, value_from_text
 
 

@@ -32,9 +32,9 @@ from secure_bloom import cli
 from secure_bloom.errors import SecureBloomError
 from secure_bloom.kms import KeyUnwrapper, KeyListKms, KeyMaterialStore, KeyMetadata, sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, PruneCache
-from secure_bloom.parquet.attach import attach_bloom_filters
-from secure_bloom.parquet.audit import audit
-from secure_bloom.parquet.read import dataset, scan
+from secure_bloom.parquet.write.attach import attach_bloom_filters
+from secure_bloom.parquet.audit.auditor import audit
+from secure_bloom.parquet.read.api import dataset, scan
 
 MASTER = {"kf": b"CANARY-footer-k1", "kc1": b"CANARY-column-k2", "kc2": b"CANARY-column-k3"}
 KEY_LIST = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in MASTER.items())

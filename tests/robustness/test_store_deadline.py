@@ -90,9 +90,9 @@ def test_deadline_zero_is_none_and_bad_values_are_usage_errors(workdir: Path) ->
 
 def test_python_api_takes_the_timeouts(blackhole: Any) -> None:
     from secure_bloom.parquet import ParquetBloomReader
-    from secure_bloom.parquet.audit import audit
-    from secure_bloom.parquet.read import read_table
-    from secure_bloom.parquet.sources import StoreTimeouts, store_timeouts
+    from secure_bloom.parquet.audit.auditor import audit
+    from secure_bloom.parquet.read.api import read_table
+    from secure_bloom.parquet.file.sources import StoreTimeouts, store_timeouts
 
     QUICK = StoreTimeouts(connect_s=0.5, request_s=0.5, attempts=1)  # one try of at most 0.5 s per request
     keys = KeyAccess(kms=vector_kms())

@@ -3,7 +3,7 @@ real file size limit (EFBIG from RLIMIT_FSIZE, as a full disk) in a child proces
 
 After every fault the directory holds nothing but what was there before (the O_TMPFILE output
 has no name until it is published). The KMS failing at each of its calls is tested in
-tests/unit/test_parquet_write.py.
+tests/unit/parquet/write/test_parquet_write.py.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from support.paths import REPO_DIR
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.sidecar import sidecar_path
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.leftovers import clean_leftovers, find_leftovers
+from secure_bloom.parquet.file.leftovers import clean_leftovers, find_leftovers
 
 CHILD = textwrap.dedent("""
     import os, resource, signal, sys
     import pyarrow.parquet.encryption as pe
     from secure_bloom.fileio import AtomicOutput
     from secure_bloom.kms import KeyListKms
-    from secure_bloom.parquet import write as write_module
+    from secure_bloom.parquet.write import writer as write_module
     from support.parquet_files import sample_table
 
     dst, stage, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -28,10 +28,10 @@ from secure_bloom import thrift_codec
 from secure_bloom.crypto.context import ChunkCryptoContext
 from secure_bloom.encrypted_filter import encrypt_bloom_filter
 from secure_bloom.filter import SplitBlockBloomFilter
-from secure_bloom.parquet.crypto_context import decrypt_column_metadata, encrypt_column_metadata
-from secure_bloom.parquet.footer import encode_footer, open_footer
-from secure_bloom.parquet.keys import KeyAccess
-from secure_bloom.parquet.tail import read_tail
+from secure_bloom.parquet.file.crypto_context import decrypt_column_metadata, encrypt_column_metadata
+from secure_bloom.parquet.file.footer import encode_footer, open_footer
+from secure_bloom.parquet.file.keys import KeyAccess
+from secure_bloom.parquet.file.tail import read_tail
 from secure_bloom.types import PhysicalType
 
 MODES = ("plaintext", "column_key", "footer_key", "tampered")

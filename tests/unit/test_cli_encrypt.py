@@ -24,8 +24,8 @@ from secure_bloom.errors import AuthenticationError, MissingKeyError
 from secure_bloom.kms import KeyListKms
 from secure_bloom.kms.pyarrow_adapter import pyarrow_kms_client_factory
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.arrow_source import open_arrow_file
-from secure_bloom.parquet.audit import audit
+from secure_bloom.parquet.file.arrow_source import open_arrow_file
+from secure_bloom.parquet.audit.auditor import audit
 from support.cli_json import cli_one
 
 KEYS = KeyAccess(kms=vector_kms())

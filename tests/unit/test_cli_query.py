@@ -10,8 +10,8 @@ import pytest
 from secure_bloom.cli import main
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
-from secure_bloom.parquet.read import read_table
-from secure_bloom.parquet.where import parse_condition
+from secure_bloom.parquet.read.api import read_table
+from secure_bloom.parquet.read.where import parse_condition
 from support.cli_json import cli_result
 from support.parquet_files import (
     TESTING_KEY_LIST,
@@ -139,7 +139,7 @@ def test_time_literal_offset_is_applied_for_utc_time_and_refused_for_local_time(
     import pyarrow as pa
 
     from secure_bloom.parquet import ColumnInfo
-    from secure_bloom.parquet.where import conditions_expression
+    from secure_bloom.parquet.read.where import conditions_expression
     from secure_bloom.types import PhysicalType
 
     table = pa.table({"t": pa.array([dt.time(9), dt.time(10), dt.time(12)], pa.time64("us"))})

@@ -12,7 +12,7 @@ import pytest
 
 from secure_bloom.cli import main
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader
-from secure_bloom.parquet.read import read_table
+from secure_bloom.parquet.read.api import read_table
 from secure_bloom.types import ChunkEncryption, FooterMode
 from support.parquet_files import (TESTING_KEY_LIST, TESTING_KEYS, sample_table, ssn, vector_kms, write_encrypted,
                                    write_uniform)

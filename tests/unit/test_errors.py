@@ -10,7 +10,7 @@ import pytest
 import secure_bloom.errors as errors
 from secure_bloom.cli.exits import EXIT_ERROR, EXIT_USAGE, CliError, UsageError, exit_code
 from secure_bloom.errors import ErrorKind, error_kind
-from secure_bloom.parquet.discover import PROBLEM_KINDS
+from secure_bloom.parquet.audit.discover import PROBLEM_KINDS
 
 # (exception, its kind, the CLI exit code): literal, so a change of classification shows here.
 KINDS: list[tuple[BaseException, str, int]] = [

@@ -22,7 +22,7 @@ from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.types import PhysicalType
 from secure_bloom.values.logical import encode_date, encode_decimal, encode_timestamp
 from secure_bloom.values.physical import hash_binary_arrays, hash_value, hash_values, plain_bytes
-from secure_bloom.values.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
+from secure_bloom.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
 
 P = PhysicalType
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

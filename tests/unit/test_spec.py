@@ -6,7 +6,7 @@ import inspect
 
 from secure_bloom import spec
 from secure_bloom.filter import optimal_num_bytes
-from secure_bloom.parquet.attach import attach_bloom_filters
+from secure_bloom.parquet.write.attach import attach_bloom_filters
 from secure_bloom.spark.build import build_bloom_filter
 
 
@@ -22,5 +22,5 @@ def test_spec_values() -> None:
 def test_the_two_size_caps_have_two_names() -> None:
     """The filter kernel may size up to the format's maximum; file writers default to parquet-java's cap."""
     assert optimal_num_bytes(10**9) == spec.SPEC_MAX_BITSET_BYTES
-    assert inspect.signature(attach_bloom_filters).parameters["max_bytes"].default == spec.WRITER_DEFAULT_MAX_BYTES
-    assert inspect.signature(build_bloom_filter).parameters["max_bytes"].default == spec.WRITER_DEFAULT_MAX_BYTES
+    assert inspect.signature(attach_bloom_filters).parameters["bloom_filter_max_bytes"].default == spec.WRITER_DEFAULT_MAX_BYTES
+    assert inspect.signature(build_bloom_filter).parameters["bloom_filter_max_bytes"].default == spec.WRITER_DEFAULT_MAX_BYTES

@@ -1,0 +1,439 @@
+"""Compliance audit: prove that no Bloom filter leaks a sensitive column.
+
+Policy (BloomFilter.md "Encryption", Encryption.md; SPEC_NOTES 4-5, 8): in every file and row
+group, each sensitive column has no Bloom filter, or a filter encrypted with that column's own
+key. Per (file, sensitive column) the audit reports :mod:`~secure_bloom.parquet.audit.report`
+codes:
+
+* ``SENSITIVE_COLUMN_NOT_ENCRYPTED``: the column's chunks have no ``crypto_metadata``;
+* ``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN``: the bytes at ``bloom_filter_offset`` parse as a
+  plaintext header + bitset although the chunk is encrypted (what arrow-rs writes). This needs
+  no key when the filter's location is visible (plaintext-footer files keep it in the redacted
+  ``meta_data``);
+* ``FILTER_UNDER_FOOTER_KEY``: the column is encrypted with the footer key, or its filter
+  authenticates under the footer key (the column key *is* the footer key, or a writer used the
+  wrong one); allowed with ``allow_footer_key``;
+* ``FILTER_UNREADABLE``: the filter fails to authenticate under the column key (and the footer
+  key) or does not parse: damaged or tampered;
+* ``ORPHANED_PLAINTEXT_FILTER``: the bytes between everything the footer references (pages,
+  page indexes, filters) hold a plaintext filter (canonical header + a bitset that fits), e.g.
+  one a tool replaced without removing; reported on every encrypted sensitive column, since no
+  reference says whose it is (:mod:`~secure_bloom.parquet.file.regions`);
+* ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name. A name that matches
+  no column in ANY file read is reported by :attr:`AuditReport.unknown_columns` (a typo must not
+  pass: the report's exit code is then 2).
+
+Files are found by :func:`~secure_bloom.parquet.audit.discover.discover` (by content, symlinks
+followed); what it could not search or read is one could-not-check result each, and the files it
+found not to be Parquet are listed in :attr:`AuditReport.skipped`.
+
+A file or chunk that cannot be examined (missing key, not Parquet, KMS down, encrypted footer
+without its key) is *could not check*, never a pass. Sensitive names match a leaf path exactly,
+or a group and all leaves under it (``address`` -> ``address.street``, ``address.zip``); failing
+that, case-insensitively (Spark's default resolution).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...encrypted_filter import read_encrypted_bloom_filter
+from ...errors import (
+    AuthenticationError,
+    ErrorKind,
+    KeyManagementError,
+    MalformedInputError,
+    SecureBloomError,
+    error_kind,
+)
+from ...filter import SplitBlockBloomFilter
+from .report import AuditReport, Code, ColumnResult, FileResult, Finding, location
+from .discover import discover
+from ...types import ChunkEncryption, FilterForm
+from ..file.chunk import ChunkInfo
+from ..file.filter_io import read_filter_storage
+from ..file.keys import NO_KEYS, KeyAccess
+from ..file.leftovers import find_leftovers
+from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
+from ..file.reader import ParquetBloomReader
+from ..file.sources import StoreTimeouts, display_source, is_local_source, storage_error, store_timeouts
+from ..file.regions import filter_extent, find_plaintext_filters, gaps, merge, metadata_regions
+
+__all__ = ["audit", "audit_file", "match_sensitive", "Progress"]
+
+#: ``progress(files_done, files_total, current_path)``, called before each file and at the end.
+Progress = Callable[[int, int, str], None]
+
+
+# --- per file ----------------------------------------------------------------------------------
+
+
+def _error_text(path: str, error: BaseException) -> str:
+    if isinstance(error, OSError) and not isinstance(error, SecureBloomError):
+        return f"{path}: {error.strerror or type(error).__name__}"
+    text = " ".join(str(error).split()) or type(error).__name__
+    if error_kind(error) is ErrorKind.INTERNAL_ERROR:
+        text = f"internal error: {type(error).__name__}: {text}"
+    return text if path in text else f"{path}: {text}"
+
+
+@dataclass
+class _Leaf:
+    """What the audit learnt about one leaf column under one rule, row group by row group."""
+
+    findings: dict[tuple[Code, str], list[int]]
+    unchecked: dict[str, list[int]]
+    filters_checked: int = 0
+
+    def find(self, code: Code, rg: int, detail: str = "") -> None:
+        self.findings.setdefault((code, detail), []).append(rg)
+
+    def cannot(self, reason: str, rg: int) -> None:
+        self.unchecked.setdefault(reason, []).append(rg)
+
+
+def _unknown_key_id(key_id: str | None) -> bool:
+    return key_id is None or key_id.startswith(("external:", "<"))
+
+
+def _keys_text(keys: Sequence[str]) -> str:
+    return ", ".join(repr(k) for k in keys)
+
+
+class _FileAuditor:
+    """Checks the leaves one rule covers in one open reader; raw filter bytes are read through
+    its handle."""
+
+    def __init__(self, reader: ParquetBloomReader, policy: Policy) -> None:
+        self.reader = reader
+        self.raw = reader.file
+        self.allow_footer_key = policy.allow_footer_key
+        footer = reader.footer
+        self.footer_key: bytes | None = footer.footer_key
+        self.file_aad: bytes | None = footer.file_aad
+        self.footer_key_id = reader.footer_key_id
+        self.data_end = reader.tail.footer_offset
+
+    def check_chunk(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule) -> None:
+        rg = chunk.row_group
+        if rule.sensitive and not chunk.encrypted:
+            detail = "it also has a plaintext Bloom filter" if chunk.has_bloom_filter else ""
+            state.find(Code.SENSITIVE_COLUMN_NOT_ENCRYPTED, rg, detail)
+        if chunk.encrypted and rule.master_keys is not None:
+            self._check_master_key(chunk, state, rule)
+        if chunk.has_bloom_filter is None:
+            state.cannot(f"its metadata is encrypted with key {chunk.key_id!r}, which is not available, "
+                         "so whether it has a Bloom filter cannot be seen", rg)
+            return
+        if not chunk.has_bloom_filter:
+            if rule.filter is FilterRequirement.REQUIRED:
+                state.find(Code.FILTER_REQUIRED_MISSING, rg)
+            return
+        if rule.filter is FilterRequirement.FORBIDDEN:
+            state.find(Code.FILTER_FORBIDDEN, rg)
+        if not chunk.encrypted:  # a plaintext column's filter: read only if its shape is checked
+            if self._shape_checks(rule):
+                state.filters_checked += 1
+                self._check_shape(chunk, state, rule, self._read_filter(chunk, state))
+            return
+        offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+        assert offset is not None
+        storage = read_filter_storage(self.raw, offset, length, self.data_end)
+        state.filters_checked += 1
+        if storage.form is FilterForm.GARBAGE:
+            state.find(Code.FILTER_UNREADABLE, rg, storage.detail)
+            return
+        if storage.form is FilterForm.PLAINTEXT:
+            state.find(Code.PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN, rg)
+            if rule.required_filter_keys is not None:
+                state.find(Code.FILTER_WRONG_MASTER_KEY, rg, "the filter is not encrypted at all")
+            return
+        self._check_encrypted(chunk, state, rule, offset, length)
+
+    @staticmethod
+    def _shape_checks(rule: ColumnRule) -> bool:
+        return rule.min_fpp is not None or rule.max_bitset_bytes is not None
+
+    def _check_master_key(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule) -> None:
+        assert rule.master_keys is not None
+        if _unknown_key_id(chunk.key_id):
+            state.cannot(f"the master key of its key {chunk.key_id!r} cannot be determined (external key "
+                         "material needs its sidecar beside the file)", chunk.row_group)
+        elif chunk.key_id not in rule.master_keys:
+            how = "the footer key's master key" if chunk.encryption is ChunkEncryption.FOOTER_KEY else "master key"
+            state.find(Code.WRONG_MASTER_KEY, chunk.row_group,
+                       f"encrypted under {how} {chunk.key_id!r}; the policy requires {_keys_text(rule.master_keys)}")
+
+    def _read_filter(self, chunk: ChunkInfo, state: _Leaf) -> SplitBlockBloomFilter | None:
+        try:
+            return self.reader.bloom_filter(chunk.row_group, chunk.column_ordinal)
+        except KeyManagementError as e:  # e.g. a withheld AAD prefix that was not supplied
+            state.cannot(" ".join(str(e).split()), chunk.row_group)
+        except (AuthenticationError, MalformedInputError):
+            state.find(Code.FILTER_UNREADABLE, chunk.row_group)
+        return None
+
+    def _check_encrypted(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, offset: int,
+                         length: int | None) -> None:
+        rg = chunk.row_group
+        if rule.sensitive and chunk.encryption is ChunkEncryption.FOOTER_KEY and not self.allow_footer_key:
+            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, "the column itself is encrypted with the footer key")
+            if not self._shape_checks(rule) and rule.required_filter_keys is None:
+                return
+        if not chunk.key_available:
+            state.cannot(f"key {chunk.key_id!r} is not available, so the encrypted filter cannot be "
+                         "authenticated", rg)
+            return
+        filter_key_id = chunk.key_id
+        try:
+            bf = self.reader.bloom_filter(rg, chunk.column_ordinal)
+        except KeyManagementError as e:  # e.g. a withheld AAD prefix that was not supplied
+            state.cannot(" ".join(str(e).split()), rg)
+            return
+        except (AuthenticationError, MalformedInputError):
+            if chunk.encryption is ChunkEncryption.COLUMN_KEY and self._opens_with_footer_key(chunk, offset, length):
+                if rule.sensitive:
+                    state.find(Code.FILTER_UNDER_FOOTER_KEY, rg,
+                               f"the column declares key {chunk.key_id!r} but its filter is encrypted with the "
+                               "footer key")
+                self._check_filter_key(chunk, state, rule, self.footer_key_id)
+            else:
+                state.find(Code.FILTER_UNREADABLE, rg)
+            return
+        if rule.sensitive and chunk.encryption is ChunkEncryption.COLUMN_KEY and not self.allow_footer_key \
+                and self._opens_with_footer_key(chunk, offset, length):
+            state.find(Code.FILTER_UNDER_FOOTER_KEY, rg, f"the column key {chunk.key_id!r} is the footer key itself")
+        self._check_filter_key(chunk, state, rule, filter_key_id)
+        self._check_shape(chunk, state, rule, bf)
+
+    def _check_filter_key(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, key_id: str | None) -> None:
+        wanted = rule.required_filter_keys
+        if wanted is None:
+            return
+        if _unknown_key_id(key_id):
+            state.cannot(f"the master key of the filter's key {key_id!r} cannot be determined", chunk.row_group)
+        elif key_id not in wanted:
+            state.find(Code.FILTER_WRONG_MASTER_KEY, chunk.row_group,
+                       f"the filter is encrypted under master key {key_id!r}; the policy requires "
+                       f"{_keys_text(wanted)}")
+
+    def _check_shape(self, chunk: ChunkInfo, state: _Leaf, rule: ColumnRule, bf: SplitBlockBloomFilter | None) -> None:
+        if bf is None:
+            return
+        rg = chunk.row_group
+        if rule.max_bitset_bytes is not None and bf.num_bytes > rule.max_bitset_bytes:
+            state.find(Code.FILTER_TOO_LARGE, rg,
+                       f"{bf.num_bytes}-byte bitset; the policy allows at most {rule.max_bitset_bytes}")
+        if rule.min_fpp is not None:
+            fpp = bf.effective_fpp()
+            if fpp < rule.min_fpp:
+                values = self._value_counts(chunk)
+                state.find(Code.FILTER_FPP_TOO_LOW, rg,
+                           f"effective fpp {fpp:.3g} (from the bits set in its {bf.num_bytes}-byte bitset{values}) "
+                           f"is below the policy's min_fpp {rule.min_fpp:g}")
+
+    def _value_counts(self, chunk: ChunkInfo) -> str:
+        """``; 1000 values, 12 distinct`` from the chunk's metadata, where it says."""
+        try:
+            meta = self.reader.column_metadata(self.reader.chunk(chunk.row_group, chunk.column_ordinal))
+        except SecureBloomError:
+            return ""
+        parts = [f"{int(meta.num_values)} values"] if meta.num_values is not None else []
+        stats = meta.statistics
+        if stats is not None and stats.distinct_count is not None:
+            parts.append(f"{int(stats.distinct_count)} distinct")
+        return f"; chunk of {', '.join(parts)}" if parts else ""
+
+    def _opens_with_footer_key(self, chunk: ChunkInfo, offset: int, length: int | None) -> bool:
+        if self.footer_key is None or self.file_aad is None:
+            return False
+        try:
+            read_encrypted_bloom_filter(self.raw, offset, self.footer_key, self.file_aad,
+                                        chunk.row_group_ordinal, chunk.column_ordinal, length=length)
+        except (AuthenticationError, MalformedInputError):
+            return False
+        return True
+
+
+def _check_orphans(reader: ParquetBloomReader, chunks: Sequence[ChunkInfo], states: Sequence[_Leaf]) -> None:
+    """ORPHANED_PLAINTEXT_FILTER on each of ``states`` (the encrypted sensitive leaves) when a
+    gap between the referenced regions holds a plaintext filter."""
+    raw = reader.file
+    data_end = reader.tail.footer_offset
+    regions = metadata_regions(reader.footer.metadata)
+    visible = [cc.meta_data for rg in reader.footer.metadata.row_groups for cc in rg.columns
+               if cc.meta_data is not None]
+    locations = {(c.bloom_filter_offset, c.bloom_filter_length) for c in chunks}
+    locations |= {(m.bloom_filter_offset, m.bloom_filter_length) for m in visible}
+    for offset, length in locations:
+        if offset is None or not 4 <= offset < data_end:
+            continue
+        extent = filter_extent(raw, offset, length, data_end)
+        regions.append(extent or (offset, offset + (length or 1)))
+    orphans, unscanned = find_plaintext_filters(raw, gaps(merge(regions), 4, data_end))
+    if orphans:
+        where = ", ".join(f"offset {o.offset} ({o.num_bytes}-byte bitset)" for o in orphans[:5])
+        detail = f"{len(orphans)} unreferenced plaintext filter(s): {where}{', ...' if len(orphans) > 5 else ''}"
+        for state in states:
+            state.findings.setdefault((Code.ORPHANED_PLAINTEXT_FILTER, detail), [])
+    if unscanned:
+        for state in states:
+            state.unchecked.setdefault(f"{unscanned} bytes no column references were not scanned for orphaned "
+                                       "plaintext filters (scan budget exceeded)", [])
+
+
+def _column_result(file: str, rule: ColumnRule, leaves: Sequence[str], states: dict[str, _Leaf]) -> ColumnResult:
+    name = rule.path
+    if not leaves:
+        return ColumnResult(column=name, findings=(Finding(Code.SENSITIVE_COLUMN_MISSING, file, name, name, ()),))
+    findings: list[Finding] = []
+    unchecked: list[str] = []
+    for leaf in leaves:
+        state = states[leaf]
+        for (code, detail), rgs in state.findings.items():
+            findings.append(Finding(code, file, name, leaf, tuple(sorted(rgs)), detail))
+        for reason, rgs in state.unchecked.items():
+            unchecked.append(f"{location(leaf, rgs)}: {reason}")
+    return ColumnResult(column=name, leaves=tuple(leaves), findings=tuple(findings),
+                        unchecked=tuple(unchecked),
+                        filters_checked=sum(states[leaf].filters_checked for leaf in leaves))
+
+
+def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, policy: Policy | None) -> Policy:
+    names = _dedupe(sensitive_columns or ())
+    if policy is None:
+        if not names:
+            raise ValueError("sensitive_columns names no column (and no policy was given)")
+        return Policy.from_sensitive(names, allow_footer_key=allow_footer_key)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a Policy (secure_bloom.parquet.audit.policy.load_policy), got {type(policy).__name__}")
+    if names:
+        policy = policy.with_rules(ColumnRule(path=name) for name in names)
+    if allow_footer_key and not policy.allow_footer_key:
+        policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
+    return policy
+
+
+def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | None = None, *,
+               keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
+               policy: Policy | None = None, filesystem: Any = None) -> FileResult:
+    """Audit one file against ``policy`` (or the sensitive names). Never raises for a problem
+    with the file: that is a could-not-check result.
+
+    ``path``: a local path, a URI (``s3://bucket/key?endpoint_override=...``) or a path on
+    ``filesystem`` (a ``pyarrow.fs`` filesystem); on an object store every read is a range read
+    (:attr:`FileResult.bytes_read` says how many bytes). The result names the file by
+    :func:`~secure_bloom.parquet.file.sources.display_source` (a URI without its options)."""
+    file = display_source(path, filesystem)
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
+    try:
+        with ParquetBloomReader(path, keys=keys, filesystem=filesystem) as reader:
+            try:
+                return _audit_reader(file, reader, rules)
+            except OSError as e:
+                raise storage_error(e, file) from None
+    except (SecureBloomError, OSError) as e:
+        return FileResult(file=file, error=_error_text(file, e), error_kind=error_kind(e))
+    except Exception as e:  # noqa: BLE001 - a bug must not turn one file into a pass or stop the audit
+        return FileResult(file=file, error=_error_text(file, e), error_kind=ErrorKind.INTERNAL_ERROR)
+
+
+def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy) -> FileResult:
+    columns = reader.columns
+    matched = {i: tuple(leaf.path for leaf in rule.matches(columns)) for i, rule in enumerate(policy.rules)}
+    states = {(i, leaf): _Leaf({}, {}) for i, leaves in matched.items() for leaf in leaves}
+    if states:
+        auditor = _FileAuditor(reader, policy)
+        chunks = reader.chunks(with_sizes=False)
+        by_leaf: dict[str, list[int]] = {}
+        for i, leaf in states:
+            by_leaf.setdefault(leaf, []).append(i)
+        conflicts = {leaf: policy.conflict(leaf) for leaf in by_leaf if len(by_leaf[leaf]) > 1}
+        for chunk in chunks:
+            for i in by_leaf.get(chunk.column, ()):
+                state = states[(i, chunk.column)]
+                if conflicts.get(chunk.column):
+                    state.cannot(str(conflicts[chunk.column]), chunk.row_group)
+                    continue
+                auditor.check_chunk(chunk, state, policy.rules[i])
+        encrypted = {c.path for c in columns if c.encrypted}
+        sensitive = [state for (i, leaf), state in states.items()
+                     if leaf in encrypted and policy.rules[i].sensitive]
+        if sensitive:
+            _check_orphans(reader, chunks, sensitive)
+    results = tuple(_column_result(file, rule, matched[i], {leaf: states[(i, leaf)] for leaf in matched[i]})
+                    for i, rule in enumerate(policy.rules))
+    params = reader.footer.params
+    return FileResult(file=file, columns=results, row_groups=reader.num_row_groups,
+                      footer_mode=str(reader.footer.mode), algorithm=None if params is None else params.algorithm,
+                      bytes_read=reader.bytes_read)
+
+
+def _dedupe(names: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for name in names:
+        name = name.strip()
+        if not name:
+            continue
+        if name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+          sensitive_columns: Iterable[str] | None = None,
+          keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
+          progress: Progress | None = None, *, policy: Policy | None = None,
+          filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> AuditReport:
+    """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
+    against ``policy`` (:func:`~secure_bloom.parquet.audit.policy.load_policy`) and/or the
+    ``sensitive_columns`` (each: sensitive, filters allowed).
+
+    ``paths`` may be object-store URIs (``s3://bucket/prefix?endpoint_override=...``), or paths
+    on ``filesystem`` (a ``pyarrow.fs`` filesystem): prefixes are listed and objects recognised
+    as locally (:func:`~secure_bloom.parquet.audit.discover.discover`), and files are read by range
+    reads only.
+
+    Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
+    fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
+    directories searched are listed in ``report.notices``. ``timeouts``
+    (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) bound each request to the stores of URI
+    ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
+    check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
+    """
+    with store_timeouts(timeouts):
+        return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem)
+
+
+def _audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sensitive_columns: Iterable[str] | None,
+           keys: KeyAccess, allow_footer_key: bool, progress: Progress | None, policy: Policy | None,
+           filesystem: Any) -> AuditReport:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = list(paths)
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
+    if not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    found = discover(paths, filesystem)
+    targets = found.entries
+    results: list[FileResult] = []
+    for done, target in enumerate(targets):
+        shown = display_source(target.path, filesystem)
+        if progress is not None:
+            progress(done, len(targets), shown)
+        if target.problem is not None:
+            results.append(FileResult(file=shown, error=f"{shown}: {target.problem}", error_kind=target.kind))
+            continue
+        results.append(audit_file(target.path, keys=keys, policy=rules, filesystem=filesystem))
+    if progress is not None:
+        progress(len(targets), len(targets), "")
+    local = [os.fspath(p) for p in paths if is_local_source(os.fspath(p), filesystem)]
+    directories = sorted({os.path.dirname(os.path.abspath(t.path)) for t in targets if t.origin in local}
+                         | {os.path.abspath(p) for p in local if os.path.isdir(p)})
+    notices = tuple(leftover.notice() for d in directories for leftover in find_leftovers(d))
+    return AuditReport(files=tuple(results), sensitive_columns=rules.names, allow_footer_key=rules.allow_footer_key,
+                       skipped=tuple((s.path, s.reason) for s in found.skipped), policy=rules if policy else None,
+                       notices=notices)

@@ -1,0 +1,156 @@
+"""What a caller brings to open encrypted Parquet files: one small frozen value, :class:`KeyAccess`.
+
+Keys are never given directly to the file layer; they are resolved from each file's
+``key_metadata`` (SPEC_NOTES 7) through :class:`secure_bloom.kms.KeyUnwrapper`:
+
+* key tools material, internal or in the ``_KEY_MATERIAL_FOR_<file>.json`` sidecar -> ``kms``;
+* a plain key id (``kf``, ``kc1``) -> ``explicit`` (:class:`~secure_bloom.kms.ExplicitKeys`);
+* ``aad_prefix`` for files written with a withheld AAD prefix (``supply_aad_prefix``).
+
+One ``KeyAccess`` is meant to be shared by the reader, ``attach``, the CLI and the audit: its
+unwrapper caches KEKs across files (``cache_lifetime_s``). ``repr`` shows which sources are set,
+never key bytes.
+
+:func:`key_access_from_sources` builds one from the sources the CLI and the pytest plugin accept
+(a key list or key-list file, explicit key specs, an OpenBao/Vault URL with its token variable),
+falling back to ``SECURE_BLOOM_KEY_LIST`` and ``SECURE_BLOOM_KEY_LIST_FILE``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ConfigurationError
+from ...kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper, OpenBaoTransitKms
+from ...kms.pyarrow_adapter import instance_factory
+
+__all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
+           "DEFAULT_TOKEN_VARIABLES"]
+
+ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
+ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
+#: Where the OpenBao/Vault token is looked for when no variable is named.
+DEFAULT_TOKEN_VARIABLES = ("VAULT_TOKEN", "BAO_TOKEN")
+
+
+@dataclass(frozen=True)
+class KeyAccess:
+    """The caller's key sources for encrypted files.
+
+    ``kms``: a :class:`~secure_bloom.kms.KmsClient`, pyarrow's factory
+    ``(KmsConnectionConfig) -> KmsClient`` (what ``write_table(kms=...)`` and
+    ``pyarrow.parquet.encryption.CryptoFactory`` take, e.g. ``lambda cfg: MyClient(cfg)``) or a
+    factory ``(kms_instance_id, kms_instance_url) -> KmsClient``; ``explicit``: key ids -> keys
+    (an :class:`ExplicitKeys` or a mapping); ``aad_prefix``: bytes or str (UTF-8).
+
+    ``allow_unverified_footer``: with keys given, a signed plaintext footer whose signing key
+    cannot be obtained is an error by default (otherwise whoever rewrites the footer's signing key
+    id could switch verification off). Set True to read such files anyway, with
+    ``footer.signature_verified`` left None: only plaintext columns and columns whose own keys are
+    available can then be read, and the footer itself is unauthenticated.
+    """
+
+    kms: Any = None
+    explicit: ExplicitKeys | None = None
+    aad_prefix: bytes | None = None
+    cache_lifetime_s: float = 600.0
+    allow_unverified_footer: bool = False
+    unwrapper: KeyUnwrapper = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        explicit = self.explicit
+        if explicit is not None and not isinstance(explicit, ExplicitKeys):
+            if not isinstance(explicit, Mapping):
+                raise TypeError("explicit must be ExplicitKeys or a mapping of key id -> key bytes")
+            object.__setattr__(self, "explicit", ExplicitKeys(explicit))
+        prefix = self.aad_prefix
+        if isinstance(prefix, str):
+            object.__setattr__(self, "aad_prefix", prefix.encode("utf-8"))
+        elif prefix is not None:
+            if not isinstance(prefix, (bytes, bytearray, memoryview)):
+                raise TypeError(f"aad_prefix must be bytes or str, got {type(prefix).__name__}")
+            object.__setattr__(self, "aad_prefix", bytes(prefix))
+        if self.unwrapper is None:
+            object.__setattr__(self, "unwrapper", KeyUnwrapper(
+                instance_factory(self.kms), explicit_keys=self.explicit, cache_lifetime_s=self.cache_lifetime_s))
+
+    @property
+    def has_keys(self) -> bool:
+        """True if any key source (KMS or explicit keys) is set."""
+        return self.kms is not None or self.explicit is not None
+
+    def retriever(self, data_file: str | os.PathLike[str], *,
+                  load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
+        """``key_metadata -> key`` for the file at ``data_file`` (finds its sidecar beside it, or
+        reads it with ``load_sidecar``: a file on an object store)."""
+        return self.unwrapper.for_file(data_file, load_sidecar=load_sidecar)
+
+    def __repr__(self) -> str:
+        return (f"KeyAccess(kms={type(self.kms).__name__ if self.kms is not None else None}, "
+                f"explicit={self.explicit!r}, aad_prefix={'set' if self.aad_prefix is not None else None}"
+                + (", allow_unverified_footer=True)" if self.allow_unverified_footer else ")"))
+
+
+#: No keys at all: plaintext files, and plaintext columns of plaintext-footer files.
+NO_KEYS = KeyAccess()
+
+
+def _key_list_text(key_list: str | None, key_list_file: str | None, kms_url: str | None,
+                   environ: Mapping[str, str]) -> str | None:
+    """The key-list text from the arguments or the environment, or None."""
+    if key_list is not None and key_list_file is not None:
+        raise ConfigurationError("give --key-list or --key-list-file, not both")
+    if key_list is not None:
+        return key_list
+    path = key_list_file
+    if path is None and kms_url is None:
+        if environ.get(ENV_KEY_LIST):
+            return environ[ENV_KEY_LIST]
+        path = environ.get(ENV_KEY_LIST_FILE) or None
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ConfigurationError(f"{path}: {e.strerror or type(e).__name__}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{path}: the key-list file is not UTF-8 text") from None
+
+
+def key_access_from_sources(*, key_list: str | None = None, key_list_file: str | None = None,
+                            key_specs: Sequence[str] = (), aad_prefix: str | None = None,
+                            kms_url: str | None = None, kms_token_env: str | None = None,
+                            kms_mount: str = "transit", environ: Mapping[str, str] | None = None) -> KeyAccess:
+    """A :class:`KeyAccess` from the key options of the CLI (and the pytest plugin).
+
+    ``key_list`` (``id:BASE64, ...``) or ``key_list_file`` -> the key-list KMS; else ``kms_url``
+    with the token in the variable ``kms_token_env`` (default ``VAULT_TOKEN``, then ``BAO_TOKEN``)
+    -> OpenBao/Vault transit; without either, ``SECURE_BLOOM_KEY_LIST`` then
+    ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are ``ID=base64:...|hex:...|text:...``.
+    :class:`~secure_bloom.errors.ConfigurationError` names what is wrong, never a secret.
+    """
+    env = os.environ if environ is None else environ
+    text = _key_list_text(key_list, key_list_file, kms_url, env)
+    if text is not None and kms_url is not None:
+        raise ConfigurationError("give either a key list or --kms-url, not both")
+    kms: Any = None
+    if text is not None:
+        kms = KeyListKms(text)
+    elif kms_url is not None:
+        token_env = (kms_token_env,) if kms_token_env else DEFAULT_TOKEN_VARIABLES
+        token = next((env[name] for name in token_env if env.get(name)), None)
+        if token is None:
+            raise ConfigurationError(
+                f"--kms-url needs a token: set the environment variable {' or '.join(token_env)}"
+                f"{'' if kms_token_env else ' (or name another with --kms-token-env)'}")
+        try:
+            kms = OpenBaoTransitKms(kms_url, token=token, mount=kms_mount)
+        except ValueError as e:
+            raise ConfigurationError(f"--kms-url: {e}") from None
+    explicit = ExplicitKeys.from_specs(list(key_specs)) if key_specs else None
+    prefix = aad_prefix.encode("utf-8") if aad_prefix is not None else None
+    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=prefix)

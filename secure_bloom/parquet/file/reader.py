@@ -1,0 +1,579 @@
+"""Read the Bloom filters of any Parquet file, encrypted or not: the one open file and its footer.
+
+Spec: BloomFilter.md "File Format", Encryption.md (SPEC_NOTES 4-6). :class:`ParquetBloomReader`
+reads the file's tail (magic, footer) when opened and afterwards only Bloom filter bytes, all
+through one handle whose reads are logged (:attr:`~ParquetBloomReader.read_ranges`). It indexes
+the column chunks (:class:`~secure_bloom.parquet.file.chunk.ColumnChunk`), resolves their keys and
+decrypts their ColumnMetaData (module type 1) on first use, so a file is readable with only the
+keys of the columns one asks about. Filter bytes are read by :mod:`.filter_io` and probed by
+:mod:`.probe`. A chunk with no filter answers "maybe" in every probe; a chunk whose key is
+missing raises :class:`MissingKeyError`, never "absent".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, cast
+
+from ...errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
+from ...fileio import RecordingFile
+from ...filter import SplitBlockBloomFilter
+from ...kms import KeyGrant, KeyMaterialStore
+from ...kms.cache import ExpiringCache
+from ...crypto.context import ChunkCryptoContext
+from ...crypto.modules import MAX_ORDINAL
+from ...types import ChunkEncryption, FilterForm, FooterMode
+from ...values import TimeZoneLike, display_value, maybe_in, query_hashes
+from .chunk import ChunkInfo, ColumnChunk, FilterLocation
+from .crypto_context import decrypt_column_metadata
+from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
+from .footer import Footer, key_id_of, master_key_of, open_footer
+from .keys import NO_KEYS, KeyAccess
+from .probe import ProbeResult, probe_filters
+from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
+from .identity import Identity, opened_identity
+from .sources import locate, open_source, read_key_material
+from .tail import TAIL_READ_BYTES, FileTail, read_tail
+
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
+
+#: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
+#: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
+#: plus the filter being read.
+DEFAULT_FILTER_CACHE_BYTES = 256 << 20
+
+
+def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Callable[[], KeyMaterialStore]:
+    """How to load the external key material of ``source`` (located: a path on ``filesystem``,
+    None for a local one, or an open stream): the sidecar beside ``key_material_file`` (a local
+    path or a URI) when given, else beside the file itself on the file's own filesystem."""
+    def load() -> KeyMaterialStore:
+        if key_material_file is not None:
+            fs, path = locate(key_material_file)
+        elif hasattr(source, "read"):
+            fs, path = None, str(getattr(source, "name", "<stream>"))
+        else:
+            fs, path = filesystem, source
+        return KeyMaterialStore.for_data_file(path) if fs is None else read_key_material(fs, path)
+    return load
+
+
+class _ColumnKey:
+    """One column key and the chunk contexts made with it: they live in one expiring cache entry,
+    so a context never outlives its key there (KeyAccess.cache_lifetime_s). No key in its repr."""
+
+    __slots__ = ("key", "contexts")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+
+    def __repr__(self) -> str:
+        return f"_ColumnKey(<{len(self.key)} bytes>, contexts={len(self.contexts)})"
+
+
+class ParquetBloomReader:
+    """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
+
+    ``path`` is a local path, a path on ``filesystem`` (a ``pyarrow.fs.FileSystem``: S3, GCS,
+    HDFS...), a URI (``s3://bucket/key``, ``file:///...``) or an open seekable binary file (not
+    closed by :meth:`close`). Every read is a range read of the bytes needed (tail, ColumnMetaData
+    is in the footer, filters): nothing else of the file is fetched.
+
+    ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
+    the plaintext columns of a plaintext-footer file need none. External key material is read
+    from the sidecar beside ``key_material_file`` (default: ``path`` itself), or is given as
+    ``key_material`` (a :class:`~secure_bloom.kms.KeyMaterialStore` not yet on disk).
+
+    Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
+    dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
+    sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
+                 filesystem: Any = None, key_material_file: str | os.PathLike[str] | None = None,
+                 filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES,
+                 key_material: KeyMaterialStore | None = None) -> None:
+        if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
+            raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
+        self.keys = keys if keys is not None else NO_KEYS
+        if not isinstance(self.keys, KeyAccess):
+            raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
+        self._lock = threading.Lock()
+        if not hasattr(path, "read"):
+            filesystem, path = locate(path, filesystem)
+        self.path, raw, owned = open_source(path, filesystem)
+        self._file = RecordingFile(raw, close_raw=owned)
+        try:
+            #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
+            #: the caller opened, or where it cannot be told): taken from the open handle.
+            self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
+            # On an object store each read is a request: the tail comes in one speculative read.
+            remote = filesystem is not None and not hasattr(path, "read")
+            self.tail: FileTail = read_tail(self.file, self.path,
+                                            speculative_bytes=TAIL_READ_BYTES if remote else 0)
+            key_file = self.path if key_material_file is None else os.fspath(key_material_file)
+            self._sidecar: Any = None
+            self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file) if key_material is None \
+                else lambda: key_material
+            self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
+                if self.keys.has_keys else None
+            self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
+            self._index_chunks()
+        except BaseException:
+            self._file.close()
+            raise
+        # Data keys are kept no longer than the KEKs they come from (KeyAccess.cache_lifetime_s)
+        # and dropped by close(): a long-lived reader does not hold them for its whole life.
+        self._column_keys: ExpiringCache[bytes, _ColumnKey] = ExpiringCache(self.keys.cache_lifetime_s)
+        # Contexts of FOOTER_KEY chunks: the footer key is held until close(), and so are they.
+        self._footer_contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+        self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
+        self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
+        self._filter_cache_bytes = filter_cache_bytes
+        self._cached_bytes = 0
+
+    # ---------------------------------------------------------------- opening
+
+    def _index_chunks(self) -> None:
+        md = self.footer.metadata
+        leaves = leaf_columns(md.schema)
+        self._chunks: list[tuple[ColumnChunk, ...]] = []
+        for i, rg in enumerate(md.row_groups):
+            if len(rg.columns) != len(leaves):
+                raise MalformedThriftError(
+                    f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
+            ordinal = rg.ordinal if rg.ordinal is not None else i
+            self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
+        columns = []
+        for leaf in leaves:
+            first = self._chunks[0][leaf.ordinal] if self._chunks else None
+            if first is not None and first.encrypted:
+                leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(self._key_metadata(first)))
+            columns.append(leaf)
+        self._columns = tuple(columns)
+
+    def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
+                          stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
+        """The chunks of one row group, checked as the footer is read (the ordinals' checks are
+        made once per row group and column, when the first encrypted chunk needs them)."""
+        chunks = []
+        ordinals_checked = False
+        for leaf, cc in zip(leaves, stored):
+            crypto = cc.crypto_metadata
+            if crypto is None:
+                encryption, kmd = ChunkEncryption.PLAINTEXT, None
+            else:
+                if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+                    encryption, kmd = ChunkEncryption.FOOTER_KEY, None
+                else:
+                    with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+                    if tuple(with_key.path_in_schema) != leaf.path_in_schema:
+                        raise MalformedThriftError(
+                            f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
+                            f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
+                    encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
+                if not ordinals_checked or leaf.ordinal > MAX_ORDINAL:
+                    self._check_ordinals(rg, ordinal, leaf)
+                    ordinals_checked = True
+            if cc.meta_data is None and (crypto is None or cc.encrypted_column_metadata is None):
+                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
+            chunks.append(ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
+                                      key_metadata=kmd, visible_metadata=cc.meta_data,
+                                      encrypted_metadata=cc.encrypted_column_metadata))
+        return tuple(chunks)
+
+    def _key_label(self, key_metadata: bytes | None) -> str:
+        """Printable key id; external key material is named by its master key from the sidecar."""
+        return key_id_of(key_metadata, self._load_sidecar)
+
+    def _load_sidecar(self) -> Any:
+        if self._sidecar is None:
+            self._sidecar = self._read_sidecar()
+        return self._sidecar
+
+    def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
+        """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a
+        footer naming others is malformed, whatever its signature or encryption vouches for."""
+        if not 0 <= ordinal <= MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: row group {rg} has ordinal {ordinal}; an encrypted file's row-group ordinals "
+                f"are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} row groups cannot be encrypted)")
+        if leaf.ordinal > MAX_ORDINAL:
+            raise MalformedThriftError(
+                f"{self.path}: column {leaf.path!r} is encrypted at leaf ordinal {leaf.ordinal}; an encrypted "
+                f"file's column ordinals are 0..{MAX_ORDINAL} (a file with more than {MAX_ORDINAL + 1} leaf "
+                "columns cannot be encrypted)")
+
+    # ---------------------------------------------------------------- context manager
+
+    def close(self) -> None:
+        """Close the file and drop every key, decrypted metadata and filter this reader holds
+        (the footer key included: :attr:`footer` keeps everything but it)."""
+        self._file.close()
+        self._column_keys.clear()
+        self._footer_contexts.clear()
+        if self.footer.footer_key is not None:
+            self.footer = dataclasses.replace(self.footer, footer_key=None)
+        self._metadata.clear()
+        self._filters.clear()
+        self._cached_bytes = 0
+
+    @property
+    def keys_held(self) -> int:
+        """How many data keys this reader holds now (the footer key and cached column keys):
+        0 after :meth:`close`, and column keys expire after ``keys.cache_lifetime_s``."""
+        return len(self._column_keys) + (self.footer.footer_key is not None)
+
+    def __enter__(self) -> ParquetBloomReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ParquetBloomReader({self.path!r}, footer={self.footer.mode}, row_groups={self.num_row_groups})"
+
+    # ---------------------------------------------------------------- the file
+
+    @property
+    def file(self) -> BinaryIO:
+        """The one open handle (read-only; every read is logged in :attr:`read_ranges`)."""
+        return cast(BinaryIO, self._file)
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        """Exactly ``n`` bytes at ``offset`` (a short read raises :class:`MalformedBitsetError`)."""
+        with self._lock:
+            return read_exact(self.file, offset, n, self.path)
+
+    @property
+    def read_ranges(self) -> tuple[tuple[int, int], ...]:
+        """Every (offset, length) read from the file so far."""
+        return tuple(self._file.ranges)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(n for _, n in self._file.ranges)
+
+    # ---------------------------------------------------------------- columns and chunks
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self._chunks)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.footer.metadata.num_rows)
+
+    @property
+    def columns(self) -> tuple[ColumnInfo, ...]:
+        return self._columns
+
+    def column(self, column: ColumnRef) -> ColumnInfo:
+        """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
+        ColumnInfo; a dotted path two leaves share raises :class:`AmbiguousColumnError`."""
+        return find_column(self._columns, column, self.path)
+
+    def chunk(self, row_group: int, column: ColumnRef) -> ColumnChunk:
+        """The chunk of ``column`` in row group ``row_group`` (its position in the footer)."""
+        info = self.column(column)
+        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
+            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
+        return self._chunks[row_group][info.ordinal]
+
+    def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
+        """Every chunk (row group by row group, leaves in order), or those of ``column``."""
+        if column is None:
+            return [chunk for row in self._chunks for chunk in row]
+        ordinal = self.column(column).ordinal
+        return [row[ordinal] for row in self._chunks]
+
+    # ---------------------------------------------------------------- keys and metadata
+
+    def _key_metadata(self, chunk: ColumnChunk) -> bytes | None:
+        """The metadata of the key ``chunk`` is encrypted with (the footer key's for FOOTER_KEY)."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            return self.footer.footer_key_metadata
+        return chunk.key_metadata
+
+    @property
+    def footer_key_id(self) -> str | None:
+        """A printable id of the footer key (its master key id, from the sidecar for external
+        material); None for a plaintext file."""
+        return self._key_label(self.footer.footer_key_metadata) if self.footer.encrypted else None
+
+    def key_id(self, chunk: ColumnChunk) -> str | None:
+        """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
+        return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
+
+    def master_key_id(self, chunk: ColumnChunk | None = None) -> str | None:
+        """The KMS master key id an encrypted chunk's key (``chunk`` None: the footer key) is
+        wrapped under; None for a plaintext chunk or file, or a bare (explicit) key id."""
+        if chunk is None:
+            return master_key_of(self.footer.footer_key_metadata, self._load_sidecar) if self.footer.encrypted else None
+        return master_key_of(self._key_metadata(chunk), self._load_sidecar) if chunk.encrypted else None
+
+    def key_for(self, chunk: ColumnChunk) -> bytes:
+        """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once
+        per key metadata; :class:`MissingKeyError` when it is not available."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            return self._footer_key(chunk)
+        return self._column_key(chunk).key
+
+    def _footer_key(self, chunk: ColumnChunk) -> bytes:
+        if self.footer.footer_key is None:
+            raise MissingKeyError(
+                f"{self.path}: column {chunk.column.path!r} is encrypted with the footer key "
+                f"{self._key_label(self.footer.footer_key_metadata)!r}, which is not available")
+        return self.footer.footer_key
+
+    def _column_key(self, chunk: ColumnChunk) -> _ColumnKey:
+        """The cache entry of a COLUMN_KEY chunk's key (the key and its chunks' contexts)."""
+        if not chunk.encrypted:
+            raise ValueError(f"{self.path}: {chunk.where} is not encrypted; it has no key")
+        kmd = bytes(chunk.key_metadata or b"")
+        retriever = self._retriever
+        if retriever is None:
+            raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                  f"{self._key_label(chunk.key_metadata)!r} and no keys were given")
+
+        def unwrap() -> _ColumnKey:
+            try:
+                return _ColumnKey(retriever(kmd))
+            except (MissingKeyError, KeyNotFoundError) as e:
+                raise MissingKeyError(f"{self.path}: column {chunk.column.path!r} needs key "
+                                      f"{self._key_label(chunk.key_metadata)!r}: {e}") from None
+
+        return self._column_keys.get_or_create(kmd, unwrap)
+
+    def key_grant(self, chunk: ColumnChunk) -> KeyGrant | None:
+        """How to recheck access to the key of an encrypted chunk this reader obtained (the
+        footer key's for FOOTER_KEY chunks); None for a plaintext chunk or a key not obtained."""
+        kmd = self._key_metadata(chunk) if chunk.encrypted else None
+        if kmd is None or self._retriever is None:
+            return None
+        return self._retriever.grant(bytes(kmd))
+
+    @property
+    def footer_grant(self) -> KeyGrant | None:
+        """How to recheck access to the footer key the footer was decrypted or verified with;
+        None when it needed none (plaintext, or read unverified)."""
+        kmd = self.footer.footer_key_metadata
+        if self.footer.footer_key is None or kmd is None or self._retriever is None:
+            return None
+        return self._retriever.grant(bytes(kmd))
+
+    def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
+        """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
+        key or the file AAD); made once per chunk and kept as long as its key."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            key, contexts = self._footer_key(chunk), self._footer_contexts
+        else:
+            entry = self._column_key(chunk)
+            key, contexts = entry.key, entry.contexts
+        at = (chunk.row_group, chunk.column.ordinal)
+        context = contexts.get(at)
+        if context is None:
+            context = contexts[at] = ChunkCryptoContext(key, self.footer.require_file_aad(),
+                                                        chunk.row_group_ordinal, chunk.column.ordinal)
+        return context
+
+    def key_available(self, chunk: ColumnChunk) -> bool:
+        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
+        if not chunk.encrypted:
+            return True
+        try:
+            self.key_for(chunk)
+            return True
+        except MissingKeyError:
+            return False
+
+    def _decrypted_metadata(self, chunk: ColumnChunk) -> tuple[Any, bytes | None]:
+        if chunk.encrypted_metadata is None:
+            return chunk.visible_metadata, None
+        at = (chunk.row_group, chunk.column_ordinal)
+        found = self._metadata.get(at)
+        if found is None:
+            meta, thrift = decrypt_column_metadata(self._thrift().ColumnMetaData, chunk.encrypted_metadata,
+                                                   self.crypto_context(chunk), what=f"ColumnMetaData of {chunk.where}")
+            found = self._metadata[at] = (meta, thrift)
+        return found
+
+    def column_metadata(self, chunk: ColumnChunk) -> Any:
+        """The chunk's full ColumnMetaData (Thrift object), decrypted on first use if it is stored
+        encrypted; :class:`MissingKeyError` without its key."""
+        return self._decrypted_metadata(chunk)[0]
+
+    def column_metadata_thrift(self, chunk: ColumnChunk) -> bytes | None:
+        """The exact decrypted Thrift of an encrypted ColumnMetaData (None when not encrypted)."""
+        return self._decrypted_metadata(chunk)[1]
+
+    def metadata_readable(self, chunk: ColumnChunk) -> bool:
+        """Whether :meth:`column_metadata` can be asked without a missing key or file AAD."""
+        if chunk.encrypted_metadata is None or (chunk.row_group, chunk.column_ordinal) in self._metadata:
+            return True
+        return self.key_available(chunk) and self.footer.file_aad is not None
+
+    @staticmethod
+    def _thrift() -> Any:
+        from ... import thrift_codec
+
+        return thrift_codec.idl()
+
+    def filter_location(self, chunk: ColumnChunk) -> FilterLocation | None:
+        """Where the chunk's filter lies (from its full ColumnMetaData); None without one."""
+        return FilterLocation.of(self.column_metadata(chunk))
+
+    # ---------------------------------------------------------------- filters
+
+    def _cache_key(self, chunk: ColumnChunk, location: FilterLocation) -> tuple[str, int, int | None]:
+        """Plaintext filters are keyed by location (shared bytes, one copy); encrypted ones by chunk."""
+        if chunk.encrypted:
+            return FilterForm.ENCRYPTED, chunk.row_group, chunk.column_ordinal
+        return FilterForm.PLAINTEXT, location.offset, location.length
+
+    def _remember(self, key: tuple[str, int, int | None], bf: SplitBlockBloomFilter) -> None:
+        size = bf.num_bytes
+        if size > self._filter_cache_bytes:
+            return
+        while self._filters and self._cached_bytes + size > self._filter_cache_bytes:
+            _, old = self._filters.popitem(last=False)
+            self._cached_bytes -= old.num_bytes
+        self._filters[key] = bf
+        self._cached_bytes += size
+
+    def bloom_filter(self, row_group: int, column: ColumnRef) -> SplitBlockBloomFilter | None:
+        """The chunk's filter, decrypted if needed; None if the chunk has none."""
+        chunk = self.chunk(row_group, column)
+        location = self.filter_location(chunk)
+        if location is None:
+            return None
+        check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+        cache_key = self._cache_key(chunk, location)
+        with self._lock:
+            cached = self._filters.get(cache_key)
+            if cached is not None:
+                self._filters.move_to_end(cache_key)
+                return cached
+            context = self.crypto_context(chunk) if chunk.encrypted else None
+            bf = read_chunk_filter(self.file, chunk, location, data_end=self.tail.footer_offset, path=self.path,
+                                   context=context)
+            self._remember(cache_key, bf)
+        return bf
+
+    def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
+        """numBytes of the chunk's filter from its header alone (the bitset is neither read nor
+        kept; an encrypted header is authenticated); None without a filter."""
+        location = self.filter_location(chunk)
+        if location is None:
+            return None
+        check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+        with self._lock:
+            cached = self._filters.get(self._cache_key(chunk, location))
+            if cached is not None:
+                return cached.num_bytes
+            context = self.crypto_context(chunk) if chunk.encrypted else None
+            return read_chunk_filter_num_bytes(self.file, chunk, location, data_end=self.tail.footer_offset,
+                                               path=self.path, context=context)
+
+    def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
+        """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and
+        authenticates it, if encrypted) to report its size; bitsets are not read."""
+        return [self.chunk_info(chunk, with_sizes=with_sizes) for chunk in self.column_chunks()]
+
+    def chunk_info(self, chunk: ColumnChunk, *, with_sizes: bool = True) -> ChunkInfo:
+        """:class:`ChunkInfo` of one chunk; a chunk whose metadata or filter cannot be read
+        reports why in ``filter_error`` instead of raising."""
+        available = self.key_available(chunk)
+        error = None
+        try:
+            meta = self.column_metadata(chunk) if self.metadata_readable(chunk) else chunk.visible_metadata
+        except SecureBloomError as e:
+            meta, error = chunk.visible_metadata, f"{type(e).__name__}: {e}"
+        location = FilterLocation.of(meta)
+        num_bytes = None
+        if location is not None and with_sizes and available and error is None:
+            try:
+                num_bytes = self.filter_num_bytes(chunk)
+            except SecureBloomError as e:
+                error = f"{type(e).__name__}: {e}"
+        return ChunkInfo(
+            row_group=chunk.row_group, row_group_ordinal=chunk.row_group_ordinal, column=chunk.column.path,
+            column_ordinal=chunk.column_ordinal, encrypted=chunk.encrypted, encryption=chunk.encryption,
+            key_id=self.key_id(chunk), key_available=available,
+            has_bloom_filter=None if meta is None else location is not None,
+            bloom_filter_offset=None if location is None else location.offset,
+            bloom_filter_length=None if location is None else location.length,
+            filter_num_bytes=num_bytes, filter_error=error)
+
+    # ---------------------------------------------------------------- probes
+
+    def probe(self, column: ColumnRef, values: Iterable[Any] | Any, *,
+              labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
+        """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
+
+        Query semantics (:func:`~secure_bloom.parquet.values.query_hashes`): 0.0 finds -0.0 too,
+        a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
+        unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
+        default each value's text. One answer per value, in order, duplicates kept.
+        """
+        info = self.column(column)
+        if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+            values = [values]
+        values = list(values)
+        queries = [query_hashes(v, info, timezone=timezone) for v in values]
+        shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
+        filters = ((chunk.row_group, self.bloom_filter(chunk.row_group, info.ordinal), chunk.encrypted)
+                   for chunk in self.column_chunks(info))
+        return probe_filters(self.path, info.path, filters, queries, shown)
+
+    def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
+                                    timezone: TimeZoneLike | None = None) -> list[int]:
+        """Row groups whose filter may hold ``value`` (every group without a filter is included);
+        query semantics as :meth:`probe`."""
+        info = self.column(column)
+        query = [query_hashes(value, info, timezone=timezone)]
+        return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
+
+    def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
+        """(row group, filter or None) for every row group of ``column``."""
+        info = self.column(column)
+        for rg in range(self.num_row_groups):
+            yield rg, self.bloom_filter(rg, info.ordinal)
+
+    # ---------------------------------------------------------------- describe
+
+    def describe(self, *, with_sizes: bool = True) -> dict[str, Any]:
+        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks."""
+        footer = self.footer
+        md = footer.metadata
+        signature = None
+        if footer.mode is FooterMode.SIGNED:
+            signature = "verified" if footer.signature_verified else "unverified"
+        chunks = self.chunks(with_sizes=with_sizes)
+        row_groups = []
+        for i, rg in enumerate(md.row_groups):
+            row_groups.append({"row_group": i, "num_rows": int(rg.num_rows),
+                               "total_byte_size": int(rg.total_byte_size),
+                               "chunks": [c.to_dict() for c in chunks if c.row_group == i]})
+        return {
+            "file": self.path,
+            "file_size": self.tail.file_size,
+            "footer": {
+                "mode": footer.mode,
+                "length": len(self.tail.footer),
+                "encryption": footer.params.to_dict() if footer.params is not None else None,
+                "footer_key_id": self._key_label(footer.footer_key_metadata) if footer.encrypted else None,
+                "footer_key_available": footer.footer_key is not None if footer.encrypted else None,
+                "signature": signature,
+            },
+            "created_by": md.created_by,
+            "num_rows": int(md.num_rows),
+            "num_row_groups": self.num_row_groups,
+            "columns": [c.to_dict() for c in self._columns],
+            "row_groups": row_groups,
+        }

@@ -1,0 +1,109 @@
+"""The tail of a Parquet file: magic bytes, footer length, and the footer bytes.
+
+Spec: Parquet format "File Layout" and Encryption.md "Encrypted footer mode" (SPEC_NOTES 5)::
+
+    PAR1 | ... | FileMetaData [| 28-byte signature] | len (4 LE) | PAR1     plaintext footer
+    PARE | ... | FileCryptoMetaData | footer module | len (4 LE) | PARE     encrypted footer
+
+``len`` counts the footer bytes between the data and itself. The checks are strict: a file shorter
+than two magics and a length, a wrong or mismatched magic, or a length pointing before the leading
+magic raise :class:`NotParquetError`. Reading touches only the first 4 and the last
+``len + 8`` bytes (never a data page, however small the file), unless a speculative read of the
+file's end is asked for (object stores: one request instead of two).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ...errors import NotParquetError
+
+__all__ = ["PLAIN_MAGIC", "ENCRYPTED_MAGIC", "FileTail", "read_tail", "MAX_FOOTER_BYTES", "TAIL_READ_BYTES"]
+
+PLAIN_MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
+_MAGIC_LEN = 4
+_LEN_FIELD = 4
+_MIN_FILE = 2 * _MAGIC_LEN + _LEN_FIELD
+#: A footer larger than this is refused before it is read (real footers are KiB to a few MiB).
+MAX_FOOTER_BYTES = 256 << 20
+#: Bytes of a file's end read at once on object stores (Arrow C++ reads 64 KiB too): most footers
+#: are smaller, and one request costs far more than 64 KiB of transfer.
+TAIL_READ_BYTES = 64 << 10
+
+
+@dataclass(frozen=True)
+class FileTail:
+    """Where the footer is and its bytes.
+
+    ``footer_offset`` is the file offset of the first footer byte (FileMetaData, or
+    FileCryptoMetaData in encrypted-footer mode); everything before it is the file's data region.
+    """
+
+    path: str
+    file_size: int
+    encrypted_footer: bool
+    footer_offset: int
+    footer: bytes
+
+    @property
+    def magic(self) -> bytes:
+        return ENCRYPTED_MAGIC if self.encrypted_footer else PLAIN_MAGIC
+
+    def __repr__(self) -> str:
+        return (f"FileTail(path={self.path!r}, file_size={self.file_size}, "
+                f"encrypted_footer={self.encrypted_footer}, footer_offset={self.footer_offset}, "
+                f"footer_bytes={len(self.footer)})")
+
+
+def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
+    f.seek(offset)
+    data = f.read(n)
+    if len(data) != n:
+        raise NotParquetError(f"short read: wanted {n} bytes at offset {offset}, got {len(data)}")
+    return data
+
+
+def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, speculative_bytes: int = 0) -> FileTail:
+    """Validate the magics and footer length of the seekable file ``f`` and return its tail.
+
+    ``speculative_bytes`` (for object stores, where each read is a request: e.g.
+    :data:`TAIL_READ_BYTES`, as Arrow C++ reads) reads that much of the file's end at once
+    (the whole file if it is smaller): length, magic and, for most files, the whole footer
+    (FileCryptoMetaData included) in one request, then only a longer footer's missing front.
+    By default the length and magic are read, then exactly the footer. The leading magic is a
+    4-byte read of its own unless the whole file was read."""
+    name = os.fspath(path)
+    size = f.seek(0, os.SEEK_END)
+    if size < _MIN_FILE:
+        raise NotParquetError(f"{name}: {size} bytes, too short for a Parquet file (at least {_MIN_FILE})")
+    window = max(_MAGIC_LEN + _LEN_FIELD, speculative_bytes)
+    if size <= window:
+        buf = _read_at(f, 0, size)
+        head = buf[:_MAGIC_LEN]
+    else:
+        head = _read_at(f, 0, _MAGIC_LEN)
+        buf = _read_at(f, size - window, window)
+    magic = buf[-_MAGIC_LEN:]
+    if magic not in (PLAIN_MAGIC, ENCRYPTED_MAGIC):
+        raise NotParquetError(f"{name}: bad trailing magic {magic!r}, expected b'PAR1' or b'PARE'")
+    if head != magic:
+        raise NotParquetError(f"{name}: leading magic {head!r} does not match trailing magic {magic!r}")
+    (length,) = struct.unpack_from("<I", buf, len(buf) - _MAGIC_LEN - _LEN_FIELD)
+    available = size - _MIN_FILE
+    if length == 0 or length > available:
+        raise NotParquetError(
+            f"{name}: footer length {length} does not fit the {available} bytes between the magics")
+    if length > MAX_FOOTER_BYTES:
+        raise NotParquetError(f"{name}: footer length {length} exceeds the {MAX_FOOTER_BYTES}-byte limit")
+    footer_offset = size - _MAGIC_LEN - _LEN_FIELD - length
+    held = len(buf) - _MAGIC_LEN - _LEN_FIELD  # footer bytes the tail read already holds (its end)
+    if length <= held:
+        footer = buf[held - length:held]
+    else:
+        footer = _read_at(f, footer_offset, length - held) + buf[:held]
+    return FileTail(path=name, file_size=size, encrypted_footer=magic == ENCRYPTED_MAGIC,
+                    footer_offset=footer_offset, footer=bytes(footer))

@@ -1,0 +1,354 @@
+"""Read by key: pyarrow reads of Parquet files that skip the row groups a filter rules out.
+
+:func:`read_table` has the shape of ``pyarrow.parquet.read_table`` and returns exactly the rows
+pyarrow's own filtered read returns: the row groups are pruned first (:mod:`.prune`: min/max
+statistics, then Bloom filters for ``==`` / ``in``, encrypted or not), then pyarrow scans the
+surviving row groups with the same filter. :func:`dataset` returns that restricted
+``pyarrow.dataset.Dataset`` (filter attached) for Polars (``polars.scan_pyarrow_dataset``),
+DuckDB (``duckdb.from_arrow``) or any other Arrow consumer. :func:`scan` gives both, plus the
+:class:`~secure_bloom.parquet.read.prune.PruneReport`.
+
+Partitions: a filter on a partition field is decided per file on its partition value, as
+pyarrow's dataset decides it (:mod:`.partitions`), never on a same-named column inside the file.
+Changed files: the restricted dataset scans only the file versions its row groups were chosen
+from (:mod:`.identity`); one modified or replaced since pruning is
+:class:`~secure_bloom.errors.FileChangedError` when pyarrow opens it.
+
+Sources: a file, a directory (hive partitions: ``year=2024/``), a list of files, or a URI
+(``s3://``, ``gs://`` where pyarrow has that filesystem, ``file://``), or paths on a given
+``pyarrow.fs`` filesystem (``S3FileSystem(endpoint_override=...)``). Only footers, the Bloom
+filters asked for and the surviving row groups' column chunks are fetched.
+
+Encrypted files are decrypted by pyarrow with the same KMS client as ours (``keys.kms``, through
+:mod:`secure_bloom.kms.pyarrow_adapter` and pyarrow's key tools) when they hold key tools material
+(what parquet-java, Spark and pyarrow write). Files that path cannot open - key metadata that is a
+bare key id (``keys.explicit``), or a withheld AAD prefix (``keys.aad_prefix``) - are scanned with
+the footer key our key access resolved while pruning, given to pyarrow per file
+(``create_decryption_properties``: one ParquetFileFormat per such file, fragments of one
+dataset). pyarrow takes a single key that way (uniform encryption): a surviving file whose columns
+to read have keys of their own is :class:`~secure_bloom.errors.UnsupportedParquetFeatureError`
+before anything is scanned (:func:`~secure_bloom.parquet.file.arrow_source.direct_decryption_properties`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet.encryption as pe
+
+from ...errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
+from ...kms.client import is_kms_client
+from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
+from ...types import ChunkEncryption, FooterMode
+from ..file.arrow_source import direct_decryption_properties, pyarrow_kms_opens
+from ..file.keys import KeyAccess
+from ..file.identity import PinnedFileSystem
+from .partitions import partition_tree
+from .predicate import Node, columns_of, predicate_tree, to_expression
+from .prune import FilePrune, PruneReport, prune_files
+from .prune_cache import PruneCache
+from .pruning_dataset import PruningDataset
+from ..file.reader import ParquetBloomReader
+from ..file.sources import CountingFileSystem, ReadCounter, Resolved, StoreTimeouts, display_path, resolve, storage_error
+
+__all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
+           "file_format"]
+
+
+def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
+    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set."""
+    if keys is None or keys.kms is None:
+        return ds.ParquetFileFormat()
+    kms = keys.kms
+    if is_kms_client(kms) or takes_connection_config(kms):
+        factory = pyarrow_kms_client_factory(kms)
+    else:
+        factory = pyarrow_kms_client_factory(lambda config: kms(config.kms_instance_id, config.kms_instance_url))
+    config = ds.ParquetDecryptionConfig(
+        pe.CryptoFactory(factory), pe.KmsConnectionConfig(),
+        pe.DecryptionConfiguration(cache_lifetime=dt.timedelta(seconds=keys.cache_lifetime_s)))
+    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_config=config))
+
+
+def _direct_format(decryption: Any) -> ds.ParquetFileFormat:
+    """pyarrow's Parquet format for one file, holding that file's decryption properties."""
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
+
+
+def _reads_leaf(path_in_schema: tuple[str, ...], columns: Sequence[str] | None) -> bool:
+    """Whether reading ``columns`` (top-level names or dotted paths; None: all) reads this leaf."""
+    if columns is None:
+        return True
+    dotted = ".".join(path_in_schema)
+    return any(c == path_in_schema[0] or c == dotted or dotted.startswith(c + ".") for c in columns)
+
+
+def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.ParquetFileFormat,
+                columns: Sequence[str] | None = None) -> ds.ParquetFileFormat:
+    """The format pyarrow scans the open file with: ``shared`` (plaintext, or pyarrow's KMS path)
+    or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
+    are what the scan reads, filter columns included: the columns that need keys of their own
+    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    footer = reader.footer
+    if footer.mode is FooterMode.PLAINTEXT:
+        return shared
+    own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
+    if pyarrow_kms_opens(footer, [c.key_metadata for c in own_keys]):
+        return shared
+    read = [c for c in own_keys if _reads_leaf(c.column.path_in_schema, columns)]
+    return _direct_format(direct_decryption_properties(
+        footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
+        columns=list(dict.fromkeys(c.column.path for c in read))))
+
+
+@dataclass
+class PrunedScan:
+    """The surviving row groups as a dataset, the filter, and what pruning did."""
+
+    dataset: ds.Dataset
+    expression: Any
+    tree: Node
+    report: PruneReport
+    counter: ReadCounter | None = None
+    columns: tuple[str, ...] | None = None
+
+    def to_table(self, columns: Sequence[str] | None = None, *, use_threads: bool = True) -> pa.Table:
+        """The matching rows (pyarrow applies the exact filter); fills ``report.rows`` and, when
+        reads are counted, ``report.data_bytes_read``. ``columns`` defaults to the scan's; a
+        scan made for some columns (``scan(columns=...)``) reads only those."""
+        if columns is None:
+            columns = self.columns
+        elif self.columns is not None and not set(columns) <= set(self.columns):
+            raise ValueError(f"this scan was made for the columns {list(self.columns)}, not "
+                             f"{sorted(set(columns) - set(self.columns))}: pass them to scan(columns=...)")
+        table = self.dataset.to_table(columns=list(columns) if columns is not None else None,
+                                      filter=self.expression, use_threads=use_threads)
+        self.report.rows = table.num_rows
+        if self.counter is not None:
+            self.report.data_bytes_read = self.counter.bytes
+            self.report.data_requests = self.counter.requests
+        return table
+
+
+def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
+                      keys: KeyAccess | None) -> ds.ParquetFileFormat | None:
+    """A format that opens the footer of the first file pyarrow inspects for the schema, when
+    pyarrow's KMS path cannot (explicit key ids, a withheld AAD prefix); None when that is not
+    why the inspection failed."""
+    if keys is None or (not keys.has_keys and keys.aad_prefix is None):
+        return None
+    first = _first_file(target, fs, partitioning)
+    if first is None:
+        return None
+    with ParquetBloomReader(first, keys, filesystem=fs) as reader:
+        shared = ds.ParquetFileFormat()
+        fmt = file_format(reader, keys, shared, columns=())  # the footer only: the schema
+    return None if fmt is shared else fmt
+
+
+def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | None:
+    """The first file pyarrow would inspect for the schema (listed, not opened)."""
+    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
+                         schema=pa.schema([]))
+    first = next(iter(listing.get_fragments()), None)
+    return first.path if first is not None else None
+
+
+def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
+              partitioning: Any, timeouts: StoreTimeouts | None = None,
+              ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+    """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
+    scans read through, and the format shared by the files pyarrow opens with ``keys.kms``."""
+    resolved = resolve(source, filesystem, timeouts)
+    try:
+        return _open_base(resolved, keys, counter, partitioning)
+    except OSError as e:  # a store that cannot be reached says so (STORAGE_UNAVAILABLE)
+        error = storage_error(e, display_path(None if resolved.local else resolved.filesystem, resolved.paths[0]))
+        if error is e:
+            raise
+        raise error from None
+
+
+def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+    fs = resolved.filesystem
+    scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
+    fmt = parquet_format(keys)
+    single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
+    target = resolved.paths[0] if single_dir else list(resolved.paths)
+    parts = partitioning if single_dir else None
+    try:
+        base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
+    except (pa.ArrowInvalid, OSError) as e:
+        if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
+            raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
+        inspect = _discovery_format(target, fs, parts, keys)
+        if inspect is not None:
+            base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
+        elif "decryption" in str(e) and (keys is None or keys.kms is None):
+            first = _first_file(target, fs, parts)
+            if first is not None:  # our reader says which key is missing, as the CLI does
+                with ParquetBloomReader(first, keys, filesystem=fs):
+                    pass
+            raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
+                                  "client their key material was wrapped with (or explicit=... for key ids)") from None
+        else:
+            raise
+    return base, fs, scan_fs, fmt
+
+
+def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any = None,
+                 partitioning: Any = "hive", timeouts: StoreTimeouts | None = None,
+                 ) -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
+    """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
+    fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
+    opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
+    base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning, timeouts)
+    return base, fs
+
+
+def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
+         count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
+         partitioning: Any = "hive", columns: Sequence[str] | None = None,
+         cache: PruneCache | None = None, timeouts: StoreTimeouts | None = None) -> PrunedScan:
+    """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
+    restricted dataset. ``count_reads`` routes pyarrow's reads through a
+    :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
+    ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
+    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
+    ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
+    filters of unchanged files are then not read again; pyarrow still lists the files and reads
+    the first footer for the schema). ``partitioning`` (a directory source only; pyarrow's
+    argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
+    a filter on a partition field is decided per file on the file's partition value, as pyarrow
+    decides it (:mod:`.partitions`), never on a column of that name inside the file.
+
+    The restricted dataset scans only the file versions its row groups were chosen from: a file
+    modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
+    when pyarrow opens it (:mod:`.identity`), never reads another version's row groups.
+
+    ``timeouts``: a :class:`~secure_bloom.parquet.file.sources.StoreTimeouts` for the filesystem of a
+    URI ``source`` (default: those of ``store_timeouts``)."""
+    if keys is not None and not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of column names, not a str")
+    counter = ReadCounter() if count_reads else None
+    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
+    expression = to_expression(filters)
+    restricted, tree, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                        threads=threads, progress=progress, cache=cache, counter=counter)
+    return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
+
+
+# ---- restrict: one pruning of a discovered dataset (shared with .pruning_dataset) ----
+
+
+def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+             expression: Any, *, keys: KeyAccess | None, columns: Sequence[str] | None = None,
+             threads: int | None = None, progress: bool | None = None,
+             cache: PruneCache | None = None,
+             counter: ReadCounter | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
+    """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
+    match, as a dataset read through a filesystem that pins each file's pruned version (and
+    counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
+    columns the scan reads: see :func:`scan`."""
+    tree = predicate_tree(expression, base.schema)
+    every = list(base.get_fragments())
+    try:
+        kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+    except pa.ArrowInvalid as e:
+        missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
+        if missing is None:
+            raise
+        raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
+                                  f"(columns: {', '.join(base.schema.names)})") from None
+    read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
+    formats: dict[str, ds.ParquetFileFormat] = {}
+
+    def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
+        if result.row_groups:  # only the files scanned need pyarrow to decrypt them
+            formats[path] = file_format(reader, keys, fmt, read)
+
+    trees = [partition_tree(tree, frag.partition_expression, base.schema) for frag in kept]
+    pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
+    # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
+    identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
+                  if result.row_groups and result.identity is not None}
+    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
+    fragments = [formats[frag.path].make_fragment(
+                     frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
+                     row_groups=list(result.row_groups), file_size=result.file_size)
+                 for frag, result in zip(kept, pruned) if result.row_groups]
+    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
+    report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
+                         cache=cache.stats if cache is not None else None)
+    return restricted, tree, report
+
+
+# ---- end restrict ----
+
+
+#: pyarrow's own decryption arguments, and what to give secure_bloom instead.
+_PYARROW_DECRYPTION = ("decryption_properties", "decryption_config", "crypto_factory", "kms_connection_config")
+
+
+def _refuse_pyarrow_options(function: str, options: dict[str, Any]) -> None:
+    """A clear TypeError for pyarrow's decryption arguments (and any other unknown one)."""
+    for name in options:
+        if name in _PYARROW_DECRYPTION:
+            raise TypeError(f"{function}({name}=...) is pyarrow's: give keys=KeyAccess(kms=...) (a KMS client or "
+                            "pyarrow KmsClient factory; explicit={key id: key} for bare key ids) and secure_bloom "
+                            "decrypts the data and the Bloom filters with it")
+    if options:
+        raise TypeError(f"{function}() got an unexpected keyword argument {next(iter(options))!r}")
+
+
+def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: Any = None,
+               keys: KeyAccess | None = None, filesystem: Any = None, use_threads: bool = True,
+               cache: PruneCache | None = None, partitioning: Any = "hive",
+               timeouts: StoreTimeouts | None = None, **pyarrow_options: Any) -> pa.Table:
+    """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
+    groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
+    a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
+    partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`.
+    pyarrow's ``decryption_properties=`` is refused with a pointer to ``keys=``."""
+    _refuse_pyarrow_options("read_table", pyarrow_options)
+    return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
+                columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
+
+
+def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,
+            cache: PruneCache | None = None, partitioning: Any = "hive", threads: int | None = None,
+            progress: bool = False, timeouts: StoreTimeouts | None = None,
+            **pyarrow_options: Any) -> PruningDataset:
+    """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
+    row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
+    ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
+    the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
+    pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
+    (``Dataset.filter``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`; a cache is
+    useful here, since every scan prunes."""
+    _refuse_pyarrow_options("dataset", pyarrow_options)
+    if keys is not None and not isinstance(keys, KeyAccess):
+        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    base, fs, _, fmt = _discover(source, keys, filesystem, None, partitioning, timeouts)
+
+    def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:
+        restricted, _, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                         threads=threads, progress=progress, cache=cache)
+        return restricted, report
+
+    expression = to_expression(filters)
+    if expression is not None:
+        prune(expression, None)  # refuses now what no scan could read (see scan(columns=))
+    return PruningDataset(base, prune, expression)

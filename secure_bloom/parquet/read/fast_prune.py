@@ -1,0 +1,446 @@
+"""The per-file mechanics of pruning, lean: what :mod:`.prune` asks of a file, without a reader.
+
+:mod:`.prune` decides (statistics, then Bloom filters) through a *source* that answers two
+questions per row group and leaf column: its bounds and its filter. Its reference source opens
+a :class:`~secure_bloom.parquet.file.reader.ParquetBloomReader`, which indexes every chunk, keeps
+Python objects per chunk and resolves keys and crypto contexts per file. :class:`FastSource`
+answers the same questions for one local file with the least work:
+
+* the tail is read with the same three reads the reader makes (so ``metadata_bytes_read`` and
+  ``metadata_requests`` are unchanged), the footer decrypted (or its signature checked);
+* the footer is checked as the reader checks it (chunk counts, crypto metadata paths, ordinals,
+  metadata presence), but only the chunks of the filtered columns are looked at further;
+* a ColumnMetaData is decrypted and parsed only when the evaluator asks for its bounds or
+  filter location, a filter only when it asks for the filter;
+* one :class:`~secure_bloom.crypto.gcm.GcmKey` per data key for the whole lookup, and each
+  distinct self-contained key metadata unwrapped once per lookup (:class:`LookupKeys`).
+
+The decisions are not here: :func:`~secure_bloom.parquet.read.prune.prune_files` runs the same
+evaluator over either source. This module only ever *declines*: anything it does not handle (an
+object store, a filter without ``bloom_filter_length``, external key material it cannot pin to
+one file, a missing key, and every error: a truncated or tampered file, a failed tag) makes
+:func:`fast_source` or the source's methods raise :class:`Declined`, and the caller prunes that
+file with the reference path, which gives the answer or the named error.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ... import thrift_codec
+from ...crypto.gcm import GcmKey, decrypt
+from ...crypto.modules import MAX_ORDINAL, ModuleType
+from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
+from ...errors import AuthenticationError, SecureBloomError
+from ...fileio import open_regular_fd
+from ...filter import SplitBlockBloomFilter
+from ...header import parse_header_plaintext
+from ...kms import KeyMetadata
+from ...spec import LENGTH_PREFIX, MAX_HEADER_BYTES, NONCE_LENGTH, TAG_LENGTH
+from ..file.chunk import FilterLocation
+from ..file.crypto_context import SIGNATURE_LENGTH, EncryptionParams, resolve_file_aad, verify_footer_signature
+from ..file.filter_io import check_plaintext_header
+from ..file.identity import Identity, local_identity
+from ..file.keys import KeyAccess
+from ..file.schema import ColumnInfo, leaf_columns
+from ..file.sources import locate
+from .statistics import Bounds, chunk_bounds
+from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
+
+__all__ = ["Declined", "LookupKeys", "FileKeys", "FastSource", "fast_source", "close_source"]
+
+_MODULE_GCM = NONCE_LENGTH + TAG_LENGTH
+_MAX_THRIFT_MODULE = 256 << 20
+_LEN = struct.Struct("<I")
+_ORDINALS = struct.Struct("<hh")
+#: Distinct schemas a lookup remembers the leaf columns of (most datasets have one).
+_LAYOUTS = 8
+
+
+class Declined(Exception):
+    """This file is not for the fast path: prune it with the reference path. Never escapes
+    :func:`~secure_bloom.parquet.read.prune.prune_files` (not a :class:`SecureBloomError`: it is
+    control flow, not an outcome)."""
+
+
+class LookupKeys:
+    """What one lookup (one :func:`prune_files` call) shares across its files: its keys (each
+    distinct key metadata unwrapped once, one :class:`GcmKey` per data key) and its column
+    layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
+    it holds keys no longer than the lookup; shared by its worker threads. Key metadata naming
+    external key material (a sidecar per file) is never shared across files."""
+
+    def __init__(self, keys: KeyAccess) -> None:
+        self.keys = keys
+        self._lock = threading.Lock()
+        self._unwrapped: dict[tuple[bytes | None, bytes], GcmKey] = {}
+        self._contained: dict[bytes, bool] = {}
+        self._gcm: dict[bytes, GcmKey] = {}
+        self._layouts: list[tuple[Sequence[Any], tuple[ColumnInfo, ...]]] = []
+
+    def leaf_columns(self, schema: Sequence[Any]) -> tuple[ColumnInfo, ...]:
+        """:func:`~secure_bloom.parquet.file.schema.leaf_columns` of ``schema``, once per distinct
+        schema among the last :data:`_LAYOUTS` (Thrift structs compare by value; comparing is
+        ten times cheaper than building the columns, hashing them no cheaper)."""
+        for known, columns in self._layouts:
+            if known == schema:
+                return columns
+        columns = tuple(leaf_columns(schema))
+        with self._lock:
+            self._layouts = [(schema, columns), *self._layouts[:_LAYOUTS - 1]]
+        return columns
+
+    def __repr__(self) -> str:
+        return f"LookupKeys(keys held={len(self._gcm)})"
+
+    def _self_contained(self, kmd: bytes) -> bool:
+        """Whether ``kmd`` names its key by itself (an explicit key id, or key material inside
+        it), not through the file's sidecar."""
+        known = self._contained.get(kmd)
+        if known is None:
+            if not KeyMetadata.looks_like_key_tools(kmd):
+                known = True
+            else:
+                try:
+                    known = KeyMetadata.from_bytes(kmd).material is not None
+                except (SecureBloomError, ValueError):
+                    known = False
+            self._contained[kmd] = known
+        return known
+
+    def for_file(self, path: str) -> FileKeys:
+        return FileKeys(self, path)
+
+
+class FileKeys:
+    """The keys of one file in a lookup: its own unwrapper (made on first need), each key
+    metadata looked up once in this file, then in the lookup's shared keys (self-contained key
+    metadata only: the same bytes with the same footer key metadata name the same key)."""
+
+    def __init__(self, lookup: LookupKeys, path: str) -> None:
+        self._lookup = lookup
+        self._path = path
+        self._unwrap: Any = None
+        self._mine: dict[bytes, GcmKey] = {}
+        self._footer_kmd: bytes | None = None
+
+    def key(self, kmd: bytes, *, footer: bool = False) -> GcmKey:
+        """The key ``kmd`` names (``footer``: the footer key, asked first). Declined when missing."""
+        found = self._mine.get(kmd)
+        if found is not None:
+            return found
+        lookup = self._lookup
+        at = (None if footer else self._footer_kmd, kmd)
+        shared = lookup._unwrapped.get(at)
+        if shared is not None and lookup._self_contained(kmd) and (at[0] is None or lookup._self_contained(at[0])):
+            self._mine[kmd] = shared
+            if footer:
+                self._footer_kmd = kmd
+            return shared
+        try:
+            if self._unwrap is None:
+                self._unwrap = lookup.keys.retriever(self._path)
+                if not footer and self._footer_kmd is not None:
+                    self._unwrap(self._footer_kmd)  # as the reader does: the footer's material first
+            raw = bytes(self._unwrap(kmd))
+        except Exception:  # noqa: BLE001 - any failure is the reference path's to name
+            raise Declined("key") from None
+        with lookup._lock:
+            gcm = lookup._gcm.get(raw)
+            if gcm is None:
+                gcm = lookup._gcm[raw] = GcmKey(raw)
+            lookup._unwrapped[at] = gcm
+        self._mine[kmd] = gcm
+        if footer:
+            self._footer_kmd = kmd
+        return gcm
+
+
+def _pread(fd: int, offset: int, n: int, reads: list[tuple[int, int]]) -> bytes:
+    data = os.pread(fd, n, offset)
+    reads.append((offset, len(data)))
+    if len(data) != n:
+        raise Declined("short read")
+    return data
+
+
+def _fail() -> AuthenticationError:
+    return AuthenticationError("module")
+
+
+def _decrypt(module: memoryview, key: GcmKey, aad: bytes, module_type: ModuleType, max_plaintext: int) -> bytes:
+    """The plaintext of the module (``length | nonce | ciphertext | tag``) filling ``module``
+    exactly, its length checked as :func:`~secure_bloom.crypto.modules.decrypt_module` checks it
+    (whose errors the reference path names)."""
+    if len(module) < LENGTH_PREFIX:
+        raise Declined("module")
+    (length,) = _LEN.unpack_from(module, 0)
+    if not _MODULE_GCM <= length <= _MODULE_GCM + max_plaintext or length != len(module) - LENGTH_PREFIX:
+        raise Declined("module length")
+    try:
+        return decrypt(key, module[LENGTH_PREFIX:], aad, error=_fail)
+    except AuthenticationError:
+        raise Declined("module") from None
+
+
+def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:
+    """One Thrift struct filling ``data`` (``padded``: then only zero padding)."""
+    try:
+        obj, used = thrift_codec.parse(cls, data)
+    except SecureBloomError:
+        raise Declined("thrift") from None
+    rest = memoryview(data)[used:]
+    if rest and (not padded or bytes(rest).count(0) != len(rest)):
+        raise Declined("trailing bytes")
+    return obj
+
+
+class FastSource:
+    """A file's answers to the evaluator (as :class:`~secure_bloom.parquet.read.prune._FileSource`
+    gives them): ``num_row_groups``, ``columns``, ``type_order``, :meth:`bounds` and
+    :meth:`bloom_filter`. Made by :func:`fast_source`; every method raises :class:`Declined`
+    for what it does not handle. ``reads`` lists every (offset, length) read."""
+
+    def __init__(self, path: str, fd: int, size: int, footer_offset: int, metadata: Any,
+                 columns: Sequence[ColumnInfo], file_aad: bytes | None, footer_kmd: bytes | None,
+                 footer_gcm: GcmKey | None, file_keys: FileKeys | None, reads: list[tuple[int, int]]) -> None:
+        self.path = path
+        self._fd = fd
+        self.file_size = size
+        #: the version read (:func:`~secure_bloom.parquet.file.identity.local_identity` of the descriptor)
+        self.identity: Identity | None = None
+        self._data_end = footer_offset
+        self._md = metadata
+        self.columns = tuple(columns)
+        self.num_row_groups = len(metadata.row_groups)
+        orders = getattr(metadata, "column_orders", None) or []
+        self.type_order = frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
+        self._file_aad = file_aad
+        self._footer_kmd = footer_kmd
+        self._footer_gcm = footer_gcm
+        self._keys = file_keys
+        self.reads = reads
+        self._meta: dict[tuple[int, int], tuple[Any, GcmKey | None, bytes]] = {}
+
+    # the chunk's metadata, key and AAD ordinals
+
+    def _chunk(self, rg: int, info: ColumnInfo) -> tuple[Any, GcmKey | None, bytes]:
+        at = (rg, info.ordinal)
+        found = self._meta.get(at)
+        if found is not None:
+            return found
+        group = self._md.row_groups[rg]
+        cc = group.columns[info.ordinal]
+        crypto = cc.crypto_metadata
+        if crypto is None:
+            found = (cc.meta_data, None, b"")
+        else:
+            ordinal = group.ordinal if group.ordinal is not None else rg
+            tail = _ORDINALS.pack(ordinal, info.ordinal)  # checked in range by fast_source
+            key = self._key(crypto)
+            module = cc.encrypted_column_metadata
+            if module is None:
+                meta = cc.meta_data
+            else:
+                aad = self._aad(ModuleType.COLUMN_META_DATA, tail)
+                plain = _decrypt(memoryview(module), key, aad, ModuleType.COLUMN_META_DATA, _MAX_THRIFT_MODULE)
+                meta = _parse(thrift_codec.idl().ColumnMetaData, plain, padded=True)
+            found = (meta, key, tail)
+        self._meta[at] = found
+        return found
+
+    def _aad(self, module_type: ModuleType, ordinals: bytes) -> bytes:
+        if self._file_aad is None:
+            raise Declined("file AAD")
+        return self._file_aad + bytes((module_type,)) + ordinals
+
+    def _key(self, crypto: Any) -> GcmKey:
+        if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+            if self._footer_gcm is None:
+                raise Declined("footer key")
+            return self._footer_gcm
+        if self._keys is None:
+            raise Declined("no keys")
+        kmd = crypto.ENCRYPTION_WITH_COLUMN_KEY.key_metadata
+        if kmd is None:
+            raise Declined("no key metadata")
+        return self._keys.key(bytes(kmd))
+
+    # what the evaluator asks
+
+    def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
+        meta = self._chunk(rg, info)[0]
+        return chunk_bounds(meta, info, info.ordinal in self.type_order)
+
+    def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
+        meta, key, ordinals = self._chunk(rg, info)
+        location = FilterLocation.of(meta)
+        if location is None:
+            return None
+        offset, length = location.offset, location.length
+        if length is None or length > COALESCED_FILTER_BYTES or length <= 0 or offset < 4 \
+                or offset >= self._data_end or offset + length > self._data_end:
+            raise Declined("filter location")
+        data = memoryview(_pread(self._fd, offset, length, self.reads))
+        if key is None:
+            try:
+                _, used = check_plaintext_header(data, length, length, self.path)
+                return SplitBlockBloomFilter.from_bitset(data[used:])
+            except SecureBloomError:
+                raise Declined("plaintext filter") from None
+        return self._encrypted_filter(data, key, ordinals, length)
+
+    def _encrypted_filter(self, data: memoryview, key: GcmKey, ordinals: bytes, length: int) -> SplitBlockBloomFilter:
+        if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
+            raise Declined("filter length")
+        (first,) = _LEN.unpack_from(data, 0)
+        used = LENGTH_PREFIX + first
+        if first > _MODULE_GCM + MAX_HEADER_BYTES or used + LENGTH_PREFIX > length:
+            raise Declined("header module")
+        header = _decrypt(data[:used], key, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
+                          ModuleType.BLOOM_FILTER_HEADER, MAX_HEADER_BYTES)
+        try:
+            num_bytes = parse_header_plaintext(header).num_bytes
+        except SecureBloomError:
+            raise Declined("header") from None
+        (second,) = _LEN.unpack_from(data, used)
+        if second != _MODULE_GCM + num_bytes or used + LENGTH_PREFIX + second != length:
+            raise Declined("bitset module")
+        bitset = _decrypt(data[used:], key, self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals),
+                          ModuleType.BLOOM_FILTER_BITSET, num_bytes)
+        if len(bitset) != num_bytes:
+            raise Declined("bitset size")
+        try:
+            return SplitBlockBloomFilter.from_bitset(bitset, copy=False)  # probed, never kept
+        except SecureBloomError:
+            raise Declined("bitset") from None
+
+
+def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: bool) -> None:
+    """What the reader checks of every chunk as it indexes the footer: any doubt declines."""
+    for i, group in enumerate(metadata.row_groups):
+        chunks = group.columns
+        if len(chunks) != len(leaves):
+            raise Declined("chunk count")
+        ordinal = group.ordinal if group.ordinal is not None else i
+        for leaf, cc in zip(leaves, chunks):
+            crypto = cc.crypto_metadata
+            if crypto is None:
+                if cc.encrypted_column_metadata is not None:
+                    raise Declined("encrypted metadata without crypto metadata")
+                if cc.meta_data is None:
+                    raise Declined("no metadata")
+                continue
+            if not encrypted_file:
+                raise Declined("stripped encryption")
+            if not 0 <= ordinal <= MAX_ORDINAL or leaf.ordinal > MAX_ORDINAL:
+                raise Declined("ordinals")
+            with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+            if crypto.ENCRYPTION_WITH_FOOTER_KEY is None and (
+                    with_key is None or tuple(with_key.path_in_schema) != leaf.path_in_schema):
+                raise Declined("crypto path")
+            if cc.meta_data is None and cc.encrypted_column_metadata is None:
+                raise Declined("no metadata")
+
+
+def fast_source(path: str, filesystem: Any, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+    """Open ``path`` (a local file) for the fast path: tail, footer, checks. The caller closes
+    it with :func:`close_source`. Declined for anything else (nothing is left open then)."""
+    if not isinstance(path, str):
+        raise Declined("not a path")
+    fs, text = locate(path, filesystem)
+    if fs is not None:
+        raise Declined("object store")
+    try:
+        fd = open_regular_fd(text)
+    except (OSError, SecureBloomError):
+        raise Declined("open") from None
+    try:
+        return _open(text, fd, keys, lookup)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def close_source(source: FastSource) -> None:
+    os.close(source._fd)
+
+
+def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+    reads: list[tuple[int, int]] = []
+    stat = os.fstat(fd)
+    size = stat.st_size
+    if size <= 12:
+        raise Declined("too short")
+    head = _pread(fd, 0, 4, reads)
+    end = _pread(fd, size - 8, 8, reads)
+    magic = end[4:]
+    if magic not in (PLAIN_MAGIC, ENCRYPTED_MAGIC) or head != magic:
+        raise Declined("magic")
+    (length,) = _LEN.unpack_from(end, 0)
+    if length == 0 or length > size - 12 or length > MAX_FOOTER_BYTES:
+        raise Declined("footer length")
+    footer_offset = size - 8 - length
+    footer = memoryview(_pread(fd, footer_offset, length, reads))
+    m = thrift_codec.idl()
+    file_keys = lookup.for_file(path) if keys.has_keys else None
+
+    footer_gcm: GcmKey | None = None
+    footer_kmd: bytes | None = None
+    file_aad: bytes | None = None
+    if magic == ENCRYPTED_MAGIC:
+        if file_keys is None:
+            raise Declined("no keys")
+        try:
+            crypto, used = thrift_codec.parse(m.FileCryptoMetaData, footer)
+            params = EncryptionParams.from_thrift(crypto.encryption_algorithm)
+            file_aad = resolve_file_aad(params, keys.aad_prefix, path)
+        except SecureBloomError:
+            raise Declined("crypto metadata") from None
+        if crypto.key_metadata is None:
+            raise Declined("footer key metadata")
+        footer_kmd = bytes(crypto.key_metadata)
+        footer_gcm = file_keys.key(footer_kmd, footer=True)
+        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), ModuleType.FOOTER,
+                         _MAX_THRIFT_MODULE)
+        metadata = _parse(m.FileMetaData, plain, padded=True)
+    else:
+        try:
+            metadata, used = thrift_codec.parse(m.FileMetaData, footer)
+        except SecureBloomError:
+            raise Declined("footer") from None
+        rest = len(footer) - used
+        if metadata.encryption_algorithm is None:
+            if rest:
+                raise Declined("trailing bytes")
+        else:
+            # A signed plaintext footer: read only with its signature checked (keys given).
+            if rest != SIGNATURE_LENGTH or file_keys is None or not keys.has_keys:
+                raise Declined("signed footer")
+            kmd = metadata.footer_signing_key_metadata
+            if kmd is None:
+                raise Declined("footer key metadata")
+            try:
+                file_aad = resolve_file_aad(EncryptionParams.from_thrift(metadata.encryption_algorithm),
+                                            keys.aad_prefix, path)
+            except SecureBloomError:
+                raise Declined("file AAD") from None
+            footer_kmd = bytes(kmd)
+            footer_gcm = file_keys.key(footer_kmd, footer=True)
+            try:
+                verify_footer_signature(bytes(footer[:used]), bytes(footer[used:]), footer_gcm, file_aad, path)
+            except SecureBloomError:
+                raise Declined("signature") from None
+    try:
+        leaves = lookup.leaf_columns(metadata.schema)
+    except SecureBloomError:
+        raise Declined("schema") from None
+    _check_chunks(metadata, leaves, metadata.encryption_algorithm is not None or magic == ENCRYPTED_MAGIC)
+    source = FastSource(path, fd, size, footer_offset, metadata, leaves, file_aad, footer_kmd, footer_gcm, file_keys,
+                        reads)
+    source.identity = local_identity(stat)
+    return source

@@ -1,0 +1,221 @@
+"""A bounded, in-memory cache of what pruning derived from each file: :class:`PruneCache`.
+
+Warm lookups (a service answering many key lookups over the same files) need not re-read and
+re-decrypt the same footers and Bloom filters: per file, the cache keeps the number of row
+groups, the leaf columns and their type orders, per (row group, column) the statistics
+:class:`~secure_bloom.parquet.read.statistics.Bounds` (or "unavailable") and the Bloom filter (or
+"none"). It never holds key bytes, a KMS client or a reader (only the wrapped key material
+files store, to recheck access: below). A lookup whose answers are all
+cached only checks the file's identity (``os.stat`` locally, one HEAD (an open) on an object
+store) and does not open it.
+
+Entries are scoped by the file's path AND identity (:mod:`.identity`: local: device, inode,
+size, mtime_ns and ctime_ns; S3: size, ETag, VersionId, Last-Modified; other filesystems: size
+and mtime): a file that changed is read again, never answered from what an older version held; a
+file whose identity cannot be determined is not cached. Facts are stored under the identity of
+the descriptor they were read from, and facts kept for one version are never combined with what
+a reader of another version finds (:func:`~secure_bloom.parquet.read.prune.prune_files` then prunes
+that version afresh). They
+are also scoped by the :class:`~secure_bloom.parquet.KeyAccess` object they were read with (by
+identity, without holding it): a caller with other keys, or none, never gets answers derived
+with keys it was not given. Outcomes of a missing key ("maybe") are not cached, so keys given
+later are used.
+
+Facts derived with a key (a decrypted or verified footer; the statistics and filter of an
+encrypted chunk) live no longer than the caller's access to that key: each keeps the key's
+:class:`~secure_bloom.kms.KeyGrant` (key metadata and wrapped key material, never a key), and a
+lookup answers from them only after asking for the key again
+(:meth:`~secure_bloom.kms.KeyUnwrapper.recheck`, through the same KEK cache as a read: with
+``KeyAccess(cache_lifetime_s=0)`` that is one KMS call per key per lookup; by default a KEK
+unwrapped in the last ``cache_lifetime_s`` seconds answers without one). When the KMS refuses,
+the file is read as without a cache, so the caller gets the same error as an uncached read
+(:class:`~secure_bloom.errors.KeyAccessDeniedError`), never an answer.
+
+Security: the cache holds decrypted Bloom filters and decrypted statistics (min/max values) of
+encrypted columns in process memory, as the process holding the keys could recompute them at
+any time; bounded by ``max_bytes``, never persisted, dropped by :meth:`PruneCache.clear` or with
+the object. ``repr`` shows counts only.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...filter import SplitBlockBloomFilter
+from ...kms import KeyGrant
+from ..file.identity import Identity, file_identity, identity_size
+from ..file.schema import ColumnInfo
+from .statistics import Bounds
+
+__all__ = ["PruneCache", "CacheStats", "FileFacts", "file_identity", "identity_size", "DEFAULT_PRUNE_CACHE_BYTES"]
+
+DEFAULT_PRUNE_CACHE_BYTES = 256 << 20
+#: Bytes counted for a file entry, for each column of it, and for each cached item besides bitsets.
+_FILE_BYTES = 1024
+_COLUMN_BYTES = 256
+_ITEM_BYTES = 160
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What pruning derived from one version of one file (``path``: as reports name it). ``bounds``: (row group, ordinal) ->
+    Bounds, or None when the chunk has no usable statistics; ``filters``: (row group, ordinal) ->
+    the filter, or None when the chunk has none. Missing keys are never recorded.
+    ``footer_grant``: the footer key the file-level facts were read with (None: none needed);
+    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with."""
+
+    path: str
+    num_row_groups: int
+    columns: tuple[ColumnInfo, ...]
+    type_order: frozenset[int]
+    bounds: Mapping[tuple[int, int], Bounds | None]
+    filters: Mapping[tuple[int, int], SplitBlockBloomFilter | None]
+    footer_grant: KeyGrant | None = None
+    grants: Mapping[tuple[int, int], KeyGrant] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        """The estimate the cache bounds: bitsets plus fixed sizes per file, column and item."""
+        return (_FILE_BYTES + _COLUMN_BYTES * len(self.columns) + _ITEM_BYTES * (len(self.bounds) + len(self.filters))
+                + sum(f.num_bytes for f in self.filters.values() if f is not None))
+
+    def __repr__(self) -> str:
+        return (f"FileFacts(row_groups={self.num_row_groups}, columns={len(self.columns)}, "
+                f"bounds={len(self.bounds)}, filters={len(self.filters)})")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counts since creation (or :meth:`PruneCache.clear`): files answered at least partly from
+    the cache (hits), files not found or changed (misses), files whose identity could not be
+    determined (uncacheable), entries dropped to stay within the bound, and the current size."""
+
+    hits: int = 0
+    misses: int = 0
+    uncacheable: int = 0
+    evictions: int = 0
+    files: int = 0
+    bytes: int = 0
+    max_bytes: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable,
+                "evictions": self.evictions, "files": self.files, "bytes": self.bytes, "max_bytes": self.max_bytes}
+
+
+def _forget(gone: list[int], scope: int) -> Callable[[Any], None]:
+    """The weakref callback marking ``scope`` gone (holds the list, not the cache)."""
+    return lambda _: gone.append(scope)
+
+
+class PruneCache:
+    """An opt-in, bounded (``max_bytes``, least recently used files dropped first), thread-safe
+    cache of what pruning derived from files, for warm lookups: pass it as ``cache=`` to
+    :func:`~secure_bloom.parquet.read.api.read_table`, ``scan``, ``dataset`` or ``prune_files``.
+
+    It holds decrypted Bloom filters and statistics of encrypted columns in process memory (what
+    the process holding the keys could recompute), never key bytes; it is never persisted and is
+    emptied by :meth:`clear` or by dropping the object. See :mod:`.prune_cache`.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_PRUNE_CACHE_BYTES) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[int, str], tuple[Identity, FileFacts]] = OrderedDict()
+        self._bytes = 0
+        self._scopes: dict[int, weakref.ref[Any]] = {}
+        self._gone: list[int] = []  # scopes whose KeyAccess was collected (appended by weakref callbacks)
+        self._hits = self._misses = self._uncacheable = self._evictions = 0
+
+    def scope(self, keys: Any) -> int:
+        """The scope of entries read with ``keys`` (a KeyAccess or None): its id, held without
+        holding the object. When a KeyAccess is collected its entries are dropped at the cache's
+        next use, before its id can name another object."""
+        if keys is None:
+            return 0
+        scope = id(keys)
+        with self._lock:
+            self._purge_locked()
+            ref = self._scopes.get(scope)
+            if ref is None or ref() is not keys:
+                self._drop_scope_locked(scope)
+                self._scopes[scope] = weakref.ref(keys, _forget(self._gone, scope))
+        return scope
+
+    def _purge_locked(self) -> None:
+        while self._gone:
+            self._drop_scope_locked(self._gone.pop())
+
+    def _drop_scope_locked(self, scope: int) -> None:
+        for key in [k for k in self._entries if k[0] == scope]:
+            self._bytes -= self._entries.pop(key)[1].nbytes
+        self._scopes.pop(scope, None)
+
+    def get(self, scope: int, path: str, identity: Identity | None) -> FileFacts | None:
+        """The facts of this version of the file, or None (counted as a miss, or as uncacheable
+        when ``identity`` is None). An entry of another version of the file is dropped."""
+        with self._lock:
+            self._purge_locked()
+            if identity is None:
+                self._uncacheable += 1
+                return None
+            entry = self._entries.get((scope, path))
+            if entry is None or entry[0] != identity:
+                if entry is not None:
+                    self._bytes -= self._entries.pop((scope, path))[1].nbytes
+                self._misses += 1
+                return None
+            self._entries.move_to_end((scope, path))
+            self._hits += 1
+            return entry[1]
+
+    def put(self, scope: int, path: str, identity: Identity | None, facts: FileFacts) -> None:
+        """Keep ``facts`` for this version of the file (replacing what was kept), then drop the
+        least recently used files beyond ``max_bytes``; facts larger than the bound are not kept."""
+        if identity is None:
+            return
+        size = facts.nbytes
+        with self._lock:
+            old = self._entries.pop((scope, path), None)
+            if old is not None:
+                self._bytes -= old[1].nbytes
+            if size > self.max_bytes:
+                return
+            self._entries[(scope, path)] = (identity, facts)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped.nbytes
+                self._evictions += 1
+
+    def clear(self) -> None:
+        """Drop every entry (the filters and statistics they hold) and reset the counts."""
+        with self._lock:
+            self._entries.clear()
+            self._scopes.clear()
+            self._bytes = 0
+            self._hits = self._misses = self._uncacheable = self._evictions = 0
+
+    @property
+    def stats(self) -> CacheStats:
+        with self._lock:
+            self._purge_locked()
+            return CacheStats(self._hits, self._misses, self._uncacheable, self._evictions, len(self._entries),
+                              self._bytes, self.max_bytes)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"PruneCache(files={s.files}, bytes={s.bytes}, max_bytes={s.max_bytes}, hits={s.hits}, "
+                f"misses={s.misses})")
+
+    __str__ = __repr__

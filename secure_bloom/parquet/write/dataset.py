@@ -1,0 +1,191 @@
+"""``write_to_dataset``: pyarrow's hive-partitioned dataset writer for encrypted files with
+encrypted Bloom filters, one :class:`~secure_bloom.parquet.write.writer.ParquetWriter` per file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import (
+    ColumnNotFoundError,
+    DestinationExistsError,
+)
+from ..file.sources import (
+    StoreTimeouts,
+)
+from .destination import Destination, destination_of
+from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
+from .setup import check_setup
+from .writer import (
+    DEFAULT_ROW_GROUP_SIZE,
+    ParquetWriter,
+    WriteReport,
+    check_row_group_size,
+)
+
+__all__ = ["write_to_dataset"]
+
+
+def _partitions(table: pa.Table, partition_cols: Sequence[str]) -> Iterator[tuple[str, pa.Table]]:
+    """(hive directory, rows without the partition columns) per distinct partition key, in
+    pyarrow's layout (``col=value``, URI-escaped, ``__HIVE_DEFAULT_PARTITION__`` for null)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    data = table.drop_columns(list(partition_cols))
+    if not partition_cols:
+        yield "", data
+        return
+    partitioning = ds.partitioning(pa.schema([table.schema.field(c) for c in partition_cols]), flavor="hive")
+    index_name = "__secure_bloom_row"
+    keyed = table.select(list(partition_cols)).append_column(index_name, pa.array(np.arange(table.num_rows)))
+    groups = keyed.group_by(list(partition_cols), use_threads=False).aggregate([(index_name, "list")])
+    rows = groups.column(f"{index_name}_list")
+    for g in range(groups.num_rows):
+        expression = None
+        for column in partition_cols:
+            value = groups.column(column)[g]
+            term = pc.field(column).is_null() if not value.is_valid else pc.field(column) == value
+            expression = term if expression is None else expression & term
+        directory, _ = partitioning.format(expression)
+        yield directory, data.take(rows[g].values)
+
+
+def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | None]:
+    """Checked ``max_rows_per_file`` (0: no limit) and the row group size to use: as pyarrow, row
+    groups may not be bigger than files (unset, they are as big as the files allow)."""
+    if (isinstance(max_rows_per_file, bool) or not isinstance(max_rows_per_file, (int, np.integer))
+            or max_rows_per_file < 0):
+        raise ValueError(f"max_rows_per_file must be an int >= 0 (0: no limit), got {max_rows_per_file!r}")
+    max_rows_per_file = int(max_rows_per_file)
+    if not max_rows_per_file:
+        return 0, row_group_size
+    if row_group_size is None:
+        return max_rows_per_file, min(DEFAULT_ROW_GROUP_SIZE, max_rows_per_file)
+    if check_row_group_size(row_group_size) > max_rows_per_file:
+        raise ValueError(f"row_group_size ({row_group_size}) must be less than or equal to max_rows_per_file "
+                         f"({max_rows_per_file})")
+    return max_rows_per_file, row_group_size
+
+
+_EXISTING_DATA = ("overwrite_or_ignore", "error", "delete_matching")
+
+
+def _partitioning_columns(partitioning: Any, flavor: str | None, partition_cols: Any) -> list[str]:
+    """The hive partition columns pyarrow's ``partitioning`` (and ``partitioning_flavor``) name."""
+    if partitioning is None:
+        if flavor not in (None, "hive"):
+            raise ValueError(f"partitioning_flavor={flavor!r}: secure_bloom writes hive partitions only")
+        return []
+    if partition_cols:
+        raise TypeError("give partition_cols= or partitioning=, not both")
+    import pyarrow.dataset as pads
+
+    if isinstance(partitioning, (list, tuple)) and all(isinstance(c, str) for c in partitioning):
+        if flavor != "hive":
+            raise ValueError("partitioning=[columns] without partitioning_flavor='hive' is pyarrow's directory "
+                             "partitioning, which secure_bloom does not write: give partition_cols=[...] or "
+                             "partitioning_flavor='hive'")
+        return list(partitioning)
+    if isinstance(partitioning, pads.HivePartitioning):
+        return list(partitioning.schema.names)
+    raise ValueError(f"partitioning={type(partitioning).__name__}: secure_bloom writes hive partitions only "
+                     "(partition_cols=[...], or a pyarrow.dataset.HivePartitioning)")
+
+
+def _holds_files(root: Destination, path: str) -> bool:
+    if root.local:
+        return os.path.isdir(path) and any(files for _, _, files in os.walk(path))
+    from pyarrow import fs as pafs
+
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    return any(info.type == pafs.FileType.File for info in root.filesystem.get_file_info(selector))
+
+
+def _delete_files(root: Destination, folder: str) -> None:
+    """The files directly in ``folder`` (one partition's), deleted before it is written."""
+    if root.local:
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+        return
+    from pyarrow import fs as pafs
+
+    for info in root.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            root.filesystem.delete_file(info.path)
+
+
+def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
+                     encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
+                     filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
+                     max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                     max_bytes: int | None = None, existing_data_behavior: str = "overwrite_or_ignore",
+                     partitioning: Any = None, partitioning_flavor: str | None = None,
+                     timeouts: StoreTimeouts | None = None, **kwargs: Any) -> list[WriteReport]:
+    """pyarrow's ``pq.write_to_dataset`` (hive partitioning): one file per partition, each with
+    its own data keys (fresh per file) and its own Bloom filters. ``max_rows_per_file`` (pyarrow's
+    name and meaning; 0, the default, is no limit) splits each partition's rows, in order, into
+    files of at most that many rows, each its own encrypted file with its own filters; row groups
+    are then at most that size too (a bigger ``row_group_size`` is refused, as pyarrow does).
+    ``basename_template`` has ``{i}``, numbered from 0 in each directory (default
+    ``<uuid>-{i}.parquet``, as pyarrow). Every option is checked before the first file is
+    written; each file appears complete or not at all (the dataset as a whole is not one atomic
+    unit: a failure leaves the files written before it).
+
+    ``existing_data_behavior`` (pyarrow's): ``"overwrite_or_ignore"`` (default: files of the same
+    name are replaced, others kept), ``"error"`` (:class:`DestinationExistsError` if the root
+    holds any file), ``"delete_matching"`` (the files of each partition written are deleted
+    first). ``partitioning``: a list of column names with ``partitioning_flavor="hive"`` or a
+    ``pyarrow.dataset`` hive partitioning, the same as ``partition_cols``; other layouts
+    (directory partitioning, a filename flavor) are refused by name."""
+    import uuid
+
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    if existing_data_behavior not in _EXISTING_DATA:
+        raise ValueError(f"existing_data_behavior must be one of {', '.join(_EXISTING_DATA)}, "
+                         f"got {existing_data_behavior!r}")
+    cols = list(partition_cols or []) + _partitioning_columns(partitioning, partitioning_flavor, partition_cols)
+    missing = [c for c in cols if table.schema.get_field_index(c) < 0]
+    if missing:
+        raise ColumnNotFoundError(f"partition_cols: no column {missing[0]!r} in the table")
+    template = basename_template if basename_template is not None else f"{uuid.uuid4().hex}-{{i}}.parquet"
+    if "{i}" not in template:
+        raise ValueError("basename_template must contain '{i}'")
+    file_rows, row_group_size = _file_rows(max_rows_per_file, row_group_size)
+    check_row_group_size(row_group_size)
+    root = destination_of(root_path, filesystem, timeouts)
+    data_schema = table.schema
+    for c in cols:
+        data_schema = data_schema.remove(data_schema.get_field_index(c))
+    setup = check_setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                   size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
+    if existing_data_behavior == "error" and _holds_files(root, root.path):
+        raise DestinationExistsError(f"{root.path}: holds data (existing_data_behavior='error')")
+    reports = []
+    for directory, rows in _partitions(table, cols):
+        if root.local:
+            folder = os.path.join(root.path, directory)
+            os.makedirs(folder, exist_ok=True)
+        else:
+            folder = "/".join(p for p in (root.path.rstrip("/"), directory) if p)
+            root.filesystem.create_dir(folder, recursive=True)
+        if existing_data_behavior == "delete_matching":
+            _delete_files(root, folder)
+        rows = rows.replace_schema_metadata(data_schema.metadata)
+        step = file_rows or max(rows.num_rows, 1)
+        for i, start in enumerate(range(0, max(rows.num_rows, 1), step)):
+            name = template.format(i=i)
+            dest = (Destination(os.path.join(folder, name)) if root.local
+                    else Destination(f"{folder}/{name}", root.filesystem))
+            writer = ParquetWriter.with_setup(setup, dest)
+            with writer:
+                writer.write_table(rows.slice(start, step), row_group_size)
+            assert writer.report is not None
+            reports.append(writer.report)
+    return reports

@@ -1,0 +1,210 @@
+"""Checking a write's options before any KMS call or byte written: the Bloom columns and their
+``bloom_filter_options`` (pyarrow's format), the size cap, the encryption configuration against the
+schema, and the key access the writer's KMS gives (:class:`WriteSetup`)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
+
+from ... import thrift_codec
+from ...errors import (
+    SecureBloomError,
+    UnsupportedParquetFeatureError,
+)
+from ...kms.client import is_kms_client
+from ...kms.pyarrow_adapter import pyarrow_kms_client_factory
+from ...spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
+from ...types import PhysicalType
+from ...values.arrow import leaf_values
+from ...values.physical import hash_values
+from ..file.keys import KeyAccess
+from ..file.schema import ColumnInfo, find_column, leaf_columns
+from .options import DEFAULT_FPP, check_fpp
+
+__all__ = ["BloomColumn", "WriteSetup", "check_setup", "bloom_specs", "parquet_leaves", "bloom_columns"]
+
+
+#: Options pyarrow's writer must not get from the caller here: set by this module.
+_OWN_OPTIONS = ("encryption_properties", "bloom_filter_options")
+
+
+@dataclass(frozen=True)
+class BloomColumn:
+    """A leaf column to give Bloom filters: the leaf as pyarrow writes it, the index of its
+    top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count)."""
+
+    info: ColumnInfo
+    field: int
+    ndv: int | None
+    fpp: float
+
+
+def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
+    """pyarrow's ``bloom_filter_options`` -> column path -> (ndv or None, fpp).
+
+    A value is True (defaults), False (no filter) or a mapping with optional ``ndv`` (an int
+    >= 1) and ``fpp`` (in (0, 1)); anything else raises before anything is written.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"bloom_filter_options must be a dict of column path -> True or {{'ndv': N, 'fpp': P}}, "
+                        f"got {type(options).__name__}")
+    out: dict[str, tuple[int | None, float]] = {}
+    for path, option in options.items():
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"bloom_filter_options keys are column paths (str), got {path!r}")
+        if option is False:
+            continue
+        if option is True:
+            option = {}
+        if not isinstance(option, Mapping):
+            raise TypeError(f"bloom_filter_options[{path!r}] must be True or a dict with 'ndv' and/or 'fpp', "
+                            f"got {type(option).__name__}")
+        unknown = sorted(set(option) - {"ndv", "fpp"})
+        if unknown:
+            raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} (use 'ndv' and 'fpp')")
+        ndv = option.get("ndv")
+        if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, (int, np.integer)) or ndv < 1):
+            raise ValueError(f"bloom_filter_options[{path!r}]: ndv must be an int >= 1, got {ndv!r}")
+        try:
+            fpp = check_fpp(option.get("fpp", DEFAULT_FPP))
+        except ValueError as e:
+            raise ValueError(f"bloom_filter_options[{path!r}]: {e}") from None
+        out[path] = (None if ndv is None else int(ndv), fpp)
+    return out
+
+
+def _check_max_bytes(max_bytes: Any) -> int:
+    if (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
+            or not MIN_BITSET_BYTES <= max_bytes <= SPEC_MAX_BITSET_BYTES):
+        raise ValueError(f"bloom_filter_max_bytes must be an int from {MIN_BITSET_BYTES} to {SPEC_MAX_BITSET_BYTES}, "
+                         f"got {max_bytes!r}")
+    return max_bytes
+
+
+def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list[ColumnInfo]:
+    """The leaf columns pyarrow writes for ``schema`` with ``writer_options`` (physical types,
+    widths, units), from an empty file written in memory; bad writer options raise here."""
+    sink = pa.BufferOutputStream()
+    try:
+        with pq.ParquetWriter(sink, schema, **writer_options):
+            pass
+    except pa.ArrowException as e:
+        if isinstance(e, (ValueError, TypeError)):
+            raise
+        raise ValueError(f"pyarrow refuses the writer options: {e}") from None
+    data = sink.getvalue().to_pybytes()
+    (length,) = struct.unpack("<I", data[-8:-4])
+    metadata, _ = thrift_codec.parse(thrift_codec.idl().FileMetaData, data[-8 - length:-8])
+    return leaf_columns(metadata.schema)
+
+
+def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
+                  specs: Mapping[str, tuple[int | None, float]]) -> tuple[BloomColumn, ...]:
+    """Each requested Bloom column, checked: it exists as a leaf, is not BOOLEAN, and its Arrow
+    values can be found and hashed (struct fields and standard lists; not maps)."""
+    out: list[BloomColumn] = []
+    for path, (ndv, fpp) in specs.items():
+        info = find_column(leaves, path, "bloom_filter_options")
+        if info.physical_type is PhysicalType.BOOLEAN:
+            raise UnsupportedParquetFeatureError(
+                f"bloom_filter_options: column {info.path!r} is BOOLEAN; Bloom filters never hold booleans")
+        index = schema.get_field_index(info.path_in_schema[0])
+        if index < 0:
+            raise UnsupportedParquetFeatureError(
+                f"bloom_filter_options: column {info.path!r} has no top-level Arrow field named "
+                f"{info.path_in_schema[0]!r} (renamed by the writer's flavor?)")
+        empty = pa.array([], type=schema.field(index).type)
+        try:
+            hash_values(leaf_values(empty, info), info.physical_type, type_length=info.type_length)
+        except SecureBloomError as e:
+            raise UnsupportedParquetFeatureError(f"bloom_filter_options: column {info.path!r}: {e}") from None
+        if any(c.info.ordinal == info.ordinal for c in out):
+            raise ValueError(f"bloom_filter_options names column {info.path!r} twice")
+        out.append(BloomColumn(info=info, field=index, ndv=ndv, fpp=fpp))
+    return tuple(out)
+
+
+def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
+    """``encryption`` is pyarrow's configuration and each column it names is a leaf path or, as
+    pyarrow accepts, a group (a struct, list or map column: every leaf under it)."""
+    if not isinstance(encryption, pe.EncryptionConfiguration):
+        raise TypeError("encryption must be a pyarrow.parquet.encryption.EncryptionConfiguration, got "
+                        f"{type(encryption).__name__}")
+    seen: dict[str, str] = {}
+    # pyarrow's column_keys getter fails on the empty string it keeps for uniform encryption
+    column_keys = {} if encryption.uniform_encryption else (encryption.column_keys or {})
+    for master_key, columns in column_keys.items():
+        for column in columns:
+            covered = [leaf.path for leaf in leaves if leaf.path == column or leaf.path.startswith(column + ".")]
+            if not covered:
+                find_column(leaves, column, f"encryption.column_keys[{master_key!r}]")  # raises, naming the columns
+            for path in covered:
+                if seen.setdefault(path, master_key) != master_key:
+                    raise ValueError(f"encryption.column_keys gives column {path!r} two keys "
+                                     f"({seen[path]!r} and {master_key!r})")
+
+
+def _key_access(kms: Any, config: Any) -> KeyAccess:
+    """Our key access for the files pyarrow writes with ``kms``: the client itself, or the
+    pyarrow factory called with ``config`` and the instance named in the key material."""
+    if is_kms_client(kms):
+        return KeyAccess(kms=kms)
+    if not callable(kms):
+        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key) or a pyarrow KmsClient factory "
+                        "(a callable taking a KmsConnectionConfig)")
+
+    def client(instance_id: str, instance_url: str) -> Any:
+        return kms(pe.KmsConnectionConfig(
+            kms_instance_id=instance_id, kms_instance_url=instance_url,
+            key_access_token=config.key_access_token, custom_kms_conf=dict(config.custom_kms_conf or {})))
+
+    return KeyAccess(kms=client)
+
+
+@dataclass(frozen=True)
+class WriteSetup:
+    """One writer's checked options, shared by the files of a dataset."""
+
+    schema: pa.Schema
+    leaves: tuple[ColumnInfo, ...]
+    columns: tuple[BloomColumn, ...]
+    encryption: Any
+    kms_config: Any
+    crypto: Any
+    keys: KeyAccess
+    max_bytes: int
+    writer_options: dict[str, Any]
+
+
+def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: Any, bloom_filter_options: Any,
+           max_bytes: Any, writer_options: dict[str, Any]) -> WriteSetup:
+    """Every check that needs no KMS call and writes nothing."""
+    if not isinstance(schema, pa.Schema):
+        raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    for name in _OWN_OPTIONS:
+        if name in writer_options:
+            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
+                            "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
+                            "KmsClient factory) and bloom_filter_options=")
+    specs = bloom_specs(bloom_filter_options)
+    max_bytes = _check_max_bytes(max_bytes)
+    config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
+    if not isinstance(config, pe.KmsConnectionConfig):
+        raise TypeError("kms_connection_config must be a pyarrow.parquet.encryption.KmsConnectionConfig")
+    leaves = tuple(parquet_leaves(schema, writer_options))
+    _check_encryption(encryption, leaves)
+    columns = bloom_columns(schema, leaves, specs)
+    keys = _key_access(kms, config)
+    crypto = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
+    return WriteSetup(schema=schema, leaves=leaves, columns=columns, encryption=encryption, kms_config=config,
+                  crypto=crypto, keys=keys, max_bytes=max_bytes, writer_options=dict(writer_options))

@@ -1,0 +1,488 @@
+"""Write encrypted Parquet with encrypted Bloom filters in one call, with pyarrow's names.
+
+Spec: BloomFilter.md, Encryption.md (SPEC_NOTES 1-7). pyarrow refuses Bloom filters on encrypted
+files ("Encryption is not currently supported with bloom filter"); this module is the drop-in:
+
+* :func:`write_table` ``(table, where, *, encryption, kms, kms_connection_config=None,
+  bloom_filter_options=None, **kwargs)``, :class:`ParquetWriter` (``write_table``,
+  ``write_batch``, ``close``, context manager) and :func:`write_to_dataset` (hive partitions).
+  ``encryption`` is pyarrow's ``EncryptionConfiguration``; ``kms`` one of our KMS clients or a
+  pyarrow ``KmsClient`` factory (what ``CryptoFactory`` takes); ``bloom_filter_options`` pyarrow's
+  ``{"col": {"ndv": N, "fpp": P} | True}``; every other keyword goes to pyarrow's writer.
+
+How (one pass over the data): pyarrow writes the encrypted file without filters into an unnamed
+temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group boundaries are
+ours; each slice's Bloom columns are hashed from the same Arrow arrays
+(:func:`secure_bloom.values.arrow.leaf_values`, :func:`~secure_bloom.values.physical.hash_values`)
+and one filter per row group is sized from the slice's exact distinct count (or ``ndv``) at
+``fpp``, capped at ``bloom_filter_max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
+(the same KMS unwraps pyarrow's key material), every filter is checked against the chunk's stored
+min/max, and the footer is replaced in place by the filters and a rewritten footer
+(:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
+verified (every filter read back and decrypted, the footer opened by pyarrow) and only then
+published: fsynced and linked in atomically for a local path (the directory fsynced after),
+uploaded in one piece to a pyarrow filesystem (the local spool file of an upload is never
+fsynced). A failure at any point (KMS, full disk, bad value, failed fsync, kill) publishes
+nothing. External key material (``internal_key_material=False``) is written by pyarrow into
+memory (:class:`KeyMaterialSpool`), never to disk before publication, so a killed writer leaves
+no key material anywhere; it is published beside the file first (the data file is unreadable
+without it) under the :class:`~secure_bloom.parquet.file.leftovers.PairJournal` attach uses, so a kill
+between the two is rolled back by ``secure-bloom doctor --fix`` (an orphaned sidecar removed, the
+sidecar an overwrite replaced restored).
+
+Speed: each slice's hashing runs in a second thread while pyarrow encodes and encrypts the slice
+(both release the GIL), and pyarrow writes through :class:`SyncingSink`, which starts an fsync in
+the background every :data:`SYNC_STEP` bytes: the disk writes overlap the encoding, so the
+durable publish waits only for the last few MB instead of the whole file.
+
+Memory: the slice being written (at most ``row_group_size`` rows of the table given to one
+``write_table`` call) and pyarrow's buffers for it, 8 bytes per value of one Bloom column of that
+slice (its hashes), plus every filter built so far (at most ``max_bytes`` each; kept until
+``close``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ...errors import (
+    SecureBloomError,
+    WriteError,
+)
+from ...fileio import AtomicOutput, fsync_dir
+from ...filter import SplitBlockBloomFilter, optimal_num_bytes
+from ...kernels import count_distinct_hashes
+from ...kms.sidecar import KeyMaterialStore, sidecar_path
+from ...values.arrow import leaf_values
+from ...values.physical import hash_values
+from ..file.leftovers import PairJournal, clean_leftovers
+from ..file.reader import ParquetBloomReader
+from ..file.sources import (
+    StoreTimeouts,
+)
+from .append import (
+    NewFilter,
+    cross_check_statistics,
+    filter_tail,
+    sample_of,
+    verify_filters,
+)
+from .attach import AttachedFilter
+from .destination import (
+    Destination,
+    check_local_target,
+    destination_of,
+    publish_bytes,
+    upload,
+    write_object,
+)
+from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
+from .setup import BloomColumn, WriteSetup, check_setup
+from .sink import KeyMaterialSpool, SyncingSink
+
+__all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
+           "check_row_group_size", "iter_row_groups"]
+
+
+#: Rows per row group when ``row_group_size`` is not given (pyarrow's default).
+DEFAULT_ROW_GROUP_SIZE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What :func:`write_table` / :meth:`ParquetWriter.close` wrote (``filters`` as attach reports
+    them: size, distinct values, expected false-positive rate, whether ``max_bytes`` capped it)."""
+
+    path: str
+    footer_mode: str
+    num_rows: int
+    row_groups: int
+    filters: tuple[AttachedFilter, ...]
+    size: int
+    verified_values: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "footer_mode": str(self.footer_mode), "num_rows": self.num_rows,
+                "row_groups": self.row_groups, "filters": [vars(f).copy() for f in self.filters],
+                "size": self.size, "verified_values": self.verified_values}
+
+
+@dataclass
+class _Built:
+    bf: SplitBlockBloomFilter
+    ndv: int
+    values: int
+    distinct: int
+    capped: bool
+    sample: npt.NDArray[np.uint64]
+
+
+@dataclass
+class _RowGroup:
+    rows: int
+    filters: list[_Built] = field(default_factory=list)
+
+
+def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, max_bytes: int) -> _Built:
+    """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes``."""
+    distinct = count_distinct_hashes(hashes) if hashes.size else 0
+    size_for = distinct if ndv is None else ndv
+    bf = SplitBlockBloomFilter.for_ndv(size_for, fpp, max_bytes)
+    bf.insert_hashes(hashes)
+    return _Built(bf=bf, ndv=size_for, values=int(hashes.size), distinct=distinct,
+                  capped=optimal_num_bytes(size_for, fpp) > bf.num_bytes, sample=sample_of(hashes))
+
+
+def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+    info = column.info
+    parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
+             for chunk in table.column(column.field).chunks]
+    if not parts:
+        return np.empty(0, dtype=np.uint64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class ParquetWriter:
+    """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
+
+    ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
+    bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    ``timeouts`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) for the filesystem of a
+    URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
+    (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
+    Options are checked and the data keys wrapped by the KMS when the writer is made; nothing
+    appears at ``where`` until :meth:`close` has verified the complete file. Leaving a ``with``
+    block by an exception discards everything (:meth:`abort`).
+    """
+
+    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
+                 bloom_filter_options: Any = None, filesystem: Any = None,
+                 bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                 timeouts: StoreTimeouts | None = None, **kwargs: Any) -> None:
+        self._closed = True
+        self._dest = destination_of(where, filesystem, timeouts)
+        self.check_setup = check_setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
+                             size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
+        self._open(self.check_setup, self._dest)
+
+    @classmethod
+    def with_setup(cls, setup: WriteSetup, dest: Destination) -> ParquetWriter:
+        writer = cls.__new__(cls)
+        writer._closed = True
+        writer._dest, writer.check_setup = dest, setup
+        writer._open(setup, dest)
+        return writer
+
+    def _open(self, setup: WriteSetup, dest: Destination) -> None:
+        self._row_groups: list[_RowGroup] = []
+        self._report: WriteReport | None = None
+        self._spool: KeyMaterialSpool | None = None
+        self._spool_fs: Any = None
+        self._out: AtomicOutput | None = None
+        self._sink: Any = None
+        self._writer: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._syncing: SyncingSink | None = None
+        if dest.local:
+            target = Path(dest.path)
+            check_local_target(target)
+            spool_dir = target.parent
+        else:
+            spool_dir = Path(tempfile.gettempdir())
+        try:
+            key_file = spool_fs = None
+            if not setup.encryption.internal_key_material:
+                # pyarrow writes the sidecar when the keys are made: into memory, under the final
+                # file's name; it is published with the file (nothing is on disk before).
+                self._spool = KeyMaterialSpool()
+                spool_fs = pafs.PyFileSystem(self._spool)
+                key_file = f"/spool/{dest.name}"
+            properties = setup.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
+                                                                 parquet_file_path=key_file, filesystem=spool_fs)
+            self._key_file, self._spool_fs = key_file, spool_fs
+            self._out = AtomicOutput(spool_dir / f".{dest.name}.{os.urandom(6).hex()}.write.tmp",
+                                     0o666 if dest.local else 0o600)
+            # two threads: one hashes a row group while pyarrow writes it, one syncs what is written
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="secure-bloom-write")
+            # a local file is made durable before it is linked in; a spool file for an upload
+            # is only read back (the object store makes the upload durable): never synced
+            self._syncing = SyncingSink(self._out.write, self._out.sync if dest.local else None, self._pool)
+            self._sink = pa.PythonFile(self._syncing, mode="w")
+            self._writer = pq.ParquetWriter(self._sink, setup.schema, encryption_properties=properties,
+                                            **setup.writer_options)
+        except BaseException:
+            self._discard()
+            raise
+        self._closed = False
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.check_setup.schema
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def report(self) -> WriteReport | None:
+        """What :meth:`close` wrote (None before)."""
+        return self._report
+
+    def write(self, table_or_batch: pa.Table | pa.RecordBatch, row_group_size: int | None = None) -> None:
+        """Write a Table or RecordBatch (see :meth:`write_table`)."""
+        if isinstance(table_or_batch, pa.RecordBatch):
+            self.write_batch(table_or_batch, row_group_size)
+        elif isinstance(table_or_batch, pa.Table):
+            self.write_table(table_or_batch, row_group_size)
+        else:
+            raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(table_or_batch).__name__}")
+
+    def write_batch(self, batch: pa.RecordBatch, row_group_size: int | None = None) -> None:
+        """Write one RecordBatch (as pyarrow: at least one row group of its own)."""
+        self.write_table(pa.Table.from_batches([batch], schema=batch.schema), row_group_size)
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+        """Write ``table`` as row groups of at most ``row_group_size`` rows (default 1 Mi rows),
+        each with its Bloom filters; pyarrow's ``write_table`` semantics (an empty table is one
+        empty row group)."""
+        if self._closed:
+            raise ValueError("write to a closed ParquetWriter")
+        if not isinstance(table, pa.Table):
+            raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+        if not table.schema.equals(self.schema, check_metadata=False):
+            raise ValueError(f"table schema does not match the writer's schema:\n{table.schema}\nvs\n{self.schema}")
+        size = check_row_group_size(row_group_size)
+        try:
+            for start in range(0, max(table.num_rows, 1), size):
+                self._write_row_group(table.slice(start, size))
+        except BaseException:
+            self.abort()
+            raise
+
+    def _build_filters(self, part: pa.Table) -> list[_Built]:
+        setup = self.check_setup
+        return [build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes)
+                for column in setup.columns]
+
+    def _write_row_group(self, part: pa.Table) -> None:
+        # pyarrow encodes and encrypts the slice (GIL released) while a second thread hashes
+        # the same Arrow arrays into the filters; both finish before the next slice.
+        group = _RowGroup(rows=part.num_rows)
+        if self.check_setup.columns:
+            assert self._pool is not None
+            building = self._pool.submit(self._build_filters, part)
+            try:
+                self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
+            finally:
+                filters = building.result()  # its error, if any, after pyarrow's
+            group.filters = filters
+        else:
+            self._writer.write_table(part, row_group_size=max(part.num_rows, 1))
+        self._row_groups.append(group)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> WriteReport:
+        """Finish the file: append the filters, rewrite the footer, verify, publish. Returns the
+        report (also :attr:`report`); calling again returns the same report."""
+        if self._report is not None:
+            return self._report
+        if self._closed:
+            raise WriteError(f"{self._dest}: the writer was aborted; nothing was written")
+        try:
+            self._writer.close()
+            self._sink.close()
+            self._stop_pool()
+            self._report = self._finish()
+        except BaseException as e:
+            self._discard()
+            if isinstance(e, (SecureBloomError, KeyboardInterrupt, SystemExit, OSError, TypeError, ValueError)):
+                raise
+            raise WriteError(f"writing {self._dest} failed: {type(e).__name__}: {e}") from e
+        self._closed = True
+        return self._report
+
+    def abort(self) -> None:
+        """Discard everything written so far; nothing is published."""
+        self._discard()
+
+    def _stop_pool(self) -> None:
+        """Wait for the threads (before the file is closed or rewritten); raise a failed sync."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        syncing, self._syncing = self._syncing, None
+        if syncing is not None:
+            syncing.wait()
+
+    def _discard(self) -> None:
+        self._closed = True
+        try:
+            self._stop_pool()
+        except Exception:  # noqa: BLE001 - discarding: the first error is the one raised
+            pass
+        for closing in (self._writer, self._sink):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception:  # noqa: BLE001 - discarding: the first error is the one raised
+                    pass
+        self._writer = self._sink = None
+        if self._out is not None:
+            self._out.discard()
+            self._out = None
+        self._spool = self._spool_fs = None
+
+    def __enter__(self) -> ParquetWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
+
+    def _finish(self) -> WriteReport:
+        setup, out = self.check_setup, self._out
+        assert out is not None
+        temp = out.readable_path
+        key_material = self._key_material()
+        new: list[NewFilter] = []
+        with ParquetBloomReader(temp, setup.keys, key_material=key_material) as reader:
+            reader.path = str(self._dest)
+            groups = reader.footer.metadata.row_groups
+            if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
+                raise WriteError(f"{self._dest}: pyarrow wrote row groups of {[rg.num_rows for rg in groups]} rows, "
+                                 f"expected {[g.rows for g in self._row_groups]}; nothing was written")
+            built: list[_Built] = []
+            for rg, group in enumerate(self._row_groups):
+                for column, bf in zip(setup.columns, group.filters):
+                    chunk = reader.chunk(rg, column.info.ordinal)
+                    cross_check_statistics(bf.bf, reader.column_metadata(chunk).statistics, column.info, WriteError,
+                                           "the Arrow values written")
+                    new.append(NewFilter(chunk=chunk, bf=bf.bf, sample=bf.sample))
+                    built.append(bf)
+            layout = filter_tail(reader, new)
+            footer_mode = reader.footer.mode
+        out.truncate(layout.start)
+        for data in layout.chunks():
+            out.write(data)
+        if self._dest.local:
+            out.sync()
+        verified = verify_filters(temp, setup.keys, key_material or os.fspath(temp), new, {}, WriteError)
+        self._check_with_pyarrow(temp)
+        self._publish(self._spooled_sidecar())
+        filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
+                                       encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
+                                       values=b.values, offset=at, length=len(blob), replaced=False,
+                                       expected_fpp=b.bf.fpp_estimate(b.distinct), capped=b.capped)
+                        for n, b, at, blob in zip(new, built, layout.offsets, layout.blobs))
+        return WriteReport(path=str(self._dest), footer_mode=footer_mode,
+                           num_rows=sum(g.rows for g in self._row_groups), row_groups=len(self._row_groups),
+                           filters=filters, size=layout.size, verified_values=verified)
+
+    def _spooled_sidecar(self) -> bytes | None:
+        """The external key material exactly as pyarrow wrote it (None: internal key material)."""
+        if self._spool is None:
+            return None
+        assert self._key_file is not None
+        return self._spool.files[os.fspath(sidecar_path(self._key_file))]
+
+    def _key_material(self) -> KeyMaterialStore | None:
+        """The external key material pyarrow spooled, parsed (None: internal key material)."""
+        sidecar = self._spooled_sidecar()
+        return None if sidecar is None else KeyMaterialStore.from_json(sidecar, source=sidecar_path(self._dest.name))
+
+    def _check_with_pyarrow(self, temp: Path) -> None:
+        """pyarrow opens the rewritten footer with the same keys (metadata only, no page read)."""
+        setup = self.check_setup
+        decryption = setup.crypto.file_decryption_properties(setup.kms_config, parquet_file_path=self._key_file,
+                                                             filesystem=self._spool_fs)
+        metadata = pq.ParquetFile(os.fspath(temp), decryption_properties=decryption).metadata
+        if metadata.num_rows != sum(g.rows for g in self._row_groups):
+            raise WriteError(f"{self._dest}: verification failed: pyarrow reads {metadata.num_rows} rows back")
+
+    def _publish(self, sidecar: bytes | None) -> None:
+        """Publish the file and, first, its external key material ``sidecar`` (None: internal)."""
+        out, dest = self._out, self._dest
+        assert out is not None
+        if dest.local:
+            target = Path(dest.path)
+            if sidecar is None:
+                out.publish(target, replace=True)
+                fsync_dir(target.parent)
+            else:
+                # the key material first: a kill in between leaves no file without it, and the
+                # journal lets doctor --fix undo a sidecar published without its file
+                clean_leftovers(target.parent, only_for=target.name, orphans=False)  # of a write killed earlier
+                journal = PairJournal.begin(target, sidecar_path(target))
+                try:
+                    publish_bytes(sidecar, sidecar_path(target))
+                    out.publish(target, replace=True)
+                except BaseException:
+                    journal.abort()
+                    raise
+                fsync_dir(target.parent)
+                journal.done()
+        else:
+            if sidecar is not None:
+                write_object(dest.filesystem, os.fspath(sidecar_path(Path(dest.path))), sidecar)
+            upload(dest.filesystem, dest.path, out.readable_path)
+            out.discard()
+        self._out = None
+        self._spool = self._spool_fs = None
+
+
+def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
+                bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
+                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
+                **kwargs: Any) -> WriteReport:
+    """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
+
+    ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
+    KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
+    (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
+    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
+    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
+    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
+    before writing anything for bad options.
+    """
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
+                       bloom_filter_options=bloom_filter_options, filesystem=filesystem,
+                       bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
+                       **kwargs) as writer:
+        writer.write_table(table, row_group_size)
+    report = writer.report
+    assert report is not None
+    return report
+
+
+def check_row_group_size(row_group_size: Any) -> int:
+    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1."""
+    size = DEFAULT_ROW_GROUP_SIZE if row_group_size is None else row_group_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"row_group_size must be an int >= 1, got {row_group_size!r}")
+    return size
+
+
+def iter_row_groups(path: str | os.PathLike[str]) -> Iterable[pa.Table]:
+    """The row groups of a plaintext Parquet file, one Table each (for re-writing it)."""
+    with pq.ParquetFile(os.fspath(path)) as source:
+        for i in range(source.num_row_groups):
+            yield source.read_row_group(i)
