@@ -89,6 +89,14 @@ class RecordingFile:
         self._raw = raw
         self._close_raw = close_raw
         self.ranges: list[tuple[int, int]] = []
+        self._held = b""
+        self._held_at = 0
+
+    def hold(self, offset: int, data: bytes) -> None:
+        """Keep ``data``, the file's bytes at ``offset`` (already read, e.g. an object store's
+        speculative tail read): a later read lying wholly inside them is answered from them, with
+        no read of ``raw`` (and none recorded)."""
+        self._held, self._held_at = data, offset
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         return self._raw.seek(offset, whence)
@@ -98,6 +106,10 @@ class RecordingFile:
 
     def read(self, n: int = -1) -> bytes:
         pos = self._raw.tell()
+        start = pos - self._held_at
+        if self._held and n >= 0 and 0 <= start and start + n <= len(self._held):
+            self._raw.seek(pos + n)
+            return self._held[start:start + n]
         data = self._raw.read(n)
         self.ranges.append((pos, len(data)))
         return data

@@ -5,7 +5,14 @@
  * thrift-compact-protocol.md) and thriftpy2's documented spec format. It decodes one struct into
  * the SAME thriftpy2 objects the package's Python path (secure_bloom.thrift_codec, thriftpy2's
  * TCompactProtocol with bounded reads) builds: it walks ``cls.thrift_spec`` ({fid: (ttype, name,
- * [type args], required)}), creates every struct with ``cls()`` and stores fields with setattr.
+ * [type args], required)}), creates every struct as ``cls()`` does and stores fields as setattr does.
+ * Creating: where ``cls()`` only fills the instance dict with None for every field (thriftpy2's
+ * generated __init__, no IDL defaults), plain setattr stores into that dict and no field name is a
+ * data descriptor of the class, a struct is created with ``cls.__new__(cls)`` and given a copy of
+ * the dict ``cls()`` made when the class's table was compiled (same keys, same order), and its
+ * fields are stored into that dict: the same object as ``cls()`` plus setattr, without running
+ * __init__ (a Python call per struct: the larger part of decoding a footer). Any other class is
+ * created with ``cls()`` and its fields stored with setattr.
  *
  * Private module: secure_bloom.thrift_codec.parse is the API (it maps errors to the caller's class
  * and checks required fields and unions). decode() does exactly what the Python path does, check
@@ -79,6 +86,7 @@ static PyObject *DecodeError;
 static PyObject *UnsupportedSpec;
 static PyObject *spec_cache;   /* {cls: capsule(ClassSpec)}; lives as long as the module */
 static PyObject *str_thrift_spec;
+static PyObject *empty_tuple;  /* cls.__new__(cls)'s arguments */
 
 /* ------------------------------------------------------------------ compiled specs */
 
@@ -105,6 +113,7 @@ struct ClassSpec {
     uint64_t required;       /* mask of the required fields */
     int is_union;            /* exactly one field must be set */
     int always_check;        /* > 64 fields, or cls() sets a field: leave the verdict to Python */
+    PyObject *fresh;         /* the instance dict cls() makes, copied into each new struct; NULL: call cls() */
 };
 
 static void type_clear(TypeDesc *t)
@@ -127,6 +136,7 @@ static void class_spec_free(ClassSpec *cs)
     }
     PyMem_Free(cs->fields);
     Py_CLEAR(cs->cls);
+    Py_CLEAR(cs->fresh);
     PyMem_Free(cs);
 }
 
@@ -190,7 +200,27 @@ static int type_compile(TypeDesc *t, PyObject *owner, int ttype, PyObject *spec,
     return unsupported(owner, "field type not handled natively (map or unknown)");
 }
 
-/* Whether cls() leaves every field of the spec None (thriftpy2 without IDL defaults). */
+/* Whether a struct of cls can be made from a copy of the dict cls() made (see the top): plain
+ * attribute storage, an instance dict, and no field name a data descriptor of the class. */
+static int dict_creatable(ClassSpec *cs, PyObject *obj)
+{
+    PyTypeObject *type = (PyTypeObject *)cs->cls;
+    if (!PyType_Check(cs->cls) || Py_TYPE(obj) != type || type->tp_setattro != PyObject_GenericSetAttr
+            || type->tp_getattro != PyObject_GenericGetAttr || type->tp_new == NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < cs->nfields; i++) {
+        PyObject *attr;
+        if (cs->fields[i].name == NULL)
+            continue;
+        attr = _PyType_Lookup(type, cs->fields[i].name);  /* borrowed */
+        if (attr != NULL && Py_TYPE(attr)->tp_descr_set != NULL)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether cls() leaves every field of the spec None (thriftpy2 without IDL defaults); then, where
+ * dict_creatable, keeps a copy of the dict it made in cs->fresh. */
 static int defaults_all_none(ClassSpec *cs)
 {
     PyObject *obj = PyObject_CallNoArgs(cs->cls);
@@ -212,6 +242,20 @@ static int defaults_all_none(ClassSpec *cs)
         }
         all_none = value == Py_None;
         Py_DECREF(value);
+    }
+    if (all_none && dict_creatable(cs, obj)) {
+        PyObject *made = PyObject_GenericGetDict(obj, NULL);
+        if (made == NULL) {
+            Py_DECREF(obj);
+            return -1;
+        }
+        if (PyDict_CheckExact(made))
+            cs->fresh = PyDict_Copy(made);
+        Py_DECREF(made);
+        if (PyDict_CheckExact(made) && cs->fresh == NULL) {
+            Py_DECREF(obj);
+            return -1;
+        }
     }
     Py_DECREF(obj);
     return all_none;
@@ -747,11 +791,32 @@ static int is_binary(int ttype) { return ttype == TT_STRING || ttype == TT_BINAR
 
 static int one_bit(uint64_t mask) { return mask != 0 && (mask & (mask - 1)) == 0; }
 
+/* A new struct of cs's class and, when it is made from cs->fresh, its dict (borrowed: the struct holds it). */
+static PyObject *new_struct(ClassSpec *cs, PyObject **dict)
+{
+    PyObject *obj, *fields;
+    *dict = NULL;
+    if (cs->fresh == NULL)
+        return PyObject_CallNoArgs(cs->cls);
+    obj = ((PyTypeObject *)cs->cls)->tp_new((PyTypeObject *)cs->cls, empty_tuple, NULL);
+    if (obj == NULL)
+        return NULL;
+    if ((fields = PyDict_Copy(cs->fresh)) == NULL || PyObject_GenericSetDict(obj, fields, NULL) < 0) {
+        Py_XDECREF(fields);
+        Py_DECREF(obj);
+        return NULL;
+    }
+    Py_DECREF(fields);  /* the struct holds it */
+    *dict = fields;
+    return obj;
+}
+
 static PyObject *read_struct(Dec *d, ClassSpec *cs)
 {
     int64_t last = 0, fid = 0;
     uint64_t set = 0;
-    PyObject *obj = PyObject_CallNoArgs(cs->cls);
+    PyObject *dict;
+    PyObject *obj = new_struct(cs, &dict);
     if (obj == NULL)
         return NULL;
     if (enter(d) < 0)
@@ -771,7 +836,7 @@ static PyObject *read_struct(Dec *d, ClassSpec *cs)
             int rc;
             if (value == NULL)
                 goto fail;
-            rc = PyObject_SetAttr(obj, f->name, value);
+            rc = dict != NULL ? PyDict_SetItem(dict, f->name, value) : PyObject_SetAttr(obj, f->name, value);
             Py_DECREF(value);
             if (rc < 0)
                 goto fail;
@@ -872,7 +937,9 @@ PyMODINIT_FUNC PyInit_native_thrift(void)
     UnsupportedSpec = PyErr_NewException("secure_bloom.native_thrift.UnsupportedSpec", PyExc_TypeError, NULL);
     spec_cache = PyDict_New();
     str_thrift_spec = PyUnicode_InternFromString("thrift_spec");
+    empty_tuple = PyTuple_New(0);
     if (DecodeError == NULL || UnsupportedSpec == NULL || spec_cache == NULL || str_thrift_spec == NULL ||
+        empty_tuple == NULL ||
         PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0 ||
         PyModule_AddObjectRef(m, "UnsupportedSpec", UnsupportedSpec) < 0) {
         Py_DECREF(m);

@@ -32,7 +32,8 @@ figure), and how it scales over ``--scale`` files (default 10,100,1000; add 1000
 curve). The load average is printed with every run.
 
 Latency: the median of the lookups (each a fresh query: discovery, footers, filters, data),
-timed on the plain local filesystem. Bytes: what the process read during the timed query
+timed on the plain local filesystem, with the median CPU time of the process over the same
+lookups (steadier than wall time on a shared machine; Spark's runs in its JVM and is not counted). Bytes: what the process read during the timed query
 (``/proc/<pid>/io`` ``rchar``: the Python process for ours, pyarrow and DuckDB, the JVM for
 Spark), plus for ours and pyarrow the exact bytes their file reads returned, counted at the
 filesystem in a separate, untimed run of the same lookup (the counting wrapper is Python code on
@@ -126,17 +127,17 @@ def _timed(run: Lookup, key: str, pid: int | str = "self", counts: bool = True) 
     """One timed lookup (reads not counted), then, for engines whose reads we can count, the same
     lookup untimed with its reads counted."""
     before = _rchar(pid)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     rows, _ = run(key, False)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     after = _rchar(pid)
     if not counts:
-        return {"s": elapsed, "rows": rows, "bytes": None,
+        return {"s": elapsed, "cpu_s": cpu, "rows": rows, "bytes": None,
                 "rchar": after - before if before is not None and after is not None else None}
     counted_rows, counted = run(key, True)
     if counted_rows != rows:
         raise AssertionError(f"the counted run found {counted_rows} rows, the timed one {rows}")
-    return {"s": elapsed, "rows": rows, "bytes": counted,
+    return {"s": elapsed, "cpu_s": cpu, "rows": rows, "bytes": counted,
             "rchar": after - before if before is not None and after is not None else None}
 
 
@@ -145,7 +146,8 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in runs if r[key] is not None]
         return statistics.median(values) if values else None
 
-    return {"median_s": round(median("s"), 4), "median_bytes": median("bytes"), "median_rchar": median("rchar"),
+    return {"median_s": round(median("s"), 4), "median_cpu_s": round(median("cpu_s"), 4),
+            "median_bytes": median("bytes"), "median_rchar": median("rchar"),
             "rows": [r["rows"] for r in runs]}
 
 
@@ -332,12 +334,13 @@ def _ratios(engines: dict[str, Any]) -> dict[str, Any]:
 
 def _table(workloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """The issue-22 table: absent-key medians per engine and the ratios that matter."""
-    def cell(figures: dict[str, Any], engine: str, label: str = "absent") -> float | None:
+    def cell(figures: dict[str, Any], engine: str, label: str = "absent", kind: str = "median_s") -> float | None:
         found = figures["engines"].get(engine)
-        return None if found is None else float(found[label]["median_s"])
+        return None if found is None or found[label].get(kind) is None else float(found[label][kind])
 
-    def ms(v: float | None) -> str:
-        return "-" if v is None else f"{1e3 * v:.1f} ms"
+    def ms(v: float | None, cpu: float | None = None) -> str:
+        shown = "-" if v is None else f"{1e3 * v:.1f} ms"
+        return shown if v is None or cpu is None else f"{shown} (CPU {1e3 * cpu:.1f})"
 
     def ratio(a: float | None, b: float | None) -> str:
         return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
@@ -348,7 +351,9 @@ def _table(workloads: list[tuple[str, dict[str, Any]]]) -> list[str]:
         for label in ("absent", "present"):
             cold, warm = cell(figures, "ours", label), cell(figures, "ours-warm", label)
             duck, arrow = cell(figures, "duckdb", label), cell(figures, "pyarrow", label)
-            lines.append(f"| {name}, {label} | {ms(cold)} | {ms(warm)} | {ms(duck)} | {ms(arrow)} | "
+            cpu = {e: cell(figures, e, label, "median_cpu_s") for e in ("ours", "ours-warm", "duckdb", "pyarrow")}
+            lines.append(f"| {name}, {label} | {ms(cold, cpu['ours'])} | {ms(warm, cpu['ours-warm'])} | "
+                         f"{ms(duck, cpu['duckdb'])} | {ms(arrow, cpu['pyarrow'])} | "
                          f"{ratio(cold, duck)} | {ratio(cold, arrow)} | {ratio(duck, warm)} |")
     return lines
 
@@ -416,12 +421,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(envelope("bench-lookup", result), indent=2))
         return 0
-    print(f"\n{'engine':<10} {'key':<8} {'median s':>9} {'bytes read':>14} {'rchar':>14}")
+    print(f"\n{'engine':<10} {'key':<8} {'median s':>9} {'CPU s':>8} {'bytes read':>14} {'rchar':>14}")
     for engine, figures in result["engines"].items():
         for label in ("present", "absent"):
             f = figures[label]
-            print(f"{engine:<10} {label:<8} {f['median_s']:>9.4f} {f['median_bytes'] or '-':>14} "
-                  f"{f['median_rchar'] or '-':>14}")
+            print(f"{engine:<10} {label:<8} {f['median_s']:>9.4f} {f['median_cpu_s']:>8.4f} "
+                  f"{f['median_bytes'] or '-':>14} {f['median_rchar'] or '-':>14}")
     print("\n" + "\n".join(f"{k}: {v}" for k, v in result["ratios"].items()))
     print("\n" + "\n".join(_table(workloads)))
     print("\npruning alone, absent key, cold (fastest of several runs):")

@@ -20,6 +20,7 @@ def test_bench_lookup_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         assert figures["present"]["rows"] == [1, 1]  # every engine finds the present keys
         assert figures["absent"]["rows"] == [0, 0]
     assert figures["absent"]["median_rchar"] is not None
+    assert all(result["engines"][e]["absent"]["median_cpu_s"] > 0 for e in ("ours", "ours-warm", "pyarrow"))
     assert set(result["ratios"]) >= {"absent_speedup_vs_pyarrow", "absent_bytes_vs_pyarrow_pct",
                                      "warm_absent_speedup_vs_pyarrow", "warm_absent_speedup_vs_ours"}
     warm, cold = (result["engines"][e]["absent"]["median_bytes"] for e in ("ours-warm", "ours"))
@@ -39,5 +40,6 @@ def test_bench_lookup_prints_the_table(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0
     out = capsys.readouterr().out
     assert "| 2 files x 5 row groups, absent |" in out and "| 2 small files x 1 row group, present |" in out
+    assert "ms (CPU " in out  # CPU times next to the wall times of the lookups
     assert "beyond I/O per file" in out and "each row group consulted after a file's first" in out
     assert "load average: before" in out

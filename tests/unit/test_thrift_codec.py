@@ -399,6 +399,46 @@ def test_a_spec_the_native_decoder_does_not_handle_falls_back_to_python() -> Non
         nested, 3)
 
 
+_PLAIN_IDL = """
+struct Leaf { 1: optional i32 a; 2: optional string b; 3: optional list<i64> c; }
+struct Tree { 1: optional Leaf leaf; 2: optional list<Leaf> leaves; 3: optional i64 n; }
+"""
+
+
+def test_structs_made_without_init_are_the_objects_init_makes() -> None:
+    """The C decoder makes a struct of a plain class from a copy of the dict cls() made (no
+    __init__ call): the same attributes in the same order as cls() plus setattr; a class that
+    stores attributes its own way, or has a field that is a data descriptor, still gets cls() and
+    setattr for every field."""
+    require_native_thrift()
+    from secure_bloom import native_thrift
+
+    module = thriftpy2.load_fp(io.StringIO(_PLAIN_IDL), module_name="secure_bloom_test_plain_thrift")
+    tree = module.Tree(leaf=module.Leaf(b="x"), leaves=[module.Leaf(a=1, c=[2]), module.Leaf()], n=9)
+    raw = thrift_codec.serialize(tree)
+    decoded = native_thrift.decode(module.Tree, raw, 64, 100, frozenset())[0]
+    assert decoded == tree and repr(decoded) == repr(tree)
+    for made, expected in [(decoded, tree), (decoded.leaf, tree.leaf), *zip(decoded.leaves, tree.leaves)]:
+        assert list(made.__dict__.items()) == list(expected.__dict__.items())
+        assert type(made) is type(expected)
+
+    stored: list[tuple[str, Any]] = []
+
+    class Recording(module.Leaf):  # type: ignore[name-defined,misc]
+        def __setattr__(self, name: str, value: Any) -> None:
+            stored.append((name, value))
+            object.__setattr__(self, name, value)
+
+    class Described(module.Leaf):  # type: ignore[name-defined,misc]
+        b = property(lambda self: self.__dict__.get("_b"), lambda self, v: self.__dict__.__setitem__("_b", v))
+
+    leaf = thrift_codec.serialize(module.Leaf(a=5, b="y"))
+    made = native_thrift.decode(Recording, leaf, 64, 100, frozenset())[0]
+    assert (made.a, made.b) == (5, "y") and stored[-2:] == [("a", 5), ("b", "y")]
+    made = native_thrift.decode(Described, leaf, 64, 100, frozenset())[0]
+    assert (made.a, made.b, made.__dict__["_b"]) == (5, "y", "y")
+
+
 # ----------------------------------------------------------------------- backend selection
 
 def _backend_in_subprocess(env_value: str | None, block_native: bool = False) -> subprocess.CompletedProcess[str]:

@@ -116,6 +116,8 @@ class ParquetBloomReader:
             remote = filesystem is not None and not hasattr(path, "read")
             self.tail: FileTail = read_tail(self.file, self.path,
                                             speculative_bytes=TAIL_READ_BYTES if remote else 0)
+            if self.tail.window:  # filters written before the footer are often inside: no request then
+                self._file.hold(self.tail.file_size - len(self.tail.window), self.tail.window)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
             self._sidecar: Any = None
             self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file) if key_material is None \

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ...errors import NotParquetError
@@ -48,6 +48,8 @@ class FileTail:
     encrypted_footer: bool
     footer_offset: int
     footer: bytes
+    #: The bytes of the speculative read of the file's end (``speculative_bytes``; empty when none).
+    window: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def magic(self) -> bytes:
@@ -106,4 +108,5 @@ def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, specula
     else:
         footer = _read_at(f, footer_offset, length - held) + buf[:held]
     return FileTail(path=name, file_size=size, encrypted_footer=magic == ENCRYPTED_MAGIC,
-                    footer_offset=footer_offset, footer=bytes(footer))
+                    footer_offset=footer_offset, footer=bytes(footer),
+                    window=bytes(buf) if speculative_bytes > 0 else b"")

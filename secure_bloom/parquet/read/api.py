@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet.encryption as pe
@@ -278,7 +279,9 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, fmt, read)
 
-    trees = [partition_tree(tree, frag.partition_expression, base.schema) for frag in kept]
+    unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is (most datasets)
+    trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema)
+             for part in (frag.partition_expression for frag in kept)]
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError

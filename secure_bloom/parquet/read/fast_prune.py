@@ -37,28 +37,67 @@ from ...crypto.modules import MAX_ORDINAL, ModuleType
 from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
 from ...errors import AuthenticationError, SecureBloomError
 from ...fileio import open_regular_fd
-from ...filter import SplitBlockBloomFilter
 from ...header import parse_header_plaintext
 from ...kms import KeyMetadata
-from ...spec import LENGTH_PREFIX, MAX_HEADER_BYTES, NONCE_LENGTH, TAG_LENGTH
+from ...sbbf_numpy import SALT
+from ...spec import (
+    BYTES_PER_BLOCK,
+    LENGTH_PREFIX,
+    MAX_HEADER_BYTES,
+    MIN_BITSET_BYTES,
+    NONCE_LENGTH,
+    SPEC_MAX_BITSET_BYTES,
+    TAG_LENGTH,
+)
 from ..file.chunk import FilterLocation
-from ..file.crypto_context import SIGNATURE_LENGTH, EncryptionParams, resolve_file_aad, verify_footer_signature
+from ..file.crypto_context import (
+    SIGNATURE_LENGTH,
+    EncryptionParams,
+    resolve_file_aad,
+    verify_footer_signature,
+)
 from ..file.filter_io import check_plaintext_header
 from ..file.identity import Identity, local_identity
 from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, leaf_columns
 from ..file.sources import locate
-from .statistics import Bounds, chunk_bounds
 from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
+from .statistics import Bounds, chunk_bounds
 
-__all__ = ["Declined", "LookupKeys", "FileKeys", "FastSource", "fast_source", "close_source"]
+__all__ = ["Declined", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "fast_source", "close_source"]
 
 _MODULE_GCM = NONCE_LENGTH + TAG_LENGTH
 _MAX_THRIFT_MODULE = 256 << 20
 _LEN = struct.Struct("<I")
 _ORDINALS = struct.Struct("<hh")
+_BLOCK = struct.Struct("<8I")
+_SALTS = tuple(SALT)
 #: Distinct schemas a lookup remembers the leaf columns of (most datasets have one).
 _LAYOUTS = 8
+
+
+class BitsetProbe:
+    """A filter's bitset probed where it lies (the decrypted or read bytes; never kept): the
+    evaluator's one or few hashes per row group, without building a
+    :class:`~secure_bloom.filter.SplitBlockBloomFilter` (whose ``check_hash`` this is, bit for
+    bit: floor(size / 32) blocks, the tail bytes ignored)."""
+
+    __slots__ = ("_raw", "num_blocks")
+
+    def __init__(self, raw: bytes | memoryview) -> None:
+        if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
+            raise Declined("bitset size")
+        self._raw = raw
+        self.num_blocks = len(raw) // BYTES_PER_BLOCK
+
+    def check_hash(self, h: int) -> bool:
+        """Whether the filter may contain hash ``h`` (an unsigned 64-bit int)."""
+        key = h & 0xFFFFFFFF
+        words = _BLOCK.unpack_from(self._raw, (((h >> 32) * self.num_blocks) >> 32) * BYTES_PER_BLOCK)
+        for word, salt in zip(words, _SALTS):
+            if not word >> (((key * salt) & 0xFFFFFFFF) >> 27) & 1:
+                return False
+        return True
 
 
 class Declined(Exception):
@@ -225,6 +264,7 @@ class FastSource:
         self._keys = file_keys
         self.reads = reads
         self._meta: dict[tuple[int, int], tuple[Any, GcmKey | None, bytes]] = {}
+        self._bounds: dict[tuple[int, int], Bounds | None] = {}
 
     # the chunk's metadata, key and AAD ordinals
 
@@ -273,10 +313,16 @@ class FastSource:
     # what the evaluator asks
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
+        at = (rg, info.ordinal)
+        try:
+            return self._bounds[at]
+        except KeyError:
+            pass
         meta = self._chunk(rg, info)[0]
-        return chunk_bounds(meta, info, info.ordinal in self.type_order)
+        found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
+        return found
 
-    def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
+    def bloom_filter(self, rg: int, info: ColumnInfo) -> BitsetProbe | None:
         meta, key, ordinals = self._chunk(rg, info)
         location = FilterLocation.of(meta)
         if location is None:
@@ -289,12 +335,12 @@ class FastSource:
         if key is None:
             try:
                 _, used = check_plaintext_header(data, length, length, self.path)
-                return SplitBlockBloomFilter.from_bitset(data[used:])
+                return BitsetProbe(data[used:])
             except SecureBloomError:
                 raise Declined("plaintext filter") from None
         return self._encrypted_filter(data, key, ordinals, length)
 
-    def _encrypted_filter(self, data: memoryview, key: GcmKey, ordinals: bytes, length: int) -> SplitBlockBloomFilter:
+    def _encrypted_filter(self, data: memoryview, key: GcmKey, ordinals: bytes, length: int) -> BitsetProbe:
         if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
             raise Declined("filter length")
         (first,) = _LEN.unpack_from(data, 0)
@@ -314,10 +360,7 @@ class FastSource:
                           ModuleType.BLOOM_FILTER_BITSET, num_bytes)
         if len(bitset) != num_bytes:
             raise Declined("bitset size")
-        try:
-            return SplitBlockBloomFilter.from_bitset(bitset, copy=False)  # probed, never kept
-        except SecureBloomError:
-            raise Declined("bitset") from None
+        return BitsetProbe(bitset)  # probed, never kept
 
 
 def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: bool) -> None:

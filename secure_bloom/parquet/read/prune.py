@@ -53,18 +53,45 @@ from ...errors import MissingKeyError, SecureBloomError
 from ...filter import SplitBlockBloomFilter
 from ...kms import KeyGrant
 from ...types import PhysicalType
-from ...values import QueryHashes, maybe_in
+from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
-from .compare import (MAY, NO, RAISES, LeafPlan, binds, bounds_array, bounds_verdicts, plan_leaf, set_check_raises,
-                      value_type)
-from .fast_prune import Declined, FastSource, LookupKeys, close_source, fast_source
 from ..file.identity import Identity, file_identity, identity_size
 from ..file.keys import NO_KEYS, KeyAccess
-from .predicate import AllOf, AnyOf, Leaf, Node, Unknown, columns_of, hidden_leaves, leaves, raising_unknowns
-from .prune_cache import CacheStats, FileFacts, PruneCache
 from ..file.reader import ParquetBloomReader
 from ..file.schema import ColumnInfo
 from ..file.sources import is_local_source
+from .compare import (
+    MAY,
+    NO,
+    RAISES,
+    LeafPlan,
+    binds,
+    bounds_array,
+    bounds_verdicts,
+    plan_leaf,
+    set_check_raises,
+    value_type,
+)
+from .fast_prune import (
+    BitsetProbe,
+    Declined,
+    FastSource,
+    LookupKeys,
+    close_source,
+    fast_source,
+)
+from .predicate import (
+    AllOf,
+    AnyOf,
+    Leaf,
+    Node,
+    Unknown,
+    columns_of,
+    hidden_leaves,
+    leaves,
+    raising_unknowns,
+)
+from .prune_cache import CacheStats, FileFacts, PruneCache
 from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
 
 __all__ = ["FilePrune", "PruneReport", "PruneCache", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
@@ -473,8 +500,16 @@ class _FileEvaluator:
                 bf = self.source.bloom_filter(rg, info)
             except MissingKeyError:
                 return True
-            return maybe_in(bf, [view.query])[0]
+            return _may_hold(bf, view.query)
         return True
+
+
+def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | None, query: QueryHashes) -> bool:
+    """:func:`~secure_bloom.values.maybe_in` for one query, probed hash by hash (a query holds
+    one to a few hashes: cheaper than a batch through numpy)."""
+    if bf is None or query.always_maybe:
+        return True
+    return any(bf.check_hash(h) for h in query.hashes)
 
 
 def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:

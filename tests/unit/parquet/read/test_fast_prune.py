@@ -336,3 +336,23 @@ def test_on_reader_gets_an_open_reader_for_the_files_with_row_groups_to_read(
             assert f.metadata_bytes_read > r.metadata_bytes_read
         else:
             assert (f.metadata_bytes_read, f.metadata_requests) == (r.metadata_bytes_read, r.metadata_requests)
+
+
+@pytest.mark.parametrize("size", [32, 64, 1024, 32 * 37 + 5])
+def test_bitset_probe_answers_as_the_filter_bit_for_bit(size: int) -> None:
+    """The fast path probes the decrypted bitset in place: the same answer as
+    SplitBlockBloomFilter.check_hash for every hash (tail bytes past the last block ignored)."""
+    from secure_bloom.filter import SplitBlockBloomFilter
+    from secure_bloom.parquet.read.fast_prune import BitsetProbe
+
+    rng = random.Random(size)
+    bitset = bytes(rng.getrandbits(8) | rng.getrandbits(8) for _ in range(size))  # about 3 bits in 4 set
+    reference = SplitBlockBloomFilter.from_bitset(bitset)
+    probe = BitsetProbe(memoryview(bitset))
+    hashes = [rng.getrandbits(64) for _ in range(3000)] + [0, (1 << 64) - 1, 1 << 32, (1 << 32) - 1]
+    answers = [probe.check_hash(h) for h in hashes]
+    assert answers == [reference.check_hash(h) for h in hashes]
+    assert any(answers) and not all(answers)
+    for bad in (b"", bytes(31)):
+        with pytest.raises(Declined):
+            BitsetProbe(bad)
