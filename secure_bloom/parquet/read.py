@@ -50,6 +50,7 @@ from ..types import ChunkEncryption, FooterMode
 from .arrow_source import direct_decryption_properties, pyarrow_kms_opens
 from .keys import KeyAccess
 from .identity import PinnedFileSystem
+from .lifetime import retain
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
@@ -182,6 +183,7 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
     fs = resolved.filesystem
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
+    retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
@@ -290,6 +292,9 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
+    # an Arrow thread finishing the scan after to_table returns must never be the one destroying
+    # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
+    retain(pinned, fmt)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
     return restricted, tree, report
