@@ -92,8 +92,9 @@ def outstanding() -> int:
 def settle(timeout: float = EXIT_WAIT_S) -> bool:
     """Wait, the GIL released, until no tracked object is alive (at most ``timeout`` seconds):
     True when none is. Runs at exit; callable before (tests)."""
-    gc.collect()  # cycles holding scans, while other threads can still take the GIL
     end = time.monotonic() + timeout
+    if outstanding():
+        gc.collect()  # cycles holding scans, while other threads can still take the GIL
     while outstanding():
         if time.monotonic() >= end:
             return False
