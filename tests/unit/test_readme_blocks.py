@@ -45,17 +45,9 @@ def _marks(code: str) -> list[Any]:
 PYTHON_BLOCKS = [pytest.param(code, id=f"README.md:{line}", marks=_marks(code)) for line, code in _blocks("python")]
 
 
-#: Known, not yet fixed: after ``read_table`` on S3 the interpreter sometimes aborts AT EXIT (in
-#: pyarrow's S3 finalisation), after the block has run to its end; plain pyarrow reads of the same
-#: objects do not. Reported to the lead (issue 24 readme-demo report).
-S3_EXIT_ABORT = "terminate called without an active exception"
-
-
 def _run_python(code: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
-    if proc.returncode == -6 and proc.stderr.strip() == S3_EXIT_ABORT and proc.stdout:
-        pytest.xfail("the block ran to its end, then the interpreter aborted at exit in pyarrow's S3 finalisation")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 

@@ -45,6 +45,7 @@ from ...display import display_uri, is_uri, uri_secrets
 from ...errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ...fileio import open_regular_file
 from ...kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
+from .lifetime import track
 
 __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
            "display_source", "is_local_source", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
@@ -332,6 +333,14 @@ class _CountingFile:
         self._counter.add(self._path, len(data))
         return cast(bytes, data)
 
+    def read_buffer(self, n: int = -1) -> pa.Buffer:
+        """What ``pa.PythonFile`` reads through (zero-copy): Arrow then holds the returned
+        buffer, possibly on its own threads, so the interpreter's exit waits for its release
+        (:func:`~.lifetime.track`)."""
+        data = self._raw.read_buffer(None if n is None or n < 0 else n)
+        self._counter.add(self._path, data.size)
+        return track(data)
+
     def seek(self, offset: int, whence: int = 0) -> int:
         return cast(int, self._raw.seek(offset, whence))
 
@@ -380,7 +389,8 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
 
     def counted(self, raw: Any, path: str) -> pa.NativeFile:
         """``raw`` (a file of ``path`` opened on ``inner``) with every read counted."""
-        return pa.PythonFile(_CountingFile(raw, path, self.counter), mode="r")
+        # Arrow's threads may release the file object last: the exit waits for it (.lifetime)
+        return pa.PythonFile(track(_CountingFile(raw, path, self.counter)), mode="r")
 
     def open_input_file(self, path: str) -> pa.NativeFile:
         return self.counted(self.inner.open_input_file(path), path)

@@ -49,15 +49,24 @@ from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ...types import ChunkEncryption, FooterMode
 from ..file.arrow_source import direct_decryption_properties, pyarrow_kms_opens
-from ..file.keys import KeyAccess
 from ..file.identity import PinnedFileSystem
+from ..file.keys import KeyAccess
+from ..file.lifetime import retain
+from ..file.reader import ParquetBloomReader
+from ..file.sources import (
+    CountingFileSystem,
+    ReadCounter,
+    Resolved,
+    StoreTimeouts,
+    display_path,
+    resolve,
+    storage_error,
+)
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .pruning_dataset import PruningDataset
-from ..file.reader import ParquetBloomReader
-from ..file.sources import CountingFileSystem, ReadCounter, Resolved, StoreTimeouts, display_path, resolve, storage_error
 
 __all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
            "file_format"]
@@ -183,6 +192,7 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
     fs = resolved.filesystem
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
+    retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
@@ -293,6 +303,9 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
+    # an Arrow thread finishing the scan after to_table returns must never be the one destroying
+    # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
+    retain(pinned, fmt)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
     return restricted, tree, report
