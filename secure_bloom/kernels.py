@@ -385,6 +385,20 @@ def xxh64_binary_view(views: Any, data_buffers: Sequence[Any], *, validity: Any 
     return result
 
 
+def xxh64_objects(values: list[Any] | tuple[Any, ...]) -> Hashes | None:
+    """XXH64 of the UTF-8 bytes of each ``str`` and the bytes of each ``bytes`` item of a list or
+    tuple (``None`` skipped), read from the objects themselves (no Arrow array is built). None
+    when another item type or a str without a UTF-8 form (a lone surrogate) is met, or without
+    the compiled kernels: the caller then converts the values itself."""
+    if _native is None:
+        return None
+    out = np.empty(len(values), dtype=np.uint64)
+    count = _native.xxh64_objects(values, out)
+    if count is None:
+        return None
+    return out if count == out.size else out[:count]
+
+
 def sbbf_insert(bitset: Any, hashes: Any) -> None:
     """Insert 64-bit hashes into a writable bitset (``floor(len / 32)`` blocks, words little-endian)."""
     view = _bitset_view(bitset, writable=True)

@@ -845,6 +845,67 @@ static PyObject *py_hash_view(PyObject *self, PyObject *args, PyObject *kw)
     return do_source(SRC_VIEW, OP_HASH, NULL, views, bufs, 0, out, validity, voff);
 }
 
+/* xxh64_objects(values, out) -> count | None: XXH64 of the UTF-8 bytes of each str and of the bytes of
+ * each bytes object of a list or tuple (None skipped: a null), into out (uint64, one slot per item),
+ * for BYTE_ARRAY columns given as Python objects (no conversion through an Arrow array). None when an
+ * item is of another type or a str has no UTF-8 form (a lone surrogate): the caller takes the
+ * per-value path, which names the problem. The GIL is held throughout (the items are objects) and
+ * no Python code runs while they are read (reading a str's UTF-8 form allocates no tracked
+ * object), so no other thread can change them; the list's length is still checked at each item
+ * (no copy of the list: touching a million objects twice cost more than the hashing). */
+static PyObject *py_hash_objects(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"values", "out", NULL};
+    PyObject *values, *out, *result = NULL;
+    Py_buffer ob = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO", kwl, &values, &out))
+        return NULL;
+    int list = PyList_CheckExact(values);
+    if (!list && !PyTuple_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "values must be a list or a tuple");
+        return NULL;
+    }
+    Py_INCREF(values);
+    Py_ssize_t n = Py_SIZE(values), count = 0;
+    if (PyObject_GetBuffer(out, &ob, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    if (check_out(&ob, n, 8) < 0)
+        goto release;
+    uint64_t *hashes = (uint64_t *)ob.buf;
+    for (Py_ssize_t i = 0; i < n && i < Py_SIZE(values); i++) {
+        PyObject *item = list ? PyList_GET_ITEM(values, i) : PyTuple_GET_ITEM(values, i);
+        const char *p;
+        Py_ssize_t len;
+        if (item == Py_None)
+            continue;
+        if (PyUnicode_CheckExact(item)) {
+            p = PyUnicode_AsUTF8AndSize(item, &len);
+            if (p == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeError))
+                    goto release;
+                PyErr_Clear();
+                result = Py_None;
+                Py_INCREF(result);
+                goto release;
+            }
+        } else if (PyBytes_CheckExact(item)) {
+            p = PyBytes_AS_STRING(item);
+            len = PyBytes_GET_SIZE(item);
+        } else {
+            result = Py_None;
+            Py_INCREF(result);
+            goto release;
+        }
+        hashes[count++] = xxh64((const uint8_t *)p, (uint64_t)len);
+    }
+    result = PyLong_FromSsize_t(count);
+release:
+    PyBuffer_Release(&ob);
+done:
+    Py_DECREF(values);
+    return result;
+}
+
 /* sbbf_{insert,check}_{fixed,binary,view}: op taken from the function's data pointer. */
 static PyObject *py_fused_fixed(PyObject *self, PyObject *args, PyObject *kw, int op)
 {
@@ -1170,6 +1231,8 @@ static PyObject *py_set_simd(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"xxh64_fixed", KW py_hash_fixed, METH_VARARGS | METH_KEYWORDS, "XXH64 of each width-byte value into out (uint64)."},
     {"xxh64_binary", KW py_hash_binary, METH_VARARGS | METH_KEYWORDS, "XXH64 of Arrow binary values into out."},
+    {"xxh64_objects", KW py_hash_objects, METH_VARARGS | METH_KEYWORDS,
+     "XXH64 of the str (UTF-8) and bytes items of a list or tuple into out; None: another item type."},
     {"xxh64_binary_view", KW py_hash_view, METH_VARARGS | METH_KEYWORDS, "XXH64 of Arrow binary views into out."},
     {"sbbf_insert", KW py_insert, METH_VARARGS | METH_KEYWORDS, "Insert uint64 hashes into a bitset."},
     {"sbbf_check", KW py_check, METH_VARARGS | METH_KEYWORDS, "Check uint64 hashes against a bitset into out."},

@@ -247,7 +247,9 @@ def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
     accepts (dictionaries decoded; nulls stay in the validity bitmap and are skipped); a 1-D numpy
     array of the column's own width (int32 / uint32 for INT32, int64 / uint64 for INT64, float32,
     float64); an ``(n, w)`` uint8 matrix for a fixed width ``w``; a list or tuple that pyarrow
-    converts (in C) to strings or binaries for BYTE_ARRAY, or to int64 for INT64 (``None`` as null).
+    converts (in C) to int64 for INT64, or to strings or binaries for BYTE_ARRAY where the compiled
+    kernels are missing (``None`` as null; with them, :func:`hash_values` hashes str and bytes
+    objects in place: :func:`secure_bloom.kernels.xxh64_objects`).
     """
     ptype, width = _resolve(physical_type, type_length)
     if _is_arrow(values):
@@ -260,6 +262,8 @@ def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
         else:
             ok = values.ndim == 1 and values.dtype.str in _PLAIN_DTYPES.get(ptype, ())
         return [values] if ok and sys.byteorder == "little" else None
+    if isinstance(values, (list, tuple)) and ptype is PhysicalType.BYTE_ARRAY and kernels.BACKEND == "native":
+        return None  # hash_values hashes str / bytes objects in place (kernels.xxh64_objects)
     if isinstance(values, (list, tuple)) and ptype in (PhysicalType.BYTE_ARRAY, PhysicalType.INT64):
         import pyarrow as pa
 
@@ -281,6 +285,10 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
     fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.values.arrow`).
     """
     ptype, width = _resolve(physical_type, type_length)
+    if ptype is PhysicalType.BYTE_ARRAY and type(values) in (list, tuple):
+        hashed = kernels.xxh64_objects(values)
+        if hashed is not None:
+            return hashed
     if kernels.BACKEND == "native" and isinstance(values, (list, tuple, np.ndarray)):
         parts = plain_arrays(values, ptype, type_length=width)
         if parts is not None:

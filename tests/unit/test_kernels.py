@@ -723,10 +723,62 @@ def test_hashes_from_every_path_hit_the_kernel_for_plain_inputs(kernels: ModuleT
     assert plain_arrays(ints, "INT32") is None                    # needs a range check first
     assert plain_arrays(pa.array([1, None], pa.int8()), "INT32") is None
     assert plain_arrays([1.5], "INT64") is None                    # floats are refused by hash_values
-    assert plain_arrays(["a", None], "BYTE_ARRAY")[0].to_pylist() == ["a", None]
+    if kernels.BACKEND == "native":  # str / bytes objects are hashed in place by hash_values
+        assert plain_arrays(["a", None], "BYTE_ARRAY") is None
+    else:
+        assert plain_arrays(["a", None], "BYTE_ARRAY")[0].to_pylist() == ["a", None]
     assert plain_arrays(["\ud800"], "BYTE_ARRAY") is None          # hash_values raises the library's error
     assert plain_arrays(pa.chunked_array([pa.array([None, None], pa.string())]), "BYTE_ARRAY") == []
     with pytest.raises(InvalidValueError, match="not encodable as UTF-8"):
         SplitBlockBloomFilter(32).insert(["\ud800"], "BYTE_ARRAY")
     with pytest.raises(InvalidValueError, match="INT64 value must be an integer"):
         SplitBlockBloomFilter(32).insert([1.5], "INT64")
+
+
+# ----------------------------------------------------------------------- Python str / bytes objects
+
+
+@PROPERTY
+@given(items=st.lists(st.one_of(st.text(), st.binary(), st.none()), max_size=40), as_tuple=st.booleans())
+def test_str_and_bytes_objects_hash_as_their_plain_bytes(kernels: ModuleType, items: list[Any],
+                                                          as_tuple: bool) -> None:
+    """A list (or tuple) of str (UTF-8, non-ASCII and surrogate-free) and bytes, None skipped:
+    hash_values, a filter's insert and might_contain_many equal the scalar path on each value."""
+    values = tuple(items) if as_tuple else items
+    present = [v for v in items if v is not None]
+    expected = [hash_value(v, PhysicalType.BYTE_ARRAY) for v in present]
+    assert hash_values(values, PhysicalType.BYTE_ARRAY).tolist() == expected
+    bf = SplitBlockBloomFilter(1024)
+    assert bf.insert(values, PhysicalType.BYTE_ARRAY) == len(present)
+    assert bf.bitset == scalar_bitset(1024, expected)
+    assert bf.might_contain_many(values, PhysicalType.BYTE_ARRAY).all()
+
+
+@pytest.mark.native
+def test_objects_kernel_declines_what_it_does_not_hash() -> None:
+    """The object kernel hashes only exact str / bytes / None; anything else (a bytearray, a str
+    subclass, an int, a lone surrogate) is None, and hash_values then takes the converting path,
+    which hashes what it accepts and names what it does not."""
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
+    assert kernels_module.xxh64_objects(["a", b"b", None]).tolist() == [
+        hash_value("a", PhysicalType.BYTE_ARRAY), hash_value(b"b", PhysicalType.BYTE_ARRAY)]
+    assert kernels_module.xxh64_objects([]).tolist() == []
+
+    class Text(str):
+        pass
+
+    for odd in (bytearray(b"x"), Text("x"), 7, "\ud800"):
+        assert kernels_module.xxh64_objects(["ok", odd]) is None
+    assert hash_values(["a", bytearray(b"x"), Text("y")], PhysicalType.BYTE_ARRAY).tolist() == [
+        hash_value(v, PhysicalType.BYTE_ARRAY) for v in ("a", b"x", "y")]
+    with pytest.raises(InvalidValueError):
+        hash_values(["a", "\ud800"], PhysicalType.BYTE_ARRAY)
+    with pytest.raises(TypeError):
+        from secure_bloom.native_kernels import xxh64_objects  # type: ignore[import-not-found]
+
+        xxh64_objects(iter(["a"]), np.empty(1, np.uint64))
+    with pytest.raises(ValueError, match="too small"):
+        from secure_bloom.native_kernels import xxh64_objects
+
+        xxh64_objects(["a", "b"], np.empty(1, np.uint64))
