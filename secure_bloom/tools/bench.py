@@ -12,6 +12,10 @@
 * parquet-java's ``BlockSplitBloomFilter`` on the same values and filter sizes, through the Java
   harness ``io.securebloom.BloomBench`` (its phases ``hash_insert`` and ``hash_check``); skipped,
   with a note, when java or pyspark is missing;
+* Arrow C++'s ``BlockSplitBloomFilter`` (the libparquet of the pyarrow wheel, through the g++
+  harness of :mod:`.arrow_cpp`) on the same values files: its bulk ``Hashes`` alone, ``Hashes`` +
+  ``InsertHashes`` and ``Hashes`` + ``FindHash``; beside it the native ``hash_values`` alone (the
+  "hash" column); skipped, with a note, without g++;
 * encrypt + decrypt of the 1 MiB filter as two AES-GCM modules (MB/s of bitset).
 
 It also verifies, and reports (never asserts): the native, numpy and scalar filters of the sample
@@ -29,6 +33,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +49,8 @@ from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
 from ..filter import SplitBlockBloomFilter
 from ..spec import WRITER_DEFAULT_MAX_BYTES
 from ..types import PhysicalType
-from ..values.physical import hash_value
+from ..values.physical import hash_value, hash_values
+from .arrow_cpp import ArrowBenchUnavailable, arrow_bloom_bench
 
 __all__ = ["run_benchmarks", "main", "make_int64_values", "make_string_values", "TARGETS"]
 
@@ -97,6 +103,7 @@ def _path_figures(values: Any, ptype: PhysicalType, num_bytes: int, n: int, repe
     """SplitBlockBloomFilter.insert / might_contain_many on one kernel backend."""
     with kernels.forced_backend(backend):
         bf = SplitBlockBloomFilter(num_bytes)
+        hash_med, _ = _time(lambda: hash_values(values, ptype), repeat)
 
         def insert() -> None:
             SplitBlockBloomFilter(num_bytes).insert(values, ptype)
@@ -105,7 +112,7 @@ def _path_figures(values: Any, ptype: PhysicalType, num_bytes: int, n: int, repe
         ins_med, ins_best = _time(insert, repeat)
         chk_med, chk_best = _time(lambda: bf.might_contain_many(values, ptype), repeat)
         found = bool(bf.might_contain_many(values, ptype).all())
-    return {"insert_ns": _ns(ins_med, n), "check_ns": _ns(chk_med, n),
+    return {"hash_ns": _ns(hash_med, n), "insert_ns": _ns(ins_med, n), "check_ns": _ns(chk_med, n),
             "insert_best_ns": _ns(ins_best, n), "check_best_ns": _ns(chk_best, n), "all_found": found}
 
 
@@ -122,11 +129,9 @@ def _scalar_figures(sample: list[Any], ptype: PhysicalType, num_bytes: int) -> t
              "sample": len(sample), "all_found": found == len(sample)}, bf)
 
 
-def _java_figures(kind: Literal["int64", "string"], values: Any, num_bytes: int, repeat: int) -> dict[str, Any]:
-    """parquet-java's BlockSplitBloomFilter via io.securebloom.BloomBench, or a skip note."""
-    from ..errors import JavaNotFoundError, JvmError
-    from .parquet_java import bloom_bench
-
+def _peer_figures(kind: Literal["int64", "string"], values: Any, num_bytes: int, repeat: int,
+                  java: bool, arrow: bool) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """parquet-java's and Arrow C++'s figures on one values file (each None when not asked)."""
     fd, path = tempfile.mkstemp(prefix=f"secure-bloom-bench-{kind}-", suffix=".bin")
     try:
         with os.fdopen(fd, "wb") as out:
@@ -134,15 +139,37 @@ def _java_figures(kind: Literal["int64", "string"], values: Any, num_bytes: int,
                 out.write(np.ascontiguousarray(values, dtype="<i8").tobytes())
             else:
                 _write_length_prefixed(out, values)
-        try:
-            result = bloom_bench(kind, path, num_bytes=num_bytes, warmup=3, reps=max(repeat, 1),
-                                 timeout=900)
-        except JavaNotFoundError as e:
-            return {"skipped": f"java or pyspark is missing ({e}); parquet-java column skipped"}
-        except (JvmError, OSError) as e:
-            return {"skipped": f"the parquet-java harness failed: {e}"}
+        return (_java_figures(kind, path, num_bytes, repeat) if java else None,
+                _arrow_figures(kind, path, num_bytes, repeat, len(values)) if arrow else None)
     finally:
         os.unlink(path)
+
+
+def _arrow_figures(kind: Literal["int64", "string"], path: str, num_bytes: int, repeat: int,
+                   n: int) -> dict[str, Any]:
+    """Arrow C++'s BlockSplitBloomFilter via the g++ harness (:mod:`.arrow_cpp`), or a skip note."""
+    try:
+        result = arrow_bloom_bench(kind, path, num_bytes=num_bytes, warmup=2, reps=max(repeat, 1))
+    except (ArrowBenchUnavailable, OSError, subprocess.TimeoutExpired, ValueError) as e:
+        return {"skipped": f"{e}; Arrow C++ column skipped"}
+    per, best = result["ns_per_value"], result["best_ns_per_value"]
+    return {"hash_ns": round(per["hash"], 2), "insert_ns": round(per["hash_insert"], 2),
+            "check_ns": round(per["hash_check"], 2), "insert_best_ns": round(best["hash_insert"], 2),
+            "check_best_ns": round(best["hash_check"], 2), "num_bytes": result["num_bytes"],
+            "found": result["found"], "all_found": result["found"] == n == result["n"]}
+
+
+def _java_figures(kind: Literal["int64", "string"], path: str, num_bytes: int, repeat: int) -> dict[str, Any]:
+    """parquet-java's BlockSplitBloomFilter via io.securebloom.BloomBench, or a skip note."""
+    from ..errors import JavaNotFoundError, JvmError
+    from .parquet_java import bloom_bench
+
+    try:
+        result = bloom_bench(kind, path, num_bytes=num_bytes, warmup=3, reps=max(repeat, 1), timeout=900)
+    except JavaNotFoundError as e:
+        return {"skipped": f"java or pyspark is missing ({e}); parquet-java column skipped"}
+    except (JvmError, OSError) as e:
+        return {"skipped": f"the parquet-java harness failed: {e}"}
     per = result["ns_per_value"]
     best = result["best_ns_per_value"]
     return {"insert_ns": round(per["hash_insert"], 2), "check_ns": round(per["hash_check"], 2),
@@ -169,7 +196,8 @@ def _write_length_prefixed(out: Any, strings: pa.Array) -> None:
     out.write(buf.tobytes())
 
 
-def _ratios(paths: dict[str, dict[str, Any]], java_fig: dict[str, Any] | None) -> dict[str, Any]:
+def _ratios(paths: dict[str, dict[str, Any]], java_fig: dict[str, Any] | None,
+            arrow_fig: dict[str, Any] | None = None) -> dict[str, Any]:
     numpy_fig, scalar_fig = paths["numpy"], paths["scalar"]
     out: dict[str, Any] = {
         "numpy_vs_scalar_insert_speedup": round(scalar_fig["insert_ns"] / numpy_fig["insert_ns"], 1),
@@ -183,11 +211,15 @@ def _ratios(paths: dict[str, dict[str, Any]], java_fig: dict[str, Any] | None) -
             if name in paths:
                 out[f"{name}_over_parquet_java_insert"] = round(paths[name]["insert_ns"] / java_fig["insert_ns"], 2)
                 out[f"{name}_over_parquet_java_check"] = round(paths[name]["check_ns"] / java_fig["check_ns"], 2)
+    if arrow_fig and "skipped" not in arrow_fig and "native" in paths:
+        for phase in ("hash", "insert", "check"):
+            out[f"native_over_arrow_cpp_{phase}"] = round(paths["native"][f"{phase}_ns"] / arrow_fig[f"{phase}_ns"], 2)
     return out
 
 
 def _workload(kind: str, label: str, values: Any, sample: list[Any], ptype: PhysicalType, num_bytes: int,
-              n: int, repeat: int, java_fig: dict[str, Any] | None) -> dict[str, Any]:
+              n: int, repeat: int, java_fig: dict[str, Any] | None,
+              arrow_fig: dict[str, Any] | None = None) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     built: dict[str, SplitBlockBloomFilter] = {}
     for backend in (["native"] if kernels.kernel_info()["unavailable_reason"] is None else []) + ["numpy"]:
@@ -201,7 +233,9 @@ def _workload(kind: str, label: str, values: Any, sample: list[Any], ptype: Phys
                            "native_equals_scalar": built["native"] == scalar_bf if "native" in built else None}
     if java_fig is not None:
         out["parquet_java"] = java_fig
-    out["ratios"] = _ratios(paths, java_fig)
+    if arrow_fig is not None:
+        out["arrow_cpp"] = arrow_fig
+    out["ratios"] = _ratios(paths, java_fig, arrow_fig)
     return out
 
 
@@ -219,7 +253,7 @@ def _crypto_figures(num_bytes: int, repeat: int) -> dict[str, Any]:
 
 
 def run_benchmarks(n: int = 1_000_000, *, repeat: int = 3, scalar_sample: int = 100_000,
-                   num_bytes: int | Sequence[int] = _DEFAULT_SIZES, java: bool = True,
+                   num_bytes: int | Sequence[int] = _DEFAULT_SIZES, java: bool = True, arrow: bool = True,
                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every figure for each filter size in ``num_bytes``; returns them as a JSON-ready dict
     (see the module docstring)."""
@@ -236,16 +270,16 @@ def run_benchmarks(n: int = 1_000_000, *, repeat: int = 3, scalar_sample: int = 
     workloads = []
     for size in sizes:
         say(f"int64, {size:,}-byte filter")
-        java_int = _java_figures("int64", ints, size, repeat) if java else None
+        java_int, arrow_int = _peer_figures("int64", ints, size, repeat, java, arrow)
         workloads.append(_workload("int64", "numpy int64 array", ints, ints[:sample_n].tolist(),
-                                   PhysicalType.INT64, size, n, repeat, java_int))
+                                   PhysicalType.INT64, size, n, repeat, java_int, arrow_int))
         say(f"strings (pyarrow), {size:,}-byte filter")
-        java_str = _java_figures("string", strings, size, repeat) if java else None
+        java_str, arrow_str = _peer_figures("string", strings, size, repeat, java, arrow)
         workloads.append(_workload("string", "pyarrow string array", strings, string_list[:sample_n],
-                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str))
+                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str, arrow_str))
         say(f"strings (Python list), {size:,}-byte filter")
         workloads.append(_workload("string", "Python list of str", string_list, string_list[:sample_n],
-                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str))
+                                   PhysicalType.BYTE_ARRAY, size, n, repeat, java_str, arrow_str))
     say("encrypt + decrypt")
     result: dict[str, Any] = {
         "n": n, "repeat": repeat, "num_bytes": sizes[0] if len(sizes) == 1 else sizes, "scalar_sample": sample_n,
@@ -261,6 +295,8 @@ def run_benchmarks(n: int = 1_000_000, *, repeat: int = 3, scalar_sample: int = 
         "parquet_java_found_all": (None if not java or any("skipped" in w.get("parquet_java", {})
                                                              for w in workloads)
                                    else all(w["parquet_java"]["all_found"] for w in workloads)),
+        "arrow_cpp_found_all": (None if not arrow or any("skipped" in w.get("arrow_cpp", {}) for w in workloads)
+                                else all(w["arrow_cpp"]["all_found"] for w in workloads)),
         "encrypt_round_trip": result["crypto"]["round_trip_equal"],
     }
     if any(w["native_equals_scalar"] is not None for w in workloads):
@@ -281,6 +317,9 @@ def _target_line(w: dict[str, Any]) -> str:
         parts.append(f"native / parquet-java {r['native_over_parquet_java_insert']}x insert, "
                      f"{r['native_over_parquet_java_check']}x check "
                      f"({'meets' if worst <= limit else 'misses'} <= {limit}x)")
+    if "native_over_arrow_cpp_insert" in r:
+        parts.append(f"native / Arrow C++ {r['native_over_arrow_cpp_insert']}x insert, "
+                     f"{r['native_over_arrow_cpp_check']}x check, {r['native_over_arrow_cpp_hash']}x hash")
     if "numpy_over_parquet_java_insert" in r:
         parts.append(f"numpy / parquet-java {r['numpy_over_parquet_java_insert']}x insert, "
                      f"{r['numpy_over_parquet_java_check']}x check")
@@ -300,7 +339,7 @@ def format_report(result: dict[str, Any]) -> str:
              + (" - busy: other processes share the CPUs, figures are noisy" if load > (result["cpus"] or 1) else ""),
              f"scalar path timed on a sample of the first {result['scalar_sample']:,} values "
              "(hash_value + insert_hash / check_hash per value)", ""]
-    header = f"{'workload':<44}{'path':<14}{'hash+insert':>12}{'hash+check':>12}"
+    header = f"{'workload':<44}{'path':<14}{'hash+insert':>12}{'hash+check':>12}{'hash':>8}"
     lines.append(header)
     lines.append("-" * len(header))
     for w in result["workloads"]:
@@ -310,10 +349,17 @@ def format_report(result: dict[str, Any]) -> str:
         pj = w.get("parquet_java")
         if pj and "skipped" not in pj:
             rows.append(("parquet-java", pj))
+        ac = w.get("arrow_cpp")
+        if ac and "skipped" not in ac:
+            rows.append(("Arrow C++", ac))
         for i, (path, fig) in enumerate(rows):
-            lines.append(f"{name if i == 0 else '':<44}{path:<14}{fig['insert_ns']:>12.1f}{fig['check_ns']:>12.1f}")
+            hashed = f"{fig['hash_ns']:>8.1f}" if "hash_ns" in fig else f"{'-':>8}"
+            lines.append(f"{name if i == 0 else '':<44}{path:<14}{fig['insert_ns']:>12.1f}{fig['check_ns']:>12.1f}"
+                         + hashed)
         if pj and "skipped" in pj:
             lines.append(f"{'':<44}parquet-java  skipped: {pj['skipped']}")
+        if ac and "skipped" in ac:
+            lines.append(f"{'':<44}Arrow C++     skipped: {ac['skipped']}")
         lines.append(f"{'':<44}{_target_line(w)}")
     c = result["crypto"]
     lines += ["", f"encrypt {c['num_bytes']:,}-byte filter: {c['encrypt_mb_s']} MB/s ({c['encrypt_ms']} ms); "
@@ -325,6 +371,7 @@ def format_report(result: dict[str, Any]) -> str:
                  f"native filter == scalar filter: {native}; "
                  f"all inserted values found: {'yes' if v['all_values_found'] else 'NO'}; "
                  f"parquet-java found all: {pj_found}; "
+                 f"Arrow C++ found all: {({None: 'not run', True: 'yes', False: 'NO'})[v['arrow_cpp_found_all']]}; "
                  f"encrypt/decrypt round trip: {'yes' if v['encrypt_round_trip'] else 'NO'}")
     return "\n".join(lines)
 
@@ -340,6 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bytes", type=int, action="append", dest="num_bytes",
                         help="filter size in bytes, a power of two; repeatable (default 1 MiB and 16 MiB)")
     parser.add_argument("--no-java", action="store_true", help="skip the parquet-java column")
+    parser.add_argument("--no-arrow", action="store_true", help="skip the Arrow C++ column (built with g++)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     args = parser.parse_args(argv)
     if args.n < 1 or args.repeat < 1 or args.scalar_sample < 1:
@@ -352,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--bytes: {e}")
     progress = None if args.json else (lambda msg: print(f"... {msg}", file=sys.stderr, flush=True))
     result = run_benchmarks(args.n, repeat=args.repeat, scalar_sample=args.scalar_sample,
-                            num_bytes=sizes, java=not args.no_java, progress=progress)
+                            num_bytes=sizes, java=not args.no_java, arrow=not args.no_arrow, progress=progress)
     print(json.dumps(envelope("bench", result), indent=2) if args.json else format_report(result))
     return 0
 

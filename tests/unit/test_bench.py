@@ -15,12 +15,12 @@ from support.cli_json import cli_result
 
 
 def test_run_benchmarks_small_without_java() -> None:
-    result = bench.run_benchmarks(3000, repeat=1, scalar_sample=400, num_bytes=4096, java=False)
+    result = bench.run_benchmarks(3000, repeat=1, scalar_sample=400, num_bytes=4096, java=False, arrow=False)
     assert result["scalar_sample"] == 400 and result["n"] == 3000
     assert [(w["kind"], w["input"]) for w in result["workloads"]] == [
         ("int64", "numpy int64 array"), ("string", "pyarrow string array"), ("string", "Python list of str")]
     expected = {"numpy_equals_scalar": True, "all_values_found": True, "parquet_java_found_all": None,
-                "encrypt_round_trip": True}
+                "arrow_cpp_found_all": None, "encrypt_round_trip": True}
     if kernels.BACKEND == "native":
         expected["native_equals_scalar"] = True
     assert result["verified"] == expected
@@ -37,7 +37,7 @@ def test_run_benchmarks_small_without_java() -> None:
 
 def test_main_json_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--n", "500", "--repeat", "1", "--scalar-sample", "100", "--bytes", "1024",
-                       "--no-java", "--json"]) == 0
+                       "--no-java", "--no-arrow", "--json"]) == 0
     parsed = cli_result(capsys.readouterr().out, "bench")
     assert parsed["verified"]["numpy_equals_scalar"] is True
     assert parsed["num_bytes"] == 1024 and parsed["kernel"]["backend"] == kernels.BACKEND
@@ -76,8 +76,33 @@ def test_parquet_java_column_runs() -> None:
     assert result["verified"]["parquet_java_found_all"] is True
 
 
+@pytest.mark.arrow_cpp
+def test_arrow_cpp_column_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow C++'s BlockSplitBloomFilter (built with g++ against the pyarrow wheel's libparquet)
+    hashes the same values files: it finds every value, and our native hash_values has its own
+    "hash" figure beside Arrow's bulk Hashes."""
+    import shutil
+
+    if shutil.which("g++") is None:
+        from support.components import missing
+
+        missing("arrow_cpp", "no g++ to build the Arrow C++ peer")
+    monkeypatch.setenv("SECURE_BLOOM_CACHE", str(tmp_path))
+    result = bench.run_benchmarks(2000, repeat=1, scalar_sample=200, num_bytes=4096, java=False, arrow=True)
+    for w in result["workloads"]:
+        assert "skipped" not in w["arrow_cpp"], w["arrow_cpp"]
+        assert w["arrow_cpp"]["all_found"] is True and w["arrow_cpp"]["num_bytes"] == 4096
+        assert w["arrow_cpp"]["hash_ns"] > 0
+        if kernels.BACKEND == "native":
+            assert w["native"]["hash_ns"] > 0 and "native_over_arrow_cpp_hash" in w["ratios"]
+    assert result["verified"]["arrow_cpp_found_all"] is True
+    assert "Arrow C++" in bench.format_report(result)
+    assert list((tmp_path / "bin").glob("arrow_bloom_bench-*"))  # built once into the cache
+
+
 def test_two_filter_sizes_in_one_run() -> None:
-    result = bench.run_benchmarks(1000, repeat=1, scalar_sample=100, num_bytes=[1024, 4096], java=False)
+    result = bench.run_benchmarks(1000, repeat=1, scalar_sample=100, num_bytes=[1024, 4096], java=False,
+                                  arrow=False)
     assert [(w["num_bytes"], w["input"]) for w in result["workloads"]] == [
         (size, label) for size in (1024, 4096)
         for label in ("numpy int64 array", "pyarrow string array", "Python list of str")]
