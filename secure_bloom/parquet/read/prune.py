@@ -76,7 +76,9 @@ from .fast_prune import (
     BitsetProbe,
     Declined,
     FastSource,
+    FilterPending,
     LookupKeys,
+    ProbedFilter,
     close_source,
     fast_source,
 )
@@ -431,6 +433,9 @@ class _FileEvaluator:
         self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
         self.checked = [v for v in self.views.values() if v.plan.mode == "bounds" or v.set_check]
         self._verdicts: dict[int, dict[int, str]] = {}
+        #: The column of the first filter an evaluation without filters passed by (None: none):
+        #: the first filter the same evaluation with filters reads.
+        self.first_filter: ColumnInfo | None = None
 
     def must_keep(self, rg: int) -> bool:
         """Whether pyarrow's evaluation may raise on this row group's values: it is then kept
@@ -495,16 +500,50 @@ class _FileEvaluator:
             return self._verdict(view, rg) != NO
         if bounds is not None and not _may_by_bounds(node.op, view, bounds):
             return False
-        if bloom and view.query is not None:
-            try:
-                bf = self.source.bloom_filter(rg, info)
-            except MissingKeyError:
-                return True
-            return _may_hold(bf, view.query)
+        if view.query is not None:
+            if bloom:
+                try:
+                    bf = self.source.bloom_filter(rg, info)
+                except MissingKeyError:
+                    return True
+                return _may_hold(bf, view.query)
+            if self.first_filter is None:
+                self.first_filter = info
         return True
 
+    def bloom_rounds(self, pending: Sequence[int]) -> dict[int, bool]:
+        """``may(tree, rg, bloom=True)`` for each row group of ``pending`` over a
+        :class:`FastSource`, its filters fetched together: the first filter of each (noted by the
+        statistics pass) is fetched before the first round; each round evaluates every row group
+        still waiting, the source noting each filter not fetched yet (:class:`FilterPending` stops
+        that row group's evaluation there), then fetches them all at once. A row group asks in
+        each round for exactly the filter the one-by-one evaluation would read next, so the same
+        filters are read (most trees: one round)."""
+        source = self.source
+        assert isinstance(source, FastSource)
+        hashes: dict[int, dict[int, None]] = {}
+        for view in self.views.values():
+            if view.info is not None and view.query is not None:
+                hashes.setdefault(view.info.ordinal, {}).update(dict.fromkeys(view.query.hashes))
+        column_hashes = {ordinal: tuple(hs) for ordinal, hs in hashes.items()}
+        decided: dict[int, bool] = {}
+        todo = list(pending)
+        if source.wants():
+            source.fetch_filters(column_hashes)
+        while todo:
+            waiting = []
+            for rg in todo:
+                try:
+                    decided[rg] = self.may(self.tree, rg, bloom=True)
+                except FilterPending:
+                    waiting.append(rg)
+            if waiting:
+                source.fetch_filters(column_hashes)
+            todo = waiting
+        return decided
 
-def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | None, query: QueryHashes) -> bool:
+
+def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | ProbedFilter | None, query: QueryHashes) -> bool:
     """:func:`~secure_bloom.values.maybe_in` for one query, probed hash by hash (a query holds
     one to a few hashes: cheaper than a batch through numpy)."""
     if bf is None or query.always_maybe:
@@ -562,6 +601,23 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
+    if isinstance(source, FastSource):  # statistics first for every row group, then filters together
+        kept = {rg for rg in candidates if evaluator.must_keep(rg)}
+        stats: dict[int, bool] = {}
+        for rg in candidates:
+            evaluator.first_filter = None
+            stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
+            if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
+                source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
+        bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
+        for rg in candidates:
+            if not stats[rg]:
+                by_stats.append(rg)
+            elif bloomed.get(rg, True):
+                keep.append(rg)
+            else:
+                by_bloom.append(rg)
+        return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
     for rg in candidates:
         if evaluator.must_keep(rg):
             keep.append(rg)
