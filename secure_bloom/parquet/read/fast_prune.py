@@ -273,12 +273,17 @@ def _fail() -> AuthenticationError:
     return AuthenticationError("module")
 
 
-def _decrypt(module: memoryview, key: Any, aad: bytes, module_type: ModuleType, max_plaintext: int) -> bytes:
+def _decrypt(module: memoryview, key: Any, aad: bytes, max_plaintext: int) -> bytes:
     """The plaintext of the module (``length | nonce | ciphertext | tag``) filling ``module``
     exactly, its length checked as :func:`~secure_bloom.crypto.modules.decrypt_module` checks it
     (whose errors the reference path names)."""
     if _native is not None:
         return _decrypt_many([module], key, [aad], max_plaintext)[0]
+    return _python_decrypt(module, key, aad, max_plaintext)
+
+
+def _python_decrypt(module: memoryview, key: GcmKey, aad: bytes, max_plaintext: int) -> bytes:
+    """:func:`_decrypt` by Python (cryptography's AES-GCM): the twin of ``GcmKey.decrypt_modules``."""
     if len(module) < LENGTH_PREFIX:
         raise Declined("module")
     (length,) = _LEN.unpack_from(module, 0)
@@ -293,8 +298,7 @@ def _decrypt(module: memoryview, key: Any, aad: bytes, module_type: ModuleType, 
 def _decrypt_many(modules: list[Any], key: Any, aads: list[bytes], max_plaintext: int) -> list[bytes]:
     """:func:`_decrypt` of each module with its AAD (natively: one call, the GIL released)."""
     if _native is None:
-        return [_decrypt(memoryview(m), key, a, ModuleType.COLUMN_META_DATA, max_plaintext)
-                for m, a in zip(modules, aads)]
+        return [_python_decrypt(memoryview(m), key, a, max_plaintext) for m, a in zip(modules, aads)]
     try:
         plains: list[bytes] = key.decrypt_modules(modules, aads, max_plaintext)
     except _NATIVE_ERRORS:
@@ -493,34 +497,39 @@ class FastSource:
         offset, length = location
         data = memoryview(_pread(self._fd, offset, length, self.reads))
         if key is None:
-            try:
-                _, used = check_plaintext_header(data, length, length, self.path)
-                return BitsetProbe(data[used:])
-            except SecureBloomError:
-                raise Declined("plaintext filter") from None
-        return self._encrypted_filter(data, key, ordinals, length)
+            return _python_filter(data, None, b"", b"")
+        return _python_filter(data, key, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
+                              self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals))
 
-    def _encrypted_filter(self, data: memoryview, key: Any, ordinals: bytes, length: int) -> BitsetProbe:
-        if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
-            raise Declined("filter length")
-        (first,) = _LEN.unpack_from(data, 0)
-        used = LENGTH_PREFIX + first
-        if first > _MODULE_GCM + MAX_HEADER_BYTES or used + LENGTH_PREFIX > length:
-            raise Declined("header module")
-        header = _decrypt(data[:used], key, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
-                          ModuleType.BLOOM_FILTER_HEADER, MAX_HEADER_BYTES)
+
+def _python_filter(data: memoryview, key: GcmKey | None, header_aad: bytes, bitset_aad: bytes) -> BitsetProbe:
+    """The filter filling ``data`` (its location checked), read by Python: the plaintext header
+    checked, or both modules decrypted and checked (the twin of ``native_prune.probe_filters``)."""
+    length = len(data)
+    if key is None:
         try:
-            num_bytes = parse_header_plaintext(header).num_bytes
+            _, used = check_plaintext_header(data, length, length, "filter")
+            return BitsetProbe(data[used:])
         except SecureBloomError:
-            raise Declined("header") from None
-        (second,) = _LEN.unpack_from(data, used)
-        if second != _MODULE_GCM + num_bytes or used + LENGTH_PREFIX + second != length:
-            raise Declined("bitset module")
-        bitset = _decrypt(data[used:], key, self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals),
-                          ModuleType.BLOOM_FILTER_BITSET, num_bytes)
-        if len(bitset) != num_bytes:
-            raise Declined("bitset size")
-        return BitsetProbe(bitset)  # probed, never kept
+            raise Declined("plaintext filter") from None
+    if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
+        raise Declined("filter length")
+    (first,) = _LEN.unpack_from(data, 0)
+    used = LENGTH_PREFIX + first
+    if first > _MODULE_GCM + MAX_HEADER_BYTES or used + LENGTH_PREFIX > length:
+        raise Declined("header module")
+    header = _python_decrypt(data[:used], key, header_aad, MAX_HEADER_BYTES)
+    try:
+        num_bytes = parse_header_plaintext(header).num_bytes
+    except SecureBloomError:
+        raise Declined("header") from None
+    (second,) = _LEN.unpack_from(data, used)
+    if second != _MODULE_GCM + num_bytes or used + LENGTH_PREFIX + second != length:
+        raise Declined("bitset module")
+    bitset = _python_decrypt(data[used:], key, bitset_aad, num_bytes)
+    if len(bitset) != num_bytes:
+        raise Declined("bitset size")
+    return BitsetProbe(bitset)  # probed, never kept
 
 
 def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: bool) -> None:
@@ -608,8 +617,7 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource
             raise Declined("footer key metadata")
         footer_kmd = bytes(crypto.key_metadata)
         footer_gcm = file_keys.key(footer_kmd, footer=True)
-        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), ModuleType.FOOTER,
-                         _MAX_THRIFT_MODULE)
+        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), _MAX_THRIFT_MODULE)
         metadata = _parse(m.FileMetaData, plain, padded=True)
     else:
         try:
