@@ -16,6 +16,9 @@
  *   - GcmKey.decrypt_modules(modules, aads, max_plaintext): the plaintexts of Parquet modules, each
  *     checked as fast_prune._decrypt checks it (28 <= length prefix <= 28 + max_plaintext and the
  *     prefix naming exactly the rest of the buffer), all decrypted with the GIL released.
+ *   - read_tail(fd, size): a file's leading magic, its length and trailing magic, and its footer
+ *     (three preads, as fast_prune._python_tail makes them), checked as it checks them, in one call
+ *     with the GIL released. Returns (magic, footer_offset, footer, reads).
  *   - probe_filters(fd, data_end, key_or_None, requests, hashes): per request
  *     (offset, length, header_aad, bitset_aad): the location checked (as FastSource.bloom_filter
  *     checks it), the bytes pread, the header module (type 8) and the bitset module (type 9)
@@ -61,6 +64,7 @@
 #define SPEC_MAX_BITSET_BYTES (128LL * 1024 * 1024)
 #define COALESCED_FILTER_BYTES (4LL << 20)
 #define MAX_THRIFT_MODULE (256LL << 20)
+#define MAX_FOOTER_BYTES (256LL << 20)
 /* Caps of this module's own: an AAD (file AAD prefix + unique part + type + ordinals), hashes and
  * requests per call, modules per call. */
 #define MAX_AAD 4096
@@ -73,6 +77,15 @@ static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b728
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
 static PyObject *Failed;
+/* AES-128/192/256-GCM, fetched once (OpenSSL 3: EVP_aes_*_gcm() would fetch the implementation
+ * again at every context initialisation); freed never: they live as long as the process. */
+static EVP_CIPHER *AES_GCM[3];
+
+static const EVP_CIPHER *aes_gcm(Py_ssize_t keylen)
+{
+    int i = keylen == 16 ? 0 : keylen == 24 ? 1 : keylen == 32 ? 2 : -1;
+    return i < 0 ? NULL : AES_GCM[i];
+}
 
 static uint32_t load32le(const uint8_t *p)
 {
@@ -218,8 +231,7 @@ static PyObject *Key_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_buffer key;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*:GcmKey", kwlist, &key))
         return NULL;
-    const EVP_CIPHER *cipher = key.len == 16 ? EVP_aes_128_gcm() : key.len == 24 ? EVP_aes_192_gcm()
-                             : key.len == 32 ? EVP_aes_256_gcm() : NULL;
+    const EVP_CIPHER *cipher = aes_gcm(key.len);
     if (cipher == NULL) {
         Py_ssize_t len = key.len;
         PyBuffer_Release(&key);
@@ -626,12 +638,57 @@ done:
     return result;
 }
 
+static PyObject *py_read_tail(PyObject *self, PyObject *args)
+{
+    int fd;
+    long long size, got = 0, length = 0, footer_offset = 0;
+    uint8_t head[4], end[8];
+    uint8_t *footer = NULL;
+    const char *why = NULL;
+    if (!PyArg_ParseTuple(args, "iL:read_tail", &fd, &size))
+        return NULL;
+    if (size <= 12)
+        return fail("too short");
+    Py_BEGIN_ALLOW_THREADS
+    why = read_all(fd, head, 0, 4, &got);
+    if (why == NULL)
+        why = read_all(fd, end, size - 8, 8, &got);
+    if (why == NULL) {
+        if (memcmp(end + 4, head, 4) != 0 || (memcmp(head, "PAR1", 4) != 0 && memcmp(head, "PARE", 4) != 0))
+            why = "magic";
+    }
+    if (why == NULL) {
+        length = (long long)load32le(end);
+        if (length == 0 || length > size - 12 || length > MAX_FOOTER_BYTES)
+            why = "footer length";
+    }
+    if (why == NULL) {
+        footer_offset = size - 8 - length;
+        footer = PyMem_RawMalloc((size_t)length);
+        if (footer == NULL)
+            why = "memory";
+        else
+            why = read_all(fd, footer, footer_offset, length, &got);
+    }
+    Py_END_ALLOW_THREADS
+    if (why != NULL) {
+        PyMem_RawFree(footer);
+        return fail(why);
+    }
+    PyObject *result = Py_BuildValue("(y#Ly#[(ii)(Li)(LL)])", (const char *)head, (Py_ssize_t)4, footer_offset,
+                                     (const char *)footer, (Py_ssize_t)length, 0, 4, size - 8, 8, footer_offset,
+                                     length);
+    PyMem_RawFree(footer);
+    return result;
+}
+
 static PyObject *py_limits(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:i,s:i,s:i}",
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i}",
                          "LENGTH_PREFIX", LENGTH_PREFIX, "NONCE_LENGTH", NONCE_LENGTH, "TAG_LENGTH", TAG_LENGTH,
                          "MAX_HEADER_BYTES", MAX_HEADER_BYTES, "MIN_BITSET_BYTES", MIN_BITSET_BYTES,
-                         "SPEC_MAX_BITSET_BYTES", SPEC_MAX_BITSET_BYTES, "COALESCED_FILTER_BYTES",
+                         "SPEC_MAX_BITSET_BYTES", SPEC_MAX_BITSET_BYTES, "MAX_FOOTER_BYTES", MAX_FOOTER_BYTES,
+                         "COALESCED_FILTER_BYTES",
                          COALESCED_FILTER_BYTES, "MAX_THRIFT_MODULE", MAX_THRIFT_MODULE, "MAX_AAD", MAX_AAD,
                          "MAX_HASHES", MAX_HASHES, "MAX_REQUESTS", MAX_REQUESTS);
 }
@@ -644,6 +701,7 @@ static PyObject *py_info(PyObject *self, PyObject *unused)
 static PyMethodDef methods[] = {
     {"probe_filters", py_probe_filters, METH_VARARGS,
      "probe_filters(fd, data_end, key_or_None, requests, hashes) -> (answers, reads)"},
+    {"read_tail", py_read_tail, METH_VARARGS, "read_tail(fd, size) -> (magic, footer_offset, footer, reads)"},
     {"limits", py_limits, METH_NOARGS, "the limits compiled in"},
     {"info", py_info, METH_NOARGS, "build flags and the OpenSSL version in use"},
     {NULL, NULL, 0, NULL},
@@ -654,6 +712,19 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_prune",
 
 PyMODINIT_FUNC PyInit_native_prune(void)
 {
+    static const char *names[3] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+    for (int i = 0; i < 3; i++) {
+#if defined(OPENSSL_VERSION_MAJOR) && OPENSSL_VERSION_MAJOR >= 3
+        if (AES_GCM[i] == NULL)
+            AES_GCM[i] = EVP_CIPHER_fetch(NULL, names[i], NULL);
+#else  /* OpenSSL 1.1: static ciphers */
+        AES_GCM[i] = (EVP_CIPHER *)(i == 0 ? EVP_aes_128_gcm() : i == 1 ? EVP_aes_192_gcm() : EVP_aes_256_gcm());
+#endif
+        if (AES_GCM[i] == NULL) {
+            PyErr_Format(PyExc_ImportError, "OpenSSL has no %s", names[i]);
+            return NULL;
+        }
+    }
     if (PyType_Ready(&KeyType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

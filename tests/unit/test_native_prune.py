@@ -34,7 +34,7 @@ from secure_bloom.encrypted_filter import COALESCED_FILTER_BYTES
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.header import serialize_header
 from secure_bloom.parquet.read import fast_prune
-from secure_bloom.parquet.read.fast_prune import Declined, _python_decrypt, _python_filter
+from secure_bloom.parquet.read.fast_prune import Declined, _python_decrypt, _python_filter, _python_tail
 
 pytestmark = pytest.mark.native
 
@@ -73,6 +73,7 @@ def test_limits_are_the_specs(native: Any) -> None:
     assert limits["SPEC_MAX_BITSET_BYTES"] == spec.SPEC_MAX_BITSET_BYTES
     assert limits["COALESCED_FILTER_BYTES"] == COALESCED_FILTER_BYTES
     assert limits["MAX_THRIFT_MODULE"] == fast_prune._MAX_THRIFT_MODULE
+    assert limits["MAX_FOOTER_BYTES"] == fast_prune.MAX_FOOTER_BYTES
     assert "OpenSSL" in native.info()["openssl"]
 
 
@@ -361,3 +362,65 @@ def test_locations_and_reads_are_checked(native: Any, filter_file: Any) -> None:
         native.probe_filters(fd, data_end, "key", [], [1])
     with pytest.raises(TypeError):
         native.probe_filters(fd, data_end, key, [[offset, len(data), HEADER_AAD, BITSET_AAD]], [1])
+
+
+# ---------------------------------------------------------------------- tails
+
+@st.composite
+def tails(draw: st.DrawFn) -> bytes:
+    """A file's bytes: often a valid tail (magic, footer, length, magic), often damaged."""
+    magic = draw(st.sampled_from([b"PAR1", b"PARE"]))
+    footer = draw(st.binary(min_size=1, max_size=200))
+    body = draw(st.binary(max_size=50))
+    data = bytearray(magic + body + footer + struct.pack("<I", len(footer)) + magic)
+    damage = draw(st.sampled_from(["none", "none", "flip", "length", "truncate", "short"]))
+    if damage == "flip":
+        at = draw(st.sampled_from([0, 3, len(data) - 1, len(data) - 5, len(data) - 8]))
+        data[at] ^= 1 << draw(st.integers(0, 7))
+    elif damage == "length":
+        struct.pack_into("<I", data, len(data) - 8, draw(st.sampled_from(
+            [0, len(data) - 12, len(data) - 11, len(data), 0xFFFFFFFF, (256 << 20) + 1])))
+    elif damage == "truncate":
+        data = data[draw(st.integers(1, len(data) - 1)):]
+    elif damage == "short":
+        data = data[:draw(st.integers(0, 13))]
+    return bytes(data)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(tails())
+def test_tails_read_as_the_python_twin(native: Any, tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "tail.parquet"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        reads: list[tuple[int, int]] = []
+        try:
+            expected: Any = (*_python_tail(fd, len(data), reads), reads)
+        except Declined:
+            expected = None
+        try:
+            got: Any = native.read_tail(fd, len(data))
+        except native.Failed:
+            got = None
+        assert got == expected
+    finally:
+        os.close(fd)
+
+
+def test_a_tail_past_the_end_of_the_file_is_refused(native: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    path.write_bytes(b"PAR1" + bytes(10) + struct.pack("<I", 10) + b"PAR1")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert native.read_tail(fd, 22) == (b"PAR1", 4, bytes(10), [(0, 4), (14, 8), (4, 10)])
+        for size in (23, 40, 2**40):  # a size larger than the file (it shrank): short reads
+            with pytest.raises(native.Failed):
+                native.read_tail(fd, size)
+        with pytest.raises(native.Failed, match="too short"):
+            native.read_tail(fd, 12)
+        with pytest.raises(native.Failed):
+            native.read_tail(-1, 22)
+    finally:
+        os.close(fd)

@@ -582,10 +582,10 @@ def close_source(source: FastSource) -> None:
     os.close(source._fd)
 
 
-def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
-    reads: list[tuple[int, int]] = []
-    stat = os.fstat(fd)
-    size = stat.st_size
+def _python_tail(fd: int, size: int, reads: list[tuple[int, int]]) -> tuple[bytes, int, bytes]:
+    """(magic, footer offset, footer) of a file of ``size`` bytes: the three reads the reader
+    makes (leading magic; length and trailing magic; footer), checked (the twin of
+    ``native_prune.read_tail``)."""
     if size <= 12:
         raise Declined("too short")
     head = _pread(fd, 0, 4, reads)
@@ -597,7 +597,22 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource
     if length == 0 or length > size - 12 or length > MAX_FOOTER_BYTES:
         raise Declined("footer length")
     footer_offset = size - 8 - length
-    footer = memoryview(_pread(fd, footer_offset, length, reads))
+    return magic, footer_offset, _pread(fd, footer_offset, length, reads)
+
+
+def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+    reads: list[tuple[int, int]] = []
+    stat = os.fstat(fd)
+    size = stat.st_size
+    if _native is None:
+        magic, footer_offset, footer_bytes = _python_tail(fd, size, reads)
+    else:
+        try:
+            magic, footer_offset, footer_bytes, made = _native.read_tail(fd, size)
+        except _NATIVE_ERRORS:
+            raise Declined("tail") from None
+        reads.extend(made)
+    footer = memoryview(footer_bytes)
     m = thrift_codec.idl()
     file_keys = lookup.for_file(path) if keys.has_keys else None
 
