@@ -410,8 +410,22 @@ class _FileSource:
 
 
 #: Leaf views already built in one prune, by (leaf, the file's column): files that store a
-#: column alike share its literals' casts, bounds keys and Bloom hashes.
-_ViewMemo = dict[tuple[int, ColumnInfo | None], _LeafView]
+#: column alike share its literals' casts, bounds keys and Bloom hashes; and, by ("plan", tree),
+#: the last column layout's views of the whole tree (:class:`_Plan`).
+_ViewMemo = dict[Any, Any]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A tree's leaf views over one column layout (``columns``, held so that the layout compared
+    by identity cannot be another one at the same address), what they make the evaluator keep,
+    and the Bloom hashes of each column (by column ordinal)."""
+
+    columns: tuple[ColumnInfo, ...]
+    views: dict[int, _LeafView]
+    raising: bool
+    checked: list[_LeafView]
+    hashes: dict[int, tuple[int, ...]]
 
 
 def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | None, memo: _ViewMemo) -> _LeafView:
@@ -423,15 +437,33 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
     return view
 
 
+def _plan(tree: Node, columns: tuple[ColumnInfo, ...], schema: pa.Schema | None, memo: _ViewMemo) -> _Plan:
+    """The :class:`_Plan` of ``tree`` over ``columns``: the memo's when it is of the same layout
+    (the files of one schema share one ``columns`` tuple: :meth:`LookupKeys.leaf_columns`)."""
+    key = ("plan", id(tree))
+    plan = memo.get(key)
+    if plan is not None and plan.columns is columns:
+        return plan  # type: ignore[no-any-return]
+    views = {id(leaf): _leaf_view(leaf, columns, schema, memo) for leaf in hidden_leaves(tree)}
+    hashes: dict[int, dict[int, None]] = {}
+    for view in views.values():
+        if view.info is not None and view.query is not None:
+            hashes.setdefault(view.info.ordinal, {}).update(dict.fromkeys(view.query.hashes))
+    plan = memo[key] = _Plan(columns, views,
+                             raising_unknowns(tree) or any(v.plan.mode == "raise" for v in views.values()),
+                             [v for v in views.values() if v.plan.mode == "bounds" or v.set_check],
+                             {ordinal: tuple(hs) for ordinal, hs in hashes.items()})
+    return plan
+
+
 class _FileEvaluator:
     def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
                  candidates: Sequence[int]) -> None:
         self.source = source
         self.tree = tree
         self.candidates = candidates
-        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in hidden_leaves(tree)}
-        self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
-        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds" or v.set_check]
+        plan = _plan(tree, tuple(source.columns), schema, memo)
+        self.views, self.raising, self.checked, self.hashes = plan.views, plan.raising, plan.checked, plan.hashes
         self._verdicts: dict[int, dict[int, str]] = {}
         #: The column of the first filter an evaluation without filters passed by (None: none):
         #: the first filter the same evaluation with filters reads.
@@ -521,11 +553,7 @@ class _FileEvaluator:
         filters are read (most trees: one round)."""
         source = self.source
         assert isinstance(source, FastSource)
-        hashes: dict[int, dict[int, None]] = {}
-        for view in self.views.values():
-            if view.info is not None and view.query is not None:
-                hashes.setdefault(view.info.ordinal, {}).update(dict.fromkeys(view.query.hashes))
-        column_hashes = {ordinal: tuple(hs) for ordinal, hs in hashes.items()}
+        column_hashes = self.hashes
         decided: dict[int, bool] = {}
         todo = list(pending)
         if source.wants():
