@@ -156,8 +156,8 @@ def _cipher(raw: bytes) -> Any:
 
 class LookupKeys:
     """What one lookup (one :func:`prune_files` call) shares across its files: its keys (each
-    distinct key metadata unwrapped once, one :class:`GcmKey` per data key) and its column
-    layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
+    distinct key metadata unwrapped once, one decrypt context per data key: :meth:`cipher`) and
+    its column layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
     it holds keys no longer than the lookup; shared by its worker threads. Key metadata naming
     external key material (a sidecar per file) is never shared across files."""
 
@@ -321,8 +321,9 @@ def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:
 class FastSource:
     """A file's answers to the evaluator (as :class:`~secure_bloom.parquet.read.prune._FileSource`
     gives them): ``num_row_groups``, ``columns``, ``type_order``, :meth:`bounds` and
-    :meth:`bloom_filter`. Made by :func:`fast_source`; every method raises :class:`Declined`
-    for what it does not handle. ``reads`` lists every (offset, length) read."""
+    :meth:`bloom_filter`, the filters fetched in batches (:meth:`want`, :meth:`fetch_filters`).
+    Made by :func:`fast_source`; every method raises :class:`Declined` for what it does not
+    handle. ``reads`` lists every (offset, length) read."""
 
     def __init__(self, path: str, fd: int, size: int, footer_offset: int, metadata: Any,
                  columns: Sequence[ColumnInfo], file_aad: bytes | None, footer_kmd: bytes | None,
