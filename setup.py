@@ -1,10 +1,12 @@
 """Build script for the optional C kernels; every other setting lives in pyproject.toml.
 
-``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c) and ``secure_bloom.native_thrift``
-(secure_bloom/_native/thrift_compact.c) are *optional* extensions: where they cannot be compiled (no
-C compiler, no Python headers; a big-endian host for the kernels) ``pip install .`` still succeeds,
-:mod:`secure_bloom.kernels` uses its numpy fallback and :mod:`secure_bloom.thrift_codec` its Python
-(thriftpy2) decoder.
+``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c), ``secure_bloom.native_thrift``
+(secure_bloom/_native/thrift_compact.c) and ``secure_bloom.native_prune`` (secure_bloom/_native/prune.c,
+linked with OpenSSL's libcrypto) are *optional* extensions: where they cannot be compiled (no C
+compiler, no Python headers, no OpenSSL headers for native_prune; a big-endian host for the kernels)
+``pip install .`` still succeeds, :mod:`secure_bloom.kernels` uses its numpy fallback,
+:mod:`secure_bloom.thrift_codec` its Python (thriftpy2) decoder and the cold pruning path
+(:mod:`secure_bloom.parquet.read.fast_prune`) its Python reads, decrypts and probes.
 
 Flags: -O3 and nothing machine-specific (no -march=native): wheels must run on any x86-64 or
 aarch64 machine. The AVX2 block kernels are compiled per function (``target("avx2")``) and chosen
@@ -38,6 +40,10 @@ setup(
     ext_modules=[
         Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True),
         Extension("secure_bloom.native_thrift", sources=["secure_bloom/_native/thrift_compact.c"], optional=True),
+        # OpenSSL's libcrypto (EVP AES-GCM): headers from libssl-dev (scripts/setup installs them);
+        # auditwheel repair bundles libcrypto into the wheel.
+        Extension("secure_bloom.native_prune", sources=["secure_bloom/_native/prune.c"], libraries=["crypto"],
+                  optional=True),
     ],
     cmdclass={"build_ext": _BuildExt},
 )

@@ -46,11 +46,12 @@ def wrap_locally(key: bytes, wrapping_key: bytes, aad: bytes, *, _nonce: bytes |
     return base64.b64encode(gcm.encrypt(kek, key_bytes, aad, _nonce=_nonce)).decode("ascii")
 
 
-def unwrap_locally(wrapped: str, wrapping_key: bytes, aad: bytes, *, wrapped_under: str) -> bytes:
+def unwrap_locally(wrapped: str, wrapping_key: bytes | gcm.GcmKey, aad: bytes, *, wrapped_under: str) -> bytes:
     """Decrypt a locally wrapped key. ``wrapped_under`` names the wrapping key for messages, e.g.
-    ``"master key 'kf'"``. Raises :class:`AuthenticationError` (wrong key, AAD or tampered text) or
+    ``"master key 'kf'"``; ``wrapping_key`` is its bytes or its reusable :class:`~secure_bloom.crypto.gcm.GcmKey`
+    (checked when made). Raises :class:`AuthenticationError` (wrong key, AAD or tampered text) or
     :class:`MalformedKeyMaterialError` (not Base64, too short, not an AES key length)."""
-    kek = gcm.check_key(wrapping_key, "wrapping_key")
+    kek = wrapping_key if isinstance(wrapping_key, gcm.GcmKey) else gcm.check_key(wrapping_key, "wrapping_key")
     blob = decode_base64(wrapped, f"key wrapped under {wrapped_under}")
     if len(blob) < NONCE_LENGTH + TAG_LENGTH + 16:
         raise MalformedKeyMaterialError(

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..crypto.gcm import GcmKey
 from ..errors import KeyManagementError, MalformedKeyMaterialError, MissingKeyError
 from .cache import ExpiringCache
 from .client import (DEFAULT_KMS_INSTANCE_ID, DEFAULT_KMS_INSTANCE_URL, KmsClient, KmsClientFactory,
@@ -76,7 +77,9 @@ class KeyUnwrapper:
         self._explicit = explicit_keys
         self._kms_instance_id = kms_instance_id
         self._kms_instance_url = kms_instance_url
-        self._keks: ExpiringCache[tuple[str, str, str, str], bytes] = ExpiringCache(cache_lifetime_s, _clock)
+        # A KEK with its AES-GCM context (made once: making one costs more than unwrapping a DEK).
+        self._keks: ExpiringCache[tuple[str, str, str, str], tuple[bytes, GcmKey]] = \
+            ExpiringCache(cache_lifetime_s, _clock)
         self._clients: ExpiringCache[_KmsInstance, KmsClient] = ExpiringCache(cache_lifetime_s, _clock)
 
     # --- public ---------------------------------------------------------------------------
@@ -101,9 +104,9 @@ class KeyUnwrapper:
         assert material.kek_id is not None and material.wrapped_kek is not None
         kek_id = decode_base64(material.kek_id, f"keyEncryptionKeyID of master key {master!r}")
         wrapped_kek = material.wrapped_kek
-        kek = self._keks.get_or_create(
+        _, kek = self._keks.get_or_create(
             (instance[0], instance[1], master, material.kek_id),
-            lambda: _checked_key(client.unwrap_key(wrapped_kek, master), master))
+            lambda: _with_context(_checked_key(client.unwrap_key(wrapped_kek, master), master)))
         return unwrap_locally(material.wrapped_dek, kek, kek_id,
                               wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
 
@@ -191,6 +194,10 @@ def _checked_key(key: object, master_key_id: str) -> bytes:
             f"the KMS returned a {len(key)}-byte key under master key {master_key_id!r}; "
             "AES keys are 16, 24 or 32 bytes")
     return bytes(key)
+
+
+def _with_context(kek: bytes) -> tuple[bytes, GcmKey]:
+    return kek, GcmKey(kek)
 
 
 class FileKeyUnwrapper:

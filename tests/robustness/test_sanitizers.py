@@ -1,9 +1,9 @@
-"""Both C extensions under AddressSanitizer and UndefinedBehaviorSanitizer (marker ``sanitizer``).
+"""The C extensions under AddressSanitizer and UndefinedBehaviorSanitizer (marker ``sanitizer``).
 
-tests/support/sanitizer.py builds kernels.c and thrift_compact.c with ``-fsanitize=address,undefined
+tests/support/sanitizer.py builds kernels.c, thrift_compact.c and prune.c with ``-fsanitize=address,undefined
 -fno-omit-frame-pointer -g`` into a copy of the installed package; a fresh interpreter with the ASan
-runtime preloaded imports that copy and runs the kernel and Thrift decoder tests and the mutation
-cases (tests/robustness/test_native_mutation.py, whose processes inherit the environment). Any
+runtime preloaded imports that copy and runs the kernel, Thrift decoder and native pruning tests
+(the extension's own, and the fast pruning path's over real files) and the mutation cases (tests/robustness/test_native_mutation.py, whose processes inherit the environment). Any
 sanitizer report, or any failure, fails the test. A missing gcc or libasan fails it too, unless
 SECURE_BLOOM_ALLOW_SKIP names ``sanitizer``.
 
@@ -30,7 +30,9 @@ pytestmark = pytest.mark.sanitizer
 #: What runs sanitized: the tests of the native kernels and decoder (their ``native`` halves; the
 #: numpy / thriftpy2 halves run no C of ours) and every mutation case.
 SANITIZED_TESTS = ["unit/test_kernels.py", "unit/test_thrift_codec.py", "robustness/test_robustness_thrift.py",
-                   "robustness/test_native_mutation.py"]
+                   "robustness/test_native_mutation.py", "unit/test_native_prune.py"]
+#: Run whole (no marker): the fast pruning path over real files, through native_prune.
+SANITIZED_WHOLE = ["unit/parquet/read/test_fast_prune.py"]
 #: The two 2-3 million value count_distinct cases take most of a run's time in np.unique (not ours);
 #: the 100,000-value case and the property test keep count_distinct in the run.
 DESELECT = "not (test_count_distinct_large_and_skewed and (random or one_bucket))"
@@ -98,24 +100,29 @@ def test_a_planted_fault_is_reported(sanitized: Path, tmp_path: Path, call: str,
 def test_the_sanitized_build_is_what_the_process_imports(sanitized: Path) -> None:
     code, output = _run([sys.executable, "-c", "import secure_bloom.kernels as k, secure_bloom.thrift_codec as t; "
                          "import secure_bloom.native_kernels as nk, secure_bloom.native_thrift as nt; "
-                         "print(k.BACKEND, t.BACKEND, nk.__file__, nt.__file__, k.kernel_info()['flags'])"],
+                         "import secure_bloom.native_prune as npr; "
+                         "print(k.BACKEND, t.BACKEND, nk.__file__, nt.__file__, npr.__file__, npr.info()['flags'], "
+                         "k.kernel_info()['flags'])"],
                         sanitized)
     assert code == 0, output[-4000:]
-    backend, thrift_backend, kernels_file, thrift_file, *flags = output.split()
+    backend, thrift_backend, kernels_file, thrift_file, prune_file, *flags = output.split()
     assert (backend, thrift_backend) == ("native", "native")
-    assert Path(kernels_file).parent == Path(thrift_file).parent == sanitized / "secure_bloom"
-    assert "-fsanitize=address,undefined" in flags
+    assert Path(kernels_file).parent == Path(thrift_file).parent == Path(prune_file).parent == sanitized / "secure_bloom"
+    assert flags.count("-fsanitize=address,undefined") == 2
 
 
 def test_kernel_and_decoder_tests_pass_under_asan_and_ubsan(sanitized: Path) -> None:
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO_DIR),
            "-c", str(REPO_DIR / "pyproject.toml"), "-q", "--no-header", "-m", "native", "-k", DESELECT,
            *(str(TESTS_DIR / t) for t in SANITIZED_TESTS)]
-    code, output = _run(cmd, sanitized, HYPOTHESIS_PROFILE="sanitizer")
-    reports = sanitizer_reports(output)
-    assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20]) + "\n" + output[-8000:]
-    assert code == 0, output[-8000:]
-    assert " passed" in output and " failed" not in output
+    whole = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO_DIR),
+             "-c", str(REPO_DIR / "pyproject.toml"), "-q", "--no-header", *(str(TESTS_DIR / t) for t in SANITIZED_WHOLE)]
+    for run in (cmd, whole):
+        code, output = _run(run, sanitized, HYPOTHESIS_PROFILE="sanitizer")
+        reports = sanitizer_reports(output)
+        assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20]) + "\n" + output[-8000:]
+        assert code == 0, output[-8000:]
+        assert " passed" in output and " failed" not in output
 
 
 def _pytest_without_gcc(*extra: str, allow: str) -> subprocess.CompletedProcess[str]:

@@ -281,6 +281,88 @@ def case_thrift(seconds: float) -> Tally:
         return hammer(seconds, [lambda t: t.call(lambda: thrift_codec.parse(cls, buf))], write)
 
 
+def case_prune_modules(seconds: float) -> Tally:
+    """native_prune copies a module and an AAD given as bytearrays before it releases the GIL:
+    another thread flipping their bytes (a tag byte, a length prefix byte set to 0xFF) meanwhile
+    gives the right plaintext or the refusal, never other plaintext or a read past the buffer."""
+    from secure_bloom import native_prune
+    from secure_bloom.crypto.modules import encrypt_module
+
+    key, plain = bytes(range(16)), bytes(range(256)) * 64
+    sealed = encrypt_module(plain, key, b"aad")
+    module, aad = bytearray(sealed), bytearray(b"aad")
+    gcm = native_prune.GcmKey(key)
+    turn = [0]
+    sys.setswitchinterval(1e-6)  # the writer runs between any two bytecodes of the caller
+
+    def write() -> None:  # damage and repair in turns: the caller meets both
+        at = 4 + (turn[0] // 6 * 7919) % (len(module) - 4)
+        step = turn[0] % 6
+        turn[0] += 1
+        if step == 0:
+            module[at] ^= 0xFF      # a ciphertext or tag byte
+        elif step == 1:
+            module[at] ^= 0xFF
+        elif step == 2:
+            module[3] = 0xFF        # a length prefix of 4 GiB
+        elif step == 3:
+            module[3] = sealed[3]
+        else:
+            aad[0] ^= 1
+        time.sleep(0)
+
+    def call(t: Tally) -> None:
+        out = t.call(lambda: gcm.decrypt_modules([module], [aad], len(plain)), refusal=native_prune.Failed)
+        if out is not None and out != [plain]:
+            t.unexpected.append("decrypted other plaintext")
+
+    return hammer(seconds, [call], write)
+
+
+def case_prune_filters(seconds: float) -> Tally:
+    """probe_filters copies the AADs it is given as bytearrays before reading and decrypting the
+    filter with the GIL released; a thread rewriting them meanwhile gives the right answers or the
+    refusal."""
+    import os
+    import tempfile
+
+    from secure_bloom import native_prune
+    from secure_bloom.crypto.modules import encrypt_module
+    from secure_bloom.header import serialize_header
+
+    key = bytes(range(16))
+    bf = SplitBlockBloomFilter(4096)
+    bf.insert_hashes(np.arange(1000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    haad, baad = bytearray(b"aad\x08\x00\x00\x00\x00"), bytearray(b"aad\x09\x00\x00\x00\x00")
+    data = encrypt_module(serialize_header(4096), key, bytes(haad)) + encrypt_module(bytes(bf.bitset), key, bytes(baad))
+    probe = [int(h) for h in np.arange(50, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)] + [1, 2, 3]
+    expected = tuple(bf.check_hash(h) for h in probe)
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(b"PAR1" + data)
+        f.flush()
+        fd = os.open(f.name, os.O_RDONLY)
+        gcm = native_prune.GcmKey(key)
+        requests = [(4, len(data), haad, baad)] * 4
+        sys.setswitchinterval(1e-6)
+
+        def write() -> None:  # damage and repair in turns
+            haad[-1] ^= 1
+            time.sleep(0)
+            baad[0] ^= 0x40
+            time.sleep(0)
+
+        def call(t: Tally) -> None:
+            out = t.call(lambda: native_prune.probe_filters(fd, 4 + len(data), gcm, requests, probe),
+                         refusal=native_prune.Failed)
+            if out is not None and out[0] != [expected] * 4:
+                t.unexpected.append("other answers")
+
+        try:
+            return hammer(seconds, [call], write)
+        finally:
+            os.close(fd)
+
+
 # ---------------------------------------------------------------------- deterministic cases
 
 def _native() -> Any:
@@ -379,6 +461,8 @@ THREADED: dict[str, Callable[[float], Tally]] = {
     "hashes": case_hashes,
     "bitset": case_bitset,
     "thrift": case_thrift,
+    "prune_modules": case_prune_modules,
+    "prune_filters": case_prune_filters,
 }
 DETERMINISTIC: dict[str, Callable[[], Tally]] = {
     "alias_offsets": case_alias_offsets,

@@ -1,15 +1,15 @@
-"""An AddressSanitizer + UndefinedBehaviorSanitizer build of the two C extensions, and Python runs
+"""An AddressSanitizer + UndefinedBehaviorSanitizer build of the three C extensions, and Python runs
 against it (tests/robustness/test_sanitizers.py).
 
-:func:`build_sanitized_package` compiles ``secure_bloom/_native/kernels.c`` and ``thrift_compact.c``
-with ``-fsanitize=address,undefined -fno-omit-frame-pointer -g`` (plus the release ``-O3``) into a
+:func:`build_sanitized_package` compiles ``secure_bloom/_native/kernels.c``, ``thrift_compact.c``
+and ``prune.c`` (linked with OpenSSL's libcrypto) with ``-fsanitize=address,undefined -fno-omit-frame-pointer -g`` (plus the release ``-O3``) into a
 copy of the INSTALLED package in a temporary folder, so a Python started with that folder first on
 its path imports ``secure_bloom`` with the sanitized extensions (the pure-Python modules are the
 installed ones). :func:`sanitizer_env` is the environment for such a process: the ASan runtime
 preloaded (Python itself is not instrumented), leak detection off (the interpreter keeps its
 objects at exit), UBSan stopping at its first report with a stack trace, every Python allocation
-through malloc (PYTHONMALLOC=malloc: a use after free of a PyMem block is seen too), both extensions
-demanded (SECURE_BLOOM_KERNEL/THRIFT=native). :func:`sanitizer_reports` finds reports in output.
+through malloc (PYTHONMALLOC=malloc: a use after free of a PyMem block is seen too), every extension
+demanded (SECURE_BLOOM_KERNEL/THRIFT/PRUNE=native). :func:`sanitizer_reports` finds reports in output.
 
 The compiler is ``$CC`` (default gcc) and the runtime ``$CC -print-file-name=libasan.so``; where
 either is missing the test fails, unless SECURE_BLOOM_ALLOW_SKIP names ``sanitizer``
@@ -31,7 +31,10 @@ from support.paths import REPO_DIR
 SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g")
 _OPT_FLAGS = ("-O3",)  # as setup.py builds the wheel; the kernels report their flags in info()
 EXTENSIONS = {"native_kernels": REPO_DIR / "secure_bloom" / "_native" / "kernels.c",
-              "native_thrift": REPO_DIR / "secure_bloom" / "_native" / "thrift_compact.c"}
+              "native_thrift": REPO_DIR / "secure_bloom" / "_native" / "thrift_compact.c",
+              "native_prune": REPO_DIR / "secure_bloom" / "_native" / "prune.c"}
+#: Libraries an extension links (as setup.py says).
+LIBRARIES = {"native_prune": ("crypto",)}
 #: Lines that only a sanitizer prints.
 REPORT_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer",
                   "ERROR: LeakSanitizer")
@@ -55,13 +58,13 @@ def asan_runtime(cc: str) -> Path:
     return path.resolve()
 
 
-def compile_extension(cc: str, source: Path, module: str, dest_dir: Path) -> Path:
+def compile_extension(cc: str, source: Path, module: str, dest_dir: Path, libraries: tuple[str, ...] = ()) -> Path:
     """``source`` built as extension module ``module`` in ``dest_dir`` with the sanitizers."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = dest_dir / f"{module}{suffix}"
     flags = (*_OPT_FLAGS, *SANITIZE_FLAGS)
     cmd = [cc, *flags, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
-           f'-DSB_BUILD_FLAGS="{" ".join(flags)}"', str(source), "-o", str(target)]
+           f'-DSB_BUILD_FLAGS="{" ".join(flags)}"', str(source), "-o", str(target), *(f"-l{lib}" for lib in libraries)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         raise AssertionError(f"sanitized build of {source.name} failed:\n{result.stderr[-4000:]}")
@@ -69,7 +72,7 @@ def compile_extension(cc: str, source: Path, module: str, dest_dir: Path) -> Pat
 
 
 def build_sanitized_package(root: Path) -> Path:
-    """A copy of the installed ``secure_bloom`` under ``root`` with both extensions rebuilt with the
+    """A copy of the installed ``secure_bloom`` under ``root`` with every extension rebuilt with the
     sanitizers; returns ``root`` (put it first on the path: cwd of ``python -m``, or PYTHONPATH)."""
     import secure_bloom
 
@@ -79,7 +82,7 @@ def build_sanitized_package(root: Path) -> Path:
     package = root / "secure_bloom"
     shutil.copytree(installed, package, ignore=shutil.ignore_patterns("__pycache__", "native_*.so", "native_*.pyd"))
     for module, source in EXTENSIONS.items():
-        compile_extension(cc, source, module, package)
+        compile_extension(cc, source, module, package, LIBRARIES.get(module, ()))
     return root
 
 
@@ -94,6 +97,7 @@ def sanitizer_env(root: Path, **extra: str) -> dict[str, str]:
         "PYTHONPATH": str(root),
         "SECURE_BLOOM_KERNEL": "native",
         "SECURE_BLOOM_THRIFT": "native",
+        "SECURE_BLOOM_PRUNE": "native",
         "PYTHONFAULTHANDLER": "1",
     })
     env.update(extra)

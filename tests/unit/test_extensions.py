@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +61,54 @@ def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch)
                                                       r"using the twin, which is slower.*SB_TEST_SWITCH=twin"):
         module, why = load_extension("no_such_extension", "SB_TEST_SWITCH", "twin", fallback_text="the twin")
     assert module is None and why is not None and why.startswith("secure_bloom.no_such_extension is not built")
+
+
+# The pruning extension not built: the fast path prunes an encrypted file in Python, with the same
+# answer and bytes read as with the extension, and says once that it falls back.
+_WITHOUT_PRUNE = """
+import sys, json
+if sys.argv[1] == "missing":
+    sys.modules["secure_bloom.native_prune"] = None
+sys.path.insert(0, sys.argv[3])
+import pyarrow as pa, pyarrow.compute as pc
+from support.parquet_files import vector_kms, write_encrypted
+from secure_bloom.parquet import KeyAccess, attach_bloom_filters
+from secure_bloom.parquet.read import fast_prune
+from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
+from secure_bloom.parquet.read.prune import prune_files
+keys = KeyAccess(kms=vector_kms())
+table = pa.table({"key": [f"k{i}" for i in range(400)], "n": list(range(400))})
+src, dst = sys.argv[2] + "/src.parquet", sys.argv[2] + "/dst.parquet"
+write_encrypted(src, table, row_group_size=100, column_keys={"kc1": ["key"], "kc2": ["n"]})
+attach_bloom_filters(src, dst, ["key"], keys)
+out = []
+for value in ("k5", "k50x"):  # k50x: inside every row group's min/max, absent
+    tree = predicate_tree(to_expression(pc.field("key") == value), table.schema)
+    (result,) = prune_files([dst], tree, keys=keys, schema=table.schema, progress=False)
+    out.append([list(result.row_groups), list(result.pruned_by_bloom), result.metadata_bytes_read,
+                result.metadata_requests])
+print(json.dumps({"native": fast_prune.NATIVE, "results": out}))
+"""
+
+
+def test_without_the_pruning_extension_the_fast_path_prunes_in_python(tmp_path: Path) -> None:
+    from support.paths import TESTS_DIR
+
+    runs = {}
+    for mode in ("missing", "built"):
+        folder = tmp_path / mode
+        folder.mkdir()
+        proc = subprocess.run([sys.executable, "-W", "default", "-c", _WITHOUT_PRUNE, mode, str(folder),
+                               str(TESTS_DIR)], capture_output=True, text=True, timeout=300, cwd=folder,
+                              env={**os.environ, "SECURE_BLOOM_PRUNE": "auto"}, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[mode] = (json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr)
+    (missing, warned), (built, quiet) = runs["missing"], runs["built"]
+    assert (missing["native"], built["native"]) == (False, True)
+    assert missing["results"] == built["results"]
+    assert missing["results"][0][0] and not missing["results"][1][0]  # k5 kept, the absent key pruned
+    assert missing["results"][1][1]  # ... by its Bloom filters
+    lines = [line for line in warned.splitlines() if "ExtensionFallbackWarning" in line]
+    assert len(lines) == 1 and "secure_bloom.native_prune is not built" in lines[0], warned
+    assert "the Python pruning path" in lines[0] and "SECURE_BLOOM_PRUNE=python" in lines[0]
+    assert "ExtensionFallbackWarning" not in quiet

@@ -12,8 +12,18 @@ answers the same questions for one local file with the least work:
   metadata presence), but only the chunks of the filtered columns are looked at further;
 * a ColumnMetaData is decrypted and parsed only when the evaluator asks for its bounds or
   filter location, a filter only when it asks for the filter;
-* one :class:`~secure_bloom.crypto.gcm.GcmKey` per data key for the whole lookup, and each
-  distinct self-contained key metadata unwrapped once per lookup (:class:`LookupKeys`).
+* one AES-GCM context per data key for the whole lookup, and each distinct self-contained key
+  metadata unwrapped once per lookup (:class:`LookupKeys`);
+* the ColumnMetaData of a filtered column decrypted for all its row groups at once, and the
+  filters the evaluator asks for probed together (:meth:`FastSource.fetch_filters`: the
+  evaluator first collects the row groups whose statistics did not rule them out, so exactly the
+  filters the reference path reads are read).
+
+Where the optional C extension ``secure_bloom.native_prune`` (secure_bloom/_native/prune.c,
+OpenSSL's EVP AES-GCM) is built, the decrypts, filter reads, header checks and probes run there
+with the GIL released (``SECURE_BLOOM_PRUNE=python`` chooses the Python twin below: cryptography's
+AES-GCM, :class:`BitsetProbe`). Its answers are those of the Python twin, bit for bit; whatever it
+refuses (it accepts only the header encoding every writer emits) is declined.
 
 The decisions are not here: :func:`~secure_bloom.parquet.read.prune.prune_files` runs the same
 evaluator over either source. This module only ever *declines*: anything it does not handle (an
@@ -28,11 +38,12 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import thrift_codec
 from ...crypto.gcm import GcmKey, decrypt
+from ...extensions import load_extension
 from ...crypto.modules import MAX_ORDINAL, ModuleType
 from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
 from ...errors import AuthenticationError, SecureBloomError
@@ -64,7 +75,17 @@ from ..file.sources import locate
 from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
 from .statistics import Bounds, chunk_bounds
 
-__all__ = ["Declined", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "fast_source", "close_source"]
+__all__ = ["Declined", "FilterPending", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "ProbedFilter",
+           "fast_source", "close_source", "NATIVE", "NATIVE_UNAVAILABLE"]
+
+#: The environment switch of the native path: ``auto`` (default), ``native`` (demand it) or ``python``.
+ENV_VAR = "SECURE_BLOOM_PRUNE"
+_native, NATIVE_UNAVAILABLE = load_extension("native_prune", ENV_VAR, "python",
+                                             fallback_text="the Python pruning path (cryptography's AES-GCM)")
+#: Whether the native reads, decrypts and probes are in use.
+NATIVE = _native is not None
+_NATIVE_ERRORS: tuple[type[BaseException], ...] = (
+    (_native.Failed, ValueError, TypeError, OverflowError) if _native is not None else ())
 
 _MODULE_GCM = NONCE_LENGTH + TAG_LENGTH
 _MAX_THRIFT_MODULE = 256 << 20
@@ -106,19 +127,46 @@ class Declined(Exception):
     control flow, not an outcome)."""
 
 
+class FilterPending(Exception):
+    """:meth:`FastSource.bloom_filter` of a filter not fetched yet: it is now wanted, and the
+    evaluator asks again after :meth:`FastSource.fetch_filters` (control flow, never escapes
+    :func:`~secure_bloom.parquet.read.prune._prune_source`)."""
+
+
+class ProbedFilter:
+    """A filter's answers for the hashes of its column's queries (probed where it was read,
+    never kept): :meth:`check_hash` as :class:`BitsetProbe` gives it, for those hashes only."""
+
+    __slots__ = ("_answers",)
+
+    def __init__(self, answers: dict[int, bool]) -> None:
+        self._answers = answers
+
+    def check_hash(self, h: int) -> bool:
+        try:
+            return self._answers[h]
+        except KeyError:
+            raise Declined("hash not probed") from None
+
+
+def _cipher(raw: bytes) -> Any:
+    """The decrypt context of one data key: the native key where built, else a :class:`GcmKey`."""
+    return _native.GcmKey(raw) if _native is not None else GcmKey(raw)
+
+
 class LookupKeys:
     """What one lookup (one :func:`prune_files` call) shares across its files: its keys (each
-    distinct key metadata unwrapped once, one :class:`GcmKey` per data key) and its column
-    layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
+    distinct key metadata unwrapped once, one decrypt context per data key: :meth:`cipher`) and
+    its column layouts (the leaf columns of each distinct schema, built once). Dropped with the lookup, so
     it holds keys no longer than the lookup; shared by its worker threads. Key metadata naming
     external key material (a sidecar per file) is never shared across files."""
 
     def __init__(self, keys: KeyAccess) -> None:
         self.keys = keys
         self._lock = threading.Lock()
-        self._unwrapped: dict[tuple[bytes | None, bytes], GcmKey] = {}
+        self._unwrapped: dict[tuple[bytes | None, bytes], bytes] = {}
         self._contained: dict[bytes, bool] = {}
-        self._gcm: dict[bytes, GcmKey] = {}
+        self._gcm: dict[bytes, Any] = {}
         self._layouts: list[tuple[Sequence[Any], tuple[ColumnInfo, ...]]] = []
 
     def leaf_columns(self, schema: Sequence[Any]) -> tuple[ColumnInfo, ...]:
@@ -154,6 +202,15 @@ class LookupKeys:
     def for_file(self, path: str) -> FileKeys:
         return FileKeys(self, path)
 
+    def cipher(self, raw: bytes) -> Any:
+        """The one decrypt context of data key ``raw`` in this lookup."""
+        found = self._gcm.get(raw)
+        if found is None:
+            made = _cipher(raw)
+            with self._lock:
+                found = self._gcm.setdefault(raw, made)
+        return found
+
 
 class FileKeys:
     """The keys of one file in a lookup: its own unwrapper (made on first need), each key
@@ -164,19 +221,28 @@ class FileKeys:
         self._lookup = lookup
         self._path = path
         self._unwrap: Any = None
-        self._mine: dict[bytes, GcmKey] = {}
+        self._mine: dict[bytes, Any] = {}
         self._footer_kmd: bytes | None = None
 
-    def key(self, kmd: bytes, *, footer: bool = False) -> GcmKey:
-        """The key ``kmd`` names (``footer``: the footer key, asked first). Declined when missing."""
+    def key(self, kmd: bytes, *, footer: bool = False) -> Any:
+        """The decrypt context of the key ``kmd`` names (``footer``: the footer key, asked first).
+        Declined when missing."""
         found = self._mine.get(kmd)
         if found is not None:
             return found
+        return self.hold(kmd, self.raw(kmd, footer=footer))
+
+    def hold(self, kmd: bytes, raw: bytes) -> Any:
+        """Remember ``raw`` (from :meth:`raw`) as this file's key for ``kmd``; its decrypt context."""
+        gcm = self._mine[kmd] = self._lookup.cipher(raw)
+        return gcm
+
+    def raw(self, kmd: bytes, *, footer: bool = False) -> bytes:
+        """The bytes of the key ``kmd`` names (see :meth:`key`)."""
         lookup = self._lookup
         at = (None if footer else self._footer_kmd, kmd)
         shared = lookup._unwrapped.get(at)
         if shared is not None and lookup._self_contained(kmd) and (at[0] is None or lookup._self_contained(at[0])):
-            self._mine[kmd] = shared
             if footer:
                 self._footer_kmd = kmd
             return shared
@@ -189,14 +255,10 @@ class FileKeys:
         except Exception:  # noqa: BLE001 - any failure is the reference path's to name
             raise Declined("key") from None
         with lookup._lock:
-            gcm = lookup._gcm.get(raw)
-            if gcm is None:
-                gcm = lookup._gcm[raw] = GcmKey(raw)
-            lookup._unwrapped[at] = gcm
-        self._mine[kmd] = gcm
+            lookup._unwrapped[at] = raw
         if footer:
             self._footer_kmd = kmd
-        return gcm
+        return raw
 
 
 def _pread(fd: int, offset: int, n: int, reads: list[tuple[int, int]]) -> bytes:
@@ -211,10 +273,17 @@ def _fail() -> AuthenticationError:
     return AuthenticationError("module")
 
 
-def _decrypt(module: memoryview, key: GcmKey, aad: bytes, module_type: ModuleType, max_plaintext: int) -> bytes:
+def _decrypt(module: memoryview, key: Any, aad: bytes, max_plaintext: int) -> bytes:
     """The plaintext of the module (``length | nonce | ciphertext | tag``) filling ``module``
     exactly, its length checked as :func:`~secure_bloom.crypto.modules.decrypt_module` checks it
     (whose errors the reference path names)."""
+    if _native is not None:
+        return _decrypt_many([module], key, [aad], max_plaintext)[0]
+    return _python_decrypt(module, key, aad, max_plaintext)
+
+
+def _python_decrypt(module: memoryview, key: GcmKey, aad: bytes, max_plaintext: int) -> bytes:
+    """:func:`_decrypt` by Python (cryptography's AES-GCM): the twin of ``GcmKey.decrypt_modules``."""
     if len(module) < LENGTH_PREFIX:
         raise Declined("module")
     (length,) = _LEN.unpack_from(module, 0)
@@ -224,6 +293,17 @@ def _decrypt(module: memoryview, key: GcmKey, aad: bytes, module_type: ModuleTyp
         return decrypt(key, module[LENGTH_PREFIX:], aad, error=_fail)
     except AuthenticationError:
         raise Declined("module") from None
+
+
+def _decrypt_many(modules: list[Any], key: Any, aads: list[bytes], max_plaintext: int) -> list[bytes]:
+    """:func:`_decrypt` of each module with its AAD (natively: one call, the GIL released)."""
+    if _native is None:
+        return [_python_decrypt(memoryview(m), key, a, max_plaintext) for m, a in zip(modules, aads)]
+    try:
+        plains: list[bytes] = key.decrypt_modules(modules, aads, max_plaintext)
+    except _NATIVE_ERRORS:
+        raise Declined("module") from None
+    return plains
 
 
 def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:
@@ -241,12 +321,13 @@ def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:
 class FastSource:
     """A file's answers to the evaluator (as :class:`~secure_bloom.parquet.read.prune._FileSource`
     gives them): ``num_row_groups``, ``columns``, ``type_order``, :meth:`bounds` and
-    :meth:`bloom_filter`. Made by :func:`fast_source`; every method raises :class:`Declined`
-    for what it does not handle. ``reads`` lists every (offset, length) read."""
+    :meth:`bloom_filter`, the filters fetched in batches (:meth:`want`, :meth:`fetch_filters`).
+    Made by :func:`fast_source`; every method raises :class:`Declined` for what it does not
+    handle. ``reads`` lists every (offset, length) read."""
 
     def __init__(self, path: str, fd: int, size: int, footer_offset: int, metadata: Any,
                  columns: Sequence[ColumnInfo], file_aad: bytes | None, footer_kmd: bytes | None,
-                 footer_gcm: GcmKey | None, file_keys: FileKeys | None, reads: list[tuple[int, int]]) -> None:
+                 footer_gcm: Any, file_keys: FileKeys | None, reads: list[tuple[int, int]]) -> None:
         self.path = path
         self._fd = fd
         self.file_size = size
@@ -263,42 +344,54 @@ class FastSource:
         self._footer_gcm = footer_gcm
         self._keys = file_keys
         self.reads = reads
-        self._meta: dict[tuple[int, int], tuple[Any, GcmKey | None, bytes]] = {}
+        self._meta: dict[int, list[tuple[Any, Any, bytes]]] = {}
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
+        self._probed: dict[tuple[int, int], ProbedFilter | None] = {}
+        self._wanted: dict[tuple[int, int], tuple[ColumnInfo, int, int]] = {}
 
     # the chunk's metadata, key and AAD ordinals
 
-    def _chunk(self, rg: int, info: ColumnInfo) -> tuple[Any, GcmKey | None, bytes]:
-        at = (rg, info.ordinal)
-        found = self._meta.get(at)
-        if found is not None:
-            return found
-        group = self._md.row_groups[rg]
-        cc = group.columns[info.ordinal]
-        crypto = cc.crypto_metadata
-        if crypto is None:
-            found = (cc.meta_data, None, b"")
-        else:
+    def _chunk(self, rg: int, info: ColumnInfo) -> tuple[Any, Any, bytes]:
+        chunks = self._meta.get(info.ordinal)
+        if chunks is None:
+            chunks = self._meta[info.ordinal] = self._leaf_chunks(info)
+        return chunks[rg]
+
+    def _leaf_chunks(self, info: ColumnInfo) -> list[tuple[Any, Any, bytes]]:
+        """(ColumnMetaData, key, AAD ordinals) of the leaf's chunk in every row group: the
+        encrypted ColumnMetaData decrypted together (one call per key), then parsed."""
+        chunks: list[tuple[Any, Any, bytes]] = []
+        batches: dict[int, tuple[Any, list[int], list[Any], list[bytes]]] = {}
+        for rg, group in enumerate(self._md.row_groups):
+            cc = group.columns[info.ordinal]
+            crypto = cc.crypto_metadata
+            if crypto is None:
+                chunks.append((cc.meta_data, None, b""))
+                continue
             ordinal = group.ordinal if group.ordinal is not None else rg
             tail = _ORDINALS.pack(ordinal, info.ordinal)  # checked in range by fast_source
             key = self._key(crypto)
             module = cc.encrypted_column_metadata
-            if module is None:
-                meta = cc.meta_data
-            else:
-                aad = self._aad(ModuleType.COLUMN_META_DATA, tail)
-                plain = _decrypt(memoryview(module), key, aad, ModuleType.COLUMN_META_DATA, _MAX_THRIFT_MODULE)
-                meta = _parse(thrift_codec.idl().ColumnMetaData, plain, padded=True)
-            found = (meta, key, tail)
-        self._meta[at] = found
-        return found
+            chunks.append((cc.meta_data if module is None else None, key, tail))
+            if module is not None:
+                batch = batches.get(id(key))
+                if batch is None:
+                    batch = batches[id(key)] = (key, [], [], [])
+                batch[1].append(rg)
+                batch[2].append(module)
+                batch[3].append(self._aad(ModuleType.COLUMN_META_DATA, tail))
+        cls = thrift_codec.idl().ColumnMetaData
+        for key, rgs, modules, aads in batches.values():
+            for rg, plain in zip(rgs, _decrypt_many(modules, key, aads, _MAX_THRIFT_MODULE)):
+                chunks[rg] = (_parse(cls, plain, padded=True), key, chunks[rg][2])
+        return chunks
 
     def _aad(self, module_type: ModuleType, ordinals: bytes) -> bytes:
         if self._file_aad is None:
             raise Declined("file AAD")
         return self._file_aad + bytes((module_type,)) + ordinals
 
-    def _key(self, crypto: Any) -> GcmKey:
+    def _key(self, crypto: Any) -> Any:
         if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
             if self._footer_gcm is None:
                 raise Declined("footer key")
@@ -322,45 +415,122 @@ class FastSource:
         found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
         return found
 
-    def bloom_filter(self, rg: int, info: ColumnInfo) -> BitsetProbe | None:
-        meta, key, ordinals = self._chunk(rg, info)
-        location = FilterLocation.of(meta)
+    def bloom_filter(self, rg: int, info: ColumnInfo) -> ProbedFilter | None:
+        """The chunk's filter as probed by :meth:`fetch_filters`, None when it has none;
+        :class:`FilterPending` (the filter now wanted) when it was not fetched yet."""
+        at = (rg, info.ordinal)
+        try:
+            return self._probed[at]
+        except KeyError:
+            pass
+        if self.want(rg, info):
+            raise FilterPending
+        return None
+
+    def want(self, rg: int, info: ColumnInfo) -> bool:
+        """Note the chunk's filter for the next :meth:`fetch_filters` (no I/O); False when the
+        chunk has no filter (or it was fetched already)."""
+        at = (rg, info.ordinal)
+        if at in self._probed:
+            return False
+        location = self._location(rg, info)
+        if location is None:
+            self._probed[at] = None
+            return False
+        self._wanted[at] = (info, *location)
+        return True
+
+    def wants(self) -> bool:
+        """Whether filters are noted for the next :meth:`fetch_filters`."""
+        return bool(self._wanted)
+
+    def fetch_filters(self, hashes: Mapping[int, Sequence[int]]) -> None:
+        """Read the filters :meth:`bloom_filter` found wanted and probe each with the ``hashes``
+        of its column (by column ordinal): natively, one call per column and key."""
+        wanted, self._wanted = self._wanted, {}
+        if not wanted:
+            raise Declined("no filter wanted")  # the evaluator would ask for ever
+        if _native is None:
+            for (rg, ordinal), (info, _, _) in wanted.items():
+                probe = self._read_filter(rg, info)
+                column = hashes.get(ordinal, ())
+                self._probed[(rg, ordinal)] = ProbedFilter({h: probe.check_hash(h) for h in column})
+            return
+        groups: dict[tuple[int, int], tuple[Any, list[tuple[int, int]], list[tuple[int, int, bytes, bytes]]]] = {}
+        for (rg, ordinal), (info, offset, length) in wanted.items():
+            _, key, ordinals = self._chunk(rg, info)
+            group = groups.get((ordinal, id(key)))
+            if group is None:
+                group = groups[(ordinal, id(key))] = (key, [], [])
+            group[1].append((rg, ordinal))
+            if key is None:
+                group[2].append((offset, length, b"", b""))
+            else:
+                group[2].append((offset, length, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
+                                 self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals)))
+        for (ordinal, _), (key, ats, requests) in groups.items():
+            column = tuple(hashes.get(ordinal, ()))
+            try:
+                answers, reads = _native.probe_filters(self._fd, self._data_end, key, requests, column)
+            except _NATIVE_ERRORS:
+                raise Declined("filter") from None
+            self.reads.extend(reads)
+            for at, found in zip(ats, answers):
+                self._probed[at] = ProbedFilter(dict(zip(column, found)))
+
+    def _location(self, rg: int, info: ColumnInfo) -> tuple[int, int] | None:
+        """The filter's (offset, length), checked; None when the chunk has no filter."""
+        location = FilterLocation.of(self._chunk(rg, info)[0])
         if location is None:
             return None
         offset, length = location.offset, location.length
         if length is None or length > COALESCED_FILTER_BYTES or length <= 0 or offset < 4 \
                 or offset >= self._data_end or offset + length > self._data_end:
             raise Declined("filter location")
+        return offset, length
+
+    def _read_filter(self, rg: int, info: ColumnInfo) -> BitsetProbe:
+        """The filter read and checked by Python (without the native extension)."""
+        _, key, ordinals = self._chunk(rg, info)
+        location = self._location(rg, info)
+        if location is None:
+            raise Declined("no filter")
+        offset, length = location
         data = memoryview(_pread(self._fd, offset, length, self.reads))
         if key is None:
-            try:
-                _, used = check_plaintext_header(data, length, length, self.path)
-                return BitsetProbe(data[used:])
-            except SecureBloomError:
-                raise Declined("plaintext filter") from None
-        return self._encrypted_filter(data, key, ordinals, length)
+            return _python_filter(data, None, b"", b"")
+        return _python_filter(data, key, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
+                              self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals))
 
-    def _encrypted_filter(self, data: memoryview, key: GcmKey, ordinals: bytes, length: int) -> BitsetProbe:
-        if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
-            raise Declined("filter length")
-        (first,) = _LEN.unpack_from(data, 0)
-        used = LENGTH_PREFIX + first
-        if first > _MODULE_GCM + MAX_HEADER_BYTES or used + LENGTH_PREFIX > length:
-            raise Declined("header module")
-        header = _decrypt(data[:used], key, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
-                          ModuleType.BLOOM_FILTER_HEADER, MAX_HEADER_BYTES)
+
+def _python_filter(data: memoryview, key: GcmKey | None, header_aad: bytes, bitset_aad: bytes) -> BitsetProbe:
+    """The filter filling ``data`` (its location checked), read by Python: the plaintext header
+    checked, or both modules decrypted and checked (the twin of ``native_prune.probe_filters``)."""
+    length = len(data)
+    if key is None:
         try:
-            num_bytes = parse_header_plaintext(header).num_bytes
+            _, used = check_plaintext_header(data, length, length, "filter")
+            return BitsetProbe(data[used:])
         except SecureBloomError:
-            raise Declined("header") from None
-        (second,) = _LEN.unpack_from(data, used)
-        if second != _MODULE_GCM + num_bytes or used + LENGTH_PREFIX + second != length:
-            raise Declined("bitset module")
-        bitset = _decrypt(data[used:], key, self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals),
-                          ModuleType.BLOOM_FILTER_BITSET, num_bytes)
-        if len(bitset) != num_bytes:
-            raise Declined("bitset size")
-        return BitsetProbe(bitset)  # probed, never kept
+            raise Declined("plaintext filter") from None
+    if length < 2 * (LENGTH_PREFIX + _MODULE_GCM) or length > MAX_ENCRYPTED_FILTER_BYTES:
+        raise Declined("filter length")
+    (first,) = _LEN.unpack_from(data, 0)
+    used = LENGTH_PREFIX + first
+    if first > _MODULE_GCM + MAX_HEADER_BYTES or used + LENGTH_PREFIX > length:
+        raise Declined("header module")
+    header = _python_decrypt(data[:used], key, header_aad, MAX_HEADER_BYTES)
+    try:
+        num_bytes = parse_header_plaintext(header).num_bytes
+    except SecureBloomError:
+        raise Declined("header") from None
+    (second,) = _LEN.unpack_from(data, used)
+    if second != _MODULE_GCM + num_bytes or used + LENGTH_PREFIX + second != length:
+        raise Declined("bitset module")
+    bitset = _python_decrypt(data[used:], key, bitset_aad, num_bytes)
+    if len(bitset) != num_bytes:
+        raise Declined("bitset size")
+    return BitsetProbe(bitset)  # probed, never kept
 
 
 def _check_chunks(metadata: Any, leaves: Sequence[ColumnInfo], encrypted_file: bool) -> None:
@@ -413,10 +583,10 @@ def close_source(source: FastSource) -> None:
     os.close(source._fd)
 
 
-def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
-    reads: list[tuple[int, int]] = []
-    stat = os.fstat(fd)
-    size = stat.st_size
+def _python_tail(fd: int, size: int, reads: list[tuple[int, int]]) -> tuple[bytes, int, bytes]:
+    """(magic, footer offset, footer) of a file of ``size`` bytes: the three reads the reader
+    makes (leading magic; length and trailing magic; footer), checked (the twin of
+    ``native_prune.read_tail``)."""
     if size <= 12:
         raise Declined("too short")
     head = _pread(fd, 0, 4, reads)
@@ -428,11 +598,26 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource
     if length == 0 or length > size - 12 or length > MAX_FOOTER_BYTES:
         raise Declined("footer length")
     footer_offset = size - 8 - length
-    footer = memoryview(_pread(fd, footer_offset, length, reads))
+    return magic, footer_offset, _pread(fd, footer_offset, length, reads)
+
+
+def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+    reads: list[tuple[int, int]] = []
+    stat = os.fstat(fd)
+    size = stat.st_size
+    if _native is None:
+        magic, footer_offset, footer_bytes = _python_tail(fd, size, reads)
+    else:
+        try:
+            magic, footer_offset, footer_bytes, made = _native.read_tail(fd, size)
+        except _NATIVE_ERRORS:
+            raise Declined("tail") from None
+        reads.extend(made)
+    footer = memoryview(footer_bytes)
     m = thrift_codec.idl()
     file_keys = lookup.for_file(path) if keys.has_keys else None
 
-    footer_gcm: GcmKey | None = None
+    footer_gcm: Any = None
     footer_kmd: bytes | None = None
     file_aad: bytes | None = None
     if magic == ENCRYPTED_MAGIC:
@@ -448,8 +633,7 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource
             raise Declined("footer key metadata")
         footer_kmd = bytes(crypto.key_metadata)
         footer_gcm = file_keys.key(footer_kmd, footer=True)
-        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), ModuleType.FOOTER,
-                         _MAX_THRIFT_MODULE)
+        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), _MAX_THRIFT_MODULE)
         metadata = _parse(m.FileMetaData, plain, padded=True)
     else:
         try:
@@ -473,9 +657,10 @@ def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource
             except SecureBloomError:
                 raise Declined("file AAD") from None
             footer_kmd = bytes(kmd)
-            footer_gcm = file_keys.key(footer_kmd, footer=True)
+            raw = file_keys.raw(footer_kmd, footer=True)
+            footer_gcm = file_keys.hold(footer_kmd, raw)
             try:
-                verify_footer_signature(bytes(footer[:used]), bytes(footer[used:]), footer_gcm, file_aad, path)
+                verify_footer_signature(bytes(footer[:used]), bytes(footer[used:]), raw, file_aad, path)
             except SecureBloomError:
                 raise Declined("signature") from None
     try:

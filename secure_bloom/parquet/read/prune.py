@@ -76,7 +76,9 @@ from .fast_prune import (
     BitsetProbe,
     Declined,
     FastSource,
+    FilterPending,
     LookupKeys,
+    ProbedFilter,
     close_source,
     fast_source,
 )
@@ -103,9 +105,10 @@ DEFAULT_PRUNE_THREADS = 16
 
 def default_prune_threads(paths: Sequence[str], filesystem: Any) -> int:
     """Threads :func:`prune_files` uses unless told: one for local files (pruning them is
-    CPU-bound work that holds the GIL, so threads only contend: 50 encrypted files took 61 ms on
-    one thread, 77 ms on two, on 2 idle cores), else :data:`DEFAULT_PRUNE_THREADS` (latency-bound
-    range requests)."""
+    CPU-bound work that mostly holds the GIL: the native reads, decrypts and probes are about a
+    tenth of it, and every GIL release hands it over, so threads only contend: 50 encrypted files
+    x 5 row groups took 12.5 ms on one thread, 16 ms on two, on 2 cores), else
+    :data:`DEFAULT_PRUNE_THREADS` (latency-bound range requests)."""
     if paths and not is_local_source(paths[0], filesystem):  # one filesystem for all the paths
         return DEFAULT_PRUNE_THREADS
     return 1
@@ -408,8 +411,22 @@ class _FileSource:
 
 
 #: Leaf views already built in one prune, by (leaf, the file's column): files that store a
-#: column alike share its literals' casts, bounds keys and Bloom hashes.
-_ViewMemo = dict[tuple[int, ColumnInfo | None], _LeafView]
+#: column alike share its literals' casts, bounds keys and Bloom hashes; and, by ("plan", tree),
+#: the last column layout's views of the whole tree (:class:`_Plan`).
+_ViewMemo = dict[Any, Any]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A tree's leaf views over one column layout (``columns``, held so that the layout compared
+    by identity cannot be another one at the same address), what they make the evaluator keep,
+    and the Bloom hashes of each column (by column ordinal)."""
+
+    columns: tuple[ColumnInfo, ...]
+    views: dict[int, _LeafView]
+    raising: bool
+    checked: list[_LeafView]
+    hashes: dict[int, tuple[int, ...]]
 
 
 def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | None, memo: _ViewMemo) -> _LeafView:
@@ -421,16 +438,37 @@ def _leaf_view(leaf: Leaf, columns: Sequence[ColumnInfo], schema: pa.Schema | No
     return view
 
 
+def _plan(tree: Node, columns: tuple[ColumnInfo, ...], schema: pa.Schema | None, memo: _ViewMemo) -> _Plan:
+    """The :class:`_Plan` of ``tree`` over ``columns``: the memo's when it is of the same layout
+    (the files of one schema share one ``columns`` tuple: :meth:`LookupKeys.leaf_columns`)."""
+    key = ("plan", id(tree))
+    plan = memo.get(key)
+    if plan is not None and plan.columns is columns:
+        return plan  # type: ignore[no-any-return]
+    views = {id(leaf): _leaf_view(leaf, columns, schema, memo) for leaf in hidden_leaves(tree)}
+    hashes: dict[int, dict[int, None]] = {}
+    for view in views.values():
+        if view.info is not None and view.query is not None:
+            hashes.setdefault(view.info.ordinal, {}).update(dict.fromkeys(view.query.hashes))
+    plan = memo[key] = _Plan(columns, views,
+                             raising_unknowns(tree) or any(v.plan.mode == "raise" for v in views.values()),
+                             [v for v in views.values() if v.plan.mode == "bounds" or v.set_check],
+                             {ordinal: tuple(hs) for ordinal, hs in hashes.items()})
+    return plan
+
+
 class _FileEvaluator:
     def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
                  candidates: Sequence[int]) -> None:
         self.source = source
         self.tree = tree
         self.candidates = candidates
-        self.views = {id(leaf): _leaf_view(leaf, source.columns, schema, memo) for leaf in hidden_leaves(tree)}
-        self.raising = raising_unknowns(tree) or any(v.plan.mode == "raise" for v in self.views.values())
-        self.checked = [v for v in self.views.values() if v.plan.mode == "bounds" or v.set_check]
+        plan = _plan(tree, tuple(source.columns), schema, memo)
+        self.views, self.raising, self.checked, self.hashes = plan.views, plan.raising, plan.checked, plan.hashes
         self._verdicts: dict[int, dict[int, str]] = {}
+        #: The column of the first filter an evaluation without filters passed by (None: none):
+        #: the first filter the same evaluation with filters reads.
+        self.first_filter: ColumnInfo | None = None
 
     def must_keep(self, rg: int) -> bool:
         """Whether pyarrow's evaluation may raise on this row group's values: it is then kept
@@ -495,16 +533,46 @@ class _FileEvaluator:
             return self._verdict(view, rg) != NO
         if bounds is not None and not _may_by_bounds(node.op, view, bounds):
             return False
-        if bloom and view.query is not None:
-            try:
-                bf = self.source.bloom_filter(rg, info)
-            except MissingKeyError:
-                return True
-            return _may_hold(bf, view.query)
+        if view.query is not None:
+            if bloom:
+                try:
+                    bf = self.source.bloom_filter(rg, info)
+                except MissingKeyError:
+                    return True
+                return _may_hold(bf, view.query)
+            if self.first_filter is None:
+                self.first_filter = info
         return True
 
+    def bloom_rounds(self, pending: Sequence[int]) -> dict[int, bool]:
+        """``may(tree, rg, bloom=True)`` for each row group of ``pending`` over a
+        :class:`FastSource`, its filters fetched together: the first filter of each (noted by the
+        statistics pass) is fetched before the first round; each round evaluates every row group
+        still waiting, the source noting each filter not fetched yet (:class:`FilterPending` stops
+        that row group's evaluation there), then fetches them all at once. A row group asks in
+        each round for exactly the filter the one-by-one evaluation would read next, so the same
+        filters are read (most trees: one round)."""
+        source = self.source
+        assert isinstance(source, FastSource)
+        column_hashes = self.hashes
+        decided: dict[int, bool] = {}
+        todo = list(pending)
+        if source.wants():
+            source.fetch_filters(column_hashes)
+        while todo:
+            waiting = []
+            for rg in todo:
+                try:
+                    decided[rg] = self.may(self.tree, rg, bloom=True)
+                except FilterPending:
+                    waiting.append(rg)
+            if waiting:
+                source.fetch_filters(column_hashes)
+            todo = waiting
+        return decided
 
-def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | None, query: QueryHashes) -> bool:
+
+def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | ProbedFilter | None, query: QueryHashes) -> bool:
     """:func:`~secure_bloom.values.maybe_in` for one query, probed hash by hash (a query holds
     one to a few hashes: cheaper than a batch through numpy)."""
     if bf is None or query.always_maybe:
@@ -562,6 +630,23 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
+    if isinstance(source, FastSource):  # statistics first for every row group, then filters together
+        kept = {rg for rg in candidates if evaluator.must_keep(rg)}
+        stats: dict[int, bool] = {}
+        for rg in candidates:
+            evaluator.first_filter = None
+            stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
+            if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
+                source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
+        bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
+        for rg in candidates:
+            if not stats[rg]:
+                by_stats.append(rg)
+            elif bloomed.get(rg, True):
+                keep.append(rg)
+            else:
+                by_bloom.append(rg)
+        return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
     for rg in candidates:
         if evaluator.must_keep(rg):
             keep.append(rg)

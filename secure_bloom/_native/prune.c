@@ -1,0 +1,747 @@
+/*
+ * secure_bloom.native_prune: the cold pruning path's reads, AES-GCM decrypts, Bloom filter header
+ * checks and probes, with the GIL released (secure_bloom/parquet/read/fast_prune.py is its only user).
+ *
+ * Written for secure_bloom from Parquet Encryption.md (module = 4-byte little-endian length |
+ * 12-byte nonce | ciphertext | 16-byte tag; AAD = file AAD | module type | ordinals), BloomFilter.md
+ * (split-block filter: 8 salted bits in one 32-byte block) and the Thrift compact protocol. AES-GCM
+ * is OpenSSL's EVP interface (libcrypto): no cipher code of our own.
+ *
+ * What it offers (private: fast_prune.py is the API; every failure there becomes "Declined", and
+ * the reference path in Python then gives the answer or names the error):
+ *   - GcmKey(key): one AES-128/192/256-GCM key with an EVP_CIPHER_CTX made once and reused for
+ *     every module it opens (a second thread that finds it busy uses a context of its own). The key
+ *     bytes are kept in the object (to make such contexts) and cleansed (OPENSSL_cleanse) when it
+ *     is freed; its repr shows the key length only.
+ *   - GcmKey.decrypt_modules(modules, aads, max_plaintext): the plaintexts of Parquet modules, each
+ *     checked as fast_prune._decrypt checks it (28 <= length prefix <= 28 + max_plaintext and the
+ *     prefix naming exactly the rest of the buffer), all decrypted with the GIL released.
+ *   - read_tail(fd, size): a file's leading magic, its length and trailing magic, and its footer
+ *     (three preads, as fast_prune._python_tail makes them), checked as it checks them, in one call
+ *     with the GIL released. Returns (magic, footer_offset, footer, reads).
+ *   - probe_filters(fd, data_end, key_or_None, requests, hashes): per request
+ *     (offset, length, header_aad, bitset_aad): the location checked (as FastSource.bloom_filter
+ *     checks it), the bytes pread, the header module (type 8) and the bitset module (type 9)
+ *     decrypted, or the plaintext header checked, the BloomFilterHeader checked, and every hash
+ *     probed. Returns ([tuple of bools per request], [(offset, bytes read) per read]).
+ *
+ * The header parser accepts only the one encoding every writer emits (header.py's docstring:
+ * 0x15 <numBytes zigzag varint, minimal> 1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00), then zero padding
+ * in a decrypted header module: a strict subset of what the Python parser accepts, with the same
+ * numBytes; anything else fails (and Python decides).
+ *
+ * Memory safety: every Python buffer is read once, before the GIL is released: a bytes object (or a
+ * memoryview of one, exported for the call so it cannot be released) is used in place, holding a
+ * reference (bytes cannot change); any other buffer is copied into C memory first. Lengths and
+ * offsets are checked against the limits below before anything is allocated or read; all
+ * allocations are bounded by them or by the size of a Python object the caller already holds.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pythread.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/opensslv.h>
+
+#ifndef SB_BUILD_FLAGS
+#define SB_BUILD_FLAGS "unknown"
+#endif
+
+/* secure_bloom.spec / encrypted_filter / fast_prune (limits() lets a test compare them) */
+#define LENGTH_PREFIX 4
+#define NONCE_LENGTH 12
+#define TAG_LENGTH 16
+#define MODULE_GCM (NONCE_LENGTH + TAG_LENGTH)
+#define MAX_HEADER_BYTES 1024
+#define MIN_BITSET_BYTES 32
+#define BYTES_PER_BLOCK 32
+#define SPEC_MAX_BITSET_BYTES (128LL * 1024 * 1024)
+#define COALESCED_FILTER_BYTES (4LL << 20)
+#define MAX_THRIFT_MODULE (256LL << 20)
+#define MAX_FOOTER_BYTES (256LL << 20)
+/* Caps of this module's own: an AAD (file AAD prefix + unique part + type + ordinals), hashes and
+ * requests per call, modules per call. */
+#define MAX_AAD 4096
+#define MAX_HASHES 65536
+#define MAX_REQUESTS 65536
+#define MAX_MODULES 65536
+#define MAX_ANSWERS (1LL << 24)  /* requests x hashes */
+
+static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                 0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
+
+static PyObject *Failed;
+/* AES-128/192/256-GCM, fetched once (OpenSSL 3: EVP_aes_*_gcm() would fetch the implementation
+ * again at every context initialisation); freed never: they live as long as the process. */
+static EVP_CIPHER *AES_GCM[3];
+
+static const EVP_CIPHER *aes_gcm(Py_ssize_t keylen)
+{
+    int i = keylen == 16 ? 0 : keylen == 24 ? 1 : keylen == 32 ? 2 : -1;
+    return i < 0 ? NULL : AES_GCM[i];
+}
+
+static uint32_t load32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* ------------------------------------------------------------------ stable buffers */
+
+/* A Python buffer as C bytes that do not change while the GIL is released: a bytes object (or a
+ * memoryview exporting one) in place, anything else copied. */
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;
+    Py_buffer view;   /* held when view.obj != NULL */
+    uint8_t *owned;   /* a copy (PyMem) */
+} Stable;
+
+static void stable_init(Stable *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+static void stable_free(Stable *s)
+{
+    if (s->view.obj != NULL)
+        PyBuffer_Release(&s->view);
+    if (s->owned != NULL)
+        PyMem_Free(s->owned);
+    stable_init(s);
+}
+
+/* 0, or -1 with an exception set (TypeError, or ValueError when longer than cap). */
+static int stable_get(PyObject *o, Py_ssize_t cap, const char *what, Stable *s)
+{
+    stable_init(s);
+    if (PyObject_GetBuffer(o, &s->view, PyBUF_SIMPLE) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s must be a bytes-like object", what);
+        return -1;
+    }
+    if (s->view.len > cap) {
+        PyErr_Format(PyExc_ValueError, "%s is larger than %zd bytes", what, cap);
+        stable_free(s);
+        return -1;
+    }
+    s->n = s->view.len;
+    PyObject *base = o;
+    if (PyMemoryView_Check(o))
+        base = PyMemoryView_GET_BASE(o);
+    if (base != NULL && PyBytes_CheckExact(base)) {
+        s->p = (const uint8_t *)s->view.buf;   /* immutable; the export keeps the view alive */
+        return 0;
+    }
+    s->owned = PyMem_Malloc(s->n > 0 ? (size_t)s->n : 1);
+    if (s->owned == NULL) {
+        stable_free(s);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(s->owned, s->view.buf, (size_t)s->n);
+    PyBuffer_Release(&s->view);
+    s->p = s->owned;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ GcmKey */
+
+typedef struct {
+    PyObject_HEAD
+    EVP_CIPHER_CTX *ctx;        /* the reused context (guarded by lock) */
+    PyThread_type_lock lock;
+    const EVP_CIPHER *cipher;
+    unsigned char key[32];
+    int keylen;
+} KeyObject;
+
+static PyTypeObject KeyType;
+
+/* A decrypt context for key k (EVP: cipher, 12-byte IV, key), or NULL. */
+static EVP_CIPHER_CTX *new_ctx(const KeyObject *k)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL)
+        return NULL;
+    if (EVP_DecryptInit_ex(ctx, k->cipher, NULL, NULL, NULL) != 1
+        || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, NONCE_LENGTH, NULL) != 1
+        || EVP_DecryptInit_ex(ctx, NULL, NULL, k->key, NULL) != 1) {
+        EVP_CIPHER_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static int gcm_run(EVP_CIPHER_CTX *ctx, const uint8_t *sealed, size_t n, const uint8_t *aad, size_t aadlen,
+                   uint8_t *out)
+{
+    unsigned char tag[TAG_LENGTH];
+    size_t ctlen = n - MODULE_GCM;
+    int outl = 0;
+    if (ctlen > (size_t)INT32_MAX || aadlen > (size_t)INT32_MAX)
+        return -1;
+    memcpy(tag, sealed + n - TAG_LENGTH, TAG_LENGTH);
+    if (EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, sealed) != 1)
+        return -1;
+    if (aadlen > 0 && EVP_DecryptUpdate(ctx, NULL, &outl, aad, (int)aadlen) != 1)
+        return -1;
+    if (ctlen > 0) {
+        if (EVP_DecryptUpdate(ctx, out, &outl, sealed + NONCE_LENGTH, (int)ctlen) != 1 || (size_t)outl != ctlen)
+            return -1;
+    }
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LENGTH, tag) != 1)
+        return -1;
+    if (EVP_DecryptFinal_ex(ctx, out + ctlen, &outl) != 1 || outl != 0)
+        return -1;
+    return 0;
+}
+
+/* Open ``nonce | ciphertext | tag`` (n >= MODULE_GCM bytes) into out (n - MODULE_GCM bytes).
+ * 0 on success, -1 for a failed tag (or any EVP failure). No GIL needed. */
+static int gcm_open(KeyObject *k, const uint8_t *sealed, size_t n, const uint8_t *aad, size_t aadlen,
+                    uint8_t *out)
+{
+    int rc;
+    if (n < MODULE_GCM)
+        return -1;
+    if (PyThread_acquire_lock(k->lock, NOWAIT_LOCK)) {
+        rc = gcm_run(k->ctx, sealed, n, aad, aadlen, out);
+        PyThread_release_lock(k->lock);
+    } else {  /* another thread holds the shared context: a context of our own */
+        EVP_CIPHER_CTX *ctx = new_ctx(k);
+        if (ctx == NULL)
+            return -1;
+        rc = gcm_run(ctx, sealed, n, aad, aadlen, out);
+        EVP_CIPHER_CTX_free(ctx);
+    }
+    if (rc != 0 && n > MODULE_GCM)
+        OPENSSL_cleanse(out, n - MODULE_GCM);   /* no unauthenticated plaintext left behind */
+    return rc;
+}
+
+static PyObject *Key_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"key", NULL};
+    Py_buffer key;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*:GcmKey", kwlist, &key))
+        return NULL;
+    const EVP_CIPHER *cipher = aes_gcm(key.len);
+    if (cipher == NULL) {
+        Py_ssize_t len = key.len;
+        PyBuffer_Release(&key);
+        PyErr_Format(PyExc_ValueError, "key must be 16, 24 or 32 bytes (AES-128/192/256), got %zd", len);
+        return NULL;
+    }
+    KeyObject *self = (KeyObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    self->cipher = cipher;
+    self->keylen = (int)key.len;
+    memcpy(self->key, key.buf, (size_t)key.len);
+    PyBuffer_Release(&key);
+    self->lock = PyThread_allocate_lock();
+    self->ctx = new_ctx(self);
+    if (self->lock == NULL || self->ctx == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot create an AES-GCM context");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void Key_dealloc(KeyObject *self)
+{
+    if (self->ctx != NULL)
+        EVP_CIPHER_CTX_free(self->ctx);   /* cleanses its key schedule */
+    if (self->lock != NULL)
+        PyThread_free_lock(self->lock);
+    OPENSSL_cleanse(self->key, sizeof(self->key));
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Key_repr(KeyObject *self)
+{
+    return PyUnicode_FromFormat("GcmKey(<%d bytes>)", self->keylen);
+}
+
+/* Sequence -> new list of its items (a copy: the caller's list may change while we work). */
+static PyObject *as_list(PyObject *seq, Py_ssize_t cap, const char *what)
+{
+    PyObject *list = PySequence_List(seq);
+    if (list == NULL)
+        return NULL;
+    if (PyList_GET_SIZE(list) > cap) {
+        Py_DECREF(list);
+        PyErr_Format(PyExc_ValueError, "more than %zd %s", cap, what);
+        return NULL;
+    }
+    return list;
+}
+
+static PyObject *fail(const char *reason)
+{
+    PyErr_SetString(Failed, reason);
+    return NULL;
+}
+
+static PyObject *Key_decrypt_modules(KeyObject *self, PyObject *args)
+{
+    PyObject *modules_arg, *aads_arg;
+    long long max_plaintext;
+    if (!PyArg_ParseTuple(args, "OOL:decrypt_modules", &modules_arg, &aads_arg, &max_plaintext))
+        return NULL;
+    if (max_plaintext < 0 || max_plaintext > MAX_THRIFT_MODULE) {
+        PyErr_SetString(PyExc_ValueError, "max_plaintext out of range");
+        return NULL;
+    }
+    PyObject *modules = as_list(modules_arg, MAX_MODULES, "modules");
+    if (modules == NULL)
+        return NULL;
+    PyObject *aads = as_list(aads_arg, MAX_MODULES, "aads");
+    if (aads == NULL) {
+        Py_DECREF(modules);
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(modules);
+    PyObject *result = NULL, *outs = NULL;
+    Stable *mod = NULL, *aad = NULL;
+    uint8_t **dst = NULL;
+    if (PyList_GET_SIZE(aads) != n) {
+        PyErr_SetString(PyExc_ValueError, "one AAD per module");
+        goto done;
+    }
+    mod = PyMem_Calloc((size_t)n + 1, sizeof(Stable));
+    aad = PyMem_Calloc((size_t)n + 1, sizeof(Stable));
+    dst = PyMem_Calloc((size_t)n + 1, sizeof(uint8_t *));
+    outs = PyList_New(n);
+    if (mod == NULL || aad == NULL || dst == NULL || outs == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (stable_get(PyList_GET_ITEM(modules, i), MAX_THRIFT_MODULE + LENGTH_PREFIX + MODULE_GCM, "module",
+                       &mod[i]) < 0
+            || stable_get(PyList_GET_ITEM(aads, i), MAX_AAD, "aad", &aad[i]) < 0)
+            goto done;
+        if (mod[i].n < LENGTH_PREFIX) {
+            fail("module");
+            goto done;
+        }
+        uint32_t length = load32le(mod[i].p);
+        if (length < MODULE_GCM || (long long)length > MODULE_GCM + max_plaintext
+            || (Py_ssize_t)length != mod[i].n - LENGTH_PREFIX) {
+            fail("module length");
+            goto done;
+        }
+        PyObject *plain = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(length - MODULE_GCM));
+        if (plain == NULL)
+            goto done;
+        PyList_SET_ITEM(outs, i, plain);
+        dst[i] = (uint8_t *)PyBytes_AS_STRING(plain);
+    }
+    int bad = 0;
+    Py_INCREF(self);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !bad; i++)
+        bad = gcm_open(self, mod[i].p + LENGTH_PREFIX, (size_t)(mod[i].n - LENGTH_PREFIX), aad[i].p,
+                       (size_t)aad[i].n, dst[i]) != 0;
+    Py_END_ALLOW_THREADS
+    Py_DECREF(self);
+    if (bad) {
+        fail("module");
+        goto done;
+    }
+    result = outs;
+    outs = NULL;
+done:
+    for (Py_ssize_t i = 0; mod != NULL && i < n; i++) {
+        stable_free(&mod[i]);
+        stable_free(&aad[i]);
+    }
+    PyMem_Free(mod);
+    PyMem_Free(aad);
+    PyMem_Free(dst);
+    Py_XDECREF(outs);
+    Py_DECREF(modules);
+    Py_DECREF(aads);
+    return result;
+}
+
+static PyMethodDef Key_methods[] = {
+    {"decrypt_modules", (PyCFunction)Key_decrypt_modules, METH_VARARGS,
+     "decrypt_modules(modules, aads, max_plaintext) -> list of plaintexts (Failed on any check)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject KeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "secure_bloom.native_prune.GcmKey",
+    .tp_basicsize = sizeof(KeyObject),
+    .tp_dealloc = (destructor)Key_dealloc,
+    .tp_repr = (reprfunc)Key_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "GcmKey(key): one AES-GCM key (16, 24 or 32 bytes) with a reusable decrypt context",
+    .tp_methods = Key_methods,
+    .tp_new = Key_new,
+};
+
+/* ------------------------------------------------------------------ Bloom filters */
+
+/* The one BloomFilterHeader encoding every writer emits, at the start of p[0..n): numBytes and the
+ * bytes used, or -1. numBytes is checked as header.validate_num_bytes checks it (without the
+ * available bytes: the caller checks those). */
+static const uint8_t HEADER_TAIL[13] = {0x1c, 0x1c, 0x00, 0x00, 0x1c, 0x1c, 0x00, 0x00,
+                                        0x1c, 0x1c, 0x00, 0x00, 0x00};
+
+static int parse_header(const uint8_t *p, size_t n, uint32_t *num_bytes, size_t *used)
+{
+    size_t at = 0;
+    uint64_t v = 0;
+    if (n < 1 || p[0] != 0x15)
+        return -1;
+    at = 1;
+    for (int i = 0;; i++) {
+        if (i >= 5 || at >= n)
+            return -1;
+        uint8_t b = p[at++];
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            if (b == 0 && i > 0)
+                return -1;   /* not minimal */
+            break;
+        }
+    }
+    if (v > 0xffffffffULL || (v & 1))
+        return -1;           /* negative or too large after zigzag */
+    v >>= 1;
+    if (v < MIN_BITSET_BYTES || v > SPEC_MAX_BITSET_BYTES)
+        return -1;
+    if (n - at < sizeof(HEADER_TAIL) || memcmp(p + at, HEADER_TAIL, sizeof(HEADER_TAIL)) != 0)
+        return -1;
+    *num_bytes = (uint32_t)v;
+    *used = at + sizeof(HEADER_TAIL);
+    return 0;
+}
+
+static int probe_one(const uint8_t *bitset, uint32_t num_bytes, uint64_t h)
+{
+    uint64_t blocks = num_bytes / BYTES_PER_BLOCK;
+    uint64_t block = ((h >> 32) * blocks) >> 32;
+    uint32_t key = (uint32_t)h;
+    const uint8_t *words = bitset + block * BYTES_PER_BLOCK;
+    for (int i = 0; i < 8; i++) {
+        uint32_t bit = (uint32_t)(key * SALT[i]) >> 27;
+        if (!((load32le(words + 4 * i) >> bit) & 1))
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    long long offset, length;
+    Stable header_aad, bitset_aad;
+    long long read;       /* bytes read (-1: not read) */
+} Request;
+
+static const char *read_all(int fd, uint8_t *buf, long long offset, long long length, long long *got)
+{
+    long long total = 0;
+    while (total < length) {
+        ssize_t r = pread(fd, buf + total, (size_t)(length - total), (off_t)(offset + total));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        total += r;
+    }
+    *got = total;
+    return total == length ? NULL : "short read";
+}
+
+/* One filter: read, decrypt or check, probe. NULL, or the reason it failed. No GIL. */
+static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *buf, uint8_t *plain,
+                                 const uint64_t *hashes, Py_ssize_t nhashes, uint8_t *answers)
+{
+    const char *why = read_all(fd, buf, rq->offset, rq->length, &rq->read);
+    if (why != NULL)
+        return why;
+    size_t length = (size_t)rq->length, used;
+    uint32_t num_bytes;
+    const uint8_t *bitset;
+    if (key == NULL) {
+        size_t head = length < MAX_HEADER_BYTES ? length : MAX_HEADER_BYTES;
+        if (parse_header(buf, head, &num_bytes, &used) != 0)
+            return "plaintext filter";
+        if ((size_t)num_bytes > length - used || used + num_bytes != length)
+            return "plaintext filter";
+        bitset = buf + used;
+    } else {
+        if (length < 2 * (LENGTH_PREFIX + MODULE_GCM))
+            return "filter length";
+        uint32_t first = load32le(buf);
+        size_t header_end = LENGTH_PREFIX + (size_t)first;
+        if (first > MODULE_GCM + MAX_HEADER_BYTES || header_end + LENGTH_PREFIX > length)
+            return "header module";
+        if (first < MODULE_GCM)
+            return "module length";
+        if (gcm_open(key, buf + LENGTH_PREFIX, first, rq->header_aad.p, (size_t)rq->header_aad.n, plain) != 0)
+            return "module";
+        size_t hlen = first - MODULE_GCM;
+        if (parse_header(plain, hlen, &num_bytes, &used) != 0)
+            return "header";
+        for (size_t i = used; i < hlen; i++)
+            if (plain[i] != 0)
+                return "header";
+        uint32_t second = load32le(buf + header_end);
+        if ((uint64_t)second != (uint64_t)MODULE_GCM + num_bytes
+            || header_end + LENGTH_PREFIX + (size_t)second != length)
+            return "bitset module";
+        if (gcm_open(key, buf + header_end + LENGTH_PREFIX, second, rq->bitset_aad.p, (size_t)rq->bitset_aad.n,
+                     plain) != 0)
+            return "module";
+        bitset = plain;
+    }
+    for (Py_ssize_t i = 0; i < nhashes; i++)
+        answers[i] = (uint8_t)probe_one(bitset, num_bytes, hashes[i]);
+    return NULL;
+}
+
+static PyObject *py_probe_filters(PyObject *self, PyObject *args)
+{
+    int fd;
+    long long data_end;
+    PyObject *key_arg, *requests_arg, *hashes_arg;
+    if (!PyArg_ParseTuple(args, "iLOOO:probe_filters", &fd, &data_end, &key_arg, &requests_arg, &hashes_arg))
+        return NULL;
+    KeyObject *key = NULL;
+    if (key_arg != Py_None) {
+        if (!PyObject_TypeCheck(key_arg, &KeyType)) {
+            PyErr_SetString(PyExc_TypeError, "key must be a GcmKey or None");
+            return NULL;
+        }
+        key = (KeyObject *)key_arg;
+    }
+    PyObject *requests = as_list(requests_arg, MAX_REQUESTS, "requests");
+    if (requests == NULL)
+        return NULL;
+    PyObject *hash_list = as_list(hashes_arg, MAX_HASHES, "hashes");
+    if (hash_list == NULL) {
+        Py_DECREF(requests);
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(requests), nh = PyList_GET_SIZE(hash_list);
+    PyObject *result = NULL;
+    if ((long long)n * (long long)nh > MAX_ANSWERS) {
+        Py_DECREF(requests);
+        Py_DECREF(hash_list);
+        PyErr_SetString(PyExc_ValueError, "too many requests x hashes");
+        return NULL;
+    }
+    Request *rq = PyMem_Calloc((size_t)n + 1, sizeof(Request));
+    uint64_t *hashes = PyMem_Calloc((size_t)nh + 1, sizeof(uint64_t));
+    uint8_t *answers = PyMem_Calloc((size_t)(n * nh) + 1, 1);
+    uint8_t *buf = NULL, *plain = NULL;
+    long long largest = 0;
+    const char *why = NULL;
+    if (rq == NULL || hashes == NULL || answers == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        hashes[i] = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(hash_list, i));
+        if (hashes[i] == (uint64_t)-1 && PyErr_Occurred())
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        rq[i].read = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(requests, i), *haad, *baad;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LLOO:request", &rq[i].offset, &rq[i].length,
+                                                      &haad, &baad)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a request is (offset, length, header_aad, bitset_aad)");
+            goto done;
+        }
+        long long off = rq[i].offset, len = rq[i].length;
+        if (len <= 0 || len > COALESCED_FILTER_BYTES || off < 4 || off >= data_end || len > data_end - off) {
+            fail("filter location");
+            goto done;
+        }
+        if (key != NULL) {
+            if (stable_get(haad, MAX_AAD, "header_aad", &rq[i].header_aad) < 0
+                || stable_get(baad, MAX_AAD, "bitset_aad", &rq[i].bitset_aad) < 0)
+                goto done;
+        }
+        if (len > largest)
+            largest = len;
+    }
+    buf = PyMem_RawMalloc((size_t)largest + 1);
+    plain = PyMem_RawMalloc((size_t)largest + 1);
+    if (buf == NULL || plain == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_XINCREF(key);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && why == NULL; i++)
+        why = probe_request(fd, key, &rq[i], buf, plain, hashes, nh, answers + i * nh);
+    OPENSSL_cleanse(plain, (size_t)largest);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(key);
+    if (why != NULL) {
+        fail(why);
+        goto done;
+    }
+    PyObject *found = PyList_New(n), *reads = PyList_New(n);
+    if (found == NULL || reads == NULL) {
+        Py_XDECREF(found);
+        Py_XDECREF(reads);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *bools = PyTuple_New(nh);
+        PyObject *read = Py_BuildValue("(LL)", rq[i].offset, rq[i].read);
+        if (bools == NULL || read == NULL) {
+            Py_XDECREF(bools);
+            Py_XDECREF(read);
+            Py_DECREF(found);
+            Py_DECREF(reads);
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < nh; j++)
+            PyTuple_SET_ITEM(bools, j, PyBool_FromLong(answers[i * nh + j]));
+        PyList_SET_ITEM(found, i, bools);
+        PyList_SET_ITEM(reads, i, read);
+    }
+    result = Py_BuildValue("(NN)", found, reads);
+done:
+    for (Py_ssize_t i = 0; rq != NULL && i < n; i++) {
+        stable_free(&rq[i].header_aad);
+        stable_free(&rq[i].bitset_aad);
+    }
+    PyMem_Free(rq);
+    PyMem_Free(hashes);
+    PyMem_Free(answers);
+    PyMem_RawFree(buf);
+    PyMem_RawFree(plain);
+    Py_DECREF(requests);
+    Py_DECREF(hash_list);
+    return result;
+}
+
+static PyObject *py_read_tail(PyObject *self, PyObject *args)
+{
+    int fd;
+    long long size, got = 0, length = 0, footer_offset = 0;
+    uint8_t head[4], end[8];
+    uint8_t *footer = NULL;
+    const char *why = NULL;
+    if (!PyArg_ParseTuple(args, "iL:read_tail", &fd, &size))
+        return NULL;
+    if (size <= 12)
+        return fail("too short");
+    Py_BEGIN_ALLOW_THREADS
+    why = read_all(fd, head, 0, 4, &got);
+    if (why == NULL)
+        why = read_all(fd, end, size - 8, 8, &got);
+    if (why == NULL) {
+        if (memcmp(end + 4, head, 4) != 0 || (memcmp(head, "PAR1", 4) != 0 && memcmp(head, "PARE", 4) != 0))
+            why = "magic";
+    }
+    if (why == NULL) {
+        length = (long long)load32le(end);
+        if (length == 0 || length > size - 12 || length > MAX_FOOTER_BYTES)
+            why = "footer length";
+    }
+    if (why == NULL) {
+        footer_offset = size - 8 - length;
+        footer = PyMem_RawMalloc((size_t)length);
+        if (footer == NULL)
+            why = "memory";
+        else
+            why = read_all(fd, footer, footer_offset, length, &got);
+    }
+    Py_END_ALLOW_THREADS
+    if (why != NULL) {
+        PyMem_RawFree(footer);
+        return fail(why);
+    }
+    PyObject *result = Py_BuildValue("(y#Ly#[(ii)(Li)(LL)])", (const char *)head, (Py_ssize_t)4, footer_offset,
+                                     (const char *)footer, (Py_ssize_t)length, 0, 4, size - 8, 8, footer_offset,
+                                     length);
+    PyMem_RawFree(footer);
+    return result;
+}
+
+static PyObject *py_limits(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i}",
+                         "LENGTH_PREFIX", LENGTH_PREFIX, "NONCE_LENGTH", NONCE_LENGTH, "TAG_LENGTH", TAG_LENGTH,
+                         "MAX_HEADER_BYTES", MAX_HEADER_BYTES, "MIN_BITSET_BYTES", MIN_BITSET_BYTES,
+                         "SPEC_MAX_BITSET_BYTES", SPEC_MAX_BITSET_BYTES, "MAX_FOOTER_BYTES", MAX_FOOTER_BYTES,
+                         "COALESCED_FILTER_BYTES",
+                         COALESCED_FILTER_BYTES, "MAX_THRIFT_MODULE", MAX_THRIFT_MODULE, "MAX_AAD", MAX_AAD,
+                         "MAX_HASHES", MAX_HASHES, "MAX_REQUESTS", MAX_REQUESTS);
+}
+
+static PyObject *py_info(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{s:s,s:s}", "flags", SB_BUILD_FLAGS, "openssl", OpenSSL_version(OPENSSL_VERSION));
+}
+
+static PyMethodDef methods[] = {
+    {"probe_filters", py_probe_filters, METH_VARARGS,
+     "probe_filters(fd, data_end, key_or_None, requests, hashes) -> (answers, reads)"},
+    {"read_tail", py_read_tail, METH_VARARGS, "read_tail(fd, size) -> (magic, footer_offset, footer, reads)"},
+    {"limits", py_limits, METH_NOARGS, "the limits compiled in"},
+    {"info", py_info, METH_NOARGS, "build flags and the OpenSSL version in use"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_prune",
+                                    "The cold pruning path's reads, decrypts and probes (private)", -1, methods};
+
+PyMODINIT_FUNC PyInit_native_prune(void)
+{
+    static const char *names[3] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+    for (int i = 0; i < 3; i++) {
+#if defined(OPENSSL_VERSION_MAJOR) && OPENSSL_VERSION_MAJOR >= 3
+        if (AES_GCM[i] == NULL)
+            AES_GCM[i] = EVP_CIPHER_fetch(NULL, names[i], NULL);
+#else  /* OpenSSL 1.1: static ciphers */
+        AES_GCM[i] = (EVP_CIPHER *)(i == 0 ? EVP_aes_128_gcm() : i == 1 ? EVP_aes_192_gcm() : EVP_aes_256_gcm());
+#endif
+        if (AES_GCM[i] == NULL) {
+            PyErr_Format(PyExc_ImportError, "OpenSSL has no %s", names[i]);
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&KeyType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Failed = PyErr_NewException("secure_bloom.native_prune.Failed", NULL, NULL);
+    if (Failed == NULL || PyModule_AddObject(m, "Failed", Failed) < 0) {
+        Py_XDECREF(Failed);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(Failed);
+    Py_INCREF(&KeyType);
+    if (PyModule_AddObject(m, "GcmKey", (PyObject *)&KeyType) < 0) {
+        Py_DECREF(&KeyType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
