@@ -89,14 +89,26 @@ class RecordingFile:
         self._raw = raw
         self._close_raw = close_raw
         self.ranges: list[tuple[int, int]] = []
-        self._held = b""
-        self._held_at = 0
+        self._held: list[tuple[int, bytes]] = []
 
     def hold(self, offset: int, data: bytes) -> None:
         """Keep ``data``, the file's bytes at ``offset`` (already read, e.g. an object store's
-        speculative tail read): a later read lying wholly inside them is answered from them, with
-        no read of ``raw`` (and none recorded)."""
-        self._held, self._held_at = data, offset
+        speculative tail read, or filters read together): a later read lying wholly inside one
+        held region is answered from it, with no read of ``raw`` (and none recorded)."""
+        if data:
+            self._held.append((offset, data))
+
+    def holds(self, offset: int, n: int) -> bool:
+        """Whether the ``n`` bytes at ``offset`` lie wholly inside one held region."""
+        return any(0 <= offset - at and offset - at + n <= len(held) for at, held in self._held)
+
+    def read_into_held(self, offset: int, n: int) -> bytes:
+        """Read ``n`` bytes at ``offset`` (one read of ``raw``, recorded) and hold them."""
+        self._raw.seek(offset)
+        data = self._raw.read(n)
+        self.ranges.append((offset, len(data)))
+        self.hold(offset, data)
+        return data
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         return self._raw.seek(offset, whence)
@@ -106,10 +118,12 @@ class RecordingFile:
 
     def read(self, n: int = -1) -> bytes:
         pos = self._raw.tell()
-        start = pos - self._held_at
-        if self._held and n >= 0 and 0 <= start and start + n <= len(self._held):
-            self._raw.seek(pos + n)
-            return self._held[start:start + n]
+        if n >= 0:
+            for at, held in self._held:
+                start = pos - at
+                if 0 <= start and start + n <= len(held):
+                    self._raw.seek(pos + n)
+                    return held[start:start + n]
         data = self._raw.read(n)
         self.ranges.append((pos, len(data)))
         return data

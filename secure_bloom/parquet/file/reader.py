@@ -39,7 +39,23 @@ from .identity import Identity, opened_identity
 from .sources import locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
-__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "coalesce"]
+
+#: Filter spans at most this many bytes apart are fetched in one request on an object store
+#: (:meth:`ParquetBloomReader.prefetch_filters`): a request costs far more than 64 KiB of transfer.
+COALESCE_GAP_BYTES = TAIL_READ_BYTES
+
+
+def coalesce(spans: Iterable[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    """The (start, end) ``spans`` merged where they overlap or lie at most ``gap`` bytes apart."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start - merged[-1][1] <= gap:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
 
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
@@ -112,10 +128,13 @@ class ParquetBloomReader:
             #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
             #: the caller opened, or where it cannot be told): taken from the open handle.
             self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
-            # On an object store each read is a request: the tail comes in one speculative read.
+            # On an object store each read is a request: the tail comes in one speculative read
+            # (and the leading magic is not read: .tail), the filters together (prefetch_filters).
             remote = filesystem is not None and not hasattr(path, "read")
-            self.tail: FileTail = read_tail(self.file, self.path,
-                                            speculative_bytes=TAIL_READ_BYTES if remote else 0)
+            #: Whether the file is on an object store (each read a request; None filesystem: local).
+            self.remote = remote
+            self.tail: FileTail = read_tail(self.file, self.path, speculative_bytes=TAIL_READ_BYTES if remote else 0,
+                                            leading_magic=not remote)
             if self.tail.window:  # filters written before the footer are often inside: no request then
                 self._file.hold(self.tail.file_size - len(self.tail.window), self.tail.window)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
@@ -466,6 +485,36 @@ class ParquetBloomReader:
                                    context=context)
             self._remember(cache_key, bf)
         return bf
+
+    def prefetch_filters(self, chunks: Iterable[ColumnChunk]) -> int:
+        """On an object store, read the filters of ``chunks`` in as few requests as their layout
+        allows (spans whose gap is at most :data:`COALESCE_GAP_BYTES` are read as one: writers put
+        a column's filters side by side, so usually one request), and hold them: their
+        :meth:`bloom_filter` reads are then answered from memory. Filters already cached or held
+        (inside the tail read), and chunks whose filter cannot be located (no filter, missing
+        key, no ``bloom_filter_length``, damaged metadata) are left out: :meth:`bloom_filter`
+        reads or reports them as without this call. Local files read nothing here (each read is
+        a cheap ``pread``). Returns the number of reads made."""
+        if not self.remote:
+            return 0
+        spans: list[tuple[int, int]] = []
+        for chunk in chunks:
+            try:
+                location = self.filter_location(chunk)
+                if location is None or location.length is None:
+                    continue
+                check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+            except SecureBloomError:
+                continue
+            if self._cache_key(chunk, location) in self._filters or self._file.holds(location.offset, location.length):
+                continue
+            spans.append((location.offset, location.offset + location.length))
+        reads = 0
+        with self._lock:
+            for start, end in coalesce(spans, COALESCE_GAP_BYTES):
+                self._file.read_into_held(start, end - start)
+                reads += 1
+        return reads
 
     def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
         """numBytes of the chunk's filter from its header alone (the bitset is neither read nor

@@ -312,6 +312,10 @@ class _FileSource:
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
         self._unavailable: set[tuple[int, int]] = set()
+        #: Row groups whose filters the Bloom pass may ask for (:meth:`plan_filters`), and the
+        #: columns whose filters of those row groups were fetched together already.
+        self._planned: tuple[int, ...] = ()
+        self._prefetched: set[int] = set()
         if facts is not None and facts.footer_grant is not None and not self._still_granted(facts.footer_grant):
             facts = None
         self.facts = facts
@@ -370,12 +374,23 @@ class _FileSource:
             self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
         return self._bounds[at]
 
+    def plan_filters(self, row_groups: Sequence[int]) -> None:
+        """The row groups the Bloom pass will consult (those the statistics left): the first
+        filter asked of a column fetches that column's filters of all of them at once (one
+        request on an object store: :meth:`ParquetBloomReader.prefetch_filters`)."""
+        self._planned = tuple(row_groups)
+
     def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
         """The chunk's filter, None when it has none; MissingKeyError when its key is missing."""
         at = (rg, info.ordinal)
         if self.facts is not None and self._cached(at, self.facts.filters):
             return self.facts.filters[at]
         if at not in self._filters:
+            if info.ordinal not in self._prefetched and rg in self._planned:
+                self._prefetched.add(info.ordinal)
+                wanted = [r for r in self._planned[self._planned.index(rg):]
+                          if not (self.facts is not None and self._cached((r, info.ordinal), self.facts.filters))]
+                self.reader.prefetch_filters([self.reader.chunk(r, info.ordinal) for r in wanted])
             self._filters[at] = self.reader.bloom_filter(rg, info.ordinal)
         return self._filters[at]
 
@@ -560,17 +575,18 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
-    keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
-    for rg in candidates:
-        if evaluator.must_keep(rg):
-            keep.append(rg)
-        elif not evaluator.may(tree, rg, bloom=False):
-            by_stats.append(rg)
-        elif bloom and not evaluator.may(tree, rg, bloom=True):
-            by_bloom.append(rg)
-        else:
-            keep.append(rg)
+    # statistics first for every row group, then Bloom filters for those left: their filters
+    # are known before the first is read, and fetched together (_FileSource.plan_filters)
+    must = [evaluator.must_keep(rg) for rg in candidates]
+    left = [m or evaluator.may(tree, rg, bloom=False) for rg, m in zip(candidates, must)]
+    by_stats = [rg for rg, ok in zip(candidates, left) if not ok]
+    consult = [rg for rg, m, ok in zip(candidates, must, left) if ok and bloom and not m]
+    if isinstance(source, _FileSource):
+        source.plan_filters(consult)
+    ruled_out = {rg for rg in consult if not evaluator.may(tree, rg, bloom=True)}
+    by_bloom = [rg for rg in consult if rg in ruled_out]
+    keep = [rg for rg, ok in zip(candidates, left) if ok and rg not in ruled_out]
     return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
 
 
