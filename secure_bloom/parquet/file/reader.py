@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
+from ...encrypted_filter import COALESCED_FILTER_BYTES
 from ...errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ...fileio import RecordingFile
 from ...filter import SplitBlockBloomFilter
@@ -39,18 +40,21 @@ from .identity import Identity, opened_identity
 from .sources import locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
-__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "coalesce"]
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce"]
 
 #: Filter spans at most this many bytes apart are fetched in one request on an object store
 #: (:meth:`ParquetBloomReader.prefetch_filters`): a request costs far more than 64 KiB of transfer.
 COALESCE_GAP_BYTES = TAIL_READ_BYTES
+#: No coalesced read is longer than this (Arrow C++'s range_size_limit): memory held at once.
+COALESCE_MAX_BYTES = 32 << 20
 
 
-def coalesce(spans: Iterable[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
-    """The (start, end) ``spans`` merged where they overlap or lie at most ``gap`` bytes apart."""
+def coalesce(spans: Iterable[tuple[int, int]], gap: int, limit: int = COALESCE_MAX_BYTES) -> list[tuple[int, int]]:
+    """The (start, end) ``spans`` merged where they overlap or lie at most ``gap`` bytes apart,
+    as long as the merged span stays within ``limit`` bytes (a longer span stays alone)."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
-        if merged and start - merged[-1][1] <= gap:
+        if merged and start - merged[-1][1] <= gap and max(merged[-1][1], end) - merged[-1][0] <= limit:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))
@@ -488,20 +492,22 @@ class ParquetBloomReader:
 
     def prefetch_filters(self, chunks: Iterable[ColumnChunk]) -> int:
         """On an object store, read the filters of ``chunks`` in as few requests as their layout
-        allows (spans whose gap is at most :data:`COALESCE_GAP_BYTES` are read as one: writers put
-        a column's filters side by side, so usually one request), and hold them: their
-        :meth:`bloom_filter` reads are then answered from memory. Filters already cached or held
-        (inside the tail read), and chunks whose filter cannot be located (no filter, missing
-        key, no ``bloom_filter_length``, damaged metadata) are left out: :meth:`bloom_filter`
-        reads or reports them as without this call. Local files read nothing here (each read is
-        a cheap ``pread``). Returns the number of reads made."""
+        allows (spans whose gap is at most :data:`COALESCE_GAP_BYTES` are read as one, up to
+        :data:`COALESCE_MAX_BYTES`: writers put a column's filters side by side, so usually one
+        request), and hold them: their :meth:`bloom_filter` reads are then answered from
+        memory. Left out (:meth:`bloom_filter` reads or reports them as without this call):
+        filters already cached or held (inside the tail read), filters longer than
+        :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES` (their header is checked
+        before the rest is fetched), and chunks whose filter cannot be located (no filter,
+        missing key, no ``bloom_filter_length``, damaged metadata). Local files read nothing
+        here (each read is a cheap ``pread``). Returns the number of reads made."""
         if not self.remote:
             return 0
         spans: list[tuple[int, int]] = []
         for chunk in chunks:
             try:
                 location = self.filter_location(chunk)
-                if location is None or location.length is None:
+                if location is None or location.length is None or location.length > COALESCED_FILTER_BYTES:
                     continue
                 check_filter_region(chunk, location, self.tail.footer_offset, self.path)
             except SecureBloomError:
@@ -578,6 +584,7 @@ class ParquetBloomReader:
         values = list(values)
         queries = [query_hashes(v, info, timezone=timezone) for v in values]
         shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
+        self.prefetch_filters(self.column_chunks(info))
         filters = ((chunk.row_group, self.bloom_filter(chunk.row_group, info.ordinal), chunk.encrypted)
                    for chunk in self.column_chunks(info))
         return probe_filters(self.path, info.path, filters, queries, shown)
@@ -588,11 +595,13 @@ class ParquetBloomReader:
         query semantics as :meth:`probe`."""
         info = self.column(column)
         query = [query_hashes(value, info, timezone=timezone)]
+        self.prefetch_filters(self.column_chunks(info))
         return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
 
     def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
         """(row group, filter or None) for every row group of ``column``."""
         info = self.column(column)
+        self.prefetch_filters(self.column_chunks(info))
         for rg in range(self.num_row_groups):
             yield rg, self.bloom_filter(rg, info.ordinal)
 
