@@ -132,6 +132,26 @@ def test_scan_of_a_prefix_prunes_with_the_same_requests_per_file(s3: Any, lake: 
     assert pruned.to_table()["rid"].to_pylist() == ([GROUP * 5 + 3] if present else [])
 
 
+def test_a_cache_miss_reads_through_the_open_that_told_the_identity(s3: Any, lake: dict[str, Any]) -> None:
+    """With a PruneCache the object's identity (ETag...) comes from one open (a HEAD); a miss
+    reads the tail and the filters through that same open: no second HEAD. A hit: the HEAD
+    alone."""
+    from secure_bloom.parquet import PruneCache
+
+    layout = "5rg-outside"
+    paths = [f"{lake['bucket']}/{layout}/part-{f}.parquet" for f in range(FILES)]
+    tree = predicate_tree(to_expression([("key", "==", ABSENT)]))
+    cache = PruneCache()
+    s3.reset()
+    cold = prune_files(paths, tree, keys=lake["keys"], filesystem=s3.filesystem(), cache=cache)
+    assert s3.counts()[0] == {"HEAD": FILES, "GET": 2 * FILES}
+    assert [r.from_cache for r in cold] == [False] * FILES and [r.metadata_requests for r in cold] == [2] * FILES
+    s3.reset()
+    warm = prune_files(paths, tree, keys=lake["keys"], filesystem=s3.filesystem(), cache=cache)
+    assert s3.counts() == ({"HEAD": FILES}, 0)
+    assert [r.row_groups for r in warm] == [r.row_groups for r in cold] == [()] * FILES
+
+
 # --------------------------------------------------------------------------- damaged objects
 
 

@@ -37,7 +37,7 @@ from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .identity import Identity, opened_identity
-from .sources import locate, open_source, read_key_material
+from .sources import display_path, locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce"]
@@ -112,12 +112,16 @@ class ParquetBloomReader:
     Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
     dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
     sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
+
+    ``opened``: the file ``path`` already opened on ``filesystem`` (an object store), by
+    :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
+    HEAD, of the reader's own) and closed by :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
                  filesystem: Any = None, key_material_file: str | os.PathLike[str] | None = None,
                  filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES,
-                 key_material: KeyMaterialStore | None = None) -> None:
+                 key_material: KeyMaterialStore | None = None, opened: Any = None) -> None:
         if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
             raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
         self.keys = keys if keys is not None else NO_KEYS
@@ -126,7 +130,12 @@ class ParquetBloomReader:
         self._lock = threading.Lock()
         if not hasattr(path, "read"):
             filesystem, path = locate(path, filesystem)
-        self.path, raw, owned = open_source(path, filesystem)
+        if opened is not None:  # the open that told the file's identity (identity.open_identified)
+            if filesystem is None or hasattr(path, "read"):
+                raise ValueError("opened= is a file opened from a path on an object store's filesystem")
+            self.path, raw, owned = display_path(filesystem, cast(str, path)), opened, True
+        else:
+            self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)
         try:
             #: Which version of the file this reader reads (:mod:`.identity`; None for a stream

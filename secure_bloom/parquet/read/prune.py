@@ -55,7 +55,7 @@ from ...kms import KeyGrant
 from ...types import PhysicalType
 from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
-from ..file.identity import Identity, file_identity, identity_size
+from ..file.identity import Identity, identity_size, open_identified
 from ..file.keys import NO_KEYS, KeyAccess
 from ..file.reader import ParquetBloomReader
 from ..file.schema import ColumnInfo
@@ -649,15 +649,22 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
         if done is not None:
             return done
     identity = facts = None
-    if cache is not None and cache.filesystem_key is not None:
-        identity = file_identity(path, filesystem)
-    if cache is not None:
-        name = f"{cache.filesystem_key}:{path}"
-        facts = cache.cache.get(cache.scope, name, identity)
     with contextlib.ExitStack() as stack:
+        # the open that tells an object's identity (its HEAD) is the one a cache miss reads through
+        handles: list[Any] = []
+        if cache is not None and cache.filesystem_key is not None:
+            handle, identity = open_identified(path, filesystem)
+            if handle is not None:
+                stack.callback(handle.close)
+                handles.append(handle)
+        if cache is not None:
+            name = f"{cache.filesystem_key}:{path}"
+            facts = cache.cache.get(cache.scope, name, identity)
+
         def open_reader() -> ParquetBloomReader:
             return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
-                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE))
+                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE,
+                                                          opened=handles.pop() if handles else None))
 
         source = _FileSource(facts, open_reader, keys.unwrapper.recheck if keys is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
