@@ -133,7 +133,7 @@ class ParquetBloomReader:
         if opened is not None:  # the open that told the file's identity (identity.open_identified)
             if filesystem is None or hasattr(path, "read"):
                 raise ValueError("opened= is a file opened from a path on an object store's filesystem")
-            self.path, raw, owned = display_path(filesystem, cast(str, path)), opened, True
+            self.path, raw, owned = display_path(filesystem, path), opened, True
         else:
             self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)

@@ -92,6 +92,7 @@ def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, specula
     if size < _MIN_FILE:
         raise NotParquetError(f"{name}: {size} bytes, too short for a Parquet file (at least {_MIN_FILE})")
     window = max(_MAGIC_LEN + _LEN_FIELD, speculative_bytes)
+    head: bytes | None
     if size <= window:
         buf = _read_at(f, 0, size)
         head = buf[:_MAGIC_LEN]
