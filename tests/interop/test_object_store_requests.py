@@ -5,7 +5,8 @@ speculative read of the file's end (the footer, and the filters written just bef
 one read of the filters of the surviving row groups that lie outside that read (written side by
 side, they come in one range of exactly their bytes). No read of the leading magic, no request
 per filter. Files of 1 and 5 row groups, filters inside and outside the tail read, absent and
-present keys.
+present keys; a column's filters apart from each other (another column's between them) are read
+one by one, never the bytes between them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ ABSENT = "8000000000000000x"
 #: 128 KiB filters, larger than the tail read)
 LAYOUTS = {"1rg-inside": (1, None), "5rg-inside": (5, None), "1rg-outside": (1, 100_000),
            "5rg-outside": (5, 100_000)}
+#: filters on two columns: each row group's filters side by side, so one column's are apart
+INTERLEAVED = "5rg-two-columns"
 
 
 def _key(i: int) -> str:
@@ -47,15 +50,16 @@ def lake(s3: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     bucket = s3.bucket("requests")
     upload = s3.upload_filesystem()
     out: dict[str, Any] = {"keys": keys, "bucket": bucket}
-    for name, (groups, ndv) in LAYOUTS.items():
+    for name, (groups, ndv) in [*LAYOUTS.items(), (INTERLEAVED, (5, 100_000))]:
         rows = GROUP * groups
         files = []
+        columns = ["key", "rid"] if name == INTERLEAVED else ["key"]
         for f in range(FILES):
             table = pa.table({"rid": pa.array(range(f * rows, (f + 1) * rows), pa.int64()),
                               "key": [_key(f * rows + i) for i in range(rows)]})
             src, dst = tmp / f"{name}-{f}.src.parquet", tmp / f"{name}-{f}.parquet"
             write_encrypted(src, table, column_keys={"kc1": ["key"]}, row_group_size=GROUP)
-            attach_bloom_filters(src, dst, ["key"], keys, **({"ndv": ndv} if ndv else {}))
+            attach_bloom_filters(src, dst, columns, keys, **({"ndv": ndv} if ndv else {}))
             with upload.open_output_stream(f"{bucket}/{name}/part-{f}.parquet") as stream:
                 stream.write(dst.read_bytes())
             files.append(dst)
@@ -130,6 +134,28 @@ def test_scan_of_a_prefix_prunes_with_the_same_requests_per_file(s3: Any, lake: 
                   filesystem=s3.filesystem())
     assert [f.metadata_requests for f in pruned.report.files] == [2] * FILES  # tail, filters
     assert pruned.to_table()["rid"].to_pylist() == ([GROUP * 5 + 3] if present else [])
+
+
+def test_filters_apart_are_read_one_by_one_and_no_byte_between_them(s3: Any, lake: dict[str, Any]) -> None:
+    """Filters on "key" and "rid": a lookup on "key" reads the tail, then each "key" filter
+    outside it on its own (the "rid" filters between them are not read: no byte more than
+    filter by filter)."""
+    path = f"{lake['bucket']}/{INTERLEAVED}/part-0.parquet"
+    local = lake[INTERLEAVED][0]
+    size = local.stat().st_size
+    with ParquetBloomReader(local, lake["keys"]) as reader:
+        spans = [(c.bloom_filter_offset, c.bloom_filter_length) for c in reader.chunks(with_sizes=False)
+                 if c.column == "key"]
+    window = size - TAIL_READ_BYTES
+    outside = [(o, n) for o, n in spans if o < window]  # type: ignore[operator]
+    assert len(outside) >= 4 and all(a[0] + a[1] < b[0] for a, b in zip(outside, outside[1:]))  # apart
+    tree = predicate_tree(to_expression([("key", "==", ABSENT)]))
+    s3.reset()
+    [result] = prune_files([path], tree, keys=lake["keys"], filesystem=s3.filesystem())
+    assert result.pruned_by_bloom == (0, 1, 2, 3, 4)
+    assert [rng for _, rng in s3.gets] == [f"bytes={window}-{size - 1}",
+                                           *(f"bytes={o}-{o + n - 1}" for o, n in outside)]
+    assert s3.counts() == ({"HEAD": 1, "GET": 1 + len(outside)}, TAIL_READ_BYTES + sum(n for _, n in outside))
 
 
 def test_a_cache_miss_reads_through_the_open_that_told_the_identity(s3: Any, lake: dict[str, Any]) -> None:

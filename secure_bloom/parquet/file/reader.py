@@ -43,8 +43,11 @@ from .tail import TAIL_READ_BYTES, FileTail, read_tail
 __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce"]
 
 #: Filter spans at most this many bytes apart are fetched in one request on an object store
-#: (:meth:`ParquetBloomReader.prefetch_filters`): a request costs far more than 64 KiB of transfer.
-COALESCE_GAP_BYTES = TAIL_READ_BYTES
+#: (:meth:`ParquetBloomReader.prefetch_filters`). 0: only filters side by side are merged, so a
+#: lookup never reads a byte more than it did filter by filter (a column's filters interleaved
+#: with other columns' filters are then read one by one); a larger gap trades bytes for requests
+#: (Arrow C++ reads holes up to 8 KiB).
+COALESCE_GAP_BYTES = 0
 #: No coalesced read is longer than this (Arrow C++'s range_size_limit): memory held at once.
 COALESCE_MAX_BYTES = 32 << 20
 
@@ -501,9 +504,9 @@ class ParquetBloomReader:
 
     def prefetch_filters(self, chunks: Iterable[ColumnChunk]) -> int:
         """On an object store, read the filters of ``chunks`` in as few requests as their layout
-        allows (spans whose gap is at most :data:`COALESCE_GAP_BYTES` are read as one, up to
-        :data:`COALESCE_MAX_BYTES`: writers put a column's filters side by side, so usually one
-        request), and hold them: their :meth:`bloom_filter` reads are then answered from
+        allows (spans at most :data:`COALESCE_GAP_BYTES` apart, by default spans side by side,
+        are read as one, up to :data:`COALESCE_MAX_BYTES`: a file whose filters are of one
+        column has them side by side, so one request), and hold them: their :meth:`bloom_filter` reads are then answered from
         memory. Left out (:meth:`bloom_filter` reads or reports them as without this call):
         filters already cached or held (inside the tail read), filters longer than
         :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES` (their header is checked

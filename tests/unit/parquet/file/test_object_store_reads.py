@@ -137,10 +137,10 @@ def test_prefetch_skips_what_is_held_or_cached_and_reads_only_the_chunks_asked(b
         assert local.prefetch_filters(local.column_chunks("key")) == 0  # local: nothing fetched ahead
 
 
-def test_gaps_larger_than_the_limit_are_not_read() -> None:
-    assert COALESCE_GAP_BYTES == TAIL_READ_BYTES
-    assert coalesce([(0, 10), (10 + COALESCE_GAP_BYTES + 1, 20 + COALESCE_GAP_BYTES)], COALESCE_GAP_BYTES) == [
-        (0, 10), (10 + COALESCE_GAP_BYTES + 1, 20 + COALESCE_GAP_BYTES)]
+def test_by_default_only_filters_side_by_side_are_read_together() -> None:
+    """No byte between two filters is read (a lookup reads what it read filter by filter)."""
+    assert COALESCE_GAP_BYTES == 0
+    assert coalesce([(0, 10), (10, 20), (21, 30)], COALESCE_GAP_BYTES) == [(0, 20), (21, 30)]
 
 
 def test_without_the_leading_magic_check_only_a_tail_read_holding_it_checks_it(big_filters: Path) -> None:
