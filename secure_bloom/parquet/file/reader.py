@@ -48,7 +48,8 @@ __all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYT
 #: with other columns' filters are then read one by one); a larger gap trades bytes for requests
 #: (Arrow C++ reads holes up to 8 KiB).
 COALESCE_GAP_BYTES = 0
-#: No coalesced read is longer than this (Arrow C++'s range_size_limit): memory held at once.
+#: No coalesced read is longer than this (Arrow C++'s range_size_limit), and a reader holds at most
+#: this much read ahead (older reads ahead are dropped first).
 COALESCE_MAX_BYTES = 32 << 20
 
 
@@ -530,7 +531,7 @@ class ParquetBloomReader:
         reads = 0
         with self._lock:
             for start, end in coalesce(spans, COALESCE_GAP_BYTES):
-                self._file.read_into_held(start, end - start)
+                self._file.read_ahead(start, end - start, keep_bytes=COALESCE_MAX_BYTES)
                 reads += 1
         return reads
 

@@ -49,7 +49,7 @@ def test_recording_file_answers_reads_inside_any_held_region() -> None:
     data = bytes(range(256)) * 4
     f = RecordingFile(io.BytesIO(data))
     f.hold(900, data[900:])
-    assert f.read_into_held(100, 50) == data[100:150]
+    assert f.read_ahead(100, 50, keep_bytes=1000) == data[100:150]
     assert f.ranges == [(100, 50)]
     for offset, n in [(100, 50), (120, 10), (900, 124), (1000, 24)]:
         f.seek(offset)
@@ -59,6 +59,21 @@ def test_recording_file_answers_reads_inside_any_held_region() -> None:
     f.seek(140)
     assert f.read(20) == data[140:160]  # straddles the end of a region: read
     assert f.ranges == [(100, 50), (140, 20)]
+    f.close()
+    assert not f.holds(120, 10) and not f.holds(900, 10)
+
+
+def test_reads_ahead_are_dropped_oldest_first_beyond_their_budget() -> None:
+    data = bytes(range(256)) * 4
+    f = RecordingFile(io.BytesIO(data))
+    f.hold(1000, data[1000:])  # kept whatever the budget
+    f.read_ahead(0, 40, keep_bytes=100)
+    f.read_ahead(100, 40, keep_bytes=100)
+    assert f.holds(0, 40) and f.holds(100, 40)
+    f.read_ahead(200, 40, keep_bytes=100)  # 120 bytes > 100: the oldest goes
+    assert not f.holds(0, 40) and f.holds(100, 40) and f.holds(200, 40) and f.holds(1000, 24)
+    f.read_ahead(300, 500, keep_bytes=100)  # larger than the budget alone: kept, the rest dropped
+    assert f.holds(300, 500) and not f.holds(100, 40) and not f.holds(200, 40)
 
 
 def _key(i: int) -> str:
