@@ -40,7 +40,8 @@ from .identity import Identity, opened_identity
 from .sources import display_path, locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
-__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce"]
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce",
+           "FilterReadAhead"]
 
 #: Filter spans at most this many bytes apart are fetched in one request on an object store
 #: (:meth:`ParquetBloomReader.prefetch_filters`). 0: only filters side by side are merged, so a
@@ -63,6 +64,26 @@ def coalesce(spans: Iterable[tuple[int, int]], gap: int, limit: int = COALESCE_M
         else:
             merged.append((start, end))
     return merged
+
+
+
+
+class FilterReadAhead:
+    """Fetches the filters of a reader's ``chunks`` (in the order they will be read) ahead of
+    their reads, a step of about :data:`COALESCE_MAX_BYTES` at a time
+    (:meth:`ParquetBloomReader.prefetch_filters`): call :meth:`before` with a chunk's index
+    before reading its filter. A chunk the steps so far went past is never fetched again
+    (it is held, cached, or read on its own as without read-ahead), so the work is linear in
+    the chunks whatever the order of the calls."""
+
+    def __init__(self, reader: ParquetBloomReader, chunks: Sequence[ColumnChunk]) -> None:
+        self._reader = reader
+        self._chunks = chunks
+        self._covered = 0
+
+    def before(self, index: int) -> None:
+        if index >= self._covered:
+            self._covered = self._reader._read_ahead(self._chunks, index)[1]
 
 
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
@@ -503,37 +524,62 @@ class ParquetBloomReader:
             self._remember(cache_key, bf)
         return bf
 
-    def prefetch_filters(self, chunks: Iterable[ColumnChunk]) -> int:
-        """On an object store, read the filters of ``chunks`` in as few requests as their layout
-        allows (spans at most :data:`COALESCE_GAP_BYTES` apart, by default spans side by side,
-        are read as one, up to :data:`COALESCE_MAX_BYTES`: a file whose filters are of one
-        column has them side by side, so one request), and hold them: their :meth:`bloom_filter` reads are then answered from
-        memory. Left out (:meth:`bloom_filter` reads or reports them as without this call):
-        filters already cached or held (inside the tail read), filters longer than
-        :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES` (their header is checked
-        before the rest is fetched), and chunks whose filter cannot be located (no filter,
-        missing key, no ``bloom_filter_length``, damaged metadata). Local files read nothing
-        here (each read is a cheap ``pread``). Returns the number of reads made."""
+    def prefetch_filters(self, chunks: Sequence[ColumnChunk]) -> int:
+        """On an object store, read the filters of ``chunks`` (in the order they will be asked
+        for) ahead, in as few requests as their layout allows, and hold them: their
+        :meth:`bloom_filter` reads are then answered from memory. Spans at most
+        :data:`COALESCE_GAP_BYTES` apart (by default: side by side, so no byte between two
+        filters is read; a file whose filters are of one column has them so) are read as one.
+        One call fetches about :data:`COALESCE_MAX_BYTES` (the first chunks' filters; the rest
+        as :class:`FilterReadAhead` reaches them). Left out (:meth:`bloom_filter` reads or
+        reports them as without this call): filters already cached or held (inside the tail
+        read), filters longer than :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES`
+        (their header is checked before the rest is fetched), and chunks whose filter cannot be
+        located (no filter, missing key, no ``bloom_filter_length``, damaged metadata). Local
+        files read nothing here (each read is a cheap ``pread``). Returns the number of reads."""
+        return self._read_ahead(chunks, 0)[0]
+
+    def _read_ahead(self, chunks: Sequence[ColumnChunk], start: int) -> tuple[int, int]:
+        """(reads made, index after the last chunk considered) of one :meth:`prefetch_filters`
+        step over ``chunks[start:]``: spans are gathered while they stay within
+        :data:`COALESCE_MAX_BYTES`."""
         if not self.remote:
-            return 0
+            return 0, len(chunks)
         spans: list[tuple[int, int]] = []
-        for chunk in chunks:
-            try:
-                location = self.filter_location(chunk)
-                if location is None or location.length is None or location.length > COALESCED_FILTER_BYTES:
-                    continue
-                check_filter_region(chunk, location, self.tail.footer_offset, self.path)
-            except SecureBloomError:
-                continue
-            if self._cache_key(chunk, location) in self._filters or self._file.holds(location.offset, location.length):
-                continue
-            spans.append((location.offset, location.offset + location.length))
+        total = 0
+        index = start
+        while index < len(chunks):
+            span = self._span_to_fetch(chunks[index])
+            if span is not None:
+                if spans and total + span[1] - span[0] > COALESCE_MAX_BYTES:
+                    break  # the next step starts here
+                spans.append(span)
+                total += span[1] - span[0]
+            index += 1
         reads = 0
         with self._lock:
-            for start, end in coalesce(spans, COALESCE_GAP_BYTES):
-                self._file.read_ahead(start, end - start, keep_bytes=COALESCE_MAX_BYTES)
+            for begin, end in coalesce(spans, COALESCE_GAP_BYTES, COALESCE_MAX_BYTES):
+                self._file.read_ahead(begin, end - begin, keep_bytes=COALESCE_MAX_BYTES)
                 reads += 1
-        return reads
+        return reads, index
+
+    def _span_to_fetch(self, chunk: ColumnChunk) -> tuple[int, int] | None:
+        """(start, end) of the chunk's filter when it is to be fetched ahead (see
+        :meth:`prefetch_filters` for what is left out), else None."""
+        try:
+            location = self.filter_location(chunk)
+            if location is None or location.length is None or location.length > COALESCED_FILTER_BYTES:
+                return None
+            check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+        except SecureBloomError:
+            return None
+        if self._cache_key(chunk, location) in self._filters or self._file.holds(location.offset, location.length):
+            return None
+        return location.offset, location.offset + location.length
+
+    def read_ahead(self, chunks: Sequence[ColumnChunk]) -> FilterReadAhead:
+        """A :class:`FilterReadAhead` over ``chunks`` (in the order their filters will be read)."""
+        return FilterReadAhead(self, chunks)
 
     def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
         """numBytes of the chunk's filter from its header alone (the bitset is neither read nor
@@ -597,9 +643,7 @@ class ParquetBloomReader:
         values = list(values)
         queries = [query_hashes(v, info, timezone=timezone) for v in values]
         shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
-        self.prefetch_filters(self.column_chunks(info))
-        filters = ((chunk.row_group, self.bloom_filter(chunk.row_group, info.ordinal), chunk.encrypted)
-                   for chunk in self.column_chunks(info))
+        filters = ((rg, bf, self.chunk(rg, info.ordinal).encrypted) for rg, bf in self.iter_filters(info))
         return probe_filters(self.path, info.path, filters, queries, shown)
 
     def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
@@ -608,14 +652,14 @@ class ParquetBloomReader:
         query semantics as :meth:`probe`."""
         info = self.column(column)
         query = [query_hashes(value, info, timezone=timezone)]
-        self.prefetch_filters(self.column_chunks(info))
-        return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
+        return [rg for rg, bf in self.iter_filters(info) if maybe_in(bf, query)[0]]
 
     def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
         """(row group, filter or None) for every row group of ``column``."""
         info = self.column(column)
-        self.prefetch_filters(self.column_chunks(info))
+        ahead = self.read_ahead(self.column_chunks(info))  # object stores: filters side by side in one read
         for rg in range(self.num_row_groups):
+            ahead.before(rg)
             yield rg, self.bloom_filter(rg, info.ordinal)
 
     # ---------------------------------------------------------------- describe

@@ -57,7 +57,7 @@ from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
 from ..file.identity import Identity, identity_size, open_identified
 from ..file.keys import NO_KEYS, KeyAccess
-from ..file.reader import ParquetBloomReader
+from ..file.reader import FilterReadAhead, ParquetBloomReader
 from ..file.schema import ColumnInfo
 from ..file.sources import is_local_source
 from .compare import (
@@ -312,10 +312,10 @@ class _FileSource:
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
         self._unavailable: set[tuple[int, int]] = set()
-        #: Row groups whose filters the Bloom pass may ask for (:meth:`plan_filters`), and the
-        #: columns whose filters of those row groups were fetched together already.
+        #: Row groups whose filters the Bloom pass may ask for (:meth:`plan_filters`, with their
+        #: positions), and per column the read-ahead of those row groups' filters.
         self._planned: tuple[int, ...] = ()
-        self._prefetched: set[int] = set()
+        self._ahead: dict[int, tuple[FilterReadAhead, dict[int, int]]] = {}
         if facts is not None and facts.footer_grant is not None and not self._still_granted(facts.footer_grant):
             facts = None
         self.facts = facts
@@ -376,9 +376,21 @@ class _FileSource:
 
     def plan_filters(self, row_groups: Sequence[int]) -> None:
         """The row groups the Bloom pass will consult (those the statistics left): the first
-        filter asked of a column fetches that column's filters of all of them at once (one
-        request on an object store: :meth:`ParquetBloomReader.prefetch_filters`)."""
-        self._planned = tuple(row_groups)
+        filter asked of a column fetches that column's filters of all of them (not held in the
+        cache) at once (one request on an object store when they lie side by side:
+        :meth:`ParquetBloomReader.prefetch_filters`)."""
+        self._planned = tuple(dict.fromkeys(row_groups))
+
+    def _read_ahead(self, column: int) -> tuple[FilterReadAhead, dict[int, int]]:
+        """The read-ahead of ``column``'s filters of the planned row groups (those the cache
+        holds left out) and each row group's position in it."""
+        found = self._ahead.get(column)
+        if found is None:
+            held = self.facts.filters if self.facts is not None else {}
+            rgs = [rg for rg in self._planned if (rg, column) not in held]
+            found = self._ahead[column] = (self.reader.read_ahead([self.reader.chunk(rg, column) for rg in rgs]),
+                                           {rg: i for i, rg in enumerate(rgs)})
+        return found
 
     def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
         """The chunk's filter, None when it has none; MissingKeyError when its key is missing."""
@@ -386,11 +398,11 @@ class _FileSource:
         if self.facts is not None and self._cached(at, self.facts.filters):
             return self.facts.filters[at]
         if at not in self._filters:
-            if info.ordinal not in self._prefetched and rg in self._planned:
-                self._prefetched.add(info.ordinal)
-                wanted = [r for r in self._planned[self._planned.index(rg):]
-                          if not (self.facts is not None and self._cached((r, info.ordinal), self.facts.filters))]
-                self.reader.prefetch_filters([self.reader.chunk(r, info.ordinal) for r in wanted])
+            if self._planned:
+                ahead, positions = self._read_ahead(info.ordinal)
+                position = positions.get(rg)
+                if position is not None:
+                    ahead.before(position)
             self._filters[at] = self.reader.bloom_filter(rg, info.ordinal)
         return self._filters[at]
 

@@ -152,6 +152,25 @@ def test_prefetch_skips_what_is_held_or_cached_and_reads_only_the_chunks_asked(b
         assert local.prefetch_filters(local.column_chunks("key")) == 0  # local: nothing fetched ahead
 
 
+def test_read_ahead_goes_a_step_at_a_time_and_reads_each_filter_once(big_filters: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With steps of at most 300 KB (two 128 KiB filters), a probe of 5 row groups reads the tail, then
+    filters 0-1, 2-3 and 4, each byte once; probing again reads nothing (cached)."""
+    from secure_bloom.parquet.file import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "COALESCE_MAX_BYTES", 300_000)
+    fs, counter = _store()
+    with ParquetBloomReader(str(big_filters), KeyAccess(kms=vector_kms()), filesystem=fs) as reader:
+        spans = [(c.bloom_filter_offset, c.bloom_filter_length) for c in reader.chunks(with_sizes=False)
+                 if c.column == "key"]
+        assert reader.probe("key", ["absent"]).maybe_row_groups(0) == []
+        steps = [(spans[0][0], spans[0][1] + spans[1][1]), (spans[2][0], spans[2][1] + spans[3][1]), spans[4]]
+        assert list(reader.read_ranges[1:]) == steps  # type: ignore[operator]
+        assert counter.requests == 4
+        reader.probe("key", [_key(1)])
+        assert counter.requests == 4
+
+
 def test_by_default_only_filters_side_by_side_are_read_together() -> None:
     """No byte between two filters is read (a lookup reads what it read filter by filter)."""
     assert COALESCE_GAP_BYTES == 0
