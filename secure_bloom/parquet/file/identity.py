@@ -8,7 +8,10 @@ rows silently lost. So the facts and the scanned bytes are tied to one identity:
 * local files: ``("local", st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``, from ``fstat``
   of the descriptor that was read (never a second ``stat`` of the path);
 * object stores whose open reports it (S3: the HEAD pyarrow makes when it opens an object):
-  ``("object", size, ETag, VersionId, Last-Modified)``;
+  ``("object", size, ETag, VersionId, Last-Modified)``. That HEAD is the one request of a
+  lookup beside the tail and filter reads: pyarrow's Python API opens an object by path only
+  (``open_input_file(FileInfo)``, which skips it in C++, is not exposed), so a listing's size
+  could not spare it, and it gives the strongest identity (the ETag) for free;
 * other filesystems: ``("fs", size, mtime_ns)`` from ``get_file_info``.
 
 :class:`PinnedFileSystem` is the ``pyarrow.fs`` handler scans read through: when pyarrow opens a
