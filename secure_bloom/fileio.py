@@ -89,14 +89,42 @@ class RecordingFile:
         self._raw = raw
         self._close_raw = close_raw
         self.ranges: list[tuple[int, int]] = []
-        self._held = b""
-        self._held_at = 0
+        #: regions kept until close (hold), then regions read ahead (read_ahead), oldest first
+        self._held: list[tuple[int, bytes]] = []
+        self._ahead: list[tuple[int, bytes]] = []
 
     def hold(self, offset: int, data: bytes) -> None:
         """Keep ``data``, the file's bytes at ``offset`` (already read, e.g. an object store's
-        speculative tail read): a later read lying wholly inside them is answered from them, with
-        no read of ``raw`` (and none recorded)."""
-        self._held, self._held_at = data, offset
+        speculative tail read) until :meth:`close`: a later read lying wholly inside one held
+        region is answered from it, with no read of ``raw`` (and none recorded)."""
+        if data:
+            self._held.append((offset, data))
+
+    def holds(self, offset: int, n: int) -> bool:
+        """Whether the ``n`` bytes at ``offset`` lie wholly inside one held region."""
+        return self._find(offset, n) is not None
+
+    def read_ahead(self, offset: int, n: int, *, keep_bytes: int) -> bytes:
+        """Read ``n`` bytes at ``offset`` (one read of ``raw``, recorded) and hold them, as
+        :meth:`hold` does, but only while the regions read ahead take at most ``keep_bytes``
+        (the oldest are dropped first; the newest is always kept)."""
+        self._raw.seek(offset)
+        data = self._raw.read(n)
+        self.ranges.append((offset, len(data)))
+        if data:
+            self._ahead.append((offset, data))
+            total = sum(len(d) for _, d in self._ahead)
+            while len(self._ahead) > 1 and total > keep_bytes:
+                total -= len(self._ahead.pop(0)[1])
+        return data
+
+    def _find(self, offset: int, n: int) -> bytes | None:
+        """The ``n`` held bytes at ``offset``, if one region holds them all."""
+        for at, held in (*self._held, *self._ahead):
+            start = offset - at
+            if 0 <= start and start + n <= len(held):
+                return held[start:start + n]
+        return None
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         return self._raw.seek(offset, whence)
@@ -106,15 +134,16 @@ class RecordingFile:
 
     def read(self, n: int = -1) -> bytes:
         pos = self._raw.tell()
-        start = pos - self._held_at
-        if self._held and n >= 0 and 0 <= start and start + n <= len(self._held):
+        found = self._find(pos, n) if n >= 0 else None
+        if found is not None:
             self._raw.seek(pos + n)
-            return self._held[start:start + n]
+            return found
         data = self._raw.read(n)
         self.ranges.append((pos, len(data)))
         return data
 
     def close(self) -> None:
+        self._held, self._ahead = [], []
         if self._close_raw:
             self._raw.close()
 

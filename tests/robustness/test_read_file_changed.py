@@ -185,24 +185,35 @@ class ReplacingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return (ReplacingFileSystem, (self.path, self.replacement, self.at))
 
 
-def test_a_cached_file_replaced_before_its_open_is_pruned_again(versions: tuple[Path, Path]) -> None:
-    """Warm cache for version 1; the file is replaced after the cache lookup (an open: its
-    identity) and before the reader opens it: the row groups are chosen from the
-    version opened, never version 1's facts applied to version 2."""
+@pytest.mark.parametrize("at", [2, 3])
+def test_a_cached_file_replaced_around_its_one_open_is_never_answered_with_old_facts(
+        versions: tuple[Path, Path], at: int) -> None:
+    """Warm cache for version 1. The cache lookup's open (its identity) is also the open the
+    reader reads through (one open per file), so what the cache is asked about and what is
+    read are one version. Replaced just before that open (``at=2``, after pyarrow's discovery):
+    the identity is version 2's, the cache misses and the row groups come from version 2.
+    Replaced after it (``at=3``, the scan's open): pruned from version 1, and the scan raises
+    FileChangedError, never version 1's facts applied to version 2."""
     data, new = versions
     cache = PruneCache()
-    handler = ReplacingFileSystem(str(data), str(new), at=10**9)
+    handler = ReplacingFileSystem(str(data), str(new), at=at)  # one filesystem: one cache key
     fs = pafs.PyFileSystem(handler)
+    handler.opens = -100  # no replacement while the cache is warmed
     assert read_table(str(data), filters=KEY, filesystem=fs, cache=cache)["k"].to_pylist() == [2]
     time.sleep(0.01)
     os.utime(new)  # version 2 has a later modification time than version 1 on any clock
-    handler.opens, handler.at = 0, 3
+    handler.opens = 0
     pruned = scan(str(data), filters=KEY, filesystem=fs, cache=cache)
-    assert [f.row_groups for f in pruned.report.files] == [(1,)]
-    assert pruned.to_table()["k"].to_pylist() == [2]
-    # pyarrow's discovery opened it (the schema), the cache lookup (its identity), then the
-    # reader: replaced between the last two; the scan's open was the fourth
-    assert handler.opens == 4
+    if at == 2:
+        assert [(f.row_groups, f.from_cache) for f in pruned.report.files] == [((1,), False)]
+        assert pruned.to_table()["k"].to_pylist() == [2]
+    else:
+        assert [(f.row_groups, f.from_cache) for f in pruned.report.files] == [((0,), True)]
+        with pytest.raises(FileChangedError):
+            pruned.to_table()
+    # pyarrow's discovery opened it (the schema), the cache lookup (its identity, and the
+    # reader's reads on a miss), the scan
+    assert handler.opens == 3
 
 
 def test_without_proc_fd_the_path_is_checked_after_its_open(versions: tuple[Path, Path],

@@ -8,7 +8,10 @@ rows silently lost. So the facts and the scanned bytes are tied to one identity:
 * local files: ``("local", st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``, from ``fstat``
   of the descriptor that was read (never a second ``stat`` of the path);
 * object stores whose open reports it (S3: the HEAD pyarrow makes when it opens an object):
-  ``("object", size, ETag, VersionId, Last-Modified)``;
+  ``("object", size, ETag, VersionId, Last-Modified)``. That HEAD is the one request of a
+  lookup beside the tail and filter reads: pyarrow's Python API opens an object by path only
+  (``open_input_file(FileInfo)``, which skips it in C++, is not exposed), so a listing's size
+  could not spare it, and it gives the strongest identity (the ETag) for free;
 * other filesystems: ``("fs", size, mtime_ns)`` from ``get_file_info``.
 
 :class:`PinnedFileSystem` is the ``pyarrow.fs`` handler scans read through: when pyarrow opens a
@@ -33,7 +36,8 @@ from ...errors import FileChangedError
 from ...fileio import open_regular_fd
 from .sources import CountingFileSystem, ReadCounter, display_path, is_local_source, locate
 
-__all__ = ["Identity", "local_identity", "opened_identity", "file_identity", "identity_size", "PinnedFileSystem"]
+__all__ = ["Identity", "local_identity", "opened_identity", "open_identified", "file_identity", "identity_size",
+           "PinnedFileSystem"]
 
 Identity = tuple[Any, ...]
 
@@ -75,19 +79,36 @@ def opened_identity(raw: Any, filesystem: Any, path: str) -> Identity | None:
     return ("fs", info.size, mtime)
 
 
+def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | None, Identity | None]:
+    """(an open file, its identity) of ``path`` now, in the form :func:`opened_identity` gives
+    for a reader of it. Locally one ``stat`` and no open file (None); on an object store the one
+    open (a HEAD) that tells the identity, kept open: a reader given it
+    (``ParquetBloomReader(..., opened=)``) reads that version without a HEAD of its own; the
+    caller closes it otherwise. (None, None) when the identity cannot be determined (not a
+    file, an error: the caller then reads the file and reports its error)."""
+    try:
+        if is_local_source(path, filesystem):
+            _, local = locate(path, filesystem)
+            return None, local_identity(os.stat(local))
+        fs, text = locate(path, filesystem)
+        raw = fs.open_input_file(text)
+    except (OSError, ValueError, pa.ArrowException):
+        return None, None
+    identity = opened_identity(raw, fs, text)
+    if identity is None:
+        raw.close()
+        return None, None
+    return raw, identity
+
+
 def file_identity(path: str, filesystem: Any = None) -> Identity | None:
     """The identity of the file ``path`` now (locally one ``stat``, on an object store one open:
     a HEAD), in the form :func:`opened_identity` gives for a reader of it; None when it cannot
     be determined (not a file, an error: the caller then reads the file and reports its error)."""
-    try:
-        if is_local_source(path, filesystem):
-            _, local = locate(path, filesystem)
-            return local_identity(os.stat(local))
-        fs, text = locate(path, filesystem)
-        with fs.open_input_file(text) as raw:
-            return opened_identity(raw, fs, text)
-    except (OSError, ValueError, pa.ArrowException):
-        return None
+    raw, identity = open_identified(path, filesystem)
+    if raw is not None:
+        raw.close()
+    return identity
 
 
 def identity_size(identity: Identity) -> int:

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, cast
 
+from ...encrypted_filter import COALESCED_FILTER_BYTES
 from ...errors import KeyNotFoundError, MalformedThriftError, MissingKeyError, SecureBloomError
 from ...fileio import RecordingFile
 from ...filter import SplitBlockBloomFilter
@@ -36,10 +37,54 @@ from .keys import NO_KEYS, KeyAccess
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .identity import Identity, opened_identity
-from .sources import locate, open_source, read_key_material
+from .sources import display_path, locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
-__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES"]
+__all__ = ["ParquetBloomReader", "DEFAULT_FILTER_CACHE_BYTES", "COALESCE_GAP_BYTES", "COALESCE_MAX_BYTES", "coalesce",
+           "FilterReadAhead"]
+
+#: Filter spans at most this many bytes apart are fetched in one request on an object store
+#: (:meth:`ParquetBloomReader.prefetch_filters`). 0: only filters side by side are merged, so a
+#: lookup never reads a byte more than it did filter by filter (a column's filters interleaved
+#: with other columns' filters are then read one by one); a larger gap trades bytes for requests
+#: (Arrow C++ reads holes up to 8 KiB).
+COALESCE_GAP_BYTES = 0
+#: No coalesced read is longer than this (Arrow C++'s range_size_limit), and a reader holds at most
+#: this much read ahead (older reads ahead are dropped first).
+COALESCE_MAX_BYTES = 32 << 20
+
+
+def coalesce(spans: Iterable[tuple[int, int]], gap: int, limit: int = COALESCE_MAX_BYTES) -> list[tuple[int, int]]:
+    """The (start, end) ``spans`` merged where they overlap or lie at most ``gap`` bytes apart,
+    as long as the merged span stays within ``limit`` bytes (a longer span stays alone)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start - merged[-1][1] <= gap and max(merged[-1][1], end) - merged[-1][0] <= limit:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+
+
+class FilterReadAhead:
+    """Fetches the filters of a reader's ``chunks`` (in the order they will be read) ahead of
+    their reads, a step of about :data:`COALESCE_MAX_BYTES` at a time
+    (:meth:`ParquetBloomReader.prefetch_filters`): call :meth:`before` with a chunk's index
+    before reading its filter. A chunk the steps so far went past is never fetched again
+    (it is held, cached, or read on its own as without read-ahead), so the work is linear in
+    the chunks whatever the order of the calls."""
+
+    def __init__(self, reader: ParquetBloomReader, chunks: Sequence[ColumnChunk]) -> None:
+        self._reader = reader
+        self._chunks = chunks
+        self._covered = 0
+
+    def before(self, index: int) -> None:
+        if index >= self._covered:
+            self._covered = self._reader._read_ahead(self._chunks, index)[1]
+
 
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
@@ -92,12 +137,16 @@ class ParquetBloomReader:
     Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
     dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
     sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
+
+    ``opened``: the file ``path`` already opened on ``filesystem`` (an object store), by
+    :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
+    HEAD, of the reader's own) and closed by :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
                  filesystem: Any = None, key_material_file: str | os.PathLike[str] | None = None,
                  filter_cache_bytes: int = DEFAULT_FILTER_CACHE_BYTES,
-                 key_material: KeyMaterialStore | None = None) -> None:
+                 key_material: KeyMaterialStore | None = None, opened: Any = None) -> None:
         if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
             raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
         self.keys = keys if keys is not None else NO_KEYS
@@ -106,16 +155,24 @@ class ParquetBloomReader:
         self._lock = threading.Lock()
         if not hasattr(path, "read"):
             filesystem, path = locate(path, filesystem)
-        self.path, raw, owned = open_source(path, filesystem)
+        if opened is not None:  # the open that told the file's identity (identity.open_identified)
+            if filesystem is None or hasattr(path, "read"):
+                raise ValueError("opened= is a file opened from a path on an object store's filesystem")
+            self.path, raw, owned = display_path(filesystem, path), opened, True
+        else:
+            self.path, raw, owned = open_source(path, filesystem)
         self._file = RecordingFile(raw, close_raw=owned)
         try:
             #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
             #: the caller opened, or where it cannot be told): taken from the open handle.
             self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
-            # On an object store each read is a request: the tail comes in one speculative read.
+            # On an object store each read is a request: the tail comes in one speculative read
+            # (and the leading magic is not read: .tail), the filters together (prefetch_filters).
             remote = filesystem is not None and not hasattr(path, "read")
-            self.tail: FileTail = read_tail(self.file, self.path,
-                                            speculative_bytes=TAIL_READ_BYTES if remote else 0)
+            #: Whether the file is on an object store (each read a request; None filesystem: local).
+            self.remote = remote
+            self.tail: FileTail = read_tail(self.file, self.path, speculative_bytes=TAIL_READ_BYTES if remote else 0,
+                                            leading_magic=not remote)
             if self.tail.window:  # filters written before the footer are often inside: no request then
                 self._file.hold(self.tail.file_size - len(self.tail.window), self.tail.window)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
@@ -467,6 +524,63 @@ class ParquetBloomReader:
             self._remember(cache_key, bf)
         return bf
 
+    def prefetch_filters(self, chunks: Sequence[ColumnChunk]) -> int:
+        """On an object store, read the filters of ``chunks`` (in the order they will be asked
+        for) ahead, in as few requests as their layout allows, and hold them: their
+        :meth:`bloom_filter` reads are then answered from memory. Spans at most
+        :data:`COALESCE_GAP_BYTES` apart (by default: side by side, so no byte between two
+        filters is read; a file whose filters are of one column has them so) are read as one.
+        One call fetches about :data:`COALESCE_MAX_BYTES` (the first chunks' filters; the rest
+        as :class:`FilterReadAhead` reaches them). Left out (:meth:`bloom_filter` reads or
+        reports them as without this call): filters already cached or held (inside the tail
+        read), filters longer than :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES`
+        (their header is checked before the rest is fetched), and chunks whose filter cannot be
+        located (no filter, missing key, no ``bloom_filter_length``, damaged metadata). Local
+        files read nothing here (each read is a cheap ``pread``). Returns the number of reads."""
+        return self._read_ahead(chunks, 0)[0]
+
+    def _read_ahead(self, chunks: Sequence[ColumnChunk], start: int) -> tuple[int, int]:
+        """(reads made, index after the last chunk considered) of one :meth:`prefetch_filters`
+        step over ``chunks[start:]``: spans are gathered while they stay within
+        :data:`COALESCE_MAX_BYTES`."""
+        if not self.remote:
+            return 0, len(chunks)
+        spans: list[tuple[int, int]] = []
+        total = 0
+        index = start
+        while index < len(chunks):
+            span = self._span_to_fetch(chunks[index])
+            if span is not None:
+                if spans and total + span[1] - span[0] > COALESCE_MAX_BYTES:
+                    break  # the next step starts here
+                spans.append(span)
+                total += span[1] - span[0]
+            index += 1
+        reads = 0
+        with self._lock:
+            for begin, end in coalesce(spans, COALESCE_GAP_BYTES, COALESCE_MAX_BYTES):
+                self._file.read_ahead(begin, end - begin, keep_bytes=COALESCE_MAX_BYTES)
+                reads += 1
+        return reads, index
+
+    def _span_to_fetch(self, chunk: ColumnChunk) -> tuple[int, int] | None:
+        """(start, end) of the chunk's filter when it is to be fetched ahead (see
+        :meth:`prefetch_filters` for what is left out), else None."""
+        try:
+            location = self.filter_location(chunk)
+            if location is None or location.length is None or location.length > COALESCED_FILTER_BYTES:
+                return None
+            check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+        except SecureBloomError:
+            return None
+        if self._cache_key(chunk, location) in self._filters or self._file.holds(location.offset, location.length):
+            return None
+        return location.offset, location.offset + location.length
+
+    def read_ahead(self, chunks: Sequence[ColumnChunk]) -> FilterReadAhead:
+        """A :class:`FilterReadAhead` over ``chunks`` (in the order their filters will be read)."""
+        return FilterReadAhead(self, chunks)
+
     def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
         """numBytes of the chunk's filter from its header alone (the bitset is neither read nor
         kept; an encrypted header is authenticated); None without a filter."""
@@ -529,8 +643,7 @@ class ParquetBloomReader:
         values = list(values)
         queries = [query_hashes(v, info, timezone=timezone) for v in values]
         shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
-        filters = ((chunk.row_group, self.bloom_filter(chunk.row_group, info.ordinal), chunk.encrypted)
-                   for chunk in self.column_chunks(info))
+        filters = ((rg, bf, self.chunk(rg, info.ordinal).encrypted) for rg, bf in self.iter_filters(info))
         return probe_filters(self.path, info.path, filters, queries, shown)
 
     def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
@@ -539,12 +652,14 @@ class ParquetBloomReader:
         query semantics as :meth:`probe`."""
         info = self.column(column)
         query = [query_hashes(value, info, timezone=timezone)]
-        return [rg for rg in range(self.num_row_groups) if maybe_in(self.bloom_filter(rg, info.ordinal), query)[0]]
+        return [rg for rg, bf in self.iter_filters(info) if maybe_in(bf, query)[0]]
 
     def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
         """(row group, filter or None) for every row group of ``column``."""
         info = self.column(column)
+        ahead = self.read_ahead(self.column_chunks(info))  # object stores: filters side by side in one read
         for rg in range(self.num_row_groups):
+            ahead.before(rg)
             yield rg, self.bloom_filter(rg, info.ordinal)
 
     # ---------------------------------------------------------------- describe

@@ -10,6 +10,13 @@ than two magics and a length, a wrong or mismatched magic, or a length pointing 
 magic raise :class:`NotParquetError`. Reading touches only the first 4 and the last
 ``len + 8`` bytes (never a data page, however small the file), unless a speculative read of the
 file's end is asked for (object stores: one request instead of two).
+
+On object stores (``leading_magic=False``) the leading magic is checked only when the tail read
+holds it (a file no longer than that read): reading it would be a request of its own per file,
+and neither Arrow C++ nor parquet-java reads it (both check only the trailing magic). Everything
+this package reads lies between the two magics and is checked on its own (footer length, Thrift,
+GCM tags of encrypted modules, filter regions inside the data region), so a damaged first 4 bytes
+change no answer; a local file, where the read is free, is still refused for them.
 """
 
 from __future__ import annotations
@@ -69,7 +76,8 @@ def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
     return data
 
 
-def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, speculative_bytes: int = 0) -> FileTail:
+def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, speculative_bytes: int = 0,
+              leading_magic: bool = True) -> FileTail:
     """Validate the magics and footer length of the seekable file ``f`` and return its tail.
 
     ``speculative_bytes`` (for object stores, where each read is a request: e.g.
@@ -77,22 +85,24 @@ def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, specula
     (the whole file if it is smaller): length, magic and, for most files, the whole footer
     (FileCryptoMetaData included) in one request, then only a longer footer's missing front.
     By default the length and magic are read, then exactly the footer. The leading magic is a
-    4-byte read of its own unless the whole file was read."""
+    4-byte read of its own unless the whole file was read; ``leading_magic=False`` (object
+    stores: see the module docstring) checks it only when the whole file was read."""
     name = os.fspath(path)
     size = f.seek(0, os.SEEK_END)
     if size < _MIN_FILE:
         raise NotParquetError(f"{name}: {size} bytes, too short for a Parquet file (at least {_MIN_FILE})")
     window = max(_MAGIC_LEN + _LEN_FIELD, speculative_bytes)
+    head: bytes | None
     if size <= window:
         buf = _read_at(f, 0, size)
         head = buf[:_MAGIC_LEN]
     else:
-        head = _read_at(f, 0, _MAGIC_LEN)
+        head = _read_at(f, 0, _MAGIC_LEN) if leading_magic else None
         buf = _read_at(f, size - window, window)
     magic = buf[-_MAGIC_LEN:]
     if magic not in (PLAIN_MAGIC, ENCRYPTED_MAGIC):
         raise NotParquetError(f"{name}: bad trailing magic {magic!r}, expected b'PAR1' or b'PARE'")
-    if head != magic:
+    if head is not None and head != magic:
         raise NotParquetError(f"{name}: leading magic {head!r} does not match trailing magic {magic!r}")
     (length,) = struct.unpack_from("<I", buf, len(buf) - _MAGIC_LEN - _LEN_FIELD)
     available = size - _MIN_FILE

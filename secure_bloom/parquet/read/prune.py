@@ -55,9 +55,9 @@ from ...kms import KeyGrant
 from ...types import PhysicalType
 from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
-from ..file.identity import Identity, file_identity, identity_size
+from ..file.identity import Identity, identity_size, open_identified
 from ..file.keys import NO_KEYS, KeyAccess
-from ..file.reader import ParquetBloomReader
+from ..file.reader import FilterReadAhead, ParquetBloomReader
 from ..file.schema import ColumnInfo
 from ..file.sources import is_local_source
 from .compare import (
@@ -315,6 +315,10 @@ class _FileSource:
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
         self._unavailable: set[tuple[int, int]] = set()
+        #: Row groups whose filters the Bloom pass may ask for (:meth:`plan_filters`, with their
+        #: positions), and per column the read-ahead of those row groups' filters.
+        self._planned: tuple[int, ...] = ()
+        self._ahead: dict[int, tuple[FilterReadAhead, dict[int, int]]] = {}
         if facts is not None and facts.footer_grant is not None and not self._still_granted(facts.footer_grant):
             facts = None
         self.facts = facts
@@ -373,12 +377,35 @@ class _FileSource:
             self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
         return self._bounds[at]
 
+    def plan_filters(self, row_groups: Sequence[int]) -> None:
+        """The row groups the Bloom pass will consult (those the statistics left): the first
+        filter asked of a column fetches that column's filters of all of them (not held in the
+        cache) at once (one request on an object store when they lie side by side:
+        :meth:`ParquetBloomReader.prefetch_filters`)."""
+        self._planned = tuple(dict.fromkeys(row_groups))
+
+    def _read_ahead(self, column: int) -> tuple[FilterReadAhead, dict[int, int]]:
+        """The read-ahead of ``column``'s filters of the planned row groups (those the cache
+        holds left out) and each row group's position in it."""
+        found = self._ahead.get(column)
+        if found is None:
+            held = self.facts.filters if self.facts is not None else {}
+            rgs = [rg for rg in self._planned if (rg, column) not in held]
+            found = self._ahead[column] = (self.reader.read_ahead([self.reader.chunk(rg, column) for rg in rgs]),
+                                           {rg: i for i, rg in enumerate(rgs)})
+        return found
+
     def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
         """The chunk's filter, None when it has none; MissingKeyError when its key is missing."""
         at = (rg, info.ordinal)
         if self.facts is not None and self._cached(at, self.facts.filters):
             return self.facts.filters[at]
         if at not in self._filters:
+            if self._planned:
+                ahead, positions = self._read_ahead(info.ordinal)
+                position = positions.get(rg)
+                if position is not None:
+                    ahead.before(position)
             self._filters[at] = self.reader.bloom_filter(rg, info.ordinal)
         return self._filters[at]
 
@@ -628,9 +655,9 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
-    keep, by_stats, by_bloom = [], [], []
     bloom = _uses_bloom(tree)
     if isinstance(source, FastSource):  # statistics first for every row group, then filters together
+        keep, by_stats, by_bloom = [], [], []
         kept = {rg for rg in candidates if evaluator.must_keep(rg)}
         stats: dict[int, bool] = {}
         for rg in candidates:
@@ -647,15 +674,16 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
             else:
                 by_bloom.append(rg)
         return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
-    for rg in candidates:
-        if evaluator.must_keep(rg):
-            keep.append(rg)
-        elif not evaluator.may(tree, rg, bloom=False):
-            by_stats.append(rg)
-        elif bloom and not evaluator.may(tree, rg, bloom=True):
-            by_bloom.append(rg)
-        else:
-            keep.append(rg)
+    # statistics first for every row group, then Bloom filters for those left: their filters
+    # are known before the first is read, and fetched together (_FileSource.plan_filters)
+    must = [evaluator.must_keep(rg) for rg in candidates]
+    left = [m or evaluator.may(tree, rg, bloom=False) for rg, m in zip(candidates, must)]
+    by_stats = [rg for rg, ok in zip(candidates, left) if not ok]
+    consult = [rg for rg, m, ok in zip(candidates, must, left) if ok and bloom and not m]
+    source.plan_filters(consult)
+    ruled_out = {rg for rg in consult if not evaluator.may(tree, rg, bloom=True)}
+    by_bloom = [rg for rg in consult if rg in ruled_out]
+    keep = [rg for rg, ok in zip(candidates, left) if ok and rg not in ruled_out]
     return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
 
 
@@ -718,15 +746,22 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
         if done is not None:
             return done
     identity = facts = None
-    if cache is not None and cache.filesystem_key is not None:
-        identity = file_identity(path, filesystem)
-    if cache is not None:
-        name = f"{cache.filesystem_key}:{path}"
-        facts = cache.cache.get(cache.scope, name, identity)
     with contextlib.ExitStack() as stack:
+        # the open that tells an object's identity (its HEAD) is the one a cache miss reads through
+        handles: list[Any] = []
+        if cache is not None and cache.filesystem_key is not None:
+            handle, identity = open_identified(path, filesystem)
+            if handle is not None:
+                stack.callback(handle.close)
+                handles.append(handle)
+        if cache is not None:
+            name = f"{cache.filesystem_key}:{path}"
+            facts = cache.cache.get(cache.scope, name, identity)
+
         def open_reader() -> ParquetBloomReader:
             return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
-                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE))
+                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE,
+                                                          opened=handles.pop() if handles else None))
 
         source = _FileSource(facts, open_reader, keys.unwrapper.recheck if keys is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
