@@ -7,7 +7,8 @@ prefix, a truncation, a wrong key or AAD, non-canonical headers), the extension 
 as the Python twin, or refuses (``Failed``) where the twin refuses; it may refuse more only for a
 header that is not the one encoding every writer emits. Buffers of every kind (bytes, memoryview,
 bytearray), the limits it is compiled with, locations, reads reported, huge lengths, keys shared by
-threads. Marker ``native``: the extension not built in this environment FAILS these tests (unless
+threads. libcrypto is loaded at run time: no DT_NEEDED on it, the file loaded reported, and a missing
+or wrong library (SECURE_BLOOM_LIBCRYPTO) an ImportError after which the Python path runs. Marker ``native``: the extension not built in this environment FAILS these tests (unless
 SECURE_BLOOM_ALLOW_SKIP names ``native``).
 """
 
