@@ -2,9 +2,9 @@
 
 ``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c), ``secure_bloom.native_thrift``
 (secure_bloom/_native/thrift_compact.c) and ``secure_bloom.native_prune`` (secure_bloom/_native/prune.c,
-linked with OpenSSL's libcrypto) are *optional* extensions: where they cannot be compiled (no C
-compiler, no Python headers, no OpenSSL headers for native_prune; a big-endian host for the kernels)
-``pip install .`` still succeeds, :mod:`secure_bloom.kernels` uses its numpy fallback,
+which loads OpenSSL's libcrypto at run time with dlopen: no OpenSSL headers or -lcrypto at build time,
+no libcrypto in the wheel) are *optional* extensions: where they cannot be compiled (no C compiler,
+no Python headers; a big-endian host for the kernels) ``pip install .`` still succeeds, :mod:`secure_bloom.kernels` uses its numpy fallback,
 :mod:`secure_bloom.thrift_codec` its Python (thriftpy2) decoder and the cold pruning path
 (:mod:`secure_bloom.parquet.read.fast_prune`) its Python reads, decrypts and probes.
 
@@ -14,6 +14,8 @@ at import with ``__builtin_cpu_supports``.
 """
 
 from __future__ import annotations
+
+import sys
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
@@ -40,10 +42,11 @@ setup(
     ext_modules=[
         Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], optional=True),
         Extension("secure_bloom.native_thrift", sources=["secure_bloom/_native/thrift_compact.c"], optional=True),
-        # OpenSSL's libcrypto (EVP AES-GCM): headers from libssl-dev (scripts/setup installs them);
-        # auditwheel repair bundles libcrypto into the wheel.
-        Extension("secure_bloom.native_prune", sources=["secure_bloom/_native/prune.c"], libraries=["crypto"],
-                  optional=True),
+        # OpenSSL's libcrypto (EVP AES-GCM) is dlopen()ed at import, not linked: the wheel keeps the
+        # glibc floor of the other extensions (manylinux_2_17) and uses the system's libcrypto.
+        # -ldl: dlopen lives in libdl before glibc 2.34 (in libc since; the stub libdl is harmless).
+        Extension("secure_bloom.native_prune", sources=["secure_bloom/_native/prune.c"],
+                  libraries=[] if sys.platform in ("win32", "darwin") else ["dl"], optional=True),
     ],
     cmdclass={"build_ext": _BuildExt},
 )

@@ -7,6 +7,15 @@
  * (split-block filter: 8 salted bits in one 32-byte block) and the Thrift compact protocol. AES-GCM
  * is OpenSSL's EVP interface (libcrypto): no cipher code of our own.
  *
+ * libcrypto is loaded at run time, not linked: module init dlopen()s the system's libcrypto by soname
+ * (libcrypto.so.3, then libcrypto.so.1.1; RTLD_NOW | RTLD_LOCAL) and resolves the few functions used
+ * below with dlsym(), through prototypes of our own (section "libcrypto, loaded at run time"). So the
+ * build needs no OpenSSL headers and the extension has no DT_NEEDED on libcrypto: the wheel bundles
+ * none (a bundled libcrypto would raise its glibc floor) and uses the user's, patched by their
+ * distribution. No library, a library older than 1.1.0 or a missing function: the import raises
+ * ImportError and fast_prune.py runs its Python twin (ExtensionFallbackWarning). The functions are
+ * resolved once, at init, under the GIL, and never change afterwards.
+ *
  * What it offers (private: fast_prune.py is the API; every failure there becomes "Declined", and
  * the reference path in Python then gives the answer or names the error):
  *   - GcmKey(key): one AES-128/192/256-GCM key with an EVP_CIPHER_CTX made once and reused for
@@ -45,9 +54,29 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/opensslv.h>
+#ifndef _WIN32
+#include <dlfcn.h>
+#endif
+
+/* glibc 2.34 moved dlopen & co. from libdl into libc under the new version GLIBC_2.34, keeping the
+ * old versions as compatibility symbols. Built against glibc >= 2.34, our references would need
+ * GLIBC_2.34 and the wheel would be manylinux_2_34; bound to the architecture's baseline version
+ * they resolve on every glibc: in libc from 2.34, in libdl.so.2 before (which any Python running
+ * there has loaded: CPython's own extension import calls dlopen, so it links -ldl). */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#if defined(__x86_64__)
+#define SB_DL_BASELINE "GLIBC_2.2.5"
+#elif defined(__aarch64__)
+#define SB_DL_BASELINE "GLIBC_2.17"
+#endif
+#ifdef SB_DL_BASELINE
+__asm__(".symver dlopen,dlopen@" SB_DL_BASELINE);
+__asm__(".symver dlsym,dlsym@" SB_DL_BASELINE);
+__asm__(".symver dladdr,dladdr@" SB_DL_BASELINE);
+__asm__(".symver dlclose,dlclose@" SB_DL_BASELINE);
+__asm__(".symver dlerror,dlerror@" SB_DL_BASELINE);
+#endif
+#endif
 
 #ifndef SB_BUILD_FLAGS
 #define SB_BUILD_FLAGS "unknown"
@@ -77,9 +106,164 @@ static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b728
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
 static PyObject *Failed;
-/* AES-128/192/256-GCM, fetched once (OpenSSL 3: EVP_aes_*_gcm() would fetch the implementation
- * again at every context initialisation); freed never: they live as long as the process. */
-static EVP_CIPHER *AES_GCM[3];
+
+/* ------------------------------------------------------------------ libcrypto, loaded at run time */
+
+/* Opaque OpenSSL types and the prototypes we call, as OpenSSL 1.1.0 through 3.x declare them
+ * (include/openssl/evp.h, crypto.h; all exported since 1.1.0 with these signatures). */
+typedef struct evp_cipher_st EVP_CIPHER;
+typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
+typedef struct engine_st ENGINE;
+typedef struct ossl_lib_ctx_st OSSL_LIB_CTX;   /* 3.x only */
+
+#define EVP_CTRL_GCM_SET_IVLEN 0x9
+#define EVP_CTRL_GCM_SET_TAG 0x11
+#define SB_OPENSSL_VERSION 0                    /* OpenSSL_version(OPENSSL_VERSION) */
+#define SB_MIN_OPENSSL 0x10100000UL             /* 1.1.0 */
+
+typedef EVP_CIPHER_CTX *(*ctx_new_fn)(void);
+typedef void (*ctx_free_fn)(EVP_CIPHER_CTX *);
+typedef const EVP_CIPHER *(*cipher_fn)(void);
+typedef int (*decrypt_init_fn)(EVP_CIPHER_CTX *, const EVP_CIPHER *, ENGINE *, const unsigned char *,
+                               const unsigned char *);
+typedef int (*decrypt_update_fn)(EVP_CIPHER_CTX *, unsigned char *, int *, const unsigned char *, int);
+typedef int (*decrypt_final_fn)(EVP_CIPHER_CTX *, unsigned char *, int *);
+typedef int (*ctx_ctrl_fn)(EVP_CIPHER_CTX *, int, int, void *);
+typedef void (*cleanse_fn)(void *, size_t);
+typedef const char *(*version_fn)(int);
+typedef unsigned long (*version_num_fn)(void);
+typedef EVP_CIPHER *(*cipher_fetch_fn)(OSSL_LIB_CTX *, const char *, const char *);
+
+/* Set once by load_libcrypto() (module init, under the GIL), read-only afterwards. */
+static struct {
+    ctx_new_fn ctx_new;
+    ctx_free_fn ctx_free;
+    cipher_fn aes_gcm[3];              /* EVP_aes_128_gcm, EVP_aes_192_gcm, EVP_aes_256_gcm */
+    decrypt_init_fn decrypt_init;
+    decrypt_update_fn decrypt_update;
+    decrypt_final_fn decrypt_final;
+    ctx_ctrl_fn ctx_ctrl;
+    cleanse_fn cleanse;
+    version_fn version;
+    version_num_fn version_num;
+    cipher_fetch_fn cipher_fetch;      /* optional: OpenSSL 3 */
+    void *handle;                      /* never closed: the ciphers and contexts live in it */
+    char path[1024];                   /* the file loaded (dladdr), or the name dlopen()ed */
+} crypto;
+
+#define EVP_CIPHER_CTX_new crypto.ctx_new
+#define EVP_CIPHER_CTX_free crypto.ctx_free
+#define EVP_DecryptInit_ex crypto.decrypt_init
+#define EVP_DecryptUpdate crypto.decrypt_update
+#define EVP_DecryptFinal_ex crypto.decrypt_final
+#define EVP_CIPHER_CTX_ctrl crypto.ctx_ctrl
+#define OPENSSL_cleanse crypto.cleanse
+
+/* Tried in order; SECURE_BLOOM_LIBCRYPTO (tests and diagnostics) names the one file or soname to
+ * try instead. */
+#ifdef __APPLE__
+static const char *const LIBCRYPTO_NAMES[] = {"libcrypto.3.dylib", "libcrypto.1.1.dylib", NULL};
+#else
+static const char *const LIBCRYPTO_NAMES[] = {"libcrypto.so.3", "libcrypto.so.1.1", NULL};
+#endif
+#define LIBCRYPTO_ENV "SECURE_BLOOM_LIBCRYPTO"
+
+/* AES-128/192/256-GCM, resolved once (OpenSSL 3: fetched, since EVP_aes_*_gcm() would fetch the
+ * implementation again at every context initialisation); freed never: they live as long as the
+ * process. */
+static const EVP_CIPHER *AES_GCM[3];
+
+#ifdef _WIN32
+static int load_libcrypto(void)
+{
+    PyErr_SetString(PyExc_ImportError, "secure_bloom.native_prune loads libcrypto with dlopen: not on Windows");
+    return -1;
+}
+#else
+/* POSIX: a data pointer from dlsym() converts to a function pointer of the same size. */
+_Static_assert(sizeof(void *) == sizeof(ctx_new_fn), "function pointers are not data-pointer sized");
+
+/* dlsym(handle, name) into the function pointer at slot (copied bytewise: no aliasing of a
+ * function pointer as void *); 0, or -1 with an ImportError naming the function. */
+static int resolve(const char *name, void *slot, int required)
+{
+    void *sym = dlsym(crypto.handle, name);
+    memcpy(slot, &sym, sizeof(sym));
+    if (sym == NULL && required) {
+        PyErr_Format(PyExc_ImportError, "libcrypto (%s) has no %s: OpenSSL 1.1.0 or newer is needed",
+                     crypto.path, name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Load libcrypto and resolve every function; 0, or -1 with an ImportError set. Called once per
+ * process (module init holds the GIL; a second init finds everything resolved). */
+static int load_libcrypto(void)
+{
+    if (crypto.handle != NULL)
+        return 0;
+    const char *override = getenv(LIBCRYPTO_ENV);
+    const char *const *names = LIBCRYPTO_NAMES;
+    const char *one[2] = {override, NULL};
+    if (override != NULL && override[0] != '\0')
+        names = one;
+    char errors[1024] = "";
+    size_t used = 0;
+    void *handle = NULL;
+    const char *name = NULL;
+    for (int i = 0; names[i] != NULL && handle == NULL; i++) {
+        name = names[i];
+        handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (handle == NULL && used < sizeof(errors)) {
+            const char *e = dlerror();
+            int w = snprintf(errors + used, sizeof(errors) - used, "%s%s", used ? "; " : "", e ? e : name);
+            used = w < 0 ? sizeof(errors) : used + (size_t)w;
+        }
+    }
+    if (handle == NULL) {
+        PyErr_Format(PyExc_ImportError, "cannot load OpenSSL's libcrypto (%s)", errors);
+        return -1;
+    }
+    crypto.handle = handle;
+    snprintf(crypto.path, sizeof(crypto.path), "%s", name);
+    static const char *const gcm_names[3] = {"EVP_aes_128_gcm", "EVP_aes_192_gcm", "EVP_aes_256_gcm"};
+    struct { const char *name; void *slot; int required; } table[] = {
+        {"EVP_CIPHER_CTX_new", (void *)&crypto.ctx_new, 1},
+        {"EVP_CIPHER_CTX_free", (void *)&crypto.ctx_free, 1},
+        {gcm_names[0], (void *)&crypto.aes_gcm[0], 1},
+        {gcm_names[1], (void *)&crypto.aes_gcm[1], 1},
+        {gcm_names[2], (void *)&crypto.aes_gcm[2], 1},
+        {"EVP_DecryptInit_ex", (void *)&crypto.decrypt_init, 1},
+        {"EVP_DecryptUpdate", (void *)&crypto.decrypt_update, 1},
+        {"EVP_DecryptFinal_ex", (void *)&crypto.decrypt_final, 1},
+        {"EVP_CIPHER_CTX_ctrl", (void *)&crypto.ctx_ctrl, 1},
+        {"OPENSSL_cleanse", (void *)&crypto.cleanse, 1},
+        {"OpenSSL_version", (void *)&crypto.version, 1},
+        {"OpenSSL_version_num", (void *)&crypto.version_num, 1},
+        {"EVP_CIPHER_fetch", (void *)&crypto.cipher_fetch, 0},
+    };
+    Dl_info where;
+    if (dladdr(dlsym(handle, "EVP_CIPHER_CTX_new"), &where) != 0 && where.dli_fname != NULL
+        && where.dli_fname[0] != '\0')
+        snprintf(crypto.path, sizeof(crypto.path), "%s", where.dli_fname);
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (resolve(table[i].name, table[i].slot, table[i].required) < 0)
+            goto fail;
+    }
+    unsigned long version = crypto.version_num();
+    if (version < SB_MIN_OPENSSL) {
+        PyErr_Format(PyExc_ImportError, "libcrypto (%s) is OpenSSL %lx: 1.1.0 or newer is needed", crypto.path,
+                     version);
+        goto fail;
+    }
+    return 0;
+fail:
+    dlclose(handle);
+    memset(&crypto, 0, sizeof(crypto));
+    return -1;
+}
+#endif
 
 static const EVP_CIPHER *aes_gcm(Py_ssize_t keylen)
 {
@@ -695,7 +879,8 @@ static PyObject *py_limits(PyObject *self, PyObject *unused)
 
 static PyObject *py_info(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:s,s:s}", "flags", SB_BUILD_FLAGS, "openssl", OpenSSL_version(OPENSSL_VERSION));
+    return Py_BuildValue("{s:s,s:s,s:s}", "flags", SB_BUILD_FLAGS, "openssl", crypto.version(SB_OPENSSL_VERSION),
+                         "libcrypto", crypto.path);
 }
 
 static PyMethodDef methods[] = {
@@ -703,7 +888,7 @@ static PyMethodDef methods[] = {
      "probe_filters(fd, data_end, key_or_None, requests, hashes) -> (answers, reads)"},
     {"read_tail", py_read_tail, METH_VARARGS, "read_tail(fd, size) -> (magic, footer_offset, footer, reads)"},
     {"limits", py_limits, METH_NOARGS, "the limits compiled in"},
-    {"info", py_info, METH_NOARGS, "build flags and the OpenSSL version in use"},
+    {"info", py_info, METH_NOARGS, "build flags, the OpenSSL version in use and the libcrypto file loaded"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -713,15 +898,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_prune",
 PyMODINIT_FUNC PyInit_native_prune(void)
 {
     static const char *names[3] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+    if (load_libcrypto() < 0)
+        return NULL;
     for (int i = 0; i < 3; i++) {
-#if defined(OPENSSL_VERSION_MAJOR) && OPENSSL_VERSION_MAJOR >= 3
-        if (AES_GCM[i] == NULL)
-            AES_GCM[i] = EVP_CIPHER_fetch(NULL, names[i], NULL);
-#else  /* OpenSSL 1.1: static ciphers */
-        AES_GCM[i] = (EVP_CIPHER *)(i == 0 ? EVP_aes_128_gcm() : i == 1 ? EVP_aes_192_gcm() : EVP_aes_256_gcm());
-#endif
+        if (AES_GCM[i] == NULL)   /* OpenSSL 3: fetched once; 1.1: the static ciphers */
+            AES_GCM[i] = crypto.cipher_fetch != NULL ? crypto.cipher_fetch(NULL, names[i], NULL) : crypto.aes_gcm[i]();
         if (AES_GCM[i] == NULL) {
-            PyErr_Format(PyExc_ImportError, "OpenSSL has no %s", names[i]);
+            PyErr_Format(PyExc_ImportError, "OpenSSL (%s) has no %s", crypto.path, names[i]);
             return NULL;
         }
     }

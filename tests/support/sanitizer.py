@@ -2,8 +2,9 @@
 against it (tests/robustness/test_sanitizers.py).
 
 :func:`build_sanitized_package` compiles ``secure_bloom/_native/kernels.c``, ``thrift_compact.c``
-and ``prune.c`` (linked with OpenSSL's libcrypto) with ``-fsanitize=address,undefined -fno-omit-frame-pointer -g`` (plus the release ``-O3``) into a
-copy of the INSTALLED package in a temporary folder, so a Python started with that folder first on
+and ``prune.c`` (which dlopen()s OpenSSL's libcrypto at import, as the release build does) with
+``-fsanitize=address,undefined -fno-omit-frame-pointer -g`` (plus the release ``-O3``) into a copy of
+the INSTALLED package in a temporary folder, so a Python started with that folder first on
 its path imports ``secure_bloom`` with the sanitized extensions (the pure-Python modules are the
 installed ones). :func:`sanitizer_env` is the environment for such a process: the ASan runtime
 preloaded (Python itself is not instrumented), leak detection off (the interpreter keeps its
@@ -33,8 +34,8 @@ _OPT_FLAGS = ("-O3",)  # as setup.py builds the wheel; the kernels report their 
 EXTENSIONS = {"native_kernels": REPO_DIR / "secure_bloom" / "_native" / "kernels.c",
               "native_thrift": REPO_DIR / "secure_bloom" / "_native" / "thrift_compact.c",
               "native_prune": REPO_DIR / "secure_bloom" / "_native" / "prune.c"}
-#: Libraries an extension links (as setup.py says).
-LIBRARIES = {"native_prune": ("crypto",)}
+#: Libraries an extension links (as setup.py says: -ldl for dlopen on glibc < 2.34; empty from 2.34).
+LIBRARIES = {"native_prune": ("dl",)}
 #: Lines that only a sanitizer prints.
 REPORT_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer",
                   "ERROR: LeakSanitizer")

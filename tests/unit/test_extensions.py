@@ -63,8 +63,9 @@ def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch)
     assert module is None and why is not None and why.startswith("secure_bloom.no_such_extension is not built")
 
 
-# The pruning extension not built: the fast path prunes an encrypted file in Python, with the same
-# answer and bytes read as with the extension, and says once that it falls back.
+# The pruning extension not built, or built but finding no libcrypto to load at run time (a path
+# that does not exist in SECURE_BLOOM_LIBCRYPTO): the fast path prunes an encrypted file in Python,
+# with the same answer and bytes read as with the extension, and says once that it falls back.
 _WITHOUT_PRUNE = """
 import sys, json
 if sys.argv[1] == "missing":
@@ -95,20 +96,27 @@ def test_without_the_pruning_extension_the_fast_path_prunes_in_python(tmp_path: 
     from support.paths import TESTS_DIR
 
     runs = {}
-    for mode in ("missing", "built"):
+    for mode in ("missing", "no_libcrypto", "built"):
         folder = tmp_path / mode
         folder.mkdir()
+        env = {**os.environ, "SECURE_BLOOM_PRUNE": "auto"}
+        if mode == "no_libcrypto":
+            env["SECURE_BLOOM_LIBCRYPTO"] = str(folder / "nowhere" / "libcrypto.so.3")
         proc = subprocess.run([sys.executable, "-W", "default", "-c", _WITHOUT_PRUNE, mode, str(folder),
                                str(TESTS_DIR)], capture_output=True, text=True, timeout=300, cwd=folder,
-                              env={**os.environ, "SECURE_BLOOM_PRUNE": "auto"}, check=False)
+                              env=env, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs[mode] = (json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr)
-    (missing, warned), (built, quiet) = runs["missing"], runs["built"]
-    assert (missing["native"], built["native"]) == (False, True)
-    assert missing["results"] == built["results"]
-    assert missing["results"][0][0] and not missing["results"][1][0]  # k5 kept, the absent key pruned
-    assert missing["results"][1][1]  # ... by its Bloom filters
-    lines = [line for line in warned.splitlines() if "ExtensionFallbackWarning" in line]
-    assert len(lines) == 1 and "secure_bloom.native_prune is not built" in lines[0], warned
-    assert "the Python pruning path" in lines[0] and "SECURE_BLOOM_PRUNE=python" in lines[0]
-    assert "ExtensionFallbackWarning" not in quiet
+    built, quiet = runs["built"]
+    assert built["native"] is True and "ExtensionFallbackWarning" not in quiet
+    for mode, why in (("missing", "import of secure_bloom.native_prune halted"),
+                      ("no_libcrypto", "cannot load OpenSSL's libcrypto")):
+        python, warned = runs[mode]
+        assert python["native"] is False
+        assert python["results"] == built["results"]
+        assert python["results"][0][0] and not python["results"][1][0]  # k5 kept, the absent key pruned
+        assert python["results"][1][1]  # ... by its Bloom filters
+        lines = [line for line in warned.splitlines() if "ExtensionFallbackWarning" in line]
+        assert len(lines) == 1 and "secure_bloom.native_prune is not built" in lines[0], warned
+        assert why in lines[0], lines[0]
+        assert "the Python pruning path" in lines[0] and "SECURE_BLOOM_PRUNE=python" in lines[0]

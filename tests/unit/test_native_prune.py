@@ -7,7 +7,8 @@ prefix, a truncation, a wrong key or AAD, non-canonical headers), the extension 
 as the Python twin, or refuses (``Failed``) where the twin refuses; it may refuse more only for a
 header that is not the one encoding every writer emits. Buffers of every kind (bytes, memoryview,
 bytearray), the limits it is compiled with, locations, reads reported, huge lengths, keys shared by
-threads. Marker ``native``: the extension not built in this environment FAILS these tests (unless
+threads. libcrypto is loaded at run time: no DT_NEEDED on it, the file loaded reported, and a missing
+or wrong library (SECURE_BLOOM_LIBCRYPTO) an ImportError after which the Python path runs. Marker ``native``: the extension not built in this environment FAILS these tests (unless
 SECURE_BLOOM_ALLOW_SKIP names ``native``).
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import os
 import random
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.components import missing
+from support.elf import dynamic_needs, glibc_floor
 
 from secure_bloom import spec
 from secure_bloom.crypto.gcm import GcmKey
@@ -47,8 +51,8 @@ def native() -> Any:
     try:
         from secure_bloom import native_prune
     except ImportError as e:
-        missing("native", f"secure_bloom.native_prune is not built in this environment ({e}; it needs the "
-                          "OpenSSL headers: libssl-dev)")
+        missing("native", f"secure_bloom.native_prune is not built or finds no libcrypto in this environment "
+                          f"({e}; it loads OpenSSL's libcrypto.so.3 or .so.1.1 at run time)")
     return native_prune
 
 
@@ -75,6 +79,76 @@ def test_limits_are_the_specs(native: Any) -> None:
     assert limits["MAX_THRIFT_MODULE"] == fast_prune._MAX_THRIFT_MODULE
     assert limits["MAX_FOOTER_BYTES"] == fast_prune.MAX_FOOTER_BYTES
     assert "OpenSSL" in native.info()["openssl"]
+
+
+# ---------------------------------------------------------------------- libcrypto, loaded at run time
+
+def _load_in_subprocess(libcrypto: str, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter (-I: the installed package) whose native_prune loads ``libcrypto``
+    (SECURE_BLOOM_LIBCRYPTO)."""
+    return subprocess.run([sys.executable, "-I", "-W", "default", "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SECURE_BLOOM_LIBCRYPTO": libcrypto, **env}, check=False)
+
+
+_IMPORT = """
+try:
+    import secure_bloom.native_prune as n
+except ImportError as e:
+    print("ImportError:", e)
+else:
+    print("loaded:", n.info()["libcrypto"], "|", n.info()["openssl"])
+"""
+
+
+def test_libcrypto_is_loaded_at_run_time_not_linked(native: Any) -> None:
+    """No DT_NEEDED on libcrypto (the wheel bundles none) and no glibc newer than the other extensions
+    need (dlopen & co. bound to their baseline version, not glibc 2.34's): manylinux_2_17."""
+    needs = dynamic_needs(Path(native.__file__))
+    assert not [n for n in needs.needed if "crypto" in n or "ssl" in n], needs.needed
+    if any(n.startswith("libc.so") for n in needs.needed):  # glibc
+        assert glibc_floor(needs) <= (2, 17), needs.versions
+        from secure_bloom import native_thrift
+        assert glibc_floor(needs) <= max(glibc_floor(dynamic_needs(Path(native_thrift.__file__))), (2, 17))
+    info = native.info()
+    library = Path(info["libcrypto"])
+    assert library.name.startswith("libcrypto") and library.exists(), info
+    assert info["openssl"].startswith("OpenSSL ") and info["flags"]
+
+
+def test_the_library_named_by_the_override_is_the_one_loaded(native: Any) -> None:
+    library = str(Path(native.info()["libcrypto"]).resolve())
+    proc = _load_in_subprocess(library, _IMPORT)
+    assert proc.returncode == 0, proc.stderr
+    loaded = proc.stdout.strip()
+    assert loaded.startswith("loaded: ") and Path(loaded.split()[1]).resolve() == Path(library), loaded
+    assert native.info()["openssl"] in loaded
+
+
+@pytest.mark.parametrize("library", ["missing", "not_libcrypto"])
+def test_an_unloadable_libcrypto_is_an_import_error_and_the_python_path_runs(native: Any, tmp_path: Path,
+                                                                              library: str) -> None:
+    """No such file, or a shared object without the EVP functions (the kernels extension): the import
+    raises ImportError naming why, fast_prune falls back with its warning, SECURE_BLOOM_PRUNE=native fails."""
+    from secure_bloom import native_kernels
+
+    path = str(tmp_path / "no" / "libcrypto.so.3") if library == "missing" else native_kernels.__file__
+    why = "cannot load OpenSSL's libcrypto" if library == "missing" else "has no EVP_CIPHER_CTX_new"
+    proc = _load_in_subprocess(path, _IMPORT)
+    assert proc.returncode == 0 and proc.stdout.startswith("ImportError: ") and why in proc.stdout, proc
+    assert path in proc.stdout  # the path named (diagnostics; a path is no secret)
+
+    fallback = ("import secure_bloom.parquet.read.fast_prune as p; "
+                "print(p.NATIVE, p.NATIVE_UNAVAILABLE)")
+    proc = _load_in_subprocess(path, fallback, SECURE_BLOOM_PRUNE="auto")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("False secure_bloom.native_prune is not built or cannot be loaded") \
+        and why in proc.stdout, proc.stdout
+    warned = [line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line]
+    assert len(warned) == 1 and why in warned[0] and "SECURE_BLOOM_PRUNE=python" in warned[0], proc.stderr
+
+    proc = _load_in_subprocess(path, fallback, SECURE_BLOOM_PRUNE="native")
+    assert proc.returncode != 0 and "ImportError: SECURE_BLOOM_PRUNE=native but secure_bloom.native_prune " \
+                                    "cannot be loaded" in proc.stderr and why in proc.stderr, proc.stderr
 
 
 def test_key_lengths_and_repr(native: Any) -> None:
