@@ -27,12 +27,16 @@ class ExtensionFallbackWarning(RuntimeWarning):
     choose the fallback explicitly (``SECURE_BLOOM_KERNEL=numpy``, ``SECURE_BLOOM_THRIFT=python``)."""
 
 
-def load_extension(name: str, env_var: str, fallback: str, *,
-                   fallback_text: str = "") -> tuple[ModuleType | None, str | None]:
+#: What to do about an extension that is not built (the default remedy a warning names).
+REBUILD = "Reinstall with a C compiler and the Python headers (pip install -v shows the build)"
+
+
+def load_extension(name: str, env_var: str, fallback: str, *, fallback_text: str = "",
+                   remedy: str = REBUILD) -> tuple[ModuleType | None, str | None]:
     """``secure_bloom.<name>`` or None, and the reason it is not used (None when loaded).
 
     Under ``auto``, an extension that cannot be loaded warns (:class:`ExtensionFallbackWarning`,
-    naming ``fallback_text``, the twin that runs instead); callers load each extension once, at
+    naming ``fallback_text``, the twin that runs instead, and ``remedy``); callers load each extension once, at
     import, so the warning comes once per process. Raises ValueError for a switch value other than
     ``auto``, ``native`` and ``fallback``, and ImportError when ``native`` is demanded and the
     extension cannot be loaded."""
@@ -49,7 +53,6 @@ def load_extension(name: str, env_var: str, fallback: str, *,
             raise ImportError(f"{env_var}=native but {module} cannot be loaded: {e}") from e
         reason = f"{module} is not built or cannot be loaded ({e})"
         warnings.warn(f"{reason}: using {fallback_text or 'the ' + fallback + ' fallback'}, which is slower. "
-                      f"Reinstall with a C compiler and the Python headers (pip install -v shows the build), "
-                      f"or set {env_var}={fallback} to choose the fallback and silence this warning",
+                      f"{remedy}, or set {env_var}={fallback} to choose the fallback and silence this warning",
                       ExtensionFallbackWarning, stacklevel=3)
         return None, reason

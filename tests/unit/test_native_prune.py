@@ -145,6 +145,7 @@ def test_an_unloadable_libcrypto_is_an_import_error_and_the_python_path_runs(nat
         and why in proc.stdout, proc.stdout
     warned = [line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line]
     assert len(warned) == 1 and why in warned[0] and "SECURE_BLOOM_PRUNE=python" in warned[0], proc.stderr
+    assert "Install OpenSSL's libcrypto" in warned[0], proc.stderr  # the remedy for this extension
 
     proc = _load_in_subprocess(path, fallback, SECURE_BLOOM_PRUNE="native")
     assert proc.returncode != 0 and "ImportError: SECURE_BLOOM_PRUNE=native but secure_bloom.native_prune " \

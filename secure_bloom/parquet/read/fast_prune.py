@@ -81,7 +81,10 @@ __all__ = ["Declined", "FilterPending", "LookupKeys", "FileKeys", "FastSource", 
 #: The environment switch of the native path: ``auto`` (default), ``native`` (demand it) or ``python``.
 ENV_VAR = "SECURE_BLOOM_PRUNE"
 _native, NATIVE_UNAVAILABLE = load_extension("native_prune", ENV_VAR, "python",
-                                             fallback_text="the Python pruning path (cryptography's AES-GCM)")
+                                             fallback_text="the Python pruning path (cryptography's AES-GCM)",
+                                             remedy="Install OpenSSL's libcrypto (1.1 or 3: the libssl3 or "
+                                                    "openssl-libs package), which it loads at run time, or "
+                                                    "reinstall with a C compiler and the Python headers")
 #: Whether the native reads, decrypts and probes are in use.
 NATIVE = _native is not None
 _NATIVE_ERRORS: tuple[type[BaseException], ...] = (
