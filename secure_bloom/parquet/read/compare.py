@@ -142,11 +142,15 @@ _UNIT_FACTOR = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
 
 
 def _smallest_unit(value: int, unit: str) -> str:
-    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in."""
+    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in, tested as
+    Arrow tests it, on the stored int64 read as a ``uint64_t`` (two's complement). A negative
+    value is therefore never narrowed (2^64 is not a multiple of 1000): ``-1000`` ns stays
+    ``ns``, and a ``us`` column compared with it is cast to ``ns`` (which raises beyond 2262)."""
+    as_uint64 = value & 0xFFFF_FFFF_FFFF_FFFF
     per = _UNIT_FACTOR[unit]
     for candidate in ("s", "ms", "us"):
         step = per // _UNIT_FACTOR[candidate]
-        if step >= 1 and _UNIT_FACTOR[candidate] <= per and value % step == 0:
+        if step >= 1 and _UNIT_FACTOR[candidate] <= per and as_uint64 % step == 0:
             return candidate
     return unit
 
