@@ -2,13 +2,14 @@
 
 Tables: columns of most Arrow types the Parquet writers support (integers and unsigned integers at
 their extremes, float16/32/64 with NaN, +-0.0 and +-inf, decimal128/256 at small and 38/76 digits,
-date32/64, time32/64, timestamps in every unit with and without zones, strings (some long enough to
+date32/64, time32/64, timestamps in every unit with and without zones and durations (at and just beyond
+the end of every finer unit's range, where Arrow's cast of the column to that unit raises), strings (some long enough to
 lose exact statistics), binary, fixed-size binary, dictionaries, a struct leaf, booleans; views are
 left out: see :data:`PASSENGERS`), nulls, all-null columns, empty files, and schema evolution across files (a later
 file storing a column narrower, or not at all). Predicates: == != < <= > >= in, not in, is_null,
 is_valid, AND / OR / NOT, with literals of the column's type and of OTHER types (ints for floats,
 floats and decimals of other precisions for ints and decimals, timestamps for dates, other units and
-zones for timestamps, bytes for strings), present, absent, at and beyond the column's extremes.
+zones for timestamps (also negative ones of a finer unit, which Arrow never narrows), bytes for strings), present, absent, at and beyond the column's extremes.
 
 :func:`compare` writes one case with one writer and checks that ``secure_bloom`` reads exactly
 pyarrow's rows (as a multiset), or that both raise the same error class.
@@ -84,7 +85,7 @@ class Kind:
             mask = np.array([v is None for v in values], dtype=bool)
             data = np.array([0.0 if v is None else v for v in values], dtype=np.float16)
             return pa.array(data, type=typ, mask=mask)
-        if pa.types.is_timestamp(typ) or pa.types.is_time64(typ) or pa.types.is_date64(typ):
+        if pa.types.is_timestamp(typ) or pa.types.is_time64(typ) or pa.types.is_date64(typ) or pa.types.is_duration(typ):
             return pa.array(values, pa.int64()).view(typ)
         if pa.types.is_time32(typ) or pa.types.is_date32(typ):
             return pa.array(values, pa.int32()).view(typ)
@@ -98,6 +99,18 @@ class Kind:
 _NS_SAFE = (-(2**62), 2**62)
 
 
+def unit_range_edges(unit: str) -> list[int]:
+    """Values of a ``unit`` timestamp at and just beyond the ends of every finer unit's range
+    (a cast to that unit, which Arrow applies to the column when the literal is finer, accepts
+    the first and raises on the second): e.g. for ``us``, 2262-04-11T23:47:16.854775 and .854776."""
+    out = []
+    for finer in _UNIT:
+        if _UNIT[finer] > _UNIT[unit]:
+            end = (2**63 - 1) * _UNIT[unit] // _UNIT[finer]
+            out += [end, end + 1, -end, -end - 1]
+    return out
+
+
 def _kinds() -> list[Kind]:
     out = [Kind(f"{'' if s else 'u'}int{b}", getattr(pa, f"{'' if s else 'u'}int{b}")(),
                 _ints(getattr(pa, f"{'' if s else 'u'}int{b}")())) for b in (8, 16, 32, 64) for s in (True, False)]
@@ -105,7 +118,9 @@ def _kinds() -> list[Kind]:
             Kind("float32", pa.float32(), _floats(32)), Kind("float64", pa.float64(), _floats(64))]
     out += [Kind(f"dec{p}_{s}", (pa.decimal128 if p <= 38 else pa.decimal256)(p, s), _decimals(p, s))
             for p, s in ((5, 2), (5, 0), (10, 2), (20, 2), (29, 1), (38, 10), (40, 0), (76, 20))]
-    days = st.one_of(st.sampled_from([0, -1, 19723, 2932896, -719162]), st.integers(-800000, 3000000))
+    ns_days = (2**63 - 1) // (86_400 * 10**9)  # the last day timestamp[ns] holds; the next one raises there
+    days = st.one_of(st.sampled_from([0, -1, 19723, 2932896, -719162, ns_days, ns_days + 1, -ns_days, -ns_days - 1]),
+                     st.integers(-800000, 3000000))
     out += [Kind("date32", pa.date32(), days), Kind("date64", pa.date64(), days.map(lambda d: d * 86_400_000))]
     out += [Kind("time32s", pa.time32("s"), st.integers(0, 86399)), Kind("time32ms", pa.time32("ms"), st.integers(0, 86_399_999)),
             Kind("time64us", pa.time64("us"), st.integers(0, 86_399_999_999)),
@@ -116,9 +131,13 @@ def _kinds() -> list[Kind]:
                 continue
             per_day = 86400 * _UNIT[unit]
             limit = 2**62 // (10**6 // _UNIT[unit]) if unit in ("s", "ms") else 2**62  # fits micros (writers convert)
+            edges = [e for e in unit_range_edges(unit) if -limit <= e <= limit] or [0]
             stored = st.one_of(st.integers(-limit, limit), st.sampled_from([0, 1, -1, 19723 * per_day, 19723 * per_day + per_day // 2]),
-                               st.integers(-3, 3).map(lambda d, p=per_day: (19723 + d) * p))
+                               st.integers(-3, 3).map(lambda d, p=per_day: (19723 + d) * p), st.sampled_from(edges))
             out.append(Kind(f"ts_{unit}_{tz}", pa.timestamp(unit, tz=tz), stored))
+    for unit in ("s", "ms", "us", "ns"):
+        out.append(Kind(f"dur_{unit}", pa.duration(unit), st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-3, 3),
+                                                                    st.sampled_from(unit_range_edges(unit) or [2**63 - 1, -(2**63)]))))
     text = st.one_of(st.text(alphabet="ab\u00e9\U0001F600", max_size=5),
                      st.integers(70, 200).map(lambda n: "z" * n), st.sampled_from(["", "a", "b", "\uffff"]))
     raw = st.binary(max_size=6) | st.sampled_from([b"", b"\x00", b"\xff" * 3])
@@ -186,16 +205,27 @@ def _temporal_literals(kind: Kind, stored: int) -> list[pa.Scalar]:
             out += [pa.array([us], pa.int64()).view(pa.timestamp("us"))[0],
                     pa.array([us + 43_200_000_000], pa.int64()).view(pa.timestamp("us"))[0],
                     pa.array([days * 86400], pa.int64()).view(pa.timestamp("s", tz="UTC"))[0]]
+        out.append(pa.array([-1000], pa.int64()).view(pa.timestamp("ns"))[0])  # the column is cast to ns
     elif pa.types.is_timestamp(typ):
         for unit in ("s", "ms", "us", "ns"):
             scaled = stored * _UNIT[unit] // _UNIT[typ.unit]
             if -(2**63) <= scaled < 2**63:
                 out.append(pa.array([scaled], pa.int64()).view(pa.timestamp(unit, tz=typ.tz))[0])
+            if _UNIT[unit] > _UNIT[typ.unit]:  # a negative finer literal is never narrowed: the column is cast
+                before = -(_UNIT[unit] // _UNIT[typ.unit])
+                out.append(pa.array([before], pa.int64()).view(pa.timestamp(unit, tz=typ.tz))[0])
         other = None if typ.tz else "UTC"
         out.append(pa.array([stored], pa.int64()).view(pa.timestamp(typ.unit, tz=other))[0])
         days = stored // (86400 * _UNIT[typ.unit])
         if -700000 < days < 2900000:
             out.append(pa.array([days], pa.int32()).view(pa.date32())[0])
+    elif pa.types.is_duration(typ):
+        for unit in ("s", "ms", "us", "ns"):
+            scaled = stored * _UNIT[unit] // _UNIT[typ.unit]
+            if -(2**63) <= scaled < 2**63:
+                out.append(pa.array([scaled], pa.int64()).view(pa.duration(unit))[0])
+            if _UNIT[unit] > _UNIT[typ.unit]:
+                out.append(pa.array([-(_UNIT[unit] // _UNIT[typ.unit])], pa.int64()).view(pa.duration(unit))[0])
     elif pa.types.is_time(typ):
         for unit, t in (("s", pa.time32("s")), ("ms", pa.time32("ms")), ("us", pa.time64("us")), ("ns", pa.time64("ns"))):
             scaled = stored * _UNIT[unit] // _UNIT[typ.unit]

@@ -4,12 +4,14 @@ The reference is ``pyarrow.dataset(...).to_table(filter=...)``: Arrow's Expressi
 (``compute/expression.cc`` ``BindNonRecursive``). A comparison whose column and literal types are
 equal runs in that type. Otherwise the literal is first narrowed to its smallest type
 (``SmallestTypeFor``: an int64 5 becomes int8, a float64 that is exact in float32 becomes float32,
-a whole-second timestamp becomes timestamp[s]), then the comparison's ``DispatchBest`` picks a
+a whole-second timestamp becomes timestamp[s], but a negative timestamp is never narrowed: Arrow tests
+the stored int64 as a uint64), then the comparison's ``DispatchBest`` picks a
 common type C (``CastBinaryDecimalArgs``: decimal with float -> float64, decimal with decimal or
 integer -> a decimal of the larger scale; ``CommonNumeric``; ``CommonTemporal`` (finest unit);
 ``CommonBinary``); the literal is cast to C and the COLUMN gets a checked cast to C, which RAISES
 on stored values it cannot convert exactly (int64 above 2^53 to float64, above 2^24 to float32,
-uint64 >= 2^63 to int64, dates beyond timestamp[ns]). ``is_in`` (``scalar_set_lookup.cc``) casts
+uint64 >= 2^63 to int64, dates beyond timestamp[ns], a timestamp[us] column compared with a
+timestamp[ns] literal of -1000 beyond 2262-04-11). ``is_in`` (``scalar_set_lookup.cc``) casts
 its value set to the column's type (checked; float64 -> float32 rounds silently); when that cast
 fails it casts the COLUMN to the value set's type instead (checked, may raise).
 
@@ -142,11 +144,15 @@ _UNIT_FACTOR = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
 
 
 def _smallest_unit(value: int, unit: str) -> str:
-    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in."""
+    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in, tested as
+    Arrow tests it, on the stored int64 read as a ``uint64_t`` (two's complement). A negative
+    value is therefore never narrowed (2^64 is not a multiple of 1000): ``-1000`` ns stays
+    ``ns``, and a ``us`` column compared with it is cast to ``ns`` (which raises beyond 2262)."""
+    as_uint64 = value & 0xFFFF_FFFF_FFFF_FFFF
     per = _UNIT_FACTOR[unit]
     for candidate in ("s", "ms", "us"):
         step = per // _UNIT_FACTOR[candidate]
-        if step >= 1 and _UNIT_FACTOR[candidate] <= per and value % step == 0:
+        if step >= 1 and _UNIT_FACTOR[candidate] <= per and as_uint64 % step == 0:
             return candidate
     return unit
 

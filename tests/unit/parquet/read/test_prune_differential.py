@@ -348,6 +348,8 @@ TS_US = pa.timestamp("us")
     ("<", pa.array([43_200_000_000], pa.int64()).view(TS_US), pa.date32(), "bounds"),
     ("==", pa.array([10**9], pa.int64()).view(pa.timestamp("ns")), TS_US, "fast"),      # whole seconds
     ("==", pa.array([10**9 + 1], pa.int64()).view(pa.timestamp("ns")), TS_US, "bounds"),
+    ("==", pa.array([1000], pa.int64()).view(pa.timestamp("ns")), TS_US, "fast"),         # narrowed to us
+    ("==", pa.array([-1000], pa.int64()).view(pa.timestamp("ns")), TS_US, "bounds"),      # never narrowed
     ("==", pa.array([1.5]), pa.float16(), "raise"),                   # no kernel: pyarrow raises
     ("==", pa.array([1]), pa.string(), "raise"),
     ("in", pa.array([0.1]), pa.float32(), "fast"),                    # is_in casts its value set
