@@ -62,6 +62,7 @@ from ..file.sources import (
     resolve,
     storage_error,
 )
+from .known import KnownSource
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
@@ -139,8 +140,15 @@ class PrunedScan:
         elif self.columns is not None and not set(columns) <= set(self.columns):
             raise ValueError(f"this scan was made for the columns {list(self.columns)}, not "
                              f"{sorted(set(columns) - set(self.columns))}: pass them to scan(columns=...)")
-        table = self.dataset.to_table(columns=list(columns) if columns is not None else None,
-                                      filter=self.expression, use_threads=use_threads)
+        selected = list(columns) if columns is not None else None
+        if isinstance(self.dataset, ds.FileSystemDataset) and not self.dataset.files:
+            # nothing survived: pyarrow's answer (the columns and the filter bound as a scan binds
+            # them, same errors) without starting a scan
+            scanner = ds.Scanner.from_dataset(self.dataset, columns=selected, filter=self.expression,
+                                              use_threads=use_threads)
+            table = pa.Table.from_batches([], schema=scanner.projected_schema)
+        else:
+            table = self.dataset.to_table(columns=selected, filter=self.expression, use_threads=use_threads)
         self.report.rows = table.num_rows
         if self.counter is not None:
             self.report.data_bytes_read = self.counter.bytes
@@ -187,12 +195,20 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
         raise error from None
 
 
-def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
-               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
-    fs = resolved.filesystem
+def _scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadCounter | None,
+                     ) -> tuple[pafs.FileSystem, ds.ParquetFileFormat]:
+    """The filesystem scans read through (counting into ``counter`` when given) and the format
+    shared by the files pyarrow opens with ``keys.kms``."""
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
     retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
+    return scan_fs, fmt
+
+
+def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+    fs = resolved.filesystem
+    scan_fs, fmt = _scan_filesystem(fs, keys, counter)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
@@ -252,11 +268,50 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not a str")
+    selected = tuple(columns) if columns is not None else None
+    known = KnownSource.of(cache, source, keys, filesystem, partitioning, timeouts) if cache is not None else None
+    listing = None
+    if known is not None:
+        done = _scan_known(known, filters, keys, count_reads, threads, progress, columns)
+        if done is not None:
+            return done
+        listing = known.listing()  # before discovery: what is kept must not be newer than it
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
-    restricted, tree, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
-                                        threads=threads, progress=progress, cache=cache, counter=counter)
+    restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
+                                            progress=progress, cache=cache, counter=counter)
+    if known is not None and listing is not None:
+        known.remember(listing, base)
+    return PrunedScan(restricted, expression, tree, report, counter, selected)
+
+
+def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_reads: bool, threads: int | None,
+                progress: bool | None, columns: Sequence[str] | None) -> PrunedScan | None:
+    """:func:`scan` from the discovery ``cache`` keeps for this source (:mod:`.known`), or None
+    when it keeps none, or the source changed, or anything fails: :func:`scan` then discovers
+    and prunes as without it, so every answer and every error is that path's."""
+    facts = known.facts()
+    if facts is None:
+        return None
+    try:
+        counter = ReadCounter() if count_reads else None
+        fs = known.filesystem
+        scan_fs, fmt = _scan_filesystem(fs, keys, counter)
+        base = ds.FileSystemDataset.from_paths(list(facts.paths), schema=facts.schema, format=fmt, filesystem=scan_fs,
+                                               partitions=list(facts.partitions))
+        expression = to_expression(filters)
+        restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                                   threads=threads, progress=progress, cache=known.cache,
+                                                   counter=counter)
+        if facts.first is not None:
+            at = kept.get(facts.first)
+            identity = report.files[at].identity if at is not None else known.identity_of(facts.first)
+            if identity != facts.first_identity:
+                known.forget()  # the first file changed: its schema may have
+                return None
+    except Exception:  # noqa: BLE001 - the discovering path answers, or raises what it raises
+        return None
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
 
 
@@ -272,6 +327,16 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
     columns the scan reads: see :func:`scan`."""
+    restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
+                                            progress=progress, cache=cache, counter=counter)
+    return restricted, tree, report
+
+
+def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
+              keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None, progress: bool | None,
+              cache: PruneCache | None, counter: ReadCounter | None,
+              ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
+    """:func:`restrict`, and where each file pruned is in the report (by path)."""
     tree = predicate_tree(expression, base.schema)
     every = list(base.get_fragments())
     try:
@@ -308,7 +373,7 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     retain(pinned, fmt)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
                          cache=cache.stats if cache is not None else None)
-    return restricted, tree, report
+    return restricted, tree, report, {frag.path: i for i, frag in enumerate(kept)}
 
 
 # ---- end restrict ----
