@@ -417,21 +417,21 @@ class _CachedSource:
     were derived with already rechecked for this lookup (:func:`_granted`): plain lookups, no
     reader. Anything the facts do not hold raises :class:`_Uncached`."""
 
-    __slots__ = ("num_row_groups", "columns", "type_order", "_bounds", "_filters")
+    __slots__ = ("num_row_groups", "columns", "type_order", "held_bounds", "held_filters")
 
     def __init__(self, facts: FileFacts) -> None:
         self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
-        self._bounds = facts.bounds
-        self._filters = facts.filters
+        self.held_bounds = facts.bounds
+        self.held_filters = facts.filters
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
-        found = self._bounds.get((rg, info.ordinal), _NOT_HELD)
+        found = self.held_bounds.get((rg, info.ordinal), _NOT_HELD)
         if found is _NOT_HELD:
             raise _Uncached
         return found  # type: ignore[return-value]
 
     def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
-        found = self._filters.get((rg, info.ordinal), _NOT_HELD)
+        found = self.held_filters.get((rg, info.ordinal), _NOT_HELD)
         if found is _NOT_HELD:
             raise _Uncached
         return found  # type: ignore[return-value]
@@ -554,7 +554,10 @@ def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | None, query: QueryHashes
     one to a few hashes: cheaper than a batch through numpy)."""
     if bf is None or query.always_maybe:
         return True
-    return any(bf.check_hash(h) for h in query.hashes)
+    hashes = query.hashes
+    if len(hashes) == 1:  # a lookup's usual query: one value
+        return bf.check_hash(hashes[0])
+    return any(bf.check_hash(h) for h in hashes)
 
 
 def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:
@@ -620,19 +623,29 @@ class _WarmPlan:
 
     @staticmethod
     def _leaf(view: _LeafView, source: _CachedSource, rgs: Sequence[int]) -> list[int]:
+        """:meth:`_FileEvaluator.may` of one leaf for each row group (both passes)."""
         info = view.info
         if info is None or view.plan.mode in ("keep", "raise"):
             return [_KEPT] * len(rgs)
-        op, query = view.leaf.op, view.query
+        op, query, ordinal = view.leaf.op, view.query, info.ordinal
+        held_bounds, held_filters = source.held_bounds, source.held_filters
         out = []
         for rg in rgs:
-            bounds = source.bounds(rg, info)
-            if bounds is not None and not _may_by_bounds(op, view, bounds):
+            at = (rg, ordinal)
+            bounds = held_bounds.get(at, _NOT_HELD)
+            if bounds is _NOT_HELD:
+                raise _Uncached
+            if bounds is not None and not _may_by_bounds(op, view, bounds):  # type: ignore[arg-type]
                 out.append(_BY_STATS)
-            elif query is not None and not _may_hold(source.bloom_filter(rg, info), query):
-                out.append(_BY_BLOOM)
-            else:
-                out.append(_KEPT)
+                continue
+            if query is not None:
+                bf = held_filters.get(at, _NOT_HELD)
+                if bf is _NOT_HELD:
+                    raise _Uncached
+                if not _may_hold(bf, query):  # type: ignore[arg-type]
+                    out.append(_BY_BLOOM)
+                    continue
+            out.append(_KEPT)
         return out
 
 
@@ -653,11 +666,11 @@ def _prune_cached(facts: FileFacts, tree: Node, schema: pa.Schema | None, row_gr
     if not plan.simple:
         return _prune_source(source, facts.path, tree, schema, row_groups, memo)
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
-    verdicts = plan.verdicts(tree, source, candidates)
-    return FilePrune(facts.path, source.num_row_groups,
-                     tuple(rg for rg, v in zip(candidates, verdicts) if v == _KEPT),
-                     tuple(rg for rg, v in zip(candidates, verdicts) if v == _BY_STATS),
-                     tuple(rg for rg, v in zip(candidates, verdicts) if v == _BY_BLOOM))
+    parted: tuple[list[int], list[int], list[int]] = ([], [], [])  # by statistics, by Bloom filters, kept
+    for rg, verdict in zip(candidates, plan.verdicts(tree, source, candidates)):
+        parted[verdict].append(rg)
+    return FilePrune(facts.path, source.num_row_groups, tuple(parted[_KEPT]), tuple(parted[_BY_STATS]),
+                     tuple(parted[_BY_BLOOM]))
 
 
 def _uses_bloom(tree: Node) -> bool:

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from secure_bloom.errors import UnsupportedParquetFeatureError
-from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
+from secure_bloom.parquet import KeyAccess, PruneCache, attach_bloom_filters, write_table
 from secure_bloom.parquet.read.api import parquet_format, read_table, scan
 from support.differential import (
     TALLY,
@@ -167,6 +167,29 @@ def _report() -> Any:
 def test_read_table_matches_pyarrow(writer: str, case: Case) -> None:
     with tempfile.TemporaryDirectory() as folder:
         compare(case, writer, Path(folder), WRITERS[writer], read_table, parquet_format)
+
+
+def _warm_read_table(cache: PruneCache) -> Callable[..., pa.Table]:
+    """read_table with one PruneCache (and the same KeyAccess) across a case's predicates, each
+    read twice: the first fills the cache, the second (returned, or raising) is the warm lookup:
+    kept discovery, facts judged without a reader, no scan when nothing survives."""
+    def read(folder: Any, **options: Any) -> pa.Table:
+        try:
+            read_table(folder, cache=cache, **options)
+        except Exception:  # noqa: BLE001 - the warm read must raise alike: compare() checks it
+            pass
+        return read_table(folder, cache=cache, **options)
+
+    return read
+
+
+@pytest.mark.parametrize("writer", ["pyarrow", "pyarrow-encrypted", "write_table"])
+@settings(max_examples=max(10, examples() // 2), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(case=cases())
+def test_warm_read_table_matches_pyarrow(writer: str, case: Case) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        compare(case, writer, Path(folder), WRITERS[writer], _warm_read_table(PruneCache()), parquet_format)
 
 
 _SQL_KINDS = st.sampled_from([pa.int64(), pa.int32(), pa.string()])
