@@ -47,8 +47,8 @@ import pyarrow.parquet.encryption as pe
 from ...errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
 from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
-from ...types import ChunkEncryption, FooterMode
-from ..file.arrow_source import direct_decryption_properties, pyarrow_kms_opens
+from ...types import ChunkEncryption
+from ..file.arrow_source import direct_decryption_properties, shared_format_opens
 from ..file.identity import PinnedFileSystem
 from ..file.keys import KeyAccess
 from ..file.lifetime import retain
@@ -108,12 +108,10 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
     or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
     are what the scan reads, filter columns included: the columns that need keys of their own
     pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    if shared_format_opens(reader):
+        return shared
     footer = reader.footer
-    if footer.mode is FooterMode.PLAINTEXT:
-        return shared
     own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
-    if pyarrow_kms_opens(footer, [c.key_metadata for c in own_keys]):
-        return shared
     read = [c for c in own_keys if _reads_leaf(c.column.path_in_schema, columns)]
     return _direct_format(direct_decryption_properties(
         footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
@@ -358,12 +356,13 @@ def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFi
     trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema)
              for part in (frag.partition_expression for frag in kept)]
     pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
+                         on_reader_unless_shared=True)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
     identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
                   if result.row_groups and result.identity is not None}
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
-    fragments = [formats[frag.path].make_fragment(
+    fragments = [(fmt if result.shared_format_opens else formats[frag.path]).make_fragment(
                      frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
                      row_groups=list(result.row_groups), file_size=result.file_size)
                  for frag, result in zip(kept, pruned) if result.row_groups]

@@ -52,6 +52,7 @@ from ...kms import KeyGrant
 from ...types import PhysicalType
 from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
+from ..file.arrow_source import shared_format_opens
 from ..file.identity import Identity, file_identity, identity_size
 from ..file.keys import NO_KEYS, KeyAccess
 from ..file.reader import ParquetBloomReader
@@ -126,6 +127,9 @@ class FilePrune:
     from_cache: bool | None = None
     #: The version of the file these row groups were chosen from (:mod:`.identity`; None: unknown).
     identity: Identity | None = field(default=None, repr=False, compare=False)
+    #: Answered from a :class:`PruneCache` whose facts say pyarrow's shared format opens this
+    #: version: ``on_reader`` was not called (``prune_files(on_reader_unless_shared=True)``).
+    shared_format_opens: bool = field(default=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
@@ -400,8 +404,9 @@ class _FileSource:
             if grant is not None:
                 grants[at] = grant
         footer_grant = old.footer_grant if old is not None else reader.footer_grant
+        shared = old.shared_format_opens if old is not None else shared_format_opens(reader)
         return FileFacts(path, self.num_row_groups, self.columns, self.type_order, bounds, filters,
-                         footer_grant, grants)
+                         footer_grant, grants, shared)
 
 
 class _Uncached(Exception):
@@ -749,7 +754,7 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
                cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
-               fast: bool = False) -> FilePrune:
+               fast: bool = False, unless_shared: bool = False) -> FilePrune:
     if fast and cache is None and lookup is not None:
         done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup)
         if done is not None:
@@ -766,10 +771,11 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
             except _Uncached:
                 pass
             else:
-                if on_reader is None or not result.row_groups:
+                shared = bool(result.row_groups) and unless_shared and facts.shared_format_opens
+                if on_reader is None or not result.row_groups or shared:
                     return FilePrune(result.path, result.num_row_groups, result.row_groups,
                                      result.pruned_by_statistics, result.pruned_by_bloom, 0, 0,
-                                     identity_size(identity), True, identity)
+                                     identity_size(identity), True, identity, shared)
     with contextlib.ExitStack() as stack:
         def open_reader() -> ParquetBloomReader:
             return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
@@ -814,7 +820,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: OnReader | None = None, cache: PruneCache | None = None,
-                trees: Sequence[Node] | None = None, fast_path: bool = True) -> list[FilePrune]:
+                trees: Sequence[Node] | None = None, fast_path: bool = True,
+                on_reader_unless_shared: bool = False) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
@@ -831,7 +838,10 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     with the same decisions; a file it declines (anything unusual, any error) is pruned by the
     reference path, which gives the same answer or raises the named error. ``on_reader`` is
     then called only for files with row groups to read (their reader opened for it: one more
-    tail read, counted). False: the reference path for all."""
+    tail read, counted). False: the reference path for all.
+
+    ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
+    format opens it is not opened for ``on_reader`` (its result says ``shared_format_opens``)."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),
@@ -854,7 +864,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     def work(i: int) -> FilePrune:
         result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo, lookup, fast)
+                            on_reader, use, memo, lookup, fast, on_reader_unless_shared)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

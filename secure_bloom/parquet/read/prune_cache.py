@@ -76,7 +76,8 @@ class FileFacts:
     Bounds, or None when the chunk has no usable statistics; ``filters``: (row group, ordinal) ->
     the filter, or None when the chunk has none. Missing keys are never recorded.
     ``footer_grant``: the footer key the file-level facts were read with (None: none needed);
-    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with."""
+    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with;
+    ``shared_format_opens``: a scan of it needs no format of its own (no reader to choose one)."""
 
     path: str
     num_row_groups: int
@@ -86,6 +87,9 @@ class FileFacts:
     filters: Mapping[tuple[int, int], SplitBlockBloomFilter | None]
     footer_grant: KeyGrant | None = None
     grants: Mapping[tuple[int, int], KeyGrant] = field(default_factory=dict)
+    #: pyarrow's one format for a dataset opens this version (plaintext footer, or its KMS path
+    #: decrypts every key: :func:`~secure_bloom.parquet.file.arrow_source.shared_format_opens`).
+    shared_format_opens: bool = False
 
     @functools.cached_property
     def distinct_grants(self) -> tuple[KeyGrant, ...]:

@@ -30,7 +30,7 @@ from secure_bloom.parquet import KeyAccess, PruneCache, attach_bloom_filters
 from secure_bloom.parquet.read.api import parquet_format, read_table, scan
 from secure_bloom.parquet.read.known import listing
 from secure_bloom.parquet.file.sources import resolve
-from support.parquet_files import TESTING_KEYS
+from support.parquet_files import TESTING_KEYS, explicit_testing_keys, write_uniform
 
 ROWS = 60
 GROUP = 20
@@ -142,6 +142,35 @@ def test_a_warm_lookup_discovers_nothing_again(lake: tuple[Path, KeyAccess | Non
     present = _warm_scan(root, keys, cache, [("key", "==", _key(70))])
     assert _rows(present.to_table()) == [(70, _key(70))]
     assert [len(f.row_groups) for f in present.report.files] == [0, 1, 0]
+
+
+def test_a_surviving_file_pyarrow_opens_alone_is_not_opened_again(lake: tuple[Path, KeyAccess | None, Any]) -> None:
+    """Warm, a file with row groups to read is scanned with the dataset's format when its cached
+    facts say pyarrow opens it (plaintext, or key tools material): no reader opens it first."""
+    root, keys, _ = lake
+    cache = PruneCache()
+    filters = [("key", "==", _key(70))]
+    for _ in range(2):
+        pruned = scan(root, filters=filters, keys=keys, cache=cache)
+        assert _rows(pruned.to_table()) == [(70, _key(70))]
+    assert [len(f.row_groups) for f in pruned.report.files] == [0, 1, 0]
+    assert pruned.report.metadata_bytes_read == 0 and pruned.report.cache_hits == 3
+
+
+def test_a_surviving_file_with_explicit_keys_gets_its_own_format(tmp_path: Path) -> None:
+    """A file pyarrow's KMS path cannot open (a bare key id): its reader is opened for its format."""
+    keys = explicit_testing_keys()
+    root = tmp_path / "lake"
+    root.mkdir()
+    for i in range(2):
+        staging = tmp_path / f"staging-{i}.parquet"
+        write_uniform(staging, _table(i * ROWS), row_group_size=GROUP)
+        attach_bloom_filters(staging, root / f"part-{i}.parquet", ["key"], keys)
+    cache = PruneCache()
+    for _ in range(2):
+        pruned = scan(root, filters=[("key", "==", _key(70))], keys=keys, cache=cache)
+        assert _rows(pruned.to_table()) == [(70, _key(70))]
+        assert pruned.report.metadata_bytes_read > 0  # the surviving file's footer, for its key
 
 
 @pytest.mark.parametrize("change", ["add", "remove", "replace", "replace-first", "hidden", "underscore",
