@@ -250,8 +250,10 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
     decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
     ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
-    filters of unchanged files are then not read again; pyarrow still lists the files and reads
-    the first footer for the schema). ``partitioning`` (a directory source only; pyarrow's
+    filters of unchanged files are then not read again, and pyarrow's discovery of the source is
+    kept while the source lists the same and its first file is unchanged: :mod:`.known`; a file
+    with row groups to read is opened only if pyarrow needs a format of its own for it).
+    ``partitioning`` (a directory source only; pyarrow's
     argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
     a filter on a partition field is decided per file on the file's partition value, as pyarrow
     decides it (:mod:`.partitions`), never on a column of that name inside the file.
