@@ -62,7 +62,7 @@ from ..file.sources import (
     resolve,
     storage_error,
 )
-from .known import KnownSource
+from .known import KnownSource, Listed, listed_files
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
@@ -298,12 +298,11 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
         counter = ReadCounter() if count_reads else None
         fs = known.filesystem
         scan_fs, fmt = _scan_filesystem(fs, keys, counter)
-        base = ds.FileSystemDataset.from_paths(list(facts.paths), schema=facts.schema, format=fmt, filesystem=scan_fs,
-                                               partitions=list(facts.partitions))
+        base = facts.names if facts.names is not None else ds.FileSystemDataset([], facts.schema, fmt, scan_fs)
         expression = to_expression(filters)
         restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
                                                    threads=threads, progress=progress, cache=known.cache,
-                                                   counter=counter)
+                                                   counter=counter, listed=(facts.paths, facts.partitions))
         if facts.first is not None:
             at = kept.get(facts.first)
             identity = report.files[at].identity if at is not None else known.identity_of(facts.first)
@@ -332,21 +331,39 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     return restricted, tree, report
 
 
-def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
-              keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None, progress: bool | None,
-              cache: PruneCache | None, counter: ReadCounter | None,
-              ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
-    """:func:`restrict`, and where each file pruned is in the report (by path)."""
-    tree = predicate_tree(expression, base.schema)
-    every = list(base.get_fragments())
+def _kept(base: ds.FileSystemDataset, listed: Listed, expression: Any) -> list[tuple[str, Any]]:
+    """The files (path, partition expression or None) of ``listed`` that pyarrow's
+    ``base.get_fragments(filter=expression)`` keeps: its own evaluation of the partition
+    expressions (ColumnNotFoundError for a filter naming no column of the dataset). Files without
+    partition fields are all kept or none: one of them decides for all (``base`` need not hold
+    them then)."""
+    paths, partitions = listed
+    if expression is None:
+        return list(zip(paths, partitions if partitions is not None else [None] * len(paths)))
     try:
-        kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+        if partitions is None:
+            probe = base if not paths else ds.FileSystemDataset(
+                [base.format.make_fragment(paths[0], base.filesystem)], base.schema, base.format, base.filesystem)
+            return [(path, None) for path in paths] if any(True for _ in probe.get_fragments(filter=expression)) else []
+        return [(f.path, f.partition_expression) for f in base.get_fragments(filter=expression)]
     except pa.ArrowInvalid as e:
         missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
         if missing is None:
             raise
         raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
                                   f"(columns: {', '.join(base.schema.names)})") from None
+
+
+def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
+              keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None, progress: bool | None,
+              cache: PruneCache | None, counter: ReadCounter | None, listed: Listed | None = None,
+              ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
+    """:func:`restrict`, and where each file pruned is in the report (by path). ``listed``: the
+    files of ``base`` (:func:`listed_files`) when the caller knows them (a kept discovery)."""
+    tree = predicate_tree(expression, base.schema)
+    if listed is None:
+        listed = listed_files(base)
+    kept = _kept(base, listed, expression)
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
 
@@ -354,27 +371,28 @@ def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFi
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, fmt, read)
 
-    unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is (most datasets)
-    trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema)
-             for part in (frag.partition_expression for frag in kept)]
-    pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
+    trees = None
+    if listed[1] is not None:
+        unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is
+        trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema) for _, part in kept]
+    pruned = prune_files([path for path, _ in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
                          on_reader_unless_shared=True)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
-    identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
+    identities = {path: result.identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.identity is not None}
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
-    fragments = [(fmt if result.shared_format_opens else formats[frag.path]).make_fragment(
-                     frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
+    fragments = [(fmt if result.shared_format_opens else formats[path]).make_fragment(
+                     path, filesystem=pinned, partition_expression=part,
                      row_groups=list(result.row_groups), file_size=result.file_size)
-                 for frag, result in zip(kept, pruned) if result.row_groups]
+                 for (path, part), result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
     # an Arrow thread finishing the scan after to_table returns must never be the one destroying
     # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
     retain(pinned, fmt)
-    report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
+    report = PruneReport(files=pruned, files_skipped_by_partition=len(listed[0]) - len(kept),
                          cache=cache.stats if cache is not None else None)
-    return restricted, tree, report, {frag.path: i for i, frag in enumerate(kept)}
+    return restricted, tree, report, {path: i for i, (path, _) in enumerate(kept)}
 
 
 # ---- end restrict ----

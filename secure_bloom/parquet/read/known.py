@@ -24,7 +24,7 @@ the one discovered.
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +35,21 @@ from ..file.identity import Identity, file_identity
 from ..file.sources import Resolved, StoreTimeouts, resolve
 from .prune_cache import DatasetFacts, PruneCache, filesystem_key
 
-__all__ = ["KnownSource", "listing"]
+__all__ = ["KnownSource", "Listed", "listed_files", "listing"]
+
+
+#: Files of a dataset: (paths, their partition expressions; None where every file's is true).
+Listed = tuple[Sequence[str], Sequence[Any] | None]
+
+
+def listed_files(base: ds.FileSystemDataset) -> Listed:
+    """The files of ``base`` and their partition expressions (None: a dataset pyarrow discovered
+    without partition fields, whose files' expressions are all true)."""
+    partitioning = getattr(base, "partitioning", None)
+    if partitioning is not None and len(partitioning.schema) == 0:
+        return base.files, None
+    fragments = list(base.get_fragments())
+    return [f.path for f in fragments], [f.partition_expression for f in fragments]
 
 
 def _partitioning_key(partitioning: Any) -> Hashable | None:
@@ -143,8 +157,8 @@ class KnownSource:
         """Keep ``base`` (pyarrow's discovery, made after the source listed as ``before``) when
         the source still lists so and its first file is provably the version its schema is of."""
         fs = self.filesystem
-        fragments = list(base.get_fragments())
-        first = fragments[0].path if fragments else None
+        paths, partitions = listed_files(base)
+        first = paths[0] if paths else None
         identity = None
         if first is not None:
             identity = file_identity(first, fs)
@@ -162,6 +176,10 @@ class KnownSource:
                 return
         if self.listing() != before:
             return
+        names = None
+        if partitions is not None:  # files and partition expressions only: no filesystem, no keys
+            names = ds.FileSystemDataset.from_paths(list(paths), schema=base.schema, format=ds.ParquetFileFormat(),
+                                                    filesystem=pafs.LocalFileSystem(), partitions=list(partitions))
         self.cache.keep_dataset(self.key, DatasetFacts(
-            before, base.schema, tuple(f.path for f in fragments), tuple(f.partition_expression for f in fragments),
-            first, identity))
+            before, base.schema, tuple(paths), None if partitions is None else tuple(partitions), first, identity,
+            names))

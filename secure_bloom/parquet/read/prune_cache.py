@@ -31,6 +31,11 @@ unwrapped in the last ``cache_lifetime_s`` seconds answers without one). When th
 the file is read as without a cache, so the caller gets the same error as an uncached read
 (:class:`~secure_bloom.errors.KeyAccessDeniedError`), never an answer.
 
+The cache also keeps, for :func:`~secure_bloom.parquet.read.api.scan` and ``read_table``, the
+dataset discoveries of up to :data:`MAX_DATASETS` sources (:class:`DatasetFacts`: a schema, file
+names, partition expressions, the listing they were found in; no data, outside ``max_bytes``),
+used only while the source lists the same and its first file is unchanged (:mod:`.known`).
+
 Security: the cache holds decrypted Bloom filters and decrypted statistics (min/max values) of
 encrypted columns in process memory, as the process holding the keys could recompute them at
 any time; bounded by ``max_bytes``, never persisted, dropped by :meth:`PruneCache.clear` or with
@@ -115,16 +120,20 @@ class DatasetFacts:
     """What pyarrow's dataset discovery of one source found, for lookups that find the same
     listing: ``listing``, every entry the source had when it was discovered (names and kinds,
     hidden files and partition directories included: any change means discovering again);
-    the dataset's ``schema``; ``paths`` and their ``partitions`` (partition expressions), in
-    pyarrow's order; ``first``, the file pyarrow read the schema from, and ``first_identity``,
-    the version the schema is of (a lookup finding another version discovers again)."""
+    the dataset's ``schema``; ``paths`` and their ``partitions`` (partition expressions; None
+    when the dataset has no partition fields), in pyarrow's order; ``first``, the file pyarrow
+    read the schema from, and ``first_identity``, the version the schema is of (a lookup finding
+    another version discovers again); ``names``, for a partitioned dataset, a pyarrow dataset of
+    the paths and their partition expressions alone (a plain format, a filesystem never read
+    through) that pyarrow's own ``get_fragments(filter=...)`` prunes by partition."""
 
     listing: tuple[Any, ...]
     schema: Any
     paths: tuple[str, ...]
-    partitions: tuple[Any, ...]
+    partitions: tuple[Any, ...] | None
     first: str | None
     first_identity: Identity | None
+    names: Any = None
 
     def __repr__(self) -> str:
         return f"DatasetFacts(files={len(self.paths)}, columns={len(self.schema)})"
