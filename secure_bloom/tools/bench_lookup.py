@@ -91,12 +91,15 @@ _FILES_PER_TASK = 250
 
 
 def _write_files(root: Path, master: dict[str, bytes], first: int, count: int, rows: int, row_groups: int,
-                 seed: int, plaintext: bool) -> list[str]:
+                 seed: int, plaintext: bool, worker: bool = False) -> list[str]:
     """Write files ``first`` .. ``first + count - 1`` (encrypted, and their plaintext copies);
     returns one present key of each. Runs in a worker process when generation is parallel."""
     from ..kms import KeyListKms, pyarrow_kms_client_factory
     from ..parquet import KeyAccess, attach_bloom_filters
 
+    if worker:
+        pa.set_cpu_count(1)  # one process per core: Arrow's own threads would only contend
+        pa.set_io_thread_count(1)
     rng = np.random.default_rng(seed)
     kms = KeyListKms(master)
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
@@ -144,7 +147,7 @@ def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5
         # spawned, not forked: a fork of a process whose Arrow threads hold locks may hang
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             parts = pool.map(_write_files, *zip(*[(root, master, start, min(files_per_task, files - start), rows,
-                                                   row_groups, seed + 1 + start, plaintext) for start in starts]))
+                                                   row_groups, seed + 1 + start, plaintext, True) for start in starts]))
             present = [key for part in parts for key in part]
     shutil.rmtree(staging)
     size = sum(p.stat().st_size for p in encrypted.iterdir())
@@ -360,15 +363,17 @@ def run_scaling(counts: Sequence[int], workdir: str | None = None,
                 log: Callable[[str], None] = lambda _: None, workers: int | None = None) -> list[dict[str, Any]]:
     """Pruning costs (:func:`prune_costs_of`) over ``counts`` small encrypted files of one row
     group each (about 20 KB, 80 rows; no plaintext copies): is the cost per file flat as the
-    count grows? Generation runs in ``workers`` processes (default: every core); from 5,000
-    files the reference path runs once (it is the slow one) and the fast path three times."""
+    count grows? From 2,000 files generation runs in ``workers`` processes (default: every core;
+    fewer files do not repay starting them); from 5,000 files the reference path runs once (it
+    is the slow one) and the fast path three times."""
     out = []
     workers = workers or os.cpu_count() or 1
     for count in counts:
         root = Path(tempfile.mkdtemp(prefix="secure-bloom-scale-", dir=workdir))
         try:
             start = time.perf_counter()
-            data = generate_dataset(root, count * 0.018, count, 1, seed=count, workers=workers, plaintext=False)
+            data = generate_dataset(root, count * 0.018, count, 1, seed=count, workers=workers if count >= 2000 else 1,
+                                    plaintext=False)
             generated = time.perf_counter() - start
             rng = np.random.default_rng(7)
             k = data["present"][int(rng.integers(len(data["present"])))]
