@@ -279,10 +279,10 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
-    restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
-                                            progress=progress, cache=cache, counter=counter)
+    restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                               threads=threads, progress=progress, cache=cache, counter=counter)
     if known is not None and listing is not None:
-        known.remember(listing, base)
+        known.remember(listing, base, {path: report.files[i].identity for path, i in kept.items()})
     return PrunedScan(restricted, expression, tree, report, counter, selected)
 
 

@@ -16,15 +16,16 @@ Kept only where the discovery is a function of those alone: the partitioning is 
 name (``"hive"``) or a list of field names (not a Partitioning object, whose identity a key
 cannot name); the filesystem can be named (:func:`~.prune_cache.filesystem_key`); a local
 directory holding no symbolic link. The first file's version is the one whose schema pyarrow
-gave: after discovery its identity is taken, its schema read again by pyarrow, and the
-identity taken again; the discovery is kept only if both identities agree and the schema is
-the one discovered.
+gave: after discovery its identity is taken (by the prune that follows, or a ``stat``), its
+schema read again by pyarrow, and the identity taken again; the discovery is kept only if both
+identities agree and the schema is the one discovered (on an object store: one more footer read
+and one more HEAD, when a discovery is kept).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -153,15 +154,17 @@ class KnownSource:
     def identity_of(self, path: str) -> Identity | None:
         return file_identity(path, self.filesystem)
 
-    def remember(self, before: tuple[Any, ...], base: ds.FileSystemDataset) -> None:
+    def remember(self, before: tuple[Any, ...], base: ds.FileSystemDataset,
+                 seen: Mapping[str, Identity | None] | None = None) -> None:
         """Keep ``base`` (pyarrow's discovery, made after the source listed as ``before``) when
-        the source still lists so and its first file is provably the version its schema is of."""
+        the source still lists so and its first file is provably the version its schema is of.
+        ``seen``: identities of files taken after the discovery (by the prune that followed it)."""
         fs = self.filesystem
         paths, partitions = listed_files(base)
         first = paths[0] if paths else None
         identity = None
         if first is not None:
-            identity = file_identity(first, fs)
+            identity = (seen or {}).get(first) or file_identity(first, fs)
             if identity is None:
                 return
             try:
@@ -169,7 +172,7 @@ class KnownSource:
             except (OSError, pa.ArrowException):
                 return
             if file_identity(first, fs) != identity:
-                return  # replaced meanwhile: which version the schema is of cannot be told
+                return  # replaced since the discovery: which version the schema is of cannot be told
             partitioning = base.partitioning
             expected = inspected if partitioning is None else pa.unify_schemas([inspected, partitioning.schema])
             if not expected.equals(base.schema, check_metadata=True):
