@@ -294,6 +294,9 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
     facts = known.facts()
     if facts is None:
         return None
+    if facts.first is not None and known.identity_of(facts.first) != facts.first_identity:
+        known.forget()  # the first file changed: its schema may have
+        return None
     try:
         counter = ReadCounter() if count_reads else None
         fs = known.filesystem
@@ -307,7 +310,7 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
             at = kept.get(facts.first)
             identity = report.files[at].identity if at is not None else known.identity_of(facts.first)
             if identity != facts.first_identity:
-                known.forget()  # the first file changed: its schema may have
+                known.forget()  # replaced while this lookup pruned: discovered again
                 return None
     except Exception:  # noqa: BLE001 - the discovering path answers, or raises what it raises
         return None
