@@ -142,7 +142,11 @@ _UNIT_FACTOR = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
 
 
 def _smallest_unit(value: int, unit: str) -> str:
-    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in."""
+    """``SmallestTypeFor`` of a timestamp literal: the coarsest unit it is whole in. A negative
+    one keeps its unit (Arrow tests wholeness on the value read as unsigned: measured with
+    pyarrow 26, -10**9 ns against a timestamp[ms] column casts the column to ns)."""
+    if value < 0:
+        return unit
     per = _UNIT_FACTOR[unit]
     for candidate in ("s", "ms", "us"):
         step = per // _UNIT_FACTOR[candidate]

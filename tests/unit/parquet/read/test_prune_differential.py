@@ -354,6 +354,19 @@ def test_issue19_unknown_part_that_raises_keeps_row_groups(tmp_path: Path, kind:
     assert expected == "ArrowInvalid" and ours == expected
 
 
+def test_negative_timestamp_literal_casts_the_column_as_pyarrow_does(tmp_path: Path) -> None:
+    """A negative ns literal whole in ms is not narrowed by Arrow: the ms column is cast to ns,
+    which raises on a value beyond the ns range; the pruner keeps the row group so read_table
+    raises too (found by the differential suite: it had pruned by statistics, giving 0 rows)."""
+    table = pa.table({"ts": pa.array([None, 9223372036855], pa.timestamp("ms"))})  # 2262-04-11 23:47:16.855
+    pq.write_table(table, tmp_path / "part-0.parquet", row_group_size=1, bloom_filter_options={"ts": True})
+    expr = ~(pc.field("ts") != pc.scalar(pa.scalar(-10**6, pa.timestamp("ns"))))
+    with pytest.raises(pa.ArrowInvalid):
+        ds.dataset(tmp_path).to_table(filter=expr)
+    with pytest.raises(pa.ArrowInvalid):
+        read_table(tmp_path, filters=expr)
+
+
 D = Decimal
 TS_US = pa.timestamp("us")
 
@@ -371,6 +384,7 @@ TS_US = pa.timestamp("us")
     ("<", pa.array([43_200_000_000], pa.int64()).view(TS_US), pa.date32(), "bounds"),
     ("==", pa.array([10**9], pa.int64()).view(pa.timestamp("ns")), TS_US, "fast"),      # whole seconds
     ("==", pa.array([10**9 + 1], pa.int64()).view(pa.timestamp("ns")), TS_US, "bounds"),
+    ("==", pa.array([-10**9], pa.int64()).view(pa.timestamp("ns")), TS_US, "bounds"),   # negative: not narrowed
     ("==", pa.array([1.5]), pa.float16(), "raise"),                   # no kernel: pyarrow raises
     ("==", pa.array([1]), pa.string(), "raise"),
     ("in", pa.array([0.1]), pa.float32(), "fast"),                    # is_in casts its value set
