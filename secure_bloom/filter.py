@@ -124,7 +124,7 @@ class SplitBlockBloomFilter:
     serialised header + bitset.
     """
 
-    __slots__ = ("_words", "_tail", "_lock")
+    __slots__ = ("_words", "_view", "_tail", "_lock")
 
     def __init__(self, num_bytes: int) -> None:
         if isinstance(num_bytes, bool) or not isinstance(num_bytes, (int, np.integer)):
@@ -133,6 +133,7 @@ class SplitBlockBloomFilter:
         if not MIN_BITSET_BYTES <= n <= SPEC_MAX_BITSET_BYTES or n & (n - 1):
             raise ValueError(f"num_bytes must be a power of two in [{MIN_BITSET_BYTES}, {SPEC_MAX_BITSET_BYTES}], got {n}")
         self._words = np.zeros(n // 4, dtype="<u4")
+        self._view = self._words.data  # indexed by check_hash: Python ints, no numpy scalars
         self._tail = b""
         self._lock = threading.Lock()  # serialises inserts (module docstring)
 
@@ -157,6 +158,7 @@ class SplitBlockBloomFilter:
         obj = cls.__new__(cls)
         words = np.frombuffer(raw[:whole], dtype="<u4")
         obj._words = words if not copy and isinstance(bitset, bytes) else words.copy()
+        obj._view = obj._words.data
         obj._tail = bytes(raw[whole:])
         obj._lock = threading.Lock()
         return obj
@@ -260,11 +262,14 @@ class SplitBlockBloomFilter:
         """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
         spec's filter is: the hash of +0.0 does not find -0.0, nor one NaN another. A query for a
         value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe)."""
-        block, key = self._block_and_key(h)
-        words = self._words
-        base = block * 8
-        for i in range(8):
-            if not int(words[base + i]) >> (((key * SALT[i]) & 0xFFFFFFFF) >> 27) & 1:
+        h = int(h)
+        if not 0 <= h < (1 << 64):
+            raise ValueError(f"hash must be an unsigned 64-bit integer, got {h}")
+        words = self._view
+        key = h & 0xFFFFFFFF
+        base = (((h >> 32) * (len(words) >> 3)) >> 32) * 8  # the block: ((h >> 32) * num_blocks) >> 32
+        for i, salt in enumerate(SALT):
+            if not words[base + i] >> (((key * salt) & 0xFFFFFFFF) >> 27) & 1:
                 return False
         return True
 
@@ -321,6 +326,7 @@ class SplitBlockBloomFilter:
             raise ValueError(f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes")
         out = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
         out._words = self._words | other._words
+        out._view = out._words.data
         out._tail = bytes(a | b for a, b in zip(self._tail, other._tail))
         out._lock = threading.Lock()
         return out

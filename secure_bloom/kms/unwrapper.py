@@ -122,6 +122,38 @@ class KeyUnwrapper:
             return
         self.unwrap_material(grant.material, footer_material=grant.footer_material)
 
+    def rechecker(self) -> Callable[[KeyGrant], None]:
+        """:meth:`recheck` for one lookup over many files, each key asked for once: give it to
+        the lookup and drop it with the lookup. A double-wrapped data key is rechecked by asking
+        for its key encryption key (once per KMS instance, master key and KEK id, through the KEK
+        cache: with ``cache_lifetime_s=0`` one KMS call per KEK per lookup): the data key was
+        unwrapped under that KEK when the grant was made, and the KEK id names one KEK, so asking
+        the KMS for the KEK is what decides whether the caller still gets the data key. Any
+        other grant is rechecked once as :meth:`recheck` does. A refusal is not remembered:
+        every recheck of it asks again (and raises again)."""
+        asked: dict[int, KeyGrant] = {}  # id -> the grant itself (held: its id names no other object)
+        keks: set[tuple[str, str, str, str]] = set()
+
+        def recheck(grant: KeyGrant) -> None:
+            if asked.get(id(grant)) is grant:
+                return
+            material = grant.material
+            if (material is not None and material.double_wrapping and material.kek_id is not None
+                    and material.wrapped_kek is not None):
+                instance = self._instance(material if material.is_footer_key else grant.footer_material)
+                master, wrapped_kek = material.master_key_id, material.wrapped_kek
+                kek = (instance[0], instance[1], master, material.kek_id)
+                if kek not in keks:
+                    client = self._client(instance)
+                    self._keks.get_or_create(
+                        kek, lambda: _with_context(_checked_key(client.unwrap_key(wrapped_kek, master), master)))
+                    keks.add(kek)
+            else:
+                self.recheck(grant)
+            asked[id(grant)] = grant
+
+        return recheck
+
     def for_file(self, data_file: str | os.PathLike[str] | None = None, *,
                  load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
         """A per-file ``key_metadata -> key`` callable (parquet-java's DecryptionKeyRetriever).

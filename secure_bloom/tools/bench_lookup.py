@@ -9,12 +9,12 @@ Then, in the same run, looks up present and absent keys with:
 * ``ours``: :func:`secure_bloom.parquet.read_table` (statistics + encrypted Bloom filters, then
   pyarrow on the surviving row groups); cold: every lookup reads and decrypts every footer and
   filter again (a fresh KeyAccess, no cache);
-* ``ours-warm``: the same with one :class:`~secure_bloom.parquet.PruneCache` and one KeyAccess
-  reused across that engine's lookups (a long-running service): the untimed warm-up fills the
-  cache, then each lookup only stats the files whose pruning facts it holds and opens the files
-  with row groups to read (pyarrow still lists the directory and reads one footer for the
-  schema, and decrypts and scans the surviving row groups); the page cache is as warm as for
-  the others;
+* ``ours-warm``: the same call (``read_table(..., keys=, cache=)``, as a service makes it) with
+  one :class:`~secure_bloom.parquet.PruneCache` and one KeyAccess reused across that engine's
+  lookups (a long-running service): the untimed warm-up fills the cache, then each lookup lists
+  the directory (the discovery and schema are kept while the listing and the first file are
+  unchanged), stats the files whose pruning facts it holds, and pyarrow decrypts and scans the
+  surviving row groups; the page cache is as warm as for the others;
 * ``pyarrow``: ``pyarrow.dataset`` with the same filter and the same decryption (statistics only);
 * ``duckdb``: DuckDB cannot decrypt these files (Parquet Modular Encryption with KMS-wrapped,
   per-column keys: it asks for its own ``encryption_config``), so it queries a PLAINTEXT copy of
@@ -29,7 +29,8 @@ cold, absent key): the fast path against the reference path (``fast_path=False``
 I/O floor (the same byte ranges read with ``os.pread``, nothing else), giving the cost per file and
 per row group consulted beyond I/O (wall and CPU time: on a shared machine CPU time is the steadier
 figure), and how it scales over ``--scale`` files (default 10,100,1000; add 10000 for the full
-curve). The load average is printed with every run.
+curve: the small files are generated in parallel, without plaintext copies), with a warm lookup's
+time over each count. The load average is printed with every run.
 
 Latency: the median of the lookups (each a fresh query: discovery, footers, filters, data),
 timed on the plain local filesystem, with the median CPU time of the process over the same
@@ -85,25 +86,28 @@ def _keys(rng: np.random.Generator, n: int) -> pa.Array:
     return pa.array([f"{a:016x}{b:016x}" for a, b in raw])
 
 
-def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5, seed: int = 12) -> dict[str, Any]:
-    """Write ``files`` encrypted files of about ``size_mb`` in total (plus a plaintext copy for
-    DuckDB); returns the key list, the directories and some present keys."""
+#: Files written per task when generation runs in several processes.
+_FILES_PER_TASK = 250
+
+
+def _write_files(root: Path, master: dict[str, bytes], first: int, count: int, rows: int, row_groups: int,
+                 seed: int, plaintext: bool, worker: bool = False) -> list[str]:
+    """Write files ``first`` .. ``first + count - 1`` (encrypted, and their plaintext copies);
+    returns one present key of each. Runs in a worker process when generation is parallel."""
     from ..kms import KeyListKms, pyarrow_kms_client_factory
     from ..parquet import KeyAccess, attach_bloom_filters
 
+    if worker:
+        pa.set_cpu_count(1)  # one process per core: Arrow's own threads would only contend
+        pa.set_io_thread_count(1)
     rng = np.random.default_rng(seed)
-    master = {"footer": rng.bytes(16), "keys": rng.bytes(16)}
-    key_list = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in master.items())
     kms = KeyListKms(master)
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
     config = pe.EncryptionConfiguration(footer_key="footer", column_keys={"keys": ["key"]}, double_wrapping=True)
-    rows = max(row_groups, int(size_mb * 1e6 / _ROW_BYTES / files))
     encrypted, plain, staging = root / "encrypted", root / "plaintext", root / "staging"
-    for d in (encrypted, plain, staging):
-        d.mkdir(parents=True)
     present = []
     keys = KeyAccess(kms=kms)
-    for i in range(files):
+    for i in range(first, first + count):
         table = pa.table({"key": _keys(rng, rows), "seq": pa.array(np.arange(i * rows, (i + 1) * rows)),
                           "payload": pa.array([rng.bytes(96).hex() for _ in range(rows)])})
         present.append(table["key"][int(rng.integers(rows))].as_py())
@@ -112,12 +116,43 @@ def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5
         pq.write_table(table, src, encryption_properties=props, row_group_size=-(-rows // row_groups))
         attach_bloom_filters(src, encrypted / src.name, ["key"], keys, fpp=0.01)
         src.unlink()
-        pq.write_table(table, plain / src.name, row_group_size=-(-rows // row_groups),
-                       bloom_filter_options={"key": {"ndv": -(-rows // row_groups), "fpp": 0.01}})
+        if plaintext:
+            pq.write_table(table, plain / src.name, row_group_size=-(-rows // row_groups),
+                           bloom_filter_options={"key": {"ndv": -(-rows // row_groups), "fpp": 0.01}})
+    return present
+
+
+def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5, seed: int = 12,
+                     workers: int = 1, plaintext: bool = True, files_per_task: int = _FILES_PER_TASK) -> dict[str, Any]:
+    """Write ``files`` encrypted files of about ``size_mb`` in total (plus, with ``plaintext``, a
+    plaintext copy for DuckDB); returns the key list, the directories and some present keys.
+    ``workers`` > 1: in that many processes, ``files_per_task`` files per task (the same master
+    keys; other random rows than one process writes)."""
+    from ..kms import KeyListKms
+
+    rng = np.random.default_rng(seed)
+    master = {"footer": rng.bytes(16), "keys": rng.bytes(16)}
+    key_list = ", ".join(f"{k}:{base64.b64encode(v).decode()}" for k, v in master.items())
+    rows = max(row_groups, int(size_mb * 1e6 / _ROW_BYTES / files))
+    encrypted, plain, staging = root / "encrypted", root / "plaintext", root / "staging"
+    for d in (encrypted, plain, staging):
+        d.mkdir(parents=True)
+    if workers <= 1 or files <= files_per_task:
+        present = _write_files(root, master, 0, files, rows, row_groups, seed + 1, plaintext)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        starts = range(0, files, files_per_task)
+        # spawned, not forked: a fork of a process whose Arrow threads hold locks may hang
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = pool.map(_write_files, *zip(*[(root, master, start, min(files_per_task, files - start), rows,
+                                                   row_groups, seed + 1 + start, plaintext, True) for start in starts]))
+            present = [key for part in parts for key in part]
     shutil.rmtree(staging)
     size = sum(p.stat().st_size for p in encrypted.iterdir())
-    return {"key_list": key_list, "kms": kms, "encrypted": encrypted, "plaintext": plain, "present": present,
-            "rows": rows * files, "bytes": size}
+    return {"key_list": key_list, "kms": KeyListKms(master), "encrypted": encrypted, "plaintext": plain,
+            "present": present, "rows": rows * files, "bytes": size}
 
 
 Lookup = Callable[[str, bool], tuple[int, int | None]]
@@ -152,14 +187,17 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tuple[int, int | None]:
-    """One lookup; ``warm``: (KeyAccess, PruneCache) reused across lookups, else a fresh KeyAccess."""
-    from ..parquet import KeyAccess
-    from ..parquet.read.api import scan
+    """One lookup through the public API, as a service makes it: ``read_table`` (``scan`` when
+    its reads are counted); ``warm``: (KeyAccess, PruneCache) reused across lookups, else a
+    fresh KeyAccess and no cache."""
+    from ..parquet import KeyAccess, read_table, scan
 
     keys, cache = warm if warm is not None else (KeyAccess(kms=data["kms"]), None)
-    pruned = scan(data["encrypted"], filters=[("key", "==", key)], keys=keys, count_reads=count, cache=cache)
+    if not count:
+        return read_table(data["encrypted"], filters=[("key", "==", key)], keys=keys, cache=cache).num_rows, None
+    pruned = scan(data["encrypted"], filters=[("key", "==", key)], keys=keys, count_reads=True, cache=cache)
     table = pruned.to_table()
-    return table.num_rows, pruned.report.bytes_read if count else None
+    return table.num_rows, pruned.report.bytes_read
 
 
 def _pyarrow(data: dict[str, Any], key: str, count: bool) -> tuple[int, int | None]:
@@ -252,16 +290,27 @@ def _best(run: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return best
 
 
-def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int = 7) -> dict[str, Any]:
+def _once(run: Callable[[], Any]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int = 7,
+                   reference_repeat: int | None = None) -> dict[str, Any]:
     """Pruning alone over ``data``'s encrypted files for the absent ``key``, cold (a fresh
-    KeyAccess each time): the fast path, the reference path, and the I/O floor (the byte ranges
-    the pruner reads, read with ``os.pread`` and nothing else); per file and per row group."""
+    KeyAccess each time): the fast path, the reference path (``reference_repeat`` runs after an
+    untimed one, default ``max(2, repeat // 2)``; 0: one run, no untimed one), and the I/O floor
+    (the byte ranges the pruner reads, read with ``os.pread`` and nothing else); per file and
+    per row group."""
     from ..parquet import KeyAccess, ParquetBloomReader
+    from ..parquet.read.api import parquet_format
     from ..parquet.read.predicate import predicate_tree, to_expression
     from ..parquet.read.prune import prune_files, prune_reader
 
     paths = sorted(str(p) for p in Path(data["encrypted"]).iterdir())
-    schema = pq.read_schema(next(Path(data["plaintext"]).iterdir()))
+    schema = ds.dataset(paths[0], format=parquet_format(KeyAccess(kms=data["kms"]))).schema
     tree = predicate_tree(to_expression([("key", "==", key)]), schema)
     ranges = []
     for path in paths:
@@ -282,7 +331,10 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
         return lambda: prune_files(paths, tree, keys=KeyAccess(kms=data["kms"]), schema=schema, progress=False,
                                    fast_path=fast)
 
-    fast, reference, io = _best(prune(True), repeat), _best(prune(False), max(2, repeat // 2)), _best(floor, repeat)
+    if reference_repeat is None:
+        reference_repeat = max(2, repeat // 2)
+    fast, io = _best(prune(True), repeat), _best(floor, repeat)
+    reference = _best(prune(False), reference_repeat) if reference_repeat > 0 else _once(prune(False))
     n = len(paths)
     return {"files": n, "row_groups": row_groups, "fast_s": round(fast[0], 5), "fast_cpu_s": round(fast[1], 5),
             "reference_s": round(reference[0], 5), "reference_cpu_s": round(reference[1], 5),
@@ -291,21 +343,47 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
             "beyond_io_cpu_us_per_file": round(1e6 * (fast[1] - io[1]) / n, 1)}
 
 
+def _warm_lookup_s(data: dict[str, Any], present: str, lookups: int = 5) -> float:
+    """The median of ``lookups`` warm absent-key lookups (one KeyAccess and PruneCache, filled
+    by an untimed lookup of ``present``) through ``read_table``."""
+    from ..parquet import KeyAccess, PruneCache
+
+    warm = (KeyAccess(kms=data["kms"]), PruneCache())
+    _ours(data, present, False, warm)
+    times = []
+    for i in range(lookups):
+        absent = f"{present[:30]}{i:x}{'0' if present[31] != '0' else '1'}"
+        start = time.perf_counter()
+        _ours(data, absent, False, warm)
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times), 5)
+
+
 def run_scaling(counts: Sequence[int], workdir: str | None = None,
-                log: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+                log: Callable[[str], None] = lambda _: None, workers: int | None = None) -> list[dict[str, Any]]:
     """Pruning costs (:func:`prune_costs_of`) over ``counts`` small encrypted files of one row
-    group each (about 20 KB, 80 rows): is the cost per file flat as the count grows?"""
+    group each (about 20 KB, 80 rows; no plaintext copies): is the cost per file flat as the
+    count grows? From 2,000 files generation runs in ``workers`` processes (default: every core;
+    fewer files do not repay starting them); from 5,000 files the reference path runs once (it
+    is the slow one) and the fast path three times."""
     out = []
+    workers = workers or os.cpu_count() or 1
     for count in counts:
         root = Path(tempfile.mkdtemp(prefix="secure-bloom-scale-", dir=workdir))
         try:
-            data = generate_dataset(root, count * 0.018, count, 1, seed=count)
+            start = time.perf_counter()
+            data = generate_dataset(root, count * 0.018, count, 1, seed=count, workers=workers if count >= 2000 else 1,
+                                    plaintext=False)
+            generated = time.perf_counter() - start
             rng = np.random.default_rng(7)
             k = data["present"][int(rng.integers(len(data["present"])))]
             figures = prune_costs_of(data, f"{k[:31]}{'0' if k[31] != '0' else '1'}", 1,
-                                     repeat=3 if count >= 1000 else 7)
-            log(f"scaling {count} files: fast {figures['fast_s']:.4f} s, reference {figures['reference_s']:.4f} s, "
-                f"I/O floor {figures['io_floor_s']:.4f} s")
+                                     repeat=3 if count >= 1000 else 7, reference_repeat=0 if count >= 5000 else None)
+            figures["generated_s"] = round(generated, 1)
+            figures["warm_lookup_s"] = _warm_lookup_s(data, k)
+            log(f"scaling {count} files (generated in {generated:.0f} s): fast {figures['fast_s']:.4f} s, "
+                f"reference {figures['reference_s']:.4f} s, I/O floor {figures['io_floor_s']:.4f} s, "
+                f"warm lookup {figures['warm_lookup_s']:.4f} s")
             out.append(figures)
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -387,8 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="second workload's files, 1 row group each (default 300; 0 skips it)")
     parser.add_argument("--small-size-mb", type=float, default=30, help="second workload's size (default 30 MB)")
     parser.add_argument("--scale", default="10,100,1000",
-                        help="file counts for the pruning cost curve (default 10,100,1000; '' skips it; "
-                             "10,100,1000,10000 for the full curve: generating 10,000 files takes minutes)")
+                        help="file counts for the pruning cost curve and warm lookups over them (default "
+                             "10,100,1000; '' skips it; 10,100,1000,10000 for the full curve: 10,000 small files "
+                             "are generated on every core, about a minute on two)")
     parser.add_argument("--lookups", type=int, default=5, help="present and absent keys each (default 5)")
     parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of {','.join(ENGINES)}")
     parser.add_argument("--workdir", help="where to generate the data (default: the temp directory)")

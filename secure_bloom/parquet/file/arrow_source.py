@@ -34,7 +34,7 @@ from .schema import ColumnInfo
 from .sources import locate
 
 __all__ = ["ArrowChunkSource", "decryption_properties", "direct_decryption_properties", "open_arrow_file",
-           "pyarrow_kms_opens"]
+           "pyarrow_kms_opens", "shared_format_opens"]
 
 
 def _aad_prefix_withheld(footer: Footer) -> bool:
@@ -50,6 +50,17 @@ def pyarrow_kms_opens(footer: Footer, key_metadata: Iterable[bytes | None]) -> b
         return False
     return all(kmd is None or KeyMetadata.looks_like_key_tools(bytes(kmd))
                for kmd in [footer.footer_key_metadata, *key_metadata])
+
+
+def shared_format_opens(reader: ParquetBloomReader) -> bool:
+    """True if pyarrow's one format for a dataset opens this file: a plaintext footer, or
+    :func:`pyarrow_kms_opens` for the footer key and every column key of its own (a fact of the
+    file version, whatever columns are read)."""
+    footer = reader.footer
+    if footer.mode is FooterMode.PLAINTEXT:
+        return True
+    return pyarrow_kms_opens(footer, [c.key_metadata for c in reader.column_chunks()
+                                      if c.encryption is ChunkEncryption.COLUMN_KEY])
 
 
 def direct_decryption_properties(footer: Footer, key_metadata: Sequence[bytes | None], keys: KeyAccess, where: str,

@@ -47,8 +47,8 @@ import pyarrow.parquet.encryption as pe
 from ...errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
 from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
-from ...types import ChunkEncryption, FooterMode
-from ..file.arrow_source import direct_decryption_properties, pyarrow_kms_opens
+from ...types import ChunkEncryption
+from ..file.arrow_source import direct_decryption_properties, shared_format_opens
 from ..file.identity import PinnedFileSystem
 from ..file.keys import KeyAccess
 from ..file.lifetime import retain
@@ -62,6 +62,7 @@ from ..file.sources import (
     resolve,
     storage_error,
 )
+from .known import KnownSource, Listed, listed_files
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
@@ -107,12 +108,10 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
     or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
     are what the scan reads, filter columns included: the columns that need keys of their own
     pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    if shared_format_opens(reader):
+        return shared
     footer = reader.footer
-    if footer.mode is FooterMode.PLAINTEXT:
-        return shared
     own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
-    if pyarrow_kms_opens(footer, [c.key_metadata for c in own_keys]):
-        return shared
     read = [c for c in own_keys if _reads_leaf(c.column.path_in_schema, columns)]
     return _direct_format(direct_decryption_properties(
         footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
@@ -139,8 +138,15 @@ class PrunedScan:
         elif self.columns is not None and not set(columns) <= set(self.columns):
             raise ValueError(f"this scan was made for the columns {list(self.columns)}, not "
                              f"{sorted(set(columns) - set(self.columns))}: pass them to scan(columns=...)")
-        table = self.dataset.to_table(columns=list(columns) if columns is not None else None,
-                                      filter=self.expression, use_threads=use_threads)
+        selected = list(columns) if columns is not None else None
+        if isinstance(self.dataset, ds.FileSystemDataset) and not self.dataset.files:
+            # nothing survived: pyarrow's answer (the columns and the filter bound as a scan binds
+            # them, same errors) without starting a scan
+            scanner = ds.Scanner.from_dataset(self.dataset, columns=selected, filter=self.expression,
+                                              use_threads=use_threads)
+            table = pa.Table.from_batches([], schema=scanner.projected_schema)
+        else:
+            table = self.dataset.to_table(columns=selected, filter=self.expression, use_threads=use_threads)
         self.report.rows = table.num_rows
         if self.counter is not None:
             self.report.data_bytes_read = self.counter.bytes
@@ -187,12 +193,20 @@ def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: Rea
         raise error from None
 
 
-def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
-               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
-    fs = resolved.filesystem
+def _scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadCounter | None,
+                     ) -> tuple[pafs.FileSystem, ds.ParquetFileFormat]:
+    """The filesystem scans read through (counting into ``counter`` when given) and the format
+    shared by the files pyarrow opens with ``keys.kms``."""
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
     retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
+    return scan_fs, fmt
+
+
+def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+    fs = resolved.filesystem
+    scan_fs, fmt = _scan_filesystem(fs, keys, counter)
     single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
@@ -236,8 +250,10 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
     decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
     ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
-    filters of unchanged files are then not read again; pyarrow still lists the files and reads
-    the first footer for the schema). ``partitioning`` (a directory source only; pyarrow's
+    filters of unchanged files are then not read again, and pyarrow's discovery of the source is
+    kept while the source lists the same and its first file is unchanged: :mod:`.known`; a file
+    with row groups to read is opened only if pyarrow needs a format of its own for it).
+    ``partitioning`` (a directory source only; pyarrow's
     argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
     a filter on a partition field is decided per file on the file's partition value, as pyarrow
     decides it (:mod:`.partitions`), never on a column of that name inside the file.
@@ -252,11 +268,52 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not a str")
+    selected = tuple(columns) if columns is not None else None
+    known = KnownSource.of(cache, source, keys, filesystem, partitioning, timeouts) if cache is not None else None
+    listing = None
+    if known is not None:
+        done = _scan_known(known, filters, keys, count_reads, threads, progress, columns)
+        if done is not None:
+            return done
+        listing = known.listing()  # before discovery: what is kept must not be newer than it
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
-    restricted, tree, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
-                                        threads=threads, progress=progress, cache=cache, counter=counter)
+    restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                               threads=threads, progress=progress, cache=cache, counter=counter)
+    if known is not None and listing is not None:
+        known.remember(listing, base, {path: report.files[i].identity for path, i in kept.items()})
+    return PrunedScan(restricted, expression, tree, report, counter, selected)
+
+
+def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_reads: bool, threads: int | None,
+                progress: bool | None, columns: Sequence[str] | None) -> PrunedScan | None:
+    """:func:`scan` from the discovery ``cache`` keeps for this source (:mod:`.known`), or None
+    when it keeps none, or the source changed, or anything fails: :func:`scan` then discovers
+    and prunes as without it, so every answer and every error is that path's."""
+    facts = known.facts()
+    if facts is None:
+        return None
+    if facts.first is not None and known.identity_of(facts.first) != facts.first_identity:
+        known.forget()  # the first file changed: its schema may have
+        return None
+    try:
+        counter = ReadCounter() if count_reads else None
+        fs = known.filesystem
+        scan_fs, fmt = _scan_filesystem(fs, keys, counter)
+        base = facts.names if facts.names is not None else ds.FileSystemDataset([], facts.schema, fmt, scan_fs)
+        expression = to_expression(filters)
+        restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+                                                   threads=threads, progress=progress, cache=known.cache,
+                                                   counter=counter, listed=(facts.paths, facts.partitions))
+        if facts.first is not None:
+            at = kept.get(facts.first)
+            identity = report.files[at].identity if at is not None else known.identity_of(facts.first)
+            if identity != facts.first_identity:
+                known.forget()  # replaced while this lookup pruned: discovered again
+                return None
+    except Exception:  # noqa: BLE001 - the discovering path answers, or raises what it raises
+        return None
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
 
 
@@ -272,16 +329,44 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
     columns the scan reads: see :func:`scan`."""
-    tree = predicate_tree(expression, base.schema)
-    every = list(base.get_fragments())
+    restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
+                                            progress=progress, cache=cache, counter=counter)
+    return restricted, tree, report
+
+
+def _kept(base: ds.FileSystemDataset, listed: Listed, expression: Any) -> list[tuple[str, Any]]:
+    """The files (path, partition expression or None) of ``listed`` that pyarrow's
+    ``base.get_fragments(filter=expression)`` keeps: its own evaluation of the partition
+    expressions (ColumnNotFoundError for a filter naming no column of the dataset). Files without
+    partition fields are all kept or none: one of them decides for all (``base`` need not hold
+    them then)."""
+    paths, partitions = listed
+    if expression is None:
+        return list(zip(paths, partitions if partitions is not None else [None] * len(paths)))
     try:
-        kept = list(base.get_fragments(filter=expression)) if expression is not None else every
+        if partitions is None:
+            probe = base if not paths else ds.FileSystemDataset(
+                [base.format.make_fragment(paths[0], base.filesystem)], base.schema, base.format, base.filesystem)
+            return [(path, None) for path in paths] if any(True for _ in probe.get_fragments(filter=expression)) else []
+        return [(f.path, f.partition_expression) for f in base.get_fragments(filter=expression)]
     except pa.ArrowInvalid as e:
         missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
         if missing is None:
             raise
         raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
                                   f"(columns: {', '.join(base.schema.names)})") from None
+
+
+def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
+              keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None, progress: bool | None,
+              cache: PruneCache | None, counter: ReadCounter | None, listed: Listed | None = None,
+              ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
+    """:func:`restrict`, and where each file pruned is in the report (by path). ``listed``: the
+    files of ``base`` (:func:`listed_files`) when the caller knows them (a kept discovery)."""
+    tree = predicate_tree(expression, base.schema)
+    if listed is None:
+        listed = listed_files(base)
+    kept = _kept(base, listed, expression)
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
 
@@ -289,26 +374,28 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, fmt, read)
 
-    unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is (most datasets)
-    trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema)
-             for part in (frag.partition_expression for frag in kept)]
-    pruned = prune_files([f.path for f in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees)
+    trees = None
+    if listed[1] is not None:
+        unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is
+        trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema) for _, part in kept]
+    pruned = prune_files([path for path, _ in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
+                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
+                         on_reader_unless_shared=True)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
-    identities = {frag.path: result.identity for frag, result in zip(kept, pruned)
+    identities = {path: result.identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.identity is not None}
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
-    fragments = [formats[frag.path].make_fragment(
-                     frag.path, filesystem=pinned, partition_expression=frag.partition_expression,
+    fragments = [(fmt if result.shared_format_opens else formats[path]).make_fragment(
+                     path, filesystem=pinned, partition_expression=part,
                      row_groups=list(result.row_groups), file_size=result.file_size)
-                 for frag, result in zip(kept, pruned) if result.row_groups]
+                 for (path, part), result in zip(kept, pruned) if result.row_groups]
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
     # an Arrow thread finishing the scan after to_table returns must never be the one destroying
     # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
     retain(pinned, fmt)
-    report = PruneReport(files=pruned, files_skipped_by_partition=len(every) - len(kept),
+    report = PruneReport(files=pruned, files_skipped_by_partition=len(listed[0]) - len(kept),
                          cache=cache.stats if cache is not None else None)
-    return restricted, tree, report
+    return restricted, tree, report, {path: i for i, (path, _) in enumerate(kept)}
 
 
 # ---- end restrict ----

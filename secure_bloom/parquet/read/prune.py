@@ -36,10 +36,8 @@ worker and the small per-file results.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import os
-import pickle
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +45,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from ...errors import MissingKeyError, SecureBloomError
 from ...filter import SplitBlockBloomFilter
@@ -55,6 +52,7 @@ from ...kms import KeyGrant
 from ...types import PhysicalType
 from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
+from ..file.arrow_source import shared_format_opens
 from ..file.identity import Identity, identity_size, open_identified
 from ..file.keys import NO_KEYS, KeyAccess
 from ..file.reader import FilterReadAhead, ParquetBloomReader
@@ -93,7 +91,7 @@ from .predicate import (
     leaves,
     raising_unknowns,
 )
-from .prune_cache import CacheStats, FileFacts, PruneCache
+from .prune_cache import CacheStats, FileFacts, PruneCache, filesystem_key
 from .statistics import Bounds, arrow_type_of, chunk_bounds, literal_keys, stat_kind
 
 __all__ = ["FilePrune", "PruneReport", "PruneCache", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
@@ -132,6 +130,9 @@ class FilePrune:
     from_cache: bool | None = None
     #: The version of the file these row groups were chosen from (:mod:`.identity`; None: unknown).
     identity: Identity | None = field(default=None, repr=False, compare=False)
+    #: Answered from a :class:`PruneCache` whose facts say pyarrow's shared format opens this
+    #: version: ``on_reader`` was not called (``prune_files(on_reader_unless_shared=True)``).
+    shared_format_opens: bool = field(default=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
@@ -433,8 +434,57 @@ class _FileSource:
             if grant is not None:
                 grants[at] = grant
         footer_grant = old.footer_grant if old is not None else reader.footer_grant
+        shared = old.shared_format_opens if old is not None else shared_format_opens(reader)
         return FileFacts(path, self.num_row_groups, self.columns, self.type_order, bounds, filters,
-                         footer_grant, grants)
+                         footer_grant, grants, shared)
+
+
+class _Uncached(Exception):
+    """The cached facts do not hold what this evaluation asks: the file is pruned by reading it
+    (control flow inside :func:`_prune_one`, never raised out of it)."""
+
+
+_NOT_HELD = object()
+
+
+class _CachedSource:
+    """What the evaluator asks of one file, answered from its cached facts alone, every key they
+    were derived with already rechecked for this lookup (:func:`_granted`): plain lookups, no
+    reader. Anything the facts do not hold raises :class:`_Uncached`."""
+
+    __slots__ = ("num_row_groups", "columns", "type_order", "held_bounds", "held_filters")
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
+        self.held_bounds = facts.bounds
+        self.held_filters = facts.filters
+
+    def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
+        found = self.held_bounds.get((rg, info.ordinal), _NOT_HELD)
+        if found is _NOT_HELD:
+            raise _Uncached
+        return found  # type: ignore[return-value]
+
+    def bloom_filter(self, rg: int, info: ColumnInfo) -> SplitBlockBloomFilter | None:
+        found = self.held_filters.get((rg, info.ordinal), _NOT_HELD)
+        if found is _NOT_HELD:
+            raise _Uncached
+        return found  # type: ignore[return-value]
+
+
+def _granted(facts: FileFacts, recheck: Callable[[KeyGrant], None] | None) -> bool:
+    """Whether the caller still gets every key ``facts`` were derived with (None: no keys to ask)."""
+    grants = facts.distinct_grants
+    if not grants:
+        return True
+    if recheck is None:
+        return False
+    try:
+        for grant in grants:
+            recheck(grant)
+    except SecureBloomError:
+        return False  # the reading path asks grant by grant and raises what an uncached read raises
+    return True
 
 
 #: Leaf views already built in one prune, by (leaf, the file's column): files that store a
@@ -485,7 +535,7 @@ def _plan(tree: Node, columns: tuple[ColumnInfo, ...], schema: pa.Schema | None,
 
 
 class _FileEvaluator:
-    def __init__(self, source: _FileSource | FastSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
+    def __init__(self, source: _FileSource | FastSource | _CachedSource, tree: Node, schema: pa.Schema | None, memo: _ViewMemo,
                  candidates: Sequence[int]) -> None:
         self.source = source
         self.tree = tree
@@ -604,7 +654,10 @@ def _may_hold(bf: SplitBlockBloomFilter | BitsetProbe | ProbedFilter | None, que
     one to a few hashes: cheaper than a batch through numpy)."""
     if bf is None or query.always_maybe:
         return True
-    return any(bf.check_hash(h) for h in query.hashes)
+    hashes = query.hashes
+    if len(hashes) == 1:  # a lookup's usual query: one value
+        return bf.check_hash(hashes[0])
+    return any(bf.check_hash(h) for h in hashes)
 
 
 def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:
@@ -638,6 +691,88 @@ def _may_by_bounds(op: str, view: _LeafView, b: Bounds) -> bool:
     return True
 
 
+#: A row group's verdict on the warm path: ruled out by statistics, by a Bloom filter, or kept.
+_BY_STATS, _BY_BLOOM, _KEPT = 0, 1, 2
+
+
+class _WarmPlan:
+    """One tree over one column layout, for the files a lookup answers from the cache: the
+    evaluator's leaf views, built once per lookup, and whether the tree can be judged leaf by
+    leaf over all row groups at once (``simple``: no part pyarrow may raise on, no ``bounds``
+    plan, so :meth:`_FileEvaluator.must_keep` is false for every row group). Its verdicts are
+    :meth:`_FileEvaluator.may`'s, both passes in one: AND takes the lowest of its parts', OR the
+    highest (:data:`_BY_STATS` < :data:`_BY_BLOOM` < :data:`_KEPT`)."""
+
+    def __init__(self, tree: Node, columns: Sequence[ColumnInfo], schema: pa.Schema | None, memo: _ViewMemo) -> None:
+        self.tree = tree
+        self.columns = columns  # held: the plan is found by its id
+        self.views = {id(leaf): _leaf_view(leaf, columns, schema, memo) for leaf in hidden_leaves(tree)}
+        self.simple = not raising_unknowns(tree) and not any(
+            v.plan.mode in ("raise", "bounds") or v.set_check for v in self.views.values())
+
+    def verdicts(self, node: Node, source: _CachedSource, rgs: Sequence[int]) -> list[int]:
+        if isinstance(node, Leaf):
+            return self._leaf(self.views[id(node)], source, rgs)
+        if isinstance(node, (AllOf, AnyOf)):
+            pick = min if isinstance(node, AllOf) else max
+            out = [_KEPT if isinstance(node, AllOf) else _BY_STATS] * len(rgs)
+            for part in node.parts:
+                out = [pick(a, b) for a, b in zip(out, self.verdicts(part, source, rgs))]
+            return out
+        return [_KEPT] * len(rgs)  # Unknown
+
+    @staticmethod
+    def _leaf(view: _LeafView, source: _CachedSource, rgs: Sequence[int]) -> list[int]:
+        """:meth:`_FileEvaluator.may` of one leaf for each row group (both passes)."""
+        info = view.info
+        if info is None or view.plan.mode in ("keep", "raise"):
+            return [_KEPT] * len(rgs)
+        op, query, ordinal = view.leaf.op, view.query, info.ordinal
+        held_bounds, held_filters = source.held_bounds, source.held_filters
+        out = []
+        for rg in rgs:
+            at = (rg, ordinal)
+            bounds = held_bounds.get(at, _NOT_HELD)
+            if bounds is _NOT_HELD:
+                raise _Uncached
+            if bounds is not None and not _may_by_bounds(op, view, bounds):  # type: ignore[arg-type]
+                out.append(_BY_STATS)
+                continue
+            if query is not None:
+                bf = held_filters.get(at, _NOT_HELD)
+                if bf is _NOT_HELD:
+                    raise _Uncached
+                if not _may_hold(bf, query):  # type: ignore[arg-type]
+                    out.append(_BY_BLOOM)
+                    continue
+            out.append(_KEPT)
+        return out
+
+
+#: Warm plans of one lookup, by (id of the tree, id of the column layout).
+_PlanMemo = dict[tuple[int, int], _WarmPlan]
+
+
+def _prune_cached(facts: FileFacts, tree: Node, schema: pa.Schema | None, row_groups: Iterable[int] | None,
+                  memo: _ViewMemo, plans: _PlanMemo) -> FilePrune:
+    """The file pruned from its cached facts alone (every key rechecked): :func:`_prune_source`'s
+    answer, judged over all row groups at once when the tree allows it; :class:`_Uncached` when
+    the facts lack something asked."""
+    source = _CachedSource(facts)
+    key = (id(tree), id(facts.columns))
+    plan = plans.get(key)
+    if plan is None or plan.tree is not tree or plan.columns is not facts.columns:
+        plan = plans[key] = _WarmPlan(tree, facts.columns, schema, memo)
+    if not plan.simple:
+        return _prune_source(source, facts.path, tree, schema, row_groups, memo)
+    candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
+    parted: tuple[list[int], list[int], list[int]] = ([], [], [])  # by statistics, by Bloom filters, kept
+    for rg, verdict in zip(candidates, plan.verdicts(tree, source, candidates)):
+        parted[verdict].append(rg)
+    return FilePrune(facts.path, source.num_row_groups, tuple(parted[_KEPT]), tuple(parted[_BY_STATS]),
+                     tuple(parted[_BY_BLOOM]))
+
+
 def _uses_bloom(tree: Node) -> bool:
     return any(leaf.op in ("==", "in") for leaf in leaves(tree))
 
@@ -649,7 +784,7 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
     return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
-def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schema: pa.Schema | None,
+def _prune_source(source: _FileSource | FastSource | _CachedSource, path: str, tree: Node, schema: pa.Schema | None,
                   row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
@@ -680,7 +815,8 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     left = [m or evaluator.may(tree, rg, bloom=False) for rg, m in zip(candidates, must)]
     by_stats = [rg for rg, ok in zip(candidates, left) if not ok]
     consult = [rg for rg, m, ok in zip(candidates, must, left) if ok and bloom and not m]
-    source.plan_filters(consult)
+    if isinstance(source, _FileSource):
+        source.plan_filters(consult)
     ruled_out = {rg for rg in consult if not evaluator.may(tree, rg, bloom=True)}
     by_bloom = [rg for rg in consult if rg in ruled_out]
     keep = [rg for rg, ok in zip(candidates, left) if ok and rg not in ruled_out]
@@ -690,22 +826,14 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
 OnReader = Callable[[str, ParquetBloomReader, FilePrune], None]
 
 
-def _filesystem_key(filesystem: Any) -> str | None:
-    """Names ``filesystem`` in cache keys: ``local``, a digest of its pickled options (no
-    credentials kept), or None when it cannot be named (its files are then not cached)."""
-    if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
-        return "local"
-    try:
-        return hashlib.sha256(pickle.dumps(filesystem)).hexdigest()
-    except Exception:  # noqa: BLE001 - any filesystem that does not pickle is simply not cached
-        return None
-
-
 @dataclass(frozen=True)
 class _CacheUse:
     cache: PruneCache
     scope: int
     filesystem_key: str | None
+    #: This lookup's recheck of the keys cached facts were derived with (None: no keys given).
+    recheck: Callable[[KeyGrant], None] | None
+    plans: _PlanMemo = field(default_factory=dict)
 
 
 def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None,
@@ -740,7 +868,7 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
                cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
-               fast: bool = False) -> FilePrune:
+               fast: bool = False, unless_shared: bool = False) -> FilePrune:
     if fast and cache is None and lookup is not None:
         done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup)
         if done is not None:
@@ -757,13 +885,24 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
         if cache is not None:
             name = f"{cache.filesystem_key}:{path}"
             facts = cache.cache.get(cache.scope, name, identity)
+            if facts is not None and identity is not None and _granted(facts, cache.recheck):
+                try:  # everything asked is cached and still granted: no reader, unless one is wanted
+                    result = _prune_cached(facts, tree, schema, row_groups, memo, cache.plans)
+                except _Uncached:
+                    pass
+                else:
+                    shared = bool(result.row_groups) and unless_shared and facts.shared_format_opens
+                    if on_reader is None or not result.row_groups or shared:
+                        return FilePrune(result.path, result.num_row_groups, result.row_groups,
+                                         result.pruned_by_statistics, result.pruned_by_bloom, 0, 0,
+                                         identity_size(identity), True, identity, shared)
 
         def open_reader() -> ParquetBloomReader:
             return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
                                                           filter_cache_bytes=_PRUNE_FILTER_CACHE,
                                                           opened=handles.pop() if handles else None))
 
-        source = _FileSource(facts, open_reader, keys.unwrapper.recheck if keys is not None else None)
+        source = _FileSource(facts, open_reader, cache.recheck if cache is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
         display = facts.path if facts is not None else source.reader.path
         result = _prune_source(source, display, tree, schema, row_groups, memo)
@@ -802,7 +941,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: OnReader | None = None, cache: PruneCache | None = None,
-                trees: Sequence[Node] | None = None, fast_path: bool = True) -> list[FilePrune]:
+                trees: Sequence[Node] | None = None, fast_path: bool = True,
+                on_reader_unless_shared: bool = False) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
@@ -819,10 +959,14 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     with the same decisions; a file it declines (anything unusual, any error) is pruned by the
     reference path, which gives the same answer or raises the named error. ``on_reader`` is
     then called only for files with row groups to read (their reader opened for it: one more
-    tail read, counted). False: the reference path for all."""
+    tail read, counted). False: the reference path for all.
+
+    ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
+    format opens it is not opened for ``on_reader`` (its result says ``shared_format_opens``)."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
-    use = _CacheUse(cache, cache.scope(keys), _filesystem_key(filesystem)) if cache is not None else None
+    use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),
+                     keys.unwrapper.rechecker() if keys is not None else None) if cache is not None else None)
     if threads is None:
         threads = default_prune_threads(paths, filesystem)
     if threads < 1:
@@ -841,7 +985,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     def work(i: int) -> FilePrune:
         result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo, lookup, fast)
+                            on_reader, use, memo, lookup, fast, on_reader_unless_shared)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

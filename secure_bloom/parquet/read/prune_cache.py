@@ -31,6 +31,11 @@ unwrapped in the last ``cache_lifetime_s`` seconds answers without one). When th
 the file is read as without a cache, so the caller gets the same error as an uncached read
 (:class:`~secure_bloom.errors.KeyAccessDeniedError`), never an answer.
 
+The cache also keeps, for :func:`~secure_bloom.parquet.read.api.scan` and ``read_table``, the
+dataset discoveries of up to :data:`MAX_DATASETS` sources (:class:`DatasetFacts`: a schema, file
+names, partition expressions, the listing they were found in; no data, outside ``max_bytes``),
+used only while the source lists the same and its first file is unchanged (:mod:`.known`).
+
 Security: the cache holds decrypted Bloom filters and decrypted statistics (min/max values) of
 encrypted columns in process memory, as the process holding the keys could recompute them at
 any time; bounded by ``max_bytes``, never persisted, dropped by :meth:`PruneCache.clear` or with
@@ -39,12 +44,17 @@ the object. ``repr`` shows counts only.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import pickle
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import pyarrow.fs as pafs
 
 from ...filter import SplitBlockBloomFilter
 from ...kms import KeyGrant
@@ -52,13 +62,17 @@ from ..file.identity import Identity, file_identity, identity_size
 from ..file.schema import ColumnInfo
 from .statistics import Bounds
 
-__all__ = ["PruneCache", "CacheStats", "FileFacts", "file_identity", "identity_size", "DEFAULT_PRUNE_CACHE_BYTES"]
+__all__ = ["PruneCache", "CacheStats", "FileFacts", "DatasetFacts", "MAX_DATASETS", "filesystem_key", "file_identity", "identity_size", "DEFAULT_PRUNE_CACHE_BYTES"]
 
 DEFAULT_PRUNE_CACHE_BYTES = 256 << 20
 #: Bytes counted for a file entry, for each column of it, and for each cached item besides bitsets.
 _FILE_BYTES = 1024
 _COLUMN_BYTES = 256
 _ITEM_BYTES = 160
+#: Dataset discoveries a cache keeps (schemas and file lists: see :class:`DatasetFacts`).
+MAX_DATASETS = 64
+#: Distinct column layouts remembered for sharing (beyond it, the memory of them starts afresh).
+_MAX_LAYOUTS = 256
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,8 @@ class FileFacts:
     Bounds, or None when the chunk has no usable statistics; ``filters``: (row group, ordinal) ->
     the filter, or None when the chunk has none. Missing keys are never recorded.
     ``footer_grant``: the footer key the file-level facts were read with (None: none needed);
-    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with."""
+    ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with;
+    ``shared_format_opens``: a scan of it needs no format of its own (no reader to choose one)."""
 
     path: str
     num_row_groups: int
@@ -77,6 +92,17 @@ class FileFacts:
     filters: Mapping[tuple[int, int], SplitBlockBloomFilter | None]
     footer_grant: KeyGrant | None = None
     grants: Mapping[tuple[int, int], KeyGrant] = field(default_factory=dict)
+    #: pyarrow's one format for a dataset opens this version (plaintext footer, or its KMS path
+    #: decrypts every key: :func:`~secure_bloom.parquet.file.arrow_source.shared_format_opens`).
+    shared_format_opens: bool = False
+
+    @functools.cached_property
+    def distinct_grants(self) -> tuple[KeyGrant, ...]:
+        """The keys these facts were derived with, each once (a lookup rechecks them all)."""
+        grants = {} if self.footer_grant is None else {self.footer_grant.key_metadata: self.footer_grant}
+        for grant in self.grants.values():
+            grants.setdefault(grant.key_metadata, grant)
+        return tuple(grants.values())
 
     @property
     def nbytes(self) -> int:
@@ -87,6 +113,30 @@ class FileFacts:
     def __repr__(self) -> str:
         return (f"FileFacts(row_groups={self.num_row_groups}, columns={len(self.columns)}, "
                 f"bounds={len(self.bounds)}, filters={len(self.filters)})")
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What pyarrow's dataset discovery of one source found, for lookups that find the same
+    listing: ``listing``, every entry the source had when it was discovered (names and kinds,
+    hidden files and partition directories included: any change means discovering again);
+    the dataset's ``schema``; ``paths`` and their ``partitions`` (partition expressions; None
+    when the dataset has no partition fields), in pyarrow's order; ``first``, the file pyarrow
+    read the schema from, and ``first_identity``, the version the schema is of (a lookup finding
+    another version discovers again); ``names``, for a partitioned dataset, a pyarrow dataset of
+    the paths and their partition expressions alone (a plain format, a filesystem never read
+    through) that pyarrow's own ``get_fragments(filter=...)`` prunes by partition."""
+
+    listing: tuple[Any, ...]
+    schema: Any
+    paths: tuple[str, ...]
+    partitions: tuple[Any, ...] | None
+    first: str | None
+    first_identity: Identity | None
+    names: Any = None
+
+    def __repr__(self) -> str:
+        return f"DatasetFacts(files={len(self.paths)}, columns={len(self.schema)})"
 
 
 @dataclass(frozen=True)
@@ -106,6 +156,17 @@ class CacheStats:
     def to_dict(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable,
                 "evictions": self.evictions, "files": self.files, "bytes": self.bytes, "max_bytes": self.max_bytes}
+
+
+def filesystem_key(filesystem: Any) -> str | None:
+    """Names ``filesystem`` in cache keys: ``local``, a digest of its pickled options (no
+    credentials kept), or None when it cannot be named (its files are then not cached)."""
+    if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
+        return "local"
+    try:
+        return hashlib.sha256(pickle.dumps(filesystem)).hexdigest()
+    except Exception:  # noqa: BLE001 - any filesystem that does not pickle is simply not cached
+        return None
 
 
 def _forget(gone: list[int], scope: int) -> Callable[[Any], None]:
@@ -133,6 +194,11 @@ class PruneCache:
         self._scopes: dict[int, weakref.ref[Any]] = {}
         self._gone: list[int] = []  # scopes whose KeyAccess was collected (appended by weakref callbacks)
         self._hits = self._misses = self._uncacheable = self._evictions = 0
+        #: Dataset discoveries by (scope, filesystem, source paths, partitioning), least recent first.
+        self._datasets: OrderedDict[tuple[Any, ...], DatasetFacts] = OrderedDict()
+        #: One tuple per distinct column layout, shared by the facts of every file storing it
+        #: (a lookup builds its plan once per layout, found by identity).
+        self._layouts: dict[tuple[ColumnInfo, ...], tuple[ColumnInfo, ...]] = {}
 
     def scope(self, keys: Any) -> int:
         """The scope of entries read with ``keys`` (a KeyAccess or None): its id, held without
@@ -156,6 +222,8 @@ class PruneCache:
     def _drop_scope_locked(self, scope: int) -> None:
         for key in [k for k in self._entries if k[0] == scope]:
             self._bytes -= self._entries.pop(key)[1].nbytes
+        for found in [k for k in self._datasets if k[0] == scope]:
+            del self._datasets[found]
         self._scopes.pop(scope, None)
 
     def get(self, scope: int, path: str, identity: Identity | None) -> FileFacts | None:
@@ -183,6 +251,11 @@ class PruneCache:
             return
         size = facts.nbytes
         with self._lock:
+            if len(self._layouts) >= _MAX_LAYOUTS:
+                self._layouts.clear()
+            layout = self._layouts.setdefault(facts.columns, facts.columns)
+            if layout is not facts.columns:
+                facts = replace(facts, columns=layout)
             old = self._entries.pop((scope, path), None)
             if old is not None:
                 self._bytes -= old[1].nbytes
@@ -195,11 +268,33 @@ class PruneCache:
                 self._bytes -= dropped.nbytes
                 self._evictions += 1
 
+    def dataset(self, key: tuple[Any, ...]) -> DatasetFacts | None:
+        """The discovery kept under ``key`` (its first part: a :meth:`scope`), or None."""
+        with self._lock:
+            self._purge_locked()
+            found = self._datasets.get(key)
+            if found is not None:
+                self._datasets.move_to_end(key)
+            return found
+
+    def keep_dataset(self, key: tuple[Any, ...], facts: DatasetFacts | None) -> None:
+        """Keep a discovery under ``key`` (None: forget it), the least recently used beyond
+        :data:`MAX_DATASETS` dropped."""
+        with self._lock:
+            self._datasets.pop(key, None)
+            if facts is None:
+                return
+            self._datasets[key] = facts
+            while len(self._datasets) > MAX_DATASETS:
+                self._datasets.popitem(last=False)
+
     def clear(self) -> None:
         """Drop every entry (the filters and statistics they hold) and reset the counts."""
         with self._lock:
             self._entries.clear()
             self._scopes.clear()
+            self._layouts.clear()
+            self._datasets.clear()
             self._bytes = 0
             self._hits = self._misses = self._uncacheable = self._evictions = 0
 
