@@ -60,7 +60,6 @@ from ...spec import (
     SPEC_MAX_BITSET_BYTES,
     TAG_LENGTH,
 )
-from ..file.chunk import FilterLocation
 from ..file.crypto_context import (
     SIGNATURE_LENGTH,
     EncryptionParams,
@@ -73,7 +72,7 @@ from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, leaf_columns
 from ..file.sources import locate
 from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
-from .statistics import Bounds, chunk_bounds
+from .statistics import Bounds, chunk_bounds, stat_kind
 
 __all__ = ["Declined", "FilterPending", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "ProbedFilter",
            "fast_source", "close_source", "NATIVE", "NATIVE_UNAVAILABLE"]
@@ -349,6 +348,7 @@ class FastSource:
         self.reads = reads
         self._meta: dict[int, list[tuple[Any, Any, bytes]]] = {}
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
+        self._kinds: dict[int, str | None] = {}
         self._probed: dict[tuple[int, int], ProbedFilter | None] = {}
         self._wanted: dict[tuple[int, int], tuple[ColumnInfo, int, int]] = {}
 
@@ -415,7 +415,9 @@ class FastSource:
         except KeyError:
             pass
         meta = self._chunk(rg, info)[0]
-        found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
+        kinds = self._kinds
+        kind = kinds[info.ordinal] if info.ordinal in kinds else kinds.setdefault(info.ordinal, stat_kind(info))
+        found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order, kind)
         return found
 
     def bloom_filter(self, rg: int, info: ColumnInfo) -> ProbedFilter | None:
@@ -483,10 +485,11 @@ class FastSource:
 
     def _location(self, rg: int, info: ColumnInfo) -> tuple[int, int] | None:
         """The filter's (offset, length), checked; None when the chunk has no filter."""
-        location = FilterLocation.of(self._chunk(rg, info)[0])
-        if location is None:
+        meta = self._chunk(rg, info)[0]  # FilterLocation.of, without the object
+        if meta is None or meta.bloom_filter_offset is None:
             return None
-        offset, length = location.offset, location.length
+        offset = int(meta.bloom_filter_offset)
+        length = None if meta.bloom_filter_length is None else int(meta.bloom_filter_length)
         if length is None or length > COALESCED_FILTER_BYTES or length <= 0 or offset < 4 \
                 or offset >= self._data_end or offset + length > self._data_end:
             raise Declined("filter location")

@@ -493,6 +493,8 @@ class _FileEvaluator:
         plan = _plan(tree, tuple(source.columns), schema, memo)
         self.views, self.raising, self.checked, self.hashes = plan.views, plan.raising, plan.checked, plan.hashes
         self._verdicts: dict[int, dict[int, str]] = {}
+        #: The ``fast`` leaves' verdicts on the bounds alone, by (leaf, row group).
+        self._by_bounds: dict[tuple[int, int], bool] = {}
         #: The column of the first filter an evaluation without filters passed by (None: none):
         #: the first filter the same evaluation with filters reads.
         self.first_filter: ColumnInfo | None = None
@@ -551,14 +553,20 @@ class _FileEvaluator:
             return any(self.may(p, rg, bloom) for p in node.parts)
         view = self.views[id(node)]
         info = view.info
-        if info is None or view.plan.mode in ("keep", "raise"):
+        mode = view.plan.mode
+        if info is None or mode == "keep" or mode == "raise":
             return True
-        bounds = self.source.bounds(rg, info)
-        if view.plan.mode == "bounds":
+        if mode == "bounds":
+            bounds = self.source.bounds(rg, info)
             if bounds is not None and bounds.all_null and node.op != "not in":
                 return False  # every comparison with a null is null: no row matches
             return self._verdict(view, rg) != NO
-        if bounds is not None and not _may_by_bounds(node.op, view, bounds):
+        at = (id(node), rg)
+        by_bounds = self._by_bounds.get(at)
+        if by_bounds is None:  # the statistics pass and the Bloom pass ask alike: judged once
+            bounds = self.source.bounds(rg, info)
+            by_bounds = self._by_bounds[at] = bounds is None or _may_by_bounds(node.op, view, bounds)
+        if not by_bounds:
             return False
         if view.query is not None:
             if bloom:
