@@ -139,16 +139,26 @@ class ProbedFilter:
     """A filter's answers for the hashes of its column's queries (probed where it was read,
     never kept): :meth:`check_hash` as :class:`BitsetProbe` gives it, for those hashes only."""
 
-    __slots__ = ("_answers",)
+    __slots__ = ("_index", "_found")
 
-    def __init__(self, answers: dict[int, bool]) -> None:
-        self._answers = answers
+    def __init__(self, index: Mapping[int, int], found: Sequence[bool]) -> None:
+        #: each probed hash's position in ``found`` (shared by the filters probed together)
+        self._index = index
+        self._found = found
 
     def check_hash(self, h: int) -> bool:
-        try:
-            return self._answers[h]
-        except KeyError:
-            raise Declined("hash not probed") from None
+        at = self._index.get(h)
+        if at is None:
+            raise Declined("hash not probed")
+        return self._found[at]
+
+
+def _positions(hashes: Sequence[int]) -> dict[int, int]:
+    """Each hash's position in ``hashes`` (the first, were one repeated)."""
+    index: dict[int, int] = {}
+    for i, h in enumerate(hashes):
+        index.setdefault(h, i)
+    return index
 
 
 def _cipher(raw: bytes) -> Any:
@@ -410,10 +420,8 @@ class FastSource:
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
         at = (rg, info.ordinal)
-        try:
+        if at in self._bounds:
             return self._bounds[at]
-        except KeyError:
-            pass
         meta = self._chunk(rg, info)[0]
         kinds = self._kinds
         kind = kinds[info.ordinal] if info.ordinal in kinds else kinds.setdefault(info.ordinal, stat_kind(info))
@@ -458,10 +466,12 @@ class FastSource:
         if _native is None:
             for (rg, ordinal), (info, _, _) in wanted.items():
                 probe = self._read_filter(rg, info)
-                column = hashes.get(ordinal, ())
-                self._probed[(rg, ordinal)] = ProbedFilter({h: probe.check_hash(h) for h in column})
+                column = tuple(hashes.get(ordinal, ()))
+                self._probed[(rg, ordinal)] = ProbedFilter(_positions(column),
+                                                           tuple(probe.check_hash(h) for h in column))
             return
         groups: dict[tuple[int, int], tuple[Any, list[tuple[int, int]], list[tuple[int, int, bytes, bytes]]]] = {}
+        header = bitset = b""
         for (rg, ordinal), (info, offset, length) in wanted.items():
             _, key, ordinals = self._chunk(rg, info)
             group = groups.get((ordinal, id(key)))
@@ -471,8 +481,10 @@ class FastSource:
             if key is None:
                 group[2].append((offset, length, b"", b""))
             else:
-                group[2].append((offset, length, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
-                                 self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals)))
+                if not header:
+                    header = self._aad(ModuleType.BLOOM_FILTER_HEADER, b"")
+                    bitset = self._aad(ModuleType.BLOOM_FILTER_BITSET, b"")
+                group[2].append((offset, length, header + ordinals, bitset + ordinals))
         for (ordinal, _), (key, ats, requests) in groups.items():
             column = tuple(hashes.get(ordinal, ()))
             try:
@@ -480,8 +492,9 @@ class FastSource:
             except _NATIVE_ERRORS:
                 raise Declined("filter") from None
             self.reads.extend(reads)
+            index = _positions(column)
             for at, found in zip(ats, answers):
-                self._probed[at] = ProbedFilter(dict(zip(column, found)))
+                self._probed[at] = ProbedFilter(index, found)
 
     def _location(self, rg: int, info: ColumnInfo) -> tuple[int, int] | None:
         """The filter's (offset, length), checked; None when the chunk has no filter."""
