@@ -659,29 +659,13 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
 
 def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schema: pa.Schema | None,
                   row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
+    if isinstance(source, FastSource):
+        return FilePrune(path, source.num_row_groups, *_fast_verdicts(source, tree, schema, row_groups, memo))
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     bloom = _uses_bloom(tree)
-    if isinstance(source, FastSource):  # statistics first for every row group, then filters together
-        keep, by_stats, by_bloom = [], [], []
-        kept = {rg for rg in candidates if evaluator.must_keep(rg)}
-        stats: dict[int, bool] = {}
-        for rg in candidates:
-            evaluator.first_filter = None
-            stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
-            if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
-                source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
-        bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
-        for rg in candidates:
-            if not stats[rg]:
-                by_stats.append(rg)
-            elif bloomed.get(rg, True):
-                keep.append(rg)
-            else:
-                by_bloom.append(rg)
-        return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
     # statistics first for every row group, then Bloom filters for those left: their filters
     # are known before the first is read, and fetched together (_FileSource.plan_filters)
     must = [evaluator.must_keep(rg) for rg in candidates]
@@ -693,6 +677,36 @@ def _prune_source(source: _FileSource | FastSource, path: str, tree: Node, schem
     by_bloom = [rg for rg in consult if rg in ruled_out]
     keep = [rg for rg, ok in zip(candidates, left) if ok and rg not in ruled_out]
     return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
+
+
+def _fast_verdicts(source: FastSource, tree: Node, schema: pa.Schema | None, row_groups: Iterable[int] | None,
+                   memo: _ViewMemo) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """:func:`_prune_source` over a :class:`FastSource`: (row groups kept, pruned by statistics,
+    pruned by Bloom filters). Statistics first for every row group, then filters together."""
+    candidates = range(source.num_row_groups) if row_groups is None else list(row_groups)
+    if isinstance(tree, AllOf) and not tree.parts:
+        return tuple(candidates), (), ()
+    evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
+    bloom = memo.get(("bloom", id(tree)))
+    if bloom is None:
+        bloom = memo[("bloom", id(tree))] = _uses_bloom(tree)
+    keep, by_stats, by_bloom = [], [], []
+    kept = {rg for rg in candidates if evaluator.must_keep(rg)}
+    stats: dict[int, bool] = {}
+    for rg in candidates:
+        evaluator.first_filter = None
+        stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
+        if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
+            source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
+    bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
+    for rg in candidates:
+        if not stats[rg]:
+            by_stats.append(rg)
+        elif bloomed.get(rg, True):
+            keep.append(rg)
+        else:
+            by_bloom.append(rg)
+    return tuple(keep), tuple(by_stats), tuple(by_bloom)
 
 
 OnReader = Callable[[str, ParquetBloomReader, FilePrune], None]
@@ -728,21 +742,21 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
     except Declined:
         return None
     try:
-        result = _prune_source(source, source.path, tree, schema, row_groups, memo)
+        keep, by_stats, by_bloom = _fast_verdicts(source, tree, schema, row_groups, memo)
     except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
         return None
     finally:
         close_source(source)
-    reads = list(source.reads)
-    if result.row_groups and on_reader is not None:
+    reads = source.reads
+    if keep and on_reader is not None:
+        reads = list(reads)
         with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
             if reader.identity != source.identity:
                 return None  # replaced since the fast source read it: the reference path prunes one version
-            on_reader(path, reader, result)
+            on_reader(path, reader, FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom))
             reads += reader.read_ranges
-    return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
-                     result.pruned_by_bloom, sum(n for _, n in reads), len(reads), source.file_size,
-                     identity=source.identity)
+    return FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom, sum(n for _, n in reads),
+                     len(reads), source.file_size, identity=source.identity)
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
