@@ -166,6 +166,19 @@ def _cipher(raw: bytes) -> Any:
     return _native.GcmKey(raw) if _native is not None else GcmKey(raw)
 
 
+def _same_schema(known: Sequence[Any], schema: Sequence[Any]) -> bool:
+    """``known == schema`` for two lists of Thrift SchemaElements, the elements' fields compared
+    without a Python ``__eq__`` per element (a subclass is "not the same": built anew)."""
+    if known is schema:
+        return True
+    if len(known) != len(schema):
+        return False
+    for a, b in zip(known, schema):
+        if type(a) is not type(b) or a.__dict__ != b.__dict__:
+            return False
+    return True
+
+
 class LookupKeys:
     """What one lookup (one :func:`prune_files` call) shares across its files: its keys (each
     distinct key metadata unwrapped once, one decrypt context per data key: :meth:`cipher`) and
@@ -186,7 +199,7 @@ class LookupKeys:
         schema among the last :data:`_LAYOUTS` (Thrift structs compare by value; comparing is
         ten times cheaper than building the columns, hashing them no cheaper)."""
         for known, columns in self._layouts:
-            if known == schema:
+            if _same_schema(known, schema):
                 return columns
         columns = tuple(leaf_columns(schema))
         with self._lock:
@@ -349,8 +362,6 @@ class FastSource:
         self._md = metadata
         self.columns = tuple(columns)
         self.num_row_groups = len(metadata.row_groups)
-        orders = getattr(metadata, "column_orders", None) or []
-        self.type_order = frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
         self._file_aad = file_aad
         self._footer_kmd = footer_kmd
         self._footer_gcm = footer_gcm
@@ -358,9 +369,21 @@ class FastSource:
         self.reads = reads
         self._meta: dict[int, list[tuple[Any, Any, bytes]]] = {}
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
-        self._kinds: dict[int, str | None] = {}
+        #: per column ordinal asked: its :func:`stat_kind` and whether its ColumnOrder is TYPE_ORDER
+        self._kinds: dict[int, tuple[str | None, bool]] = {}
         self._probed: dict[tuple[int, int], ProbedFilter | None] = {}
         self._wanted: dict[tuple[int, int], tuple[ColumnInfo, int, int]] = {}
+
+    @property
+    def type_order(self) -> frozenset[int]:
+        """The column ordinals whose ColumnOrder is TYPE_ORDER."""
+        orders = getattr(self._md, "column_orders", None) or []
+        return frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
+
+    def _type_order(self, ordinal: int) -> bool:
+        """Whether ``ordinal`` is in :attr:`type_order` (without building it)."""
+        orders = getattr(self._md, "column_orders", None) or []
+        return ordinal < len(orders) and getattr(orders[ordinal], "TYPE_ORDER", None) is not None
 
     # the chunk's metadata, key and AAD ordinals
 
@@ -423,9 +446,10 @@ class FastSource:
         if at in self._bounds:
             return self._bounds[at]
         meta = self._chunk(rg, info)[0]
-        kinds = self._kinds
-        kind = kinds[info.ordinal] if info.ordinal in kinds else kinds.setdefault(info.ordinal, stat_kind(info))
-        found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order, kind)
+        known = self._kinds.get(info.ordinal)
+        if known is None:
+            known = self._kinds[info.ordinal] = (stat_kind(info), self._type_order(info.ordinal))
+        found = self._bounds[at] = chunk_bounds(meta, info, known[1], known[0])
         return found
 
     def bloom_filter(self, rg: int, info: ColumnInfo) -> ProbedFilter | None:
