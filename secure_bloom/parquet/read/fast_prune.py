@@ -47,7 +47,7 @@ from ...extensions import load_extension
 from ...crypto.modules import MAX_ORDINAL, ModuleType
 from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
 from ...errors import AuthenticationError, SecureBloomError
-from ...fileio import open_regular_fd
+from ...fileio import open_regular_stat
 from ...header import parse_header_plaintext
 from ...kms import KeyMetadata
 from ...sbbf_numpy import SALT
@@ -612,11 +612,11 @@ def fast_source(path: str, filesystem: Any, keys: KeyAccess, lookup: LookupKeys)
     if fs is not None:
         raise Declined("object store")
     try:
-        fd = open_regular_fd(text)
+        fd, stat = open_regular_stat(text)
     except (OSError, SecureBloomError):
         raise Declined("open") from None
     try:
-        return _open(text, fd, keys, lookup)
+        return _open(text, fd, stat, keys, lookup)
     except BaseException:
         os.close(fd)
         raise
@@ -644,9 +644,8 @@ def _python_tail(fd: int, size: int, reads: list[tuple[int, int]]) -> tuple[byte
     return magic, footer_offset, _pread(fd, footer_offset, length, reads)
 
 
-def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
     reads: list[tuple[int, int]] = []
-    stat = os.fstat(fd)
     size = stat.st_size
     if _native is None:
         magic, footer_offset, footer_bytes = _python_tail(fd, size, reads)

@@ -545,13 +545,15 @@ class _FileEvaluator:
         return {**unknown, **dict(zip(rgs, verdicts))}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
-        if isinstance(node, Unknown):
-            return True
-        if isinstance(node, AllOf):
-            return all(self.may(p, rg, bloom) for p in node.parts)
-        if isinstance(node, AnyOf):
-            return any(self.may(p, rg, bloom) for p in node.parts)
-        view = self.views[id(node)]
+        view = self.views.get(id(node))  # a leaf's (only leaves have views)
+        if view is None:
+            if isinstance(node, Unknown):
+                return True
+            if isinstance(node, AllOf):
+                return all(self.may(p, rg, bloom) for p in node.parts)
+            if isinstance(node, AnyOf):
+                return any(self.may(p, rg, bloom) for p in node.parts)
+            view = self.views[id(node)]
         info = view.info
         mode = view.plan.mode
         if info is None or mode == "keep" or mode == "raise":
@@ -691,7 +693,7 @@ def _fast_verdicts(source: FastSource, tree: Node, schema: pa.Schema | None, row
     if bloom is None:
         bloom = memo[("bloom", id(tree))] = _uses_bloom(tree)
     keep, by_stats, by_bloom = [], [], []
-    kept = {rg for rg in candidates if evaluator.must_keep(rg)}
+    kept = {rg for rg in candidates if evaluator.must_keep(rg)} if evaluator.raising or evaluator.checked else set()
     stats: dict[int, bool] = {}
     for rg in candidates:
         evaluator.first_filter = None
