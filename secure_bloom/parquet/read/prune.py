@@ -560,14 +560,14 @@ class _FileEvaluator:
             return True
         if mode == "bounds":
             bounds = self.source.bounds(rg, info)
-            if bounds is not None and bounds.all_null and node.op != "not in":
+            if bounds is not None and bounds.all_null and view.leaf.op != "not in":
                 return False  # every comparison with a null is null: no row matches
             return self._verdict(view, rg) != NO
         at = (id(node), rg)
         by_bounds = self._by_bounds.get(at)
         if by_bounds is None:  # the statistics pass and the Bloom pass ask alike: judged once
             bounds = self.source.bounds(rg, info)
-            by_bounds = self._by_bounds[at] = bounds is None or _may_by_bounds(node.op, view, bounds)
+            by_bounds = self._by_bounds[at] = bounds is None or _may_by_bounds(view.leaf.op, view, bounds)
         if not by_bounds:
             return False
         if view.query is not None:
