@@ -398,6 +398,7 @@ class FastSource:
         encrypted ColumnMetaData decrypted together (one call per key), then parsed."""
         chunks: list[tuple[Any, Any, bytes]] = []
         batches: dict[int, tuple[Any, list[int], list[Any], list[bytes]]] = {}
+        prefix = b""  # the AAD up to the ordinals, made at the first encrypted ColumnMetaData
         for rg, group in enumerate(self._md.row_groups):
             cc = group.columns[info.ordinal]
             crypto = cc.crypto_metadata
@@ -415,7 +416,9 @@ class FastSource:
                     batch = batches[id(key)] = (key, [], [], [])
                 batch[1].append(rg)
                 batch[2].append(module)
-                batch[3].append(self._aad(ModuleType.COLUMN_META_DATA, tail))
+                if not prefix:
+                    prefix = self._aad(ModuleType.COLUMN_META_DATA, b"")
+                batch[3].append(prefix + tail)
         cls = thrift_codec.idl().ColumnMetaData
         for key, rgs, modules, aads in batches.values():
             for rg, plain in zip(rgs, _decrypt_many(modules, key, aads, _MAX_THRIFT_MODULE)):
