@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["open_regular_file", "open_regular_fd", "file_kind", "RecordingFile", "AtomicOutput", "fsync_dir"]
+__all__ = ["open_regular_file", "open_regular_fd", "open_regular_stat", "file_kind", "RecordingFile", "AtomicOutput", "fsync_dir"]
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -51,17 +51,23 @@ def open_regular_fd(path: str | os.PathLike[str]) -> int:
     ``IsADirectoryError`` for a directory and the usual ``OSError`` (``FileNotFoundError``,
     ``PermissionError``) otherwise; never blocks. The caller closes the descriptor.
     """
+    return open_regular_stat(path)[0]
+
+
+def open_regular_stat(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """:func:`open_regular_fd` and the ``fstat`` of the descriptor (taken once, at the open)."""
     name = os.fspath(path)
     fd = os.open(name, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(f"{name}: is a {file_kind(mode)}, not a regular file; not read")
         if _NONBLOCK:
             os.set_blocking(fd, True)
-        return fd
+        return fd, st
     except BaseException:
         os.close(fd)
         raise

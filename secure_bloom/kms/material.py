@@ -144,6 +144,25 @@ class KeyMaterial:
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> KeyMaterial:
+        get = obj.get
+        is_footer, double, internal = get("isFooterKey"), get("doubleWrapping"), get("internalStorage")
+        master, dek = get("masterKeyID"), get("wrappedDEK")
+        kek_id = get("keyEncryptionKeyID") if double else None
+        wrapped_kek = get("wrappedKEK") if double else None
+        kms_id = get("kmsInstanceID") if is_footer else None
+        kms_url = get("kmsInstanceURL") if is_footer else None
+        if (get("keyMaterialType") == KEY_MATERIAL_TYPE and type(is_footer) is bool and type(double) is bool
+                and (internal is None or type(internal) is bool) and type(master) is str and type(dek) is str
+                and (not double or (type(kek_id) is str and type(wrapped_kek) is str))
+                and (kms_id is None or type(kms_id) is str) and (kms_url is None or type(kms_url) is str)):
+            # every field well typed (the common case, checked at once): the constructor's checks remain
+            return _built("key material", lambda: cls(master, dek, is_footer, double, kek_id, wrapped_kek, kms_id,
+                                                      kms_url, bool(internal)))
+        return cls._from_dict_named(obj)
+
+    @classmethod
+    def _from_dict_named(cls, obj: dict[str, Any]) -> KeyMaterial:
+        """:meth:`from_dict` field by field: the error names the first field in doubt."""
         what = "key material"
         if obj.get("keyMaterialType") != KEY_MATERIAL_TYPE:
             raise MalformedKeyMaterialError(f"{what}: keyMaterialType is not {KEY_MATERIAL_TYPE!r}")
@@ -204,7 +223,9 @@ class KeyMetadata:
     def from_bytes(cls, key_metadata: bytes) -> KeyMetadata:
         """Parse a file's key_metadata. Raises :class:`MalformedKeyMaterialError`."""
         obj = _load_object(bytes(key_metadata), "key metadata")
-        internal = _field(obj, "internalStorage", bool, "key metadata")
+        internal = obj.get("internalStorage")
+        if type(internal) is not bool:
+            internal = _field(obj, "internalStorage", bool, "key metadata")
         if internal:
             return cls(material=KeyMaterial.from_dict(obj))
         reference = _field(obj, "keyReference", str, "key metadata")

@@ -72,14 +72,14 @@ class KeyUnwrapper:
             raise TypeError("kms must be a KmsClient, a factory (kms_instance_id, kms_instance_url) -> "
                             "KmsClient, or None")
         self._kms = kms
+        self._kms_is_client = kms is not None and is_kms_client(kms)
         if explicit_keys is not None and not isinstance(explicit_keys, ExplicitKeys):
             explicit_keys = ExplicitKeys(explicit_keys)
         self._explicit = explicit_keys
         self._kms_instance_id = kms_instance_id
         self._kms_instance_url = kms_instance_url
         # A KEK with its AES-GCM context (made once: making one costs more than unwrapping a DEK).
-        self._keks: ExpiringCache[tuple[str, str, str, str], tuple[bytes, GcmKey]] = \
-            ExpiringCache(cache_lifetime_s, _clock)
+        self._keks: ExpiringCache[tuple[str, str, str, str], _Kek] = ExpiringCache(cache_lifetime_s, _clock)
         self._clients: ExpiringCache[_KmsInstance, KmsClient] = ExpiringCache(cache_lifetime_s, _clock)
 
     # --- public ---------------------------------------------------------------------------
@@ -102,13 +102,16 @@ class KeyUnwrapper:
         if not material.double_wrapping:
             return _checked_key(client.unwrap_key(material.wrapped_dek, master), master)
         assert material.kek_id is not None and material.wrapped_kek is not None
-        kek_id = decode_base64(material.kek_id, f"keyEncryptionKeyID of master key {master!r}")
-        wrapped_kek = material.wrapped_kek
-        _, kek = self._keks.get_or_create(
-            (instance[0], instance[1], master, material.kek_id),
-            lambda: _with_context(_checked_key(client.unwrap_key(wrapped_kek, master), master)))
-        return unwrap_locally(material.wrapped_dek, kek, kek_id,
-                              wrapped_under=f"KEK {material.kek_id} of master key {master!r}")
+        kek_id_text, wrapped_kek = material.kek_id, material.wrapped_kek
+
+        def fetch() -> _Kek:  # the id decoded (checked) before the KMS is asked, as on every miss
+            kek_id = decode_base64(kek_id_text, f"keyEncryptionKeyID of master key {master!r}")
+            kek = _checked_key(client.unwrap_key(wrapped_kek, master), master)
+            return _Kek(kek, GcmKey(kek), kek_id, f"KEK {kek_id_text} of master key {master!r}")
+
+        # The KEK id is part of the cache key: a hit's decoded id is this material's
+        kek = self._keks.get_or_create((instance[0], instance[1], master, kek_id_text), fetch)
+        return unwrap_locally(material.wrapped_dek, kek.context, kek.kek_id, wrapped_under=kek.name)
 
     def recheck(self, grant: KeyGrant) -> None:
         """Raise as :meth:`unwrap` would now for the key ``grant`` names (the KMS refusing, the
@@ -206,7 +209,7 @@ class KeyUnwrapper:
         kms = self._kms
         if kms is None:
             raise MissingKeyError("key material needs a KMS and this unwrapper has none")
-        if is_kms_client(kms):
+        if self._kms_is_client:
             return kms  # type: ignore[return-value]
         factory = kms
         return self._clients.get_or_create(instance, lambda: factory(*instance))  # type: ignore[operator]
@@ -228,8 +231,15 @@ def _checked_key(key: object, master_key_id: str) -> bytes:
     return bytes(key)
 
 
-def _with_context(kek: bytes) -> tuple[bytes, GcmKey]:
-    return kek, GcmKey(kek)
+@dataclass(frozen=True, repr=False)
+class _Kek:
+    """A cached KEK: its bytes, its AES-GCM context (made once: making one costs more than
+    unwrapping a DEK), its decoded id (the AAD of the DEKs it wraps) and its name in messages."""
+
+    key: bytes
+    context: GcmKey
+    kek_id: bytes
+    name: str
 
 
 class FileKeyUnwrapper:

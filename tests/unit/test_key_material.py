@@ -204,3 +204,38 @@ def test_store_errors(tmp_path: os.PathLike[str]) -> None:
         bad.write_text(text)
         with pytest.raises(MalformedKeyMaterialError, match=message):
             KeyMaterialStore.load(bad)
+
+
+# --- well-typed fields checked at once: the same verdicts and messages as field by field -------------
+
+
+_COLUMN_OBJ = json.loads(KeyMetadata(material=KeyMaterial(
+    master_key_id="pii", wrapped_dek="d2Vr", is_footer_key=False, double_wrapping=True, kek_id="a2Vr",
+    wrapped_kek="d2tlaw==")).to_bytes())
+
+
+@pytest.mark.parametrize("base", [_FOOTER_OBJ, _COLUMN_OBJ], ids=["footer", "column"])
+@pytest.mark.parametrize("field,value", [
+    ("keyMaterialType", "PKMT2"), ("internalStorage", 1), ("internalStorage", "true"), ("isFooterKey", 1),
+    ("isFooterKey", None), ("doubleWrapping", 0), ("doubleWrapping", "false"), ("masterKeyID", 7),
+    ("masterKeyID", None), ("masterKeyID", ""), ("wrappedDEK", ["x"]), ("wrappedDEK", None),
+    ("keyEncryptionKeyID", 1), ("keyEncryptionKeyID", None), ("wrappedKEK", True), ("wrappedKEK", None),
+    ("kmsInstanceID", 5), ("kmsInstanceURL", False), ("kmsInstanceID", None), ("kmsInstanceURL", None),
+])
+def test_material_fields_checked_at_once_as_one_by_one(base: dict[str, object], field: str, value: object) -> None:
+    """KeyMaterial.from_dict accepts exactly what the field-by-field check accepts (the fields a
+    kind of material does not read, e.g. a column key's kmsInstanceID, are not read) and its
+    errors name the same field in doubt."""
+    obj = {**base, field: value}
+    try:
+        expected: object = KeyMaterial._from_dict_named(obj)
+    except MalformedKeyMaterialError as e:
+        expected = str(e)
+    try:
+        got: object = KeyMaterial.from_dict(obj)
+    except MalformedKeyMaterialError as e:
+        got = str(e)
+    assert got == expected
+    if isinstance(expected, str):  # the key metadata path names it too
+        with pytest.raises(MalformedKeyMaterialError):
+            KeyMetadata.from_bytes(json.dumps(obj).encode())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -83,6 +84,26 @@ def test_unwrapper_kek_cache_and_expiry(kms: CountingKms) -> None:
     unwrapper.clear_caches()
     unwrapper.unwrap(mds[0].key_metadata)
     assert kms.unwraps == 3
+
+
+def test_unwrapper_kek_entries_hold_their_own_kek_ids(kms: CountingKms) -> None:
+    """The KEK cache keeps each KEK with its decoded id (the AAD of the DEKs under it): two KEKs
+    of one master key each unwrap their own DEKs, a bad id is refused even with KEKs cached, and
+    a DEK named with another KEK's id is checked under that id (its tag fails)."""
+    a = FileKeyWrapper(KeyListKms(KEYS)).column_key("pii_key")
+    b = FileKeyWrapper(KeyListKms(KEYS)).column_key("pii_key")  # another KEK of the same master key
+    unwrapper = KeyUnwrapper(kms)
+    assert unwrapper.unwrap(a.key_metadata) == a.key and unwrapper.unwrap(b.key_metadata) == b.key
+    assert unwrapper.unwrap(a.key_metadata) == a.key
+    assert kms.unwraps == 2
+    bad = {**json.loads(a.key_metadata), "keyEncryptionKeyID": "not base64!"}
+    with pytest.raises(MalformedKeyMaterialError, match="keyEncryptionKeyID of master key 'pii_key'"):
+        unwrapper.unwrap(json.dumps(bad).encode())
+    a_id = json.loads(a.key_metadata)["keyEncryptionKeyID"]
+    mixed = {**json.loads(b.key_metadata), "keyEncryptionKeyID": a_id}
+    with pytest.raises(AuthenticationError, match=re.escape(f"KEK {a_id} of master key 'pii_key'")):
+        unwrapper.unwrap(json.dumps(mixed).encode())
+    assert kms.unwraps == 2
 
 
 def test_unwrapper_cache_is_keyed_by_master_key(kms: CountingKms) -> None:

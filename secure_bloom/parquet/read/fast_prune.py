@@ -47,7 +47,7 @@ from ...extensions import load_extension
 from ...crypto.modules import MAX_ORDINAL, ModuleType
 from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
 from ...errors import AuthenticationError, SecureBloomError
-from ...fileio import open_regular_fd
+from ...fileio import open_regular_stat
 from ...header import parse_header_plaintext
 from ...kms import KeyMetadata
 from ...sbbf_numpy import SALT
@@ -60,7 +60,6 @@ from ...spec import (
     SPEC_MAX_BITSET_BYTES,
     TAG_LENGTH,
 )
-from ..file.chunk import FilterLocation
 from ..file.crypto_context import (
     SIGNATURE_LENGTH,
     EncryptionParams,
@@ -73,7 +72,7 @@ from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, leaf_columns
 from ..file.sources import locate
 from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
-from .statistics import Bounds, chunk_bounds
+from .statistics import Bounds, chunk_bounds, stat_kind
 
 __all__ = ["Declined", "FilterPending", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "ProbedFilter",
            "fast_source", "close_source", "NATIVE", "NATIVE_UNAVAILABLE"]
@@ -140,21 +139,44 @@ class ProbedFilter:
     """A filter's answers for the hashes of its column's queries (probed where it was read,
     never kept): :meth:`check_hash` as :class:`BitsetProbe` gives it, for those hashes only."""
 
-    __slots__ = ("_answers",)
+    __slots__ = ("_index", "_found")
 
-    def __init__(self, answers: dict[int, bool]) -> None:
-        self._answers = answers
+    def __init__(self, index: Mapping[int, int], found: Sequence[bool]) -> None:
+        #: each probed hash's position in ``found`` (shared by the filters probed together)
+        self._index = index
+        self._found = found
 
     def check_hash(self, h: int) -> bool:
-        try:
-            return self._answers[h]
-        except KeyError:
-            raise Declined("hash not probed") from None
+        at = self._index.get(h)
+        if at is None:
+            raise Declined("hash not probed")
+        return self._found[at]
+
+
+def _positions(hashes: Sequence[int]) -> dict[int, int]:
+    """Each hash's position in ``hashes`` (the first, were one repeated)."""
+    index: dict[int, int] = {}
+    for i, h in enumerate(hashes):
+        index.setdefault(h, i)
+    return index
 
 
 def _cipher(raw: bytes) -> Any:
     """The decrypt context of one data key: the native key where built, else a :class:`GcmKey`."""
     return _native.GcmKey(raw) if _native is not None else GcmKey(raw)
+
+
+def _same_schema(known: Sequence[Any], schema: Sequence[Any]) -> bool:
+    """``known == schema`` for two lists of Thrift SchemaElements, the elements' fields compared
+    without a Python ``__eq__`` per element (a subclass is "not the same": built anew)."""
+    if known is schema:
+        return True
+    if len(known) != len(schema):
+        return False
+    for a, b in zip(known, schema):
+        if type(a) is not type(b) or a.__dict__ != b.__dict__:
+            return False
+    return True
 
 
 class LookupKeys:
@@ -177,7 +199,7 @@ class LookupKeys:
         schema among the last :data:`_LAYOUTS` (Thrift structs compare by value; comparing is
         ten times cheaper than building the columns, hashing them no cheaper)."""
         for known, columns in self._layouts:
-            if known == schema:
+            if _same_schema(known, schema):
                 return columns
         columns = tuple(leaf_columns(schema))
         with self._lock:
@@ -340,8 +362,6 @@ class FastSource:
         self._md = metadata
         self.columns = tuple(columns)
         self.num_row_groups = len(metadata.row_groups)
-        orders = getattr(metadata, "column_orders", None) or []
-        self.type_order = frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
         self._file_aad = file_aad
         self._footer_kmd = footer_kmd
         self._footer_gcm = footer_gcm
@@ -349,8 +369,21 @@ class FastSource:
         self.reads = reads
         self._meta: dict[int, list[tuple[Any, Any, bytes]]] = {}
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
+        #: per column ordinal asked: its :func:`stat_kind` and whether its ColumnOrder is TYPE_ORDER
+        self._kinds: dict[int, tuple[str | None, bool]] = {}
         self._probed: dict[tuple[int, int], ProbedFilter | None] = {}
         self._wanted: dict[tuple[int, int], tuple[ColumnInfo, int, int]] = {}
+
+    @property
+    def type_order(self) -> frozenset[int]:
+        """The column ordinals whose ColumnOrder is TYPE_ORDER."""
+        orders = getattr(self._md, "column_orders", None) or []
+        return frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
+
+    def _type_order(self, ordinal: int) -> bool:
+        """Whether ``ordinal`` is in :attr:`type_order` (without building it)."""
+        orders = getattr(self._md, "column_orders", None) or []
+        return ordinal < len(orders) and getattr(orders[ordinal], "TYPE_ORDER", None) is not None
 
     # the chunk's metadata, key and AAD ordinals
 
@@ -365,6 +398,7 @@ class FastSource:
         encrypted ColumnMetaData decrypted together (one call per key), then parsed."""
         chunks: list[tuple[Any, Any, bytes]] = []
         batches: dict[int, tuple[Any, list[int], list[Any], list[bytes]]] = {}
+        prefix = b""  # the AAD up to the ordinals, made at the first encrypted ColumnMetaData
         for rg, group in enumerate(self._md.row_groups):
             cc = group.columns[info.ordinal]
             crypto = cc.crypto_metadata
@@ -382,7 +416,9 @@ class FastSource:
                     batch = batches[id(key)] = (key, [], [], [])
                 batch[1].append(rg)
                 batch[2].append(module)
-                batch[3].append(self._aad(ModuleType.COLUMN_META_DATA, tail))
+                if not prefix:
+                    prefix = self._aad(ModuleType.COLUMN_META_DATA, b"")
+                batch[3].append(prefix + tail)
         cls = thrift_codec.idl().ColumnMetaData
         for key, rgs, modules, aads in batches.values():
             for rg, plain in zip(rgs, _decrypt_many(modules, key, aads, _MAX_THRIFT_MODULE)):
@@ -410,12 +446,13 @@ class FastSource:
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
         at = (rg, info.ordinal)
-        try:
+        if at in self._bounds:
             return self._bounds[at]
-        except KeyError:
-            pass
         meta = self._chunk(rg, info)[0]
-        found = self._bounds[at] = chunk_bounds(meta, info, info.ordinal in self.type_order)
+        known = self._kinds.get(info.ordinal)
+        if known is None:
+            known = self._kinds[info.ordinal] = (stat_kind(info), self._type_order(info.ordinal))
+        found = self._bounds[at] = chunk_bounds(meta, info, known[1], known[0])
         return found
 
     def bloom_filter(self, rg: int, info: ColumnInfo) -> ProbedFilter | None:
@@ -456,10 +493,12 @@ class FastSource:
         if _native is None:
             for (rg, ordinal), (info, _, _) in wanted.items():
                 probe = self._read_filter(rg, info)
-                column = hashes.get(ordinal, ())
-                self._probed[(rg, ordinal)] = ProbedFilter({h: probe.check_hash(h) for h in column})
+                column = tuple(hashes.get(ordinal, ()))
+                self._probed[(rg, ordinal)] = ProbedFilter(_positions(column),
+                                                           tuple(probe.check_hash(h) for h in column))
             return
         groups: dict[tuple[int, int], tuple[Any, list[tuple[int, int]], list[tuple[int, int, bytes, bytes]]]] = {}
+        header = bitset = b""
         for (rg, ordinal), (info, offset, length) in wanted.items():
             _, key, ordinals = self._chunk(rg, info)
             group = groups.get((ordinal, id(key)))
@@ -469,8 +508,10 @@ class FastSource:
             if key is None:
                 group[2].append((offset, length, b"", b""))
             else:
-                group[2].append((offset, length, self._aad(ModuleType.BLOOM_FILTER_HEADER, ordinals),
-                                 self._aad(ModuleType.BLOOM_FILTER_BITSET, ordinals)))
+                if not header:
+                    header = self._aad(ModuleType.BLOOM_FILTER_HEADER, b"")
+                    bitset = self._aad(ModuleType.BLOOM_FILTER_BITSET, b"")
+                group[2].append((offset, length, header + ordinals, bitset + ordinals))
         for (ordinal, _), (key, ats, requests) in groups.items():
             column = tuple(hashes.get(ordinal, ()))
             try:
@@ -478,15 +519,17 @@ class FastSource:
             except _NATIVE_ERRORS:
                 raise Declined("filter") from None
             self.reads.extend(reads)
+            index = _positions(column)
             for at, found in zip(ats, answers):
-                self._probed[at] = ProbedFilter(dict(zip(column, found)))
+                self._probed[at] = ProbedFilter(index, found)
 
     def _location(self, rg: int, info: ColumnInfo) -> tuple[int, int] | None:
         """The filter's (offset, length), checked; None when the chunk has no filter."""
-        location = FilterLocation.of(self._chunk(rg, info)[0])
-        if location is None:
+        meta = self._chunk(rg, info)[0]  # FilterLocation.of, without the object
+        if meta is None or meta.bloom_filter_offset is None:
             return None
-        offset, length = location.offset, location.length
+        offset = int(meta.bloom_filter_offset)
+        length = None if meta.bloom_filter_length is None else int(meta.bloom_filter_length)
         if length is None or length > COALESCED_FILTER_BYTES or length <= 0 or offset < 4 \
                 or offset >= self._data_end or offset + length > self._data_end:
             raise Declined("filter location")
@@ -572,11 +615,11 @@ def fast_source(path: str, filesystem: Any, keys: KeyAccess, lookup: LookupKeys)
     if fs is not None:
         raise Declined("object store")
     try:
-        fd = open_regular_fd(text)
+        fd, stat = open_regular_stat(text)
     except (OSError, SecureBloomError):
         raise Declined("open") from None
     try:
-        return _open(text, fd, keys, lookup)
+        return _open(text, fd, stat, keys, lookup)
     except BaseException:
         os.close(fd)
         raise
@@ -604,9 +647,8 @@ def _python_tail(fd: int, size: int, reads: list[tuple[int, int]]) -> tuple[byte
     return magic, footer_offset, _pread(fd, footer_offset, length, reads)
 
 
-def _open(path: str, fd: int, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
+def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: LookupKeys) -> FastSource:
     reads: list[tuple[int, int]] = []
-    stat = os.fstat(fd)
     size = stat.st_size
     if _native is None:
         magic, footer_offset, footer_bytes = _python_tail(fd, size, reads)

@@ -543,6 +543,8 @@ class _FileEvaluator:
         plan = _plan(tree, tuple(source.columns), schema, memo)
         self.views, self.raising, self.checked, self.hashes = plan.views, plan.raising, plan.checked, plan.hashes
         self._verdicts: dict[int, dict[int, str]] = {}
+        #: The ``fast`` leaves' verdicts on the bounds alone, by (leaf, row group).
+        self._by_bounds: dict[tuple[int, int], bool] = {}
         #: The column of the first filter an evaluation without filters passed by (None: none):
         #: the first filter the same evaluation with filters reads.
         self.first_filter: ColumnInfo | None = None
@@ -593,22 +595,30 @@ class _FileEvaluator:
         return {**unknown, **dict(zip(rgs, verdicts))}
 
     def may(self, node: Node, rg: int, bloom: bool) -> bool:
-        if isinstance(node, Unknown):
-            return True
-        if isinstance(node, AllOf):
-            return all(self.may(p, rg, bloom) for p in node.parts)
-        if isinstance(node, AnyOf):
-            return any(self.may(p, rg, bloom) for p in node.parts)
-        view = self.views[id(node)]
+        view = self.views.get(id(node))  # a leaf's (only leaves have views)
+        if view is None:
+            if isinstance(node, Unknown):
+                return True
+            if isinstance(node, AllOf):
+                return all(self.may(p, rg, bloom) for p in node.parts)
+            if isinstance(node, AnyOf):
+                return any(self.may(p, rg, bloom) for p in node.parts)
+            view = self.views[id(node)]
         info = view.info
-        if info is None or view.plan.mode in ("keep", "raise"):
+        mode = view.plan.mode
+        if info is None or mode == "keep" or mode == "raise":
             return True
-        bounds = self.source.bounds(rg, info)
-        if view.plan.mode == "bounds":
-            if bounds is not None and bounds.all_null and node.op != "not in":
+        if mode == "bounds":
+            bounds = self.source.bounds(rg, info)
+            if bounds is not None and bounds.all_null and view.leaf.op != "not in":
                 return False  # every comparison with a null is null: no row matches
             return self._verdict(view, rg) != NO
-        if bounds is not None and not _may_by_bounds(node.op, view, bounds):
+        at = (id(node), rg)
+        by_bounds = self._by_bounds.get(at)
+        if by_bounds is None:  # the statistics pass and the Bloom pass ask alike: judged once
+            bounds = self.source.bounds(rg, info)
+            by_bounds = self._by_bounds[at] = bounds is None or _may_by_bounds(view.leaf.op, view, bounds)
+        if not by_bounds:
             return False
         if view.query is not None:
             if bloom:
@@ -786,29 +796,13 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
 
 def _prune_source(source: _FileSource | FastSource | _CachedSource, path: str, tree: Node, schema: pa.Schema | None,
                   row_groups: Iterable[int] | None, memo: _ViewMemo) -> FilePrune:
+    if isinstance(source, FastSource):
+        return FilePrune(path, source.num_row_groups, *_fast_verdicts(source, tree, schema, row_groups, memo))
     candidates = list(range(source.num_row_groups)) if row_groups is None else list(row_groups)
     if isinstance(tree, AllOf) and not tree.parts:
         return FilePrune(path, source.num_row_groups, tuple(candidates))
     evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
     bloom = _uses_bloom(tree)
-    if isinstance(source, FastSource):  # statistics first for every row group, then filters together
-        keep, by_stats, by_bloom = [], [], []
-        kept = {rg for rg in candidates if evaluator.must_keep(rg)}
-        stats: dict[int, bool] = {}
-        for rg in candidates:
-            evaluator.first_filter = None
-            stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
-            if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
-                source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
-        bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
-        for rg in candidates:
-            if not stats[rg]:
-                by_stats.append(rg)
-            elif bloomed.get(rg, True):
-                keep.append(rg)
-            else:
-                by_bloom.append(rg)
-        return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
     # statistics first for every row group, then Bloom filters for those left: their filters
     # are known before the first is read, and fetched together (_FileSource.plan_filters)
     must = [evaluator.must_keep(rg) for rg in candidates]
@@ -821,6 +815,36 @@ def _prune_source(source: _FileSource | FastSource | _CachedSource, path: str, t
     by_bloom = [rg for rg in consult if rg in ruled_out]
     keep = [rg for rg, ok in zip(candidates, left) if ok and rg not in ruled_out]
     return FilePrune(path, source.num_row_groups, tuple(keep), tuple(by_stats), tuple(by_bloom))
+
+
+def _fast_verdicts(source: FastSource, tree: Node, schema: pa.Schema | None, row_groups: Iterable[int] | None,
+                   memo: _ViewMemo) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """:func:`_prune_source` over a :class:`FastSource`: (row groups kept, pruned by statistics,
+    pruned by Bloom filters). Statistics first for every row group, then filters together."""
+    candidates = range(source.num_row_groups) if row_groups is None else list(row_groups)
+    if isinstance(tree, AllOf) and not tree.parts:
+        return tuple(candidates), (), ()
+    evaluator = _FileEvaluator(source, tree, schema, memo, candidates)
+    bloom = memo.get(("bloom", id(tree)))
+    if bloom is None:
+        bloom = memo[("bloom", id(tree))] = _uses_bloom(tree)
+    keep, by_stats, by_bloom = [], [], []
+    kept = {rg for rg in candidates if evaluator.must_keep(rg)} if evaluator.raising or evaluator.checked else set()
+    stats: dict[int, bool] = {}
+    for rg in candidates:
+        evaluator.first_filter = None
+        stats[rg] = rg in kept or evaluator.may(tree, rg, bloom=False)
+        if bloom and stats[rg] and rg not in kept and evaluator.first_filter is not None:
+            source.want(rg, evaluator.first_filter)  # what the first round asks: fetched before it
+    bloomed = evaluator.bloom_rounds([rg for rg in candidates if stats[rg] and rg not in kept]) if bloom else {}
+    for rg in candidates:
+        if not stats[rg]:
+            by_stats.append(rg)
+        elif bloomed.get(rg, True):
+            keep.append(rg)
+        else:
+            by_bloom.append(rg)
+    return tuple(keep), tuple(by_stats), tuple(by_bloom)
 
 
 OnReader = Callable[[str, ParquetBloomReader, FilePrune], None]
@@ -848,21 +872,21 @@ def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None
     except Declined:
         return None
     try:
-        result = _prune_source(source, source.path, tree, schema, row_groups, memo)
+        keep, by_stats, by_bloom = _fast_verdicts(source, tree, schema, row_groups, memo)
     except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
         return None
     finally:
         close_source(source)
-    reads = list(source.reads)
-    if result.row_groups and on_reader is not None:
+    reads = source.reads
+    if keep and on_reader is not None:
+        reads = list(reads)
         with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
             if reader.identity != source.identity:
                 return None  # replaced since the fast source read it: the reference path prunes one version
-            on_reader(path, reader, result)
+            on_reader(path, reader, FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom))
             reads += reader.read_ranges
-    return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
-                     result.pruned_by_bloom, sum(n for _, n in reads), len(reads), source.file_size,
-                     identity=source.identity)
+    return FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom, sum(n for _, n in reads),
+                     len(reads), source.file_size, identity=source.identity)
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,

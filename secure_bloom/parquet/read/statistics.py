@@ -51,6 +51,10 @@ class Bounds:
         return self.top_level and self.null_count is not None and self.null_count == self.num_values
 
 
+#: :func:`chunk_bounds` without a ``kind``: it finds it.
+_UNKNOWN = "?"
+
+
 def stat_kind(column: ColumnInfo) -> str | None:
     """How the column's statistics compare: int, uint, float, bool, bytes, decimal_bytes, or None
     (no usable order)."""
@@ -97,9 +101,11 @@ def _decode(raw: bytes | None, column: ColumnInfo, kind: str) -> Any:
     return raw
 
 
-def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool) -> Bounds:
-    """The bounds of one chunk from its ColumnMetaData (decrypted if it was encrypted)."""
-    kind = stat_kind(column)
+def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool, kind: str | None = _UNKNOWN) -> Bounds:
+    """The bounds of one chunk from its ColumnMetaData (decrypted if it was encrypted); ``kind``:
+    :func:`stat_kind` of ``column`` when the caller knows it."""
+    if kind is _UNKNOWN:
+        kind = stat_kind(column)
     stats = getattr(meta, "statistics", None)
     top = len(column.path_in_schema) == 1 and column.repetition != "REPEATED"
     num_values = getattr(meta, "num_values", None)

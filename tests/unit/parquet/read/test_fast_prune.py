@@ -356,3 +356,36 @@ def test_bitset_probe_answers_as_the_filter_bit_for_bit(size: int) -> None:
     for bad in (b"", bytes(31)):
         with pytest.raises(Declined):
             BitsetProbe(bad)
+
+
+def test_layouts_shared_only_between_equal_schemas() -> None:
+    """LookupKeys.leaf_columns: a schema equal field for field to one seen shares its columns; one
+    differing in any field (a leaf's logical type, its repetition, a name), one element more, or
+    elements of a subclass are built anew."""
+    from secure_bloom.thrift_codec import idl
+
+    m = idl()
+
+    def schema(name: str = "key", logical: Any = None, repetition: int = 1, extra: bool = False) -> list[Any]:
+        leaves = [m.SchemaElement(name=name, type=6, repetition_type=repetition, logicalType=logical),
+                  m.SchemaElement(name="n", type=2, repetition_type=1)]
+        if extra:
+            leaves.append(m.SchemaElement(name="x", type=2, repetition_type=1))
+        return [m.SchemaElement(name="schema", num_children=len(leaves)), *leaves]
+
+    lookup = LookupKeys(KeyAccess())
+    first = lookup.leaf_columns(schema(logical=m.LogicalType(STRING=m.StringType())))
+    assert lookup.leaf_columns(schema(logical=m.LogicalType(STRING=m.StringType()))) is first
+    assert lookup.leaf_columns(schema()) is not first  # no logical type: another layout
+    assert lookup.leaf_columns(schema()) != first
+    assert lookup.leaf_columns(schema(logical=m.LogicalType(STRING=m.StringType()), repetition=0)) != first
+    assert lookup.leaf_columns(schema(name="other", logical=m.LogicalType(STRING=m.StringType())))[0].path == "other"
+    assert len(lookup.leaf_columns(schema(logical=m.LogicalType(STRING=m.StringType()), extra=True))) == 3
+
+    class Element(m.SchemaElement):  # type: ignore[misc, name-defined]
+        pass
+
+    odd = schema(logical=m.LogicalType(STRING=m.StringType()))
+    odd[1] = Element(**odd[1].__dict__)
+    assert lookup.leaf_columns(odd) is not first
+    assert lookup.leaf_columns(odd) == first  # the same columns, built again
