@@ -101,8 +101,13 @@ class KeyUnwrapper:
         master = material.master_key_id
         if not material.double_wrapping:
             return _checked_key(client.unwrap_key(material.wrapped_dek, master), master)
+        kek = self._kek(instance, client, material)
+        return unwrap_locally(material.wrapped_dek, kek.context, kek.kek_id, wrapped_under=kek.name)
+
+    def _kek(self, instance: _KmsInstance, client: KmsClient, material: KeyMaterial) -> _Kek:
+        """The KEK of double-wrapped ``material``, through the KEK cache (the KMS asked on a miss)."""
         assert material.kek_id is not None and material.wrapped_kek is not None
-        kek_id_text, wrapped_kek = material.kek_id, material.wrapped_kek
+        master, kek_id_text, wrapped_kek = material.master_key_id, material.kek_id, material.wrapped_kek
 
         def fetch() -> _Kek:  # the id decoded (checked) before the KMS is asked, as on every miss
             kek_id = decode_base64(kek_id_text, f"keyEncryptionKeyID of master key {master!r}")
@@ -110,8 +115,7 @@ class KeyUnwrapper:
             return _Kek(kek, GcmKey(kek), kek_id, f"KEK {kek_id_text} of master key {master!r}")
 
         # The KEK id is part of the cache key: a hit's decoded id is this material's
-        kek = self._keks.get_or_create((instance[0], instance[1], master, kek_id_text), fetch)
-        return unwrap_locally(material.wrapped_dek, kek.context, kek.kek_id, wrapped_under=kek.name)
+        return self._keks.get_or_create((instance[0], instance[1], master, kek_id_text), fetch)
 
     def recheck(self, grant: KeyGrant) -> None:
         """Raise as :meth:`unwrap` would now for the key ``grant`` names (the KMS refusing, the
@@ -144,12 +148,9 @@ class KeyUnwrapper:
             if (material is not None and material.double_wrapping and material.kek_id is not None
                     and material.wrapped_kek is not None):
                 instance = self._instance(material if material.is_footer_key else grant.footer_material)
-                master, wrapped_kek = material.master_key_id, material.wrapped_kek
-                kek = (instance[0], instance[1], master, material.kek_id)
+                kek = (instance[0], instance[1], material.master_key_id, material.kek_id)
                 if kek not in keks:
-                    client = self._client(instance)
-                    self._keks.get_or_create(
-                        kek, lambda: _with_context(_checked_key(client.unwrap_key(wrapped_kek, master), master)))
+                    self._kek(instance, self._client(instance), material)
                     keks.add(kek)
             else:
                 self.recheck(grant)
