@@ -27,6 +27,7 @@ from ...kms.client import is_kms_client
 from ...kms.material import KeyMetadata
 from ...types import ChunkEncryption, FooterMode, PhysicalType
 from ...values.arrow import int96_from_reads, leaf_array, stored_form
+from .crypto_context import EncryptionParams
 from .footer import Footer, key_id_of
 from .keys import NO_KEYS, KeyAccess
 from .reader import ParquetBloomReader
@@ -34,22 +35,28 @@ from .schema import ColumnInfo
 from .sources import locate
 
 __all__ = ["ArrowChunkSource", "decryption_properties", "direct_decryption_properties", "open_arrow_file",
-           "pyarrow_kms_opens", "shared_format_opens"]
+           "kms_path_opens", "pyarrow_kms_opens", "shared_format_opens"]
 
 
-def _aad_prefix_withheld(footer: Footer) -> bool:
-    params = footer.params
+def _prefix_withheld(params: EncryptionParams | None) -> bool:
     return params is not None and params.supply_aad_prefix and params.aad_prefix_stored is None
 
 
-def pyarrow_kms_opens(footer: Footer, key_metadata: Iterable[bytes | None]) -> bool:
-    """True if pyarrow's KMS path (``CryptoFactory``) can decrypt an encrypted file with these
-    column keys: every key's metadata is key tools material, and its AAD prefix is not withheld
-    (pyarrow's ``DecryptionConfiguration`` cannot carry one)."""
-    if _aad_prefix_withheld(footer):
+def kms_path_opens(params: EncryptionParams | None, footer_key_metadata: bytes | None,
+                   key_metadata: Iterable[bytes | None]) -> bool:
+    """True if pyarrow's KMS path (``CryptoFactory``) can decrypt an encrypted file of these
+    encryption parameters with this footer key and these column keys: every key's metadata is
+    key tools material, and the AAD prefix is not withheld (pyarrow's ``DecryptionConfiguration``
+    cannot carry one)."""
+    if _prefix_withheld(params):
         return False
     return all(kmd is None or KeyMetadata.looks_like_key_tools(bytes(kmd))
-               for kmd in [footer.footer_key_metadata, *key_metadata])
+               for kmd in [footer_key_metadata, *key_metadata])
+
+
+def pyarrow_kms_opens(footer: Footer, key_metadata: Iterable[bytes | None]) -> bool:
+    """:func:`kms_path_opens` for an open file's footer and these column keys."""
+    return kms_path_opens(footer.params, footer.footer_key_metadata, key_metadata)
 
 
 def shared_format_opens(reader: ParquetBloomReader) -> bool:
@@ -97,7 +104,7 @@ def direct_decryption_properties(footer: Footer, key_metadata: Sequence[bytes | 
     if footer.footer_key is None:
         raise MissingKeyError(f"{where}: the footer key {key_id_of(footer.footer_key_metadata)!r} is needed to "
                               "read the file's values")
-    prefix = keys.aad_prefix if _aad_prefix_withheld(footer) else None
+    prefix = keys.aad_prefix if _prefix_withheld(footer.params) else None
     return pe.create_decryption_properties(footer.footer_key, aad_prefix=prefix)
 
 

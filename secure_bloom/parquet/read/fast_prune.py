@@ -66,6 +66,7 @@ from ..file.crypto_context import (
     resolve_file_aad,
     verify_footer_signature,
 )
+from ..file.arrow_source import kms_path_opens
 from ..file.filter_io import check_plaintext_header
 from ..file.identity import Identity, local_identity
 from ..file.keys import KeyAccess
@@ -358,6 +359,8 @@ class FastSource:
         self.file_size = size
         #: the version read (:func:`~secure_bloom.parquet.file.identity.local_identity` of the descriptor)
         self.identity: Identity | None = None
+        #: the file's encryption parameters (None: a plaintext footer without encryption)
+        self.params: EncryptionParams | None = None
         self._data_end = footer_offset
         self._md = metadata
         self.columns = tuple(columns)
@@ -443,6 +446,18 @@ class FastSource:
         return self._keys.key(bytes(kmd))
 
     # what the evaluator asks
+
+    def shared_format_opens(self) -> bool:
+        """What :func:`~secure_bloom.parquet.file.arrow_source.shared_format_opens` says of this
+        file (pyarrow's one KMS-configured format opens it), from the footer already read: a
+        plaintext footer, or the footer key and every column key of its own key tools material
+        and the AAD prefix not withheld."""
+        if self.params is None:
+            return True
+        column_keys = [crypto.ENCRYPTION_WITH_COLUMN_KEY.key_metadata
+                       for group in self._md.row_groups for cc in group.columns
+                       if (crypto := cc.crypto_metadata) is not None and crypto.ENCRYPTION_WITH_COLUMN_KEY is not None]
+        return kms_path_opens(self.params, self._footer_kmd, column_keys)
 
     def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
         at = (rg, info.ordinal)
@@ -665,6 +680,7 @@ def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: Loo
     footer_gcm: Any = None
     footer_kmd: bytes | None = None
     file_aad: bytes | None = None
+    params: EncryptionParams | None = None
     if magic == ENCRYPTED_MAGIC:
         if file_keys is None:
             raise Declined("no keys")
@@ -697,8 +713,8 @@ def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: Loo
             if kmd is None:
                 raise Declined("footer key metadata")
             try:
-                file_aad = resolve_file_aad(EncryptionParams.from_thrift(metadata.encryption_algorithm),
-                                            keys.aad_prefix, path)
+                params = EncryptionParams.from_thrift(metadata.encryption_algorithm)
+                file_aad = resolve_file_aad(params, keys.aad_prefix, path)
             except SecureBloomError:
                 raise Declined("file AAD") from None
             footer_kmd = bytes(kmd)
@@ -716,4 +732,5 @@ def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: Loo
     source = FastSource(path, fd, size, footer_offset, metadata, leaves, file_aad, footer_kmd, footer_gcm, file_keys,
                         reads)
     source.identity = local_identity(stat)
+    source.params = params
     return source

@@ -862,22 +862,27 @@ class _CacheUse:
 
 def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None,
                 row_groups: Sequence[int] | None, on_reader: OnReader | None, memo: _ViewMemo,
-                lookup: LookupKeys) -> FilePrune | None:
+                lookup: LookupKeys, unless_shared: bool = False) -> FilePrune | None:
     """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
     the fast path declines it (the reference path then answers, or names the error). A file
     with row groups to read while ``on_reader`` waits for its reader gets that reader opened
-    (its tail is read a second time, and counted)."""
+    (its tail is read a second time, and counted), unless ``unless_shared`` and pyarrow's
+    shared format opens it (its result then says ``shared_format_opens``)."""
     try:
         source = fast_source(path, filesystem, lookup.keys, lookup)
     except Declined:
         return None
     try:
         keep, by_stats, by_bloom = _fast_verdicts(source, tree, schema, row_groups, memo)
+        shared = bool(keep) and on_reader is not None and unless_shared and source.shared_format_opens()
     except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
         return None
     finally:
         close_source(source)
     reads = source.reads
+    if shared:
+        return FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom, sum(n for _, n in reads),
+                         len(reads), source.file_size, identity=source.identity, shared_format_opens=True)
     if keep and on_reader is not None:
         reads = list(reads)
         with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
@@ -894,7 +899,7 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
                cache: _CacheUse | None, memo: _ViewMemo, lookup: LookupKeys | None = None,
                fast: bool = False, unless_shared: bool = False) -> FilePrune:
     if fast and cache is None and lookup is not None:
-        done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup)
+        done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup, unless_shared)
         if done is not None:
             return done
     identity = facts = None
@@ -986,7 +991,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     tail read, counted). False: the reference path for all.
 
     ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
-    format opens it is not opened for ``on_reader`` (its result says ``shared_format_opens``)."""
+    format opens it, or pruned by the fast path from a footer that says so, is not opened for
+    ``on_reader`` (its result says ``shared_format_opens``)."""
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),

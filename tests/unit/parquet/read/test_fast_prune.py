@@ -389,3 +389,30 @@ def test_layouts_shared_only_between_equal_schemas() -> None:
     odd[1] = Element(**odd[1].__dict__)
     assert lookup.leaf_columns(odd) is not first
     assert lookup.leaf_columns(odd) == first  # the same columns, built again
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_surviving_file_pyarrow_opens_itself_is_not_opened_again(
+        files: dict[str, tuple[Path, KeyAccess | None]], kind: str) -> None:
+    """``on_reader_unless_shared`` (what a scan asks): a file with row groups to read whose footer
+    says pyarrow's one KMS-configured format opens it (plaintext, or key tools material for the
+    footer and every column key, the AAD prefix stored) is not opened a second time for a
+    reader; one pyarrow cannot open that way (explicit key ids, a withheld prefix) still is. The
+    fast path's answer is the reference path's, which reads that file's reader to decide."""
+    from secure_bloom.parquet.file.arrow_source import shared_format_opens
+    from secure_bloom.parquet.file.reader import ParquetBloomReader
+
+    path, keys = files[kind]
+    tree = _tree([("n", ">=", 0)], path, keys)  # every row group survives
+    opened: list[str] = []
+    fast = prune_files([str(path)], tree, keys=keys, schema=_table().schema, progress=False,
+                       on_reader=lambda p, reader, result: opened.append(p), on_reader_unless_shared=True)
+    with ParquetBloomReader(path, keys) as reader:
+        expected = shared_format_opens(reader)
+    assert fast[0].row_groups and fast[0].shared_format_opens is expected
+    assert opened == ([] if expected else [str(path)])
+    if expected:  # only the fast path's own reads: no second tail read
+        reference = prune_files([str(path)], tree, keys=keys, schema=_table().schema, progress=False,
+                                fast_path=False)
+        assert fast[0].metadata_requests <= reference[0].metadata_requests
+    assert expected is (kind not in ("explicit", "withheld"))
