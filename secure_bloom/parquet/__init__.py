@@ -30,7 +30,7 @@ from ..types import ChunkEncryption, FilterForm, FooterMode, Verdict
 from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 from .file.chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .file.keys import NO_KEYS, KeyAccess
-from .file.probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
+from .file.probe import ABSENT, MAYBE, ProbeResult, ProbeValues, RowGroupProbe
 from .file.reader import ParquetBloomReader
 from .file.schema import ColumnInfo
 from .read import PruneCache, PruningDataset, dataset, read_table, scan
@@ -55,6 +55,7 @@ __all__ = [
     "AttachedFilter",
     "NO_KEYS",
     "ProbeResult",
+    "ProbeValues",
     "RowGroupProbe",
     "ChunkInfo",
     "ColumnChunk",
