@@ -158,6 +158,27 @@ def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dic
     return {"file": file, "column": column, "values": list(texts), "row_groups": groups}
 
 
+def probe_by_value_json(results: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``--json --by-value`` probe document of ``(file, ProbeResult)`` pairs (one column,
+    the same values in each): per value, in order, the files (by index into ``files``) and row
+    groups that may hold it; a value no file may hold has ``"maybe": []``::
+
+        {"column": C, "files": [{"file": F, "num_row_groups": N}, ...],
+         "values": [{"value": V, "maybe": [{"file": INDEX, "row_groups": [0, 3]}, ...]}, ...]}
+    """
+    labels = results[0][1].labels if results else ()
+    maybe: list[list[dict[str, Any]]] = [[] for _ in labels]
+    for index, (_, result) in enumerate(results):
+        if result.labels != labels:
+            raise ValueError("every file must be probed for the same values")
+        hits = result.maybe_values()  # most values of a selective probe are in no row group
+        for value, row in zip(hits.tolist(), result.maybe[:, hits].T.tolist()):
+            maybe[value].append({"file": index, "row_groups": [rg for rg, m in enumerate(row) if m]})
+    return {"column": results[0][1].column if results else None,
+            "files": [{"file": file, "num_row_groups": result.num_row_groups} for file, result in results],
+            "values": [{"value": label, "maybe": hits} for label, hits in zip(labels, maybe)]}
+
+
 def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
     """Row groups of a probe document where the ``index``-th value may be."""
     return [g["row_group"] for g in doc["row_groups"] if g["values"][index]["answer"] == Verdict.MAYBE]

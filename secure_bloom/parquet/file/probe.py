@@ -217,11 +217,14 @@ class ProbeResult:
 
     def maybe_by_value(self) -> list[list[int]]:
         """For each value, in order, the row groups where it may be present."""
-        rows: list[list[int]] = [[] for _ in self.labels]
-        values, groups = np.nonzero(self.maybe.T)
-        for v, rg in zip(values.tolist(), groups.tolist()):
-            rows[v].append(rg)
-        return rows
+        values, groups = np.nonzero(self.maybe.T)  # sorted by value, then row group
+        ends = np.cumsum(np.bincount(values, minlength=len(self.labels))).tolist()
+        flat = groups.tolist()
+        return [flat[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+    def maybe_values(self) -> npt.NDArray[np.intp]:
+        """The indexes of the values that may be present in some row group, in order."""
+        return np.flatnonzero(self.maybe.any(axis=0))
 
     def to_compact_dict(self) -> dict[str, Any]:
         """Per value the row groups that may hold it::
