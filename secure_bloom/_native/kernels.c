@@ -965,6 +965,20 @@ static void hashes_op(int op, uint8_t *bits, uint64_t z, const uint8_t *h, Py_ss
     }
 }
 
+/* Export a buffer of native uint64 hashes into slot i; *n = their count. */
+static int get_hashes(buffers_t *b, int i, PyObject *hashes, Py_ssize_t *n)
+{
+    if (get_buffer(b, i, hashes, 0, "hashes") < 0)
+        return -1;
+    if (b->views[i].len % 8) {
+        PyErr_Format(PyExc_ValueError, "hashes buffer of %zd bytes is not a whole number of 8-byte hashes",
+                     b->views[i].len);
+        return -1;
+    }
+    *n = b->views[i].len / 8;
+    return 0;
+}
+
 static PyObject *py_hashes_op(PyObject *args, PyObject *kw, int op)
 {
     static char *kwl_i[] = {"bitset", "hashes", NULL};
@@ -977,15 +991,10 @@ static PyObject *py_hashes_op(PyObject *args, PyObject *kw, int op)
                              : PyArg_ParseTupleAndKeywords(args, kw, "OOO", kwl_c, &bitset, &hashes, &out);
     if (!ok)
         return NULL;
+    Py_ssize_t n;
     if (get_buffer(&b, 0, bitset, op == OP_INSERT, "bitset") < 0 || bitset_blocks(&b.views[0], &z) < 0 ||
-        get_buffer(&b, 1, hashes, 0, "hashes") < 0)
+        get_hashes(&b, 1, hashes, &n) < 0)
         goto done;
-    if (b.views[1].len % 8) {
-        PyErr_Format(PyExc_ValueError, "hashes buffer of %zd bytes is not a whole number of 8-byte hashes",
-                     b.views[1].len);
-        goto done;
-    }
-    Py_ssize_t n = b.views[1].len / 8;
     if (op == OP_CHECK) {
         if (get_buffer(&b, 2, out, 1, "out") < 0 || check_out(&b.views[2], n, 1) < 0)
             goto done;
@@ -1020,15 +1029,8 @@ static PyObject *py_check_many(PyObject *self, PyObject *args, PyObject *kw)
     if (bitsets == NULL)
         return NULL;
     f = PySequence_Fast_GET_SIZE(bitsets);
-    if (get_buffer(&b, 1, hashes, 0, "hashes") < 0)
-        goto done;
-    if (b.views[1].len % 8) {
-        PyErr_Format(PyExc_ValueError, "hashes buffer of %zd bytes is not a whole number of 8-byte hashes",
-                     b.views[1].len);
-        goto done;
-    }
-    Py_ssize_t n = b.views[1].len / 8;
-    if (get_buffer(&b, 2, out, 1, "out") < 0)
+    Py_ssize_t n;
+    if (get_hashes(&b, 1, hashes, &n) < 0 || get_buffer(&b, 2, out, 1, "out") < 0)
         goto done;
     if (n > 0 && f > PY_SSIZE_T_MAX / n) {
         PyErr_SetString(PyExc_ValueError, "too many bitsets x hashes");

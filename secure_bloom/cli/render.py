@@ -167,16 +167,21 @@ def probe_by_value_json(results: Sequence[tuple[str, Any]]) -> dict[str, Any]:
          "values": [{"value": V, "maybe": [{"file": INDEX, "row_groups": [0, 3]}, ...]}, ...]}
     """
     labels = results[0][1].labels if results else ()
-    maybe: list[list[dict[str, Any]]] = [[] for _ in labels]
+    maybe: dict[int, list[dict[str, Any]]] = {}  # only values some file may hold (few, in a selective probe)
     for index, (_, result) in enumerate(results):
         if result.labels != labels:
             raise ValueError("every file must be probed for the same values")
-        hits = result.maybe_values()  # most values of a selective probe are in no row group
-        for value, row in zip(hits.tolist(), result.maybe[:, hits].T.tolist()):
-            maybe[value].append({"file": index, "row_groups": [rg for rg, m in enumerate(row) if m]})
+        last, hit = -1, None
+        for value, rg in zip(*result.maybe_pairs()):
+            if value != last:
+                hit = {"file": index, "row_groups": []}
+                maybe.setdefault(value, []).append(hit)
+                last = value
+            hit["row_groups"].append(rg)  # type: ignore[index]
+    nowhere: list[dict[str, Any]] = []
     return {"column": results[0][1].column if results else None,
             "files": [{"file": file, "num_row_groups": result.num_row_groups} for file, result in results],
-            "values": [{"value": label, "maybe": hits} for label, hits in zip(labels, maybe)]}
+            "values": [{"value": label, "maybe": maybe.get(i, nowhere)} for i, label in enumerate(labels)]}
 
 
 def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:

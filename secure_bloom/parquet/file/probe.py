@@ -222,9 +222,11 @@ class ProbeResult:
         flat = groups.tolist()
         return [flat[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
-    def maybe_values(self) -> npt.NDArray[np.intp]:
-        """The indexes of the values that may be present in some row group, in order."""
-        return np.flatnonzero(self.maybe.any(axis=0))
+    def maybe_pairs(self) -> tuple[list[int], list[int]]:
+        """Every (value index, row group) where the value may be present, as two lists ordered by
+        value, then row group (only the hits: cheap when most values are absent)."""
+        values, groups = np.nonzero(self.maybe.T)
+        return values.tolist(), groups.tolist()
 
     def to_compact_dict(self) -> dict[str, Any]:
         """Per value the row groups that may hold it::

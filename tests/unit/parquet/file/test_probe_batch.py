@@ -215,6 +215,7 @@ def test_probe_result_forms_agree(files: list[tuple[Path, pa.Table]]) -> None:
     assert all(a in (MAYBE, ABSENT) for g in doc["row_groups"] for a in (v["answer"] for v in g["values"]))
     by_value = result.maybe_by_value()
     assert by_value == [result.maybe_row_groups(i) for i in range(len(values))]
+    assert list(zip(*result.maybe_pairs())) == [(v, rg) for v, groups in enumerate(by_value) for rg in groups]
     compact = result.to_compact_dict()
     assert compact["num_row_groups"] == result.num_row_groups == len(doc["row_groups"])
     assert [(v["value"], v["row_groups"]) for v in compact["values"]] == list(zip(result.labels, by_value))
