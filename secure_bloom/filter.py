@@ -186,6 +186,43 @@ class SplitBlockBloomFilter:
     def copy(self) -> SplitBlockBloomFilter:
         return SplitBlockBloomFilter.from_bitset(self.bitset)
 
+    def folded(self, num_bytes: int) -> SplitBlockBloomFilter:
+        """This filter folded down to ``num_bytes``: equal, bit for bit, to the filter of that
+        size built from the same hashes.
+
+        For a power-of-two block count ``z = 2^k`` the block index ``((h >> 32) * z) >> 32`` is
+        the top ``k`` bits of ``h >> 32`` and the bits set inside a block depend only on the low
+        32 bits of ``h``; so at ``z / 2^j`` blocks, block ``i`` holds exactly what blocks
+        ``i * 2^j .. (i + 1) * 2^j - 1`` hold here, OR-ed together. A writer that must give every
+        row group one size, known only once all are counted, builds each filter at an upper
+        bound and folds it (:class:`~secure_bloom.types.FilterSizing`).
+
+        Parameters
+        ----------
+        num_bytes : int
+            The new size: a power of two from 32 bytes up to this filter's size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            A new filter (this one is unchanged; the same size gives a copy).
+
+        Raises
+        ------
+        ValueError
+            ``num_bytes`` is not a power of two, is larger than this filter, or this filter's
+            size is no power of two (a capped parquet-java filter).
+        """
+        n, own = int(num_bytes), self.num_bytes
+        if self._tail or own & (own - 1):
+            raise ValueError(f"only a filter of a power-of-two size folds; this one has {own} bytes")
+        if not MIN_BITSET_BYTES <= n <= own or n & (n - 1):
+            raise ValueError(f"num_bytes must be a power of two from {MIN_BITSET_BYTES} to {own}, got {n}")
+        with self._lock:
+            blocks = self._words.reshape(n // BYTES_PER_BLOCK, own // n, BYTES_PER_BLOCK // 4)
+            words = np.bitwise_or.reduce(blocks, axis=1).reshape(-1)
+        return SplitBlockBloomFilter.from_bitset(words.astype("<u4").tobytes())
+
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:  # pickles as its bitset (a lock does not pickle)
         return SplitBlockBloomFilter.from_bitset, (self.bitset,)
 
