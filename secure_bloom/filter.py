@@ -103,7 +103,7 @@ def ndv_range(num_bytes: int, fpp: float) -> tuple[int, int | None]:
     ``ndv`` in ``(4 S c, 8 S c]`` with ``c = -ln(1 - fpp^(1/8)) / 8`` distinct values per bit
     (from 0 for the 32-byte minimum); any other size is a writer's cap (parquet-java's
     ``parquet.bloom.filter.max.bytes``), which says only "more than the next smaller power of
-    two holds". The writer's rounding (``(m + 255) & ~256`` bits, :func:`optimal_num_bits`) moves
+    two holds", as does the format's 128 MiB maximum. The writer's rounding (``(m + 255) & ~256`` bits, :func:`optimal_num_bits`) moves
     each end by up to 256 bits: the range returned includes those (a superset, never a subset).
 
     Parameters
@@ -135,6 +135,8 @@ def ndv_range(num_bytes: int, fpp: float) -> tuple[int, int | None]:
 
     if n & (n - 1):
         return lowest(2 * (1 << (n.bit_length() - 1))), None
+    if n == SPEC_MAX_BITSET_BYTES:  # the format's own cap: any count above it too
+        return lowest(n), None
     return lowest(n), int((8 * n + 9) * per_bit) + 1
 
 

@@ -23,14 +23,14 @@ SKEWED_NDV = (8, 300, 5000, 60000)
 ROWS_PER_GROUP = 60000
 
 
-def skewed_table(seed: int = 7) -> pa.Table:
-    """Row groups (of :data:`ROWS_PER_GROUP` rows) with exactly :data:`SKEWED_NDV` distinct
-    values each in ``code`` and ``n`` (every value of a group appears; the values differ per group)."""
+def skewed_table(ndvs: tuple[int, ...] = SKEWED_NDV, rows: int = ROWS_PER_GROUP, seed: int = 7) -> pa.Table:
+    """Row groups (of ``rows`` rows) with exactly ``ndvs`` distinct values each in ``code`` and
+    ``n`` (every value of a group appears; the values differ per group)."""
     rng = np.random.default_rng(seed)
     ints = []
     base = 0
-    for ndv in SKEWED_NDV:
-        values = np.concatenate([np.arange(ndv), rng.integers(0, ndv, ROWS_PER_GROUP - ndv)]) + base
+    for ndv in ndvs:
+        values = np.concatenate([np.arange(ndv), rng.integers(0, ndv, rows - ndv)]) + base
         rng.shuffle(values)
         ints.append(values)
         base += ndv

@@ -30,6 +30,7 @@ from typing import Any
 
 from ...display import visible, visible_lines
 from ...filter import ndv_range
+from ...spec import WRITER_DEFAULT_MAX_BYTES
 
 __all__ = ["Code", "Severity", "Status", "Finding", "FilterSizes", "ColumnResult", "FileResult", "AuditReport",
            "EXPLANATIONS", "location", "format_row_groups"]
@@ -199,7 +200,8 @@ class FilterSizes:
             return f"no filter in {where}"
         low, high = self.implied_ndv(num_bytes)
         implied = f"{low}-{high}" if high is not None else f"over {low}"
-        return f"{num_bytes} B ({stored} stored) in {where}: {implied} distinct"
+        capped = " (or more, if capped there)" if high is not None and num_bytes >= WRITER_DEFAULT_MAX_BYTES else ""
+        return f"{num_bytes} B ({stored} stored) in {where}: {implied} distinct{capped}"
 
     @property
     def summary(self) -> str:
