@@ -15,21 +15,24 @@ PropertiesDrivenCryptoFactory and Bloom filter writer (SPEC_NOTES section 7):
 * ``parquet.bloom.filter.enabled#col``, ``.expected.ndv#col``, ``.fpp#col`` and
   ``parquet.bloom.filter.max.bytes``;
 * for a column with ``sizing=FilterSizing.FIXED`` (:class:`BloomFilterSpec`; length hiding,
-  docs/security-model/filter-sizes.md): ``parquet.enable.dictionary#col=false`` and
-  ``parquet.bloom.filter.adaptive.enabled=false``.
+  docs/security-model/filter-sizes.md): ``parquet.enable.dictionary#col=false``, and
+  ``parquet.bloom.filter.adaptive.enabled=false`` when the spec gives no ndv.
 
-parquet-java sizes every filter of a column from its configured ``expected.ndv`` (or, without
-one, at ``max.bytes``), never from the row group's values, so its sizes are already equal across
-row groups and files, with two exceptions that ``FIXED`` closes: adaptive sizing
-(``parquet.bloom.filter.adaptive.enabled``, global only in parquet-java 1.17: no ``#col`` form,
-so ``FIXED`` turns it off for the whole write) picks a candidate per row group by its distinct
-count; and a chunk whose pages are all dictionary-encoded gets no filter at all, so the presence
-of a filter tells low-cardinality row groups apart (and the dictionary page's length tells their
-cardinality). Where it is not the same guarantee: the size comes from ``ndv`` or ``num_bytes``,
-not from the data (parquet-java cannot see the largest row group first), and a row group with
-more distinct values than ``ndv`` gets a higher fpp, not a bigger filter; ``max.bytes`` caps
-every size, unrounded (a cap that is no power of two gives filters of exactly that size: equal,
-but Arrow C++ refuses them), so ``num_bytes`` above the cap is refused here.
+parquet-java (1.17, ``ColumnValueCollector.initBloomFilter``) sizes every filter of a column from
+its configured ``expected.ndv``, or without one at ``max.bytes`` (or, with
+``parquet.bloom.filter.adaptive.enabled``, picks one of several candidate sizes per row group by
+its distinct count), never from the row group's values otherwise; so with an ndv its sizes are
+equal across row groups and files. ``FIXED`` closes the two gaps left: a chunk whose pages are
+all dictionary-encoded gets no filter at all, so the presence of a filter tells low-cardinality
+row groups apart (and the dictionary page's length tells their cardinality): dictionary encoding
+is turned off for the column; and without an ndv adaptive sizing would vary: it is turned off (a
+global switch in parquet-java, no ``#col`` form; an ndv takes precedence over it anyway). Where it
+is not the same guarantee as our writers': the size comes from ``ndv`` or ``num_bytes`` (or
+``max.bytes``), not from the data (parquet-java cannot see the largest row group first), and a
+row group with more distinct values than ``ndv`` gets a higher fpp, not a bigger filter;
+``max.bytes`` caps every size, unrounded (a cap that is no power of two gives filters of exactly
+that size: equal, but Arrow C++ refuses them), so ``num_bytes`` above the cap is refused here; and
+a writer option (``df.write.option(...)``) overrides these session properties.
 
 Secrets (the key list, the KMS token) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
 mapping redacts them in its repr; never in a policy's repr, and never in :meth:`write_options`. A
@@ -328,10 +331,12 @@ class EncryptionPolicy:
             if spec.fpp is not None:
                 conf[f"parquet.bloom.filter.fpp#{column}"] = repr(spec.fpp)
             if spec.fixed:
-                # every chunk gets a filter (parquet-java skips all-dictionary chunks), and no
-                # candidate is picked per row group (adaptive sizing has no per-column switch)
+                # every chunk gets a filter (parquet-java skips all-dictionary chunks), and
+                # without an ndv no candidate size is picked per row group (adaptive sizing has
+                # no per-column switch; an ndv takes precedence over it)
                 conf[f"parquet.enable.dictionary#{column}"] = "false"
-                conf["parquet.bloom.filter.adaptive.enabled"] = "false"
+                if ndv is None:
+                    conf["parquet.bloom.filter.adaptive.enabled"] = "false"
         if self.bloom_filter_max_bytes is not None:
             conf["parquet.bloom.filter.max.bytes"] = str(self.bloom_filter_max_bytes)
         return conf
