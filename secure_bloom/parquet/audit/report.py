@@ -191,7 +191,22 @@ class FilterSizes:
 
     def implied_ndv(self, num_bytes: int) -> tuple[int, int | None]:
         """The distinct counts a per-row-group sizing writer gives ``num_bytes`` at
-        :attr:`assumed_fpp` (:func:`secure_bloom.filter.ndv_range`)."""
+        :attr:`assumed_fpp` (:func:`secure_bloom.filter.ndv_range`).
+
+        Parameters
+        ----------
+        num_bytes : int
+
+        Returns
+        -------
+        tuple of (int, int or None)
+            Lowest and highest count (None: no upper bound).
+
+        Raises
+        ------
+        ValueError
+            ``num_bytes`` outside 32 bytes .. 128 MiB.
+        """
         return ndv_range(num_bytes, self.assumed_fpp)
 
     def _size_text(self, num_bytes: int | None, stored: int | None, rgs: Sequence[int]) -> str:

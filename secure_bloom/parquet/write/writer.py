@@ -158,8 +158,23 @@ def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, ma
 
 
 def fix_sizes(filters: list[list[_Built]]) -> None:
-    """Give each ``FIXED`` column of ``filters`` (row group -> column -> filter) one size, the
-    largest row group's need, folding the filters built bigger; ``capped`` follows the size."""
+    """Give each ``FIXED`` column of ``filters`` one size, the largest row group's need,
+    folding the filters built bigger (in place).
+
+    Parameters
+    ----------
+    filters : list of list of _Built
+        Row group -> column -> the filter :func:`build_filter` built.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        A filter smaller than the size (never for filters :func:`build_filter` built).
+    """
     for c in range(len(filters[0]) if filters else 0):
         column = [group[c] for group in filters]
         if column[0].sizing is not FilterSizing.FIXED:
@@ -172,7 +187,22 @@ def fix_sizes(filters: list[list[_Built]]) -> None:
 
 
 def column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
-    """The hashes of ``column``'s values in ``table`` (every chunk, in order; nulls skipped)."""
+    """The hashes of ``column``'s values in ``table`` (every chunk, in order; nulls skipped).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    column : BloomColumn
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+
+    Raises
+    ------
+    SecureBloomError
+        A value the column's physical type cannot hold.
+    """
     info = column.info
     parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
              for chunk in table.column(column.field).chunks]
@@ -186,6 +216,9 @@ class ParquetWriter:
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
     bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    ``bloom_filter_options`` entries may set ``"sizing": "fixed"`` (or ``"num_bytes": N``): that
+    column's filters get one size for the file (the largest row group's need, known at
+    :meth:`close`: filters are built at the cap until then).
     ``timeouts`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) for the filesystem of a
     URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
     (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
@@ -486,7 +519,9 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
     KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
     (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
+    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01;
+    ``"sizing": "fixed"`` or ``"num_bytes": N`` gives all the column's filters one size, so their
+    sizes, visible without a key, do not reveal each row group's distinct count).
     ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
     :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
     before writing anything for bad options.
