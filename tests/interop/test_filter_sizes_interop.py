@@ -17,8 +17,7 @@ from typing import Any
 import pyarrow.parquet.encryption as pe
 import pytest
 from support.extreme_table import READ_CONF
-from support.filter_sizes import visible_sizes
-from support.filter_sizes import skewed_table
+from support.filter_sizes import skewed_table, visible_sizes
 from support.parquet_files import vector_kms, write_encrypted
 from support.parquet_java_checks import bloom_verify
 from support.spark_bloom_data import random_key_list, write_parquet

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
 from hypothesis import given
@@ -27,13 +28,21 @@ from support.parquet_files import TESTING_KEY_LIST, vector_kms, write_encrypted
 from secure_bloom.cli import main
 from secure_bloom.errors import AttachError, PolicyError
 from secure_bloom.filter import SplitBlockBloomFilter, ndv_range, optimal_num_bytes
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader, ParquetWriter, attach_bloom_filters, write_table
-from secure_bloom.parquet import write_to_dataset
+from secure_bloom.parquet import (
+    KeyAccess,
+    ParquetBloomReader,
+    ParquetWriter,
+    attach_bloom_filters,
+    write_table,
+    write_to_dataset,
+)
 from secure_bloom.parquet.audit.auditor import audit
 from secure_bloom.parquet.audit.policy import parse_policy
 from secure_bloom.parquet.audit.report import Code
 from secure_bloom.parquet.write.options import ColumnSpec
 from secure_bloom.types import FilterSizing
+
+pytest_plugins = ["pytester"]
 
 KEYS = KeyAccess(kms=vector_kms())
 FPP = 0.01
@@ -306,8 +315,6 @@ def test_cli_attach_encrypt_and_audit(tmp_path: Path, capsys: pytest.CaptureFixt
     key_file.write_text(TESTING_KEY_LIST)
     monkeypatch.setenv("SECURE_BLOOM_KEY_LIST_FILE", str(key_file))
     plain = tmp_path / "plain.parquet"
-    import pyarrow.parquet as pq
-
     pq.write_table(skewed_table(), plain, row_group_size=ROWS_PER_GROUP)
     encrypted = tmp_path / "enc.parquet"
     rc, out = _cli(capsys, "encrypt", str(plain), str(encrypted), "--footer-key", "kf", "--column-key", "kc1:code,n",
@@ -333,9 +340,6 @@ def test_cli_attach_encrypt_and_audit(tmp_path: Path, capsys: pytest.CaptureFixt
         assert main(["attach", str(plain), str(tmp_path / "x.parquet"), "--bloom", bad]) == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
-
-
-pytest_plugins = ["pytester"]
 
 
 def test_pytest_plugin_hide_filter_sizes(pytester: pytest.Pytester, written: dict[str, Path],
