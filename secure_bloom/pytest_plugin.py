@@ -12,7 +12,9 @@ be searched. Each violation of the policy (:mod:`secure_bloom.parquet.audit.poli
 item with file, row group, column and code; a file that could not be checked (missing key,
 damaged, unreadable) FAILS too, never skips. One more item, ``policy-coverage``, fails when a
 rule matches no column in any of the files (a misspelt path must not pass).
-``--secure-bloom-sensitive a,b`` adds sensitive columns (with or without a policy).
+``--secure-bloom-sensitive a,b`` adds sensitive columns (with or without a policy);
+``--secure-bloom-hide-filter-sizes`` makes those columns' filters have one size per file (as a
+policy rule's ``hide_filter_sizes``: ``FILTER_SIZES_VARY`` fails the file otherwise).
 
 Keys: the CLI's options under the ``--secure-bloom-`` prefix (``key-list-file``, ``key``,
 ``aad-prefix``, ``kms-url``, ``kms-token-env``, ``kms-mount``), else ``SECURE_BLOOM_KEY_LIST`` /
@@ -61,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sensitive column paths (as audit --sensitive); repeatable")
     group.addoption("--secure-bloom-allow-footer-key", action="store_true",
                     help="accept filters encrypted with the footer key")
+    group.addoption("--secure-bloom-hide-filter-sizes", action="store_true",
+                    help="the --secure-bloom-sensitive columns' filters must have one size per file (sizes are "
+                         "visible without a key and reveal per-row-group cardinality)")
     group.addoption("--secure-bloom-key-list-file", metavar="PATH",
                     help="key-list KMS master keys (default: $SECURE_BLOOM_KEY_LIST, $SECURE_BLOOM_KEY_LIST_FILE)")
     group.addoption("--secure-bloom-key", action="append", default=[], metavar="ID=base64:..|hex:..|text:..",
@@ -104,15 +109,16 @@ class _Session:
             names = [c.strip() for group in self.config.getoption("secure_bloom_sensitive")
                      for c in group.split(",") if c.strip()]
             allow = bool(self.config.getoption("secure_bloom_allow_footer_key"))
+            hide = bool(self.config.getoption("secure_bloom_hide_filter_sizes"))
             if path is None and not names:
                 raise pytest.UsageError("--secure-bloom-audit needs --secure-bloom-policy FILE or "
                                         "--secure-bloom-sensitive COLUMNS")
             if path is not None:
-                policy = load_policy(path).with_rules(ColumnRule(path=n) for n in names)
+                policy = load_policy(path).with_rules(ColumnRule(path=n, hide_filter_sizes=hide) for n in names)
                 if allow:
                     policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
             else:
-                policy = Policy.from_sensitive(names, allow_footer_key=allow)
+                policy = Policy.from_sensitive(names, allow_footer_key=allow, hide_filter_sizes=hide)
             self._policy, self._policy_loaded = policy, True
         assert self._policy is not None
         return self._policy

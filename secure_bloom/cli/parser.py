@@ -18,11 +18,12 @@ from typing import Any, NoReturn
 from .. import __version__, kernels, thrift_codec
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from ..types import FilterSizing
 from .deadline import DEFAULT_DEADLINE_S
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
-__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg", "parse_column_spec",
+__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg", "parse_column_spec", "parse_bloom_spec",
            "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
 
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
@@ -70,9 +71,12 @@ class _DeprecatedAlias(argparse.Action):
 def _bloom_options(p: argparse.ArgumentParser, *, with_old_column: bool) -> None:
     """--bloom PATH[:ndv=N][:fpp=P] (repeatable), --fpp and --bloom-filter-max-bytes, the options
     that add Bloom filters (attach, encrypt); --max-bytes (and attach's --column) are deprecated."""
-    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P]", dest="bloom",
+    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P][:sizing=fixed][:num_bytes=N]",
+                   dest="bloom",
                    help="a column to give Bloom filters; repeatable. PATH is dotted, or a JSON array of path "
-                        "parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
+                        "parts where a name holds a dot: '[\"a.b\"]:ndv=10'. sizing=fixed gives all the column's "
+                        "filters one size (sizes are visible without a key and otherwise reveal each row group's "
+                        "distinct count); num_bytes=N is that size")
     if with_old_column:
         p.add_argument("--column", action=_DeprecatedAlias, new="--bloom", append=True, dest="bloom",
                        help=argparse.SUPPRESS)
@@ -210,6 +214,11 @@ With --policy, also:
   FILTER_FPP_TOO_LOW                    the filter's effective false-positive rate (from its bits
                                         set) is below min_fpp: a dictionary in disguise
   FILTER_TOO_LARGE                      the bitset is larger than max_bitset_bytes
+  FILTER_SIZES_VARY                     the column's filters differ in size across row groups (with
+                                        hide_filter_sizes, or --hide-filter-sizes for --sensitive):
+                                        sizes are visible without a key and reveal cardinality
+For every sensitive column with filters the report says what their sizes show without a key
+(the sizes per row group and the distinct counts they imply at --assume-fpp).
 Without keys the audit still reports what is visible (a plaintext filter on a column with
 crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is reported as
 "could not check", never as a pass.
@@ -350,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "forbidden, min_fpp, max_bitset_bytes (README: 'Compliance policies')")
     p.add_argument("--allow-footer-key", action="store_true",
                    help="accept filters encrypted with the footer key")
+    p.add_argument("--hide-filter-sizes", action="store_true",
+                   help="the --sensitive columns' filters must have one size per file (FILTER_SIZES_VARY otherwise)")
+    p.add_argument("--assume-fpp", type=_fpp, default=DEFAULT_FPP, metavar="P", dest="assume_fpp",
+                   help="the false-positive rate writers sized filters for, to say which distinct counts their "
+                        "sizes imply (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report to FILE")
 
@@ -434,10 +448,40 @@ def column_arg(text: str) -> str | tuple[str, ...]:
 
 def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None]:
     """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts;
-    PATH may be a JSON array of path parts (:func:`column_arg`)."""
+    PATH may be a JSON array of path parts (:func:`column_arg`). A spec with sizing options
+    is refused (:func:`parse_bloom_spec` reads them)."""
+    path, ndv, fpp, sizing, num_bytes = parse_bloom_spec(spec)
+    if sizing is not None or num_bytes is not None:
+        raise UsageError(f"--column {spec!r}: sizing options need parse_bloom_spec")
+    return path, ndv, fpp
+
+
+def parse_bloom_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None, FilterSizing | None,
+                                         int | None]:
+    """``PATH[:ndv=N][:fpp=P][:sizing=fixed|per_row_group][:num_bytes=N]`` -> (path, ndv, fpp,
+    sizing, num_bytes), the options of one ``--bloom``; options are the trailing ``:k=v`` parts;
+    PATH may be a JSON array of path parts (:func:`column_arg`). ``sizing=fixed`` gives every
+    filter of the column one size; ``num_bytes`` is that size (sizing ``fixed`` implied).
+
+    Parameters
+    ----------
+    spec : str
+
+    Returns
+    -------
+    tuple
+        (path, ndv or None, fpp or None, sizing or None, num_bytes or None).
+
+    Raises
+    ------
+    UsageError
+        An unknown option, a bad value, or an empty path.
+    """
     parts = spec.split(":")
     ndv: int | None = None
     fpp: float | None = None
+    sizing: FilterSizing | None = None
+    num_bytes: int | None = None
     while len(parts) > 1 and "=" in parts[-1]:
         name, _, value = parts.pop().partition("=")
         name = name.strip().lower()
@@ -453,12 +497,29 @@ def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, flo
                 fpp = _fpp(value)
             except argparse.ArgumentTypeError as e:
                 raise UsageError(f"--column {spec!r}: {e}") from None
+        elif name == "sizing":
+            try:
+                sizing = FilterSizing.coerce(value.strip().lower())
+            except ValueError as e:
+                raise UsageError(f"--bloom {spec!r}: {e}") from None
+        elif name == "num_bytes":
+            try:
+                num_bytes = int(value)
+            except ValueError:
+                raise UsageError(f"--bloom {spec!r}: num_bytes must be an integer, got {value!r}") from None
         else:
-            raise UsageError(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
+            raise UsageError(f"--column {spec!r}: unknown option {name!r} (use ndv=N, fpp=P, sizing=fixed or "
+                             "num_bytes=N)")
+    if num_bytes is not None:
+        if not MIN_BITSET_BYTES <= num_bytes <= SPEC_MAX_BITSET_BYTES or num_bytes & (num_bytes - 1):
+            raise UsageError(f"--bloom {spec!r}: num_bytes must be a power of two from {MIN_BITSET_BYTES} to "
+                             f"{SPEC_MAX_BITSET_BYTES}")
+        if sizing is FilterSizing.PER_ROW_GROUP:
+            raise UsageError(f"--bloom {spec!r}: num_bytes gives every filter one size: it needs sizing=fixed")
     path = ":".join(parts).strip()
     if not path:
         raise UsageError(f"--column {spec!r}: empty column path")
-    return column_arg(path), ndv, fpp
+    return column_arg(path), ndv, fpp, sizing, num_bytes
 
 
 def _timezone(name: str) -> Any:

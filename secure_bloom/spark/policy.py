@@ -13,7 +13,26 @@ PropertiesDrivenCryptoFactory and Bloom filter writer (SPEC_NOTES section 7):
 * ``parquet.encryption.plaintext.footer``, ``.algorithm``, ``.double.wrapping``,
   ``.data.key.length.bits``;
 * ``parquet.bloom.filter.enabled#col``, ``.expected.ndv#col``, ``.fpp#col`` and
-  ``parquet.bloom.filter.max.bytes``.
+  ``parquet.bloom.filter.max.bytes``;
+* for a column with ``sizing=FilterSizing.FIXED`` (:class:`BloomFilterSpec`; length hiding,
+  docs/security-model/filter-sizes.md): ``parquet.enable.dictionary#col=false``, and
+  ``parquet.bloom.filter.adaptive.enabled=false`` when the spec gives no ndv.
+
+parquet-java (1.17, ``ColumnValueCollector.initBloomFilter``) sizes every filter of a column from
+its configured ``expected.ndv``, or without one at ``max.bytes`` (or, with
+``parquet.bloom.filter.adaptive.enabled``, picks one of several candidate sizes per row group by
+its distinct count), never from the row group's values otherwise; so with an ndv its sizes are
+equal across row groups and files. ``FIXED`` closes the two gaps left: a chunk whose pages are
+all dictionary-encoded gets no filter at all, so the presence of a filter tells low-cardinality
+row groups apart (and the dictionary page's length tells their cardinality): dictionary encoding
+is turned off for the column; and without an ndv adaptive sizing would vary: it is turned off (a
+global switch in parquet-java, no ``#col`` form; an ndv takes precedence over it anyway). Where it
+is not the same guarantee as our writers': the size comes from ``ndv`` or ``num_bytes`` (or
+``max.bytes``), not from the data (parquet-java cannot see the largest row group first), and a
+row group with more distinct values than ``ndv`` gets a higher fpp, not a bigger filter;
+``max.bytes`` caps every size, unrounded (a cap that is no power of two gives filters of exactly
+that size: equal, but Arrow C++ refuses them), so ``num_bytes`` above the cap is refused here; and
+a writer option (``df.write.option(...)``) overrides these session properties.
 
 Secrets (the key list, the KMS token) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
 mapping redacts them in its repr; never in a policy's repr, and never in :meth:`write_options`. A
@@ -32,7 +51,10 @@ from types import MappingProxyType
 from typing import Any, Literal, Union, cast
 
 from secure_bloom.errors import KeyAccessDeniedError, KeyNotFoundError
+from secure_bloom.filter import optimal_num_bytes
 from secure_bloom.kms.key_list import parse_key_list
+from secure_bloom.spec import DEFAULT_FPP, MIN_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from secure_bloom.types import FilterSizing
 
 __all__ = [
     "KEY_LIST_CLIENT",
@@ -114,16 +136,57 @@ Kms = Union[KeyListKmsConfig, TransitKmsConfig]
 @dataclass(frozen=True)
 class BloomFilterSpec:
     """Per-column Bloom filter sizing: expected distinct values and false-positive probability.
-    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01)."""
+    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01).
+
+    ``sizing=FilterSizing.FIXED`` (or ``"fixed"``) makes the filters' sizes equal across row
+    groups and files (module docstring: dictionary encoding and adaptive sizing off);
+    ``num_bytes`` (a power of two; ``FIXED`` implied) is that size, written as the ``ndv`` that
+    parquet-java sizes to exactly ``num_bytes`` at ``fpp``.
+    """
 
     ndv: int | None = None
     fpp: float | None = None
+    sizing: FilterSizing | None = None
+    num_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.ndv is not None and self.ndv <= 0:
             raise ValueError(f"ndv must be positive, not {self.ndv}")
         if self.fpp is not None and not 0.0 < self.fpp < 1.0:
             raise ValueError(f"fpp must be in (0, 1), not {self.fpp}")
+        if self.num_bytes is not None:
+            n = self.num_bytes
+            if isinstance(n, bool) or not isinstance(n, int) or n < MIN_BITSET_BYTES or n & (n - 1):
+                raise ValueError(f"num_bytes must be a power of two of at least {MIN_BITSET_BYTES}, not {n!r}")
+            if self.ndv is not None:
+                raise ValueError("give ndv or num_bytes, not both (num_bytes is turned into parquet-java's ndv)")
+        sizing = (FilterSizing.FIXED if self.num_bytes is not None else None) if self.sizing is None \
+            else FilterSizing.coerce(self.sizing)
+        if sizing is FilterSizing.PER_ROW_GROUP and self.num_bytes is not None:
+            raise ValueError("num_bytes gives every filter one size: it needs sizing 'fixed'")
+        object.__setattr__(self, "sizing", sizing)
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the filters must have one size (``sizing`` FIXED)."""
+        return self.sizing is FilterSizing.FIXED
+
+    def expected_ndv(self) -> int | None:
+        """The ``parquet.bloom.filter.expected.ndv`` to write: ``ndv``, or for ``num_bytes`` the
+        distinct count parquet-java sizes to exactly ``num_bytes`` at ``fpp`` (None: unset)."""
+        if self.num_bytes is None:
+            return self.ndv
+        fpp = DEFAULT_FPP if self.fpp is None else self.fpp
+        low, high = 1, 1 << 31
+        while low < high:  # the fewest values parquet-java gives num_bytes (its sizing: optimal_num_bytes)
+            mid = (low + high) // 2
+            if optimal_num_bytes(mid, fpp) < self.num_bytes:
+                low = mid + 1
+            else:
+                high = mid
+        if optimal_num_bytes(low, fpp) != self.num_bytes:
+            raise ValueError(f"no ndv gives {self.num_bytes}-byte filters at fpp {fpp}")
+        return low
 
 
 class HadoopConf(dict[str, str]):
@@ -214,6 +277,12 @@ class EncryptionPolicy:
             raise ValueError(f"data_key_length_bits must be 128, 192 or 256, not {self.data_key_length_bits}")
         if self.bloom_filter_max_bytes is not None and self.bloom_filter_max_bytes <= 0:
             raise ValueError(f"bloom_filter_max_bytes must be positive, not {self.bloom_filter_max_bytes}")
+        cap = WRITER_DEFAULT_MAX_BYTES if self.bloom_filter_max_bytes is None else self.bloom_filter_max_bytes
+        for column, spec in blooms.items():
+            if spec.num_bytes is not None and spec.num_bytes > cap:
+                raise ValueError(f"bloom_filters[{column!r}]: num_bytes {spec.num_bytes} exceeds "
+                                 f"parquet.bloom.filter.max.bytes ({cap}), which would cap it: raise "
+                                 "bloom_filter_max_bytes")
         if isinstance(self.kms, KeyListKmsConfig):
             known = set(self.kms.master_key_ids)
             for key_id in {self.footer_key, *column_keys}:
@@ -256,10 +325,18 @@ class EncryptionPolicy:
         conf["parquet.encryption.data.key.length.bits"] = str(self.data_key_length_bits)
         for column, spec in self.bloom_filter_specs.items():
             conf[f"parquet.bloom.filter.enabled#{column}"] = "true"
-            if spec.ndv is not None:
-                conf[f"parquet.bloom.filter.expected.ndv#{column}"] = str(spec.ndv)
+            ndv = spec.expected_ndv()
+            if ndv is not None:
+                conf[f"parquet.bloom.filter.expected.ndv#{column}"] = str(ndv)
             if spec.fpp is not None:
                 conf[f"parquet.bloom.filter.fpp#{column}"] = repr(spec.fpp)
+            if spec.fixed:
+                # every chunk gets a filter (parquet-java skips all-dictionary chunks), and
+                # without an ndv no candidate size is picked per row group (adaptive sizing has
+                # no per-column switch; an ndv takes precedence over it)
+                conf[f"parquet.enable.dictionary#{column}"] = "false"
+                if ndv is None:
+                    conf["parquet.bloom.filter.adaptive.enabled"] = "false"
         if self.bloom_filter_max_bytes is not None:
             conf["parquet.bloom.filter.max.bytes"] = str(self.bloom_filter_max_bytes)
         return conf

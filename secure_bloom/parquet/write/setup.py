@@ -27,7 +27,8 @@ from ...values.arrow import leaf_values
 from ...values.physical import hash_values
 from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, find_column, leaf_columns
-from .options import DEFAULT_FPP, check_fpp
+from ...types import FilterSizing
+from .options import DEFAULT_FPP, check_fpp, check_sizing
 
 __all__ = ["BloomColumn", "WriteSetup", "check_setup", "bloom_specs", "parquet_leaves", "bloom_columns"]
 
@@ -39,26 +40,36 @@ _OWN_OPTIONS = ("encryption_properties", "bloom_filter_options")
 @dataclass(frozen=True)
 class BloomColumn:
     """A leaf column to give Bloom filters: the leaf as pyarrow writes it, the index of its
-    top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count)."""
+    top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count;
+    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`)."""
 
     info: ColumnInfo
     field: int
     ndv: int | None
     fpp: float
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
+    num_bytes: int | None = None
 
 
-def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
-    """pyarrow's ``bloom_filter_options`` -> column path -> (ndv or None, fpp).
+#: The keys of one column's ``bloom_filter_options`` entry.
+_OPTION_KEYS = ("ndv", "fpp", "sizing", "num_bytes")
+
+
+def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[int | None, float, FilterSizing,
+                                                                               int | None]]:
+    """pyarrow's ``bloom_filter_options`` -> column path -> (ndv or None, fpp, sizing, num_bytes).
 
     A value is True (defaults), False (no filter) or a mapping with optional ``ndv`` (an int
-    >= 1) and ``fpp`` (in (0, 1)); anything else raises before anything is written.
+    >= 1), ``fpp`` (in (0, 1)), ``sizing`` (:class:`~secure_bloom.types.FilterSizing` or its
+    value: ``"fixed"`` gives all the column's filters one size) and ``num_bytes`` (that one size,
+    a power of two up to ``max_bytes``); anything else raises before anything is written.
     """
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise TypeError(f"bloom_filter_options must be a dict of column path -> True or {{'ndv': N, 'fpp': P}}, "
                         f"got {type(options).__name__}")
-    out: dict[str, tuple[int | None, float]] = {}
+    out: dict[str, tuple[int | None, float, FilterSizing, int | None]] = {}
     for path, option in options.items():
         if not isinstance(path, str) or not path:
             raise TypeError(f"bloom_filter_options keys are column paths (str), got {path!r}")
@@ -67,19 +78,21 @@ def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
         if option is True:
             option = {}
         if not isinstance(option, Mapping):
-            raise TypeError(f"bloom_filter_options[{path!r}] must be True or a dict with 'ndv' and/or 'fpp', "
-                            f"got {type(option).__name__}")
-        unknown = sorted(set(option) - {"ndv", "fpp"})
+            raise TypeError(f"bloom_filter_options[{path!r}] must be True or a dict with 'ndv', 'fpp', 'sizing' "
+                            f"and/or 'num_bytes', got {type(option).__name__}")
+        unknown = sorted(set(option) - set(_OPTION_KEYS))
         if unknown:
-            raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} (use 'ndv' and 'fpp')")
+            raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} "
+                             f"(use {', '.join(repr(k) for k in _OPTION_KEYS)})")
         ndv = option.get("ndv")
         if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, (int, np.integer)) or ndv < 1):
             raise ValueError(f"bloom_filter_options[{path!r}]: ndv must be an int >= 1, got {ndv!r}")
         try:
             fpp = check_fpp(option.get("fpp", DEFAULT_FPP))
+            sizing, num_bytes = check_sizing(option.get("sizing"), option.get("num_bytes"), max_bytes)
         except ValueError as e:
             raise ValueError(f"bloom_filter_options[{path!r}]: {e}") from None
-        out[path] = (None if ndv is None else int(ndv), fpp)
+        out[path] = (None if ndv is None else int(ndv), fpp, sizing, num_bytes)
     return out
 
 
@@ -109,11 +122,11 @@ def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list
 
 
 def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
-                  specs: Mapping[str, tuple[int | None, float]]) -> tuple[BloomColumn, ...]:
+                  specs: Mapping[str, tuple[int | None, float, FilterSizing, int | None]]) -> tuple[BloomColumn, ...]:
     """Each requested Bloom column, checked: it exists as a leaf, is not BOOLEAN, and its Arrow
     values can be found and hashed (struct fields and standard lists; not maps)."""
     out: list[BloomColumn] = []
-    for path, (ndv, fpp) in specs.items():
+    for path, (ndv, fpp, sizing, num_bytes) in specs.items():
         info = find_column(leaves, path, "bloom_filter_options")
         if info.physical_type is PhysicalType.BOOLEAN:
             raise UnsupportedParquetFeatureError(
@@ -130,7 +143,7 @@ def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
             raise UnsupportedParquetFeatureError(f"bloom_filter_options: column {info.path!r}: {e}") from None
         if any(c.info.ordinal == info.ordinal for c in out):
             raise ValueError(f"bloom_filter_options names column {info.path!r} twice")
-        out.append(BloomColumn(info=info, field=index, ndv=ndv, fpp=fpp))
+        out.append(BloomColumn(info=info, field=index, ndv=ndv, fpp=fpp, sizing=sizing, num_bytes=num_bytes))
     return tuple(out)
 
 
@@ -196,8 +209,8 @@ def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: A
             raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
                             "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
                             "KmsClient factory) and bloom_filter_options=")
-    specs = bloom_specs(bloom_filter_options)
     max_bytes = _check_max_bytes(max_bytes)
+    specs = bloom_specs(bloom_filter_options, max_bytes)
     config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
     if not isinstance(config, pe.KmsConnectionConfig):
         raise TypeError("kms_connection_config must be a pyarrow.parquet.encryption.KmsConnectionConfig")

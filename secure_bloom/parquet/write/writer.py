@@ -15,7 +15,10 @@ temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group
 ours; each slice's Bloom columns are hashed from the same Arrow arrays
 (:func:`secure_bloom.values.arrow.leaf_values`, :func:`~secure_bloom.values.physical.hash_values`)
 and one filter per row group is sized from the slice's exact distinct count (or ``ndv``) at
-``fpp``, capped at ``bloom_filter_max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
+``fpp``, capped at ``bloom_filter_max_bytes``; a column with ``"sizing": "fixed"`` gets one size
+for every row group instead (``num_bytes``, or sized for ``ndv``, or for the largest row group's
+distinct count: each filter is then built at the cap and folded down to that size at close, so
+the size is never known from a partial file; docs/security-model/filter-sizes.md). At :meth:`ParquetWriter.close` the file's footer is read back
 (the same KMS unwraps pyarrow's key material), every filter is checked against the chunk's stored
 min/max, and the footer is replaced in place by the filters and a rewritten footer
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
@@ -38,7 +41,7 @@ durable publish waits only for the last few MB instead of the whole file.
 Memory: the slice being written (at most ``row_group_size`` rows of the table given to one
 ``write_table`` call) and pyarrow's buffers for it, 8 bytes per value of one Bloom column of that
 slice (its hashes), plus every filter built so far (at most ``max_bytes`` each; kept until
-``close``).
+``close``; a fixed-size column without ``num_bytes`` or ``ndv``: the cap each, until close).
 """
 
 from __future__ import annotations
@@ -88,12 +91,13 @@ from .destination import (
     upload,
     write_object,
 )
-from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
+from ...types import FilterSizing
+from .options import WRITER_DEFAULT_MAX_BYTES, build_num_bytes, needed_num_bytes, size_cap
 from .setup import BloomColumn, WriteSetup, check_setup
 from .sink import KeyMaterialSpool, SyncingSink
 
 __all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
-           "check_row_group_size", "iter_row_groups"]
+           "check_row_group_size", "column_hashes", "fix_sizes", "iter_row_groups"]
 
 
 #: Rows per row group when ``row_group_size`` is not given (pyarrow's default).
@@ -127,6 +131,9 @@ class _Built:
     distinct: int
     capped: bool
     sample: npt.NDArray[np.uint64]
+    #: The size this row group needs (``bf`` may be bigger: built to be folded down to one size).
+    need: int = 0
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
 
 
 @dataclass
@@ -135,17 +142,67 @@ class _RowGroup:
     filters: list[_Built] = field(default_factory=list)
 
 
-def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, max_bytes: int) -> _Built:
-    """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes``."""
+def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, max_bytes: int, *,
+                 sizing: FilterSizing = FilterSizing.PER_ROW_GROUP, num_bytes: int | None = None) -> _Built:
+    """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes`` (or
+    ``num_bytes``); for ``FIXED`` sizing without ``num_bytes`` or ``ndv``, built at the cap, to be
+    folded down to the size of the largest row group's need (:func:`fix_sizes`)."""
     distinct = count_distinct_hashes(hashes) if hashes.size else 0
     size_for = distinct if ndv is None else ndv
-    bf = SplitBlockBloomFilter.for_ndv(size_for, fpp, max_bytes)
+    need = needed_num_bytes(distinct, ndv, fpp, max_bytes, num_bytes)
+    bf = SplitBlockBloomFilter(build_num_bytes(sizing, ndv, fpp, max_bytes, num_bytes, distinct))
     bf.insert_hashes(hashes)
     return _Built(bf=bf, ndv=size_for, values=int(hashes.size), distinct=distinct,
-                  capped=optimal_num_bytes(size_for, fpp) > bf.num_bytes, sample=sample_of(hashes))
+                  capped=optimal_num_bytes(size_for, fpp) > need, sample=sample_of(hashes), need=need,
+                  sizing=sizing)
 
 
-def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+def fix_sizes(filters: list[list[_Built]]) -> None:
+    """Give each ``FIXED`` column of ``filters`` one size, the largest row group's need,
+    folding the filters built bigger (in place).
+
+    Parameters
+    ----------
+    filters : list of list of _Built
+        Row group -> column -> the filter :func:`build_filter` built.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        A filter smaller than the size (never for filters :func:`build_filter` built).
+    """
+    for c in range(len(filters[0]) if filters else 0):
+        column = [group[c] for group in filters]
+        if column[0].sizing is not FilterSizing.FIXED:
+            continue
+        size = max(b.need for b in column)
+        for b in column:
+            if b.bf.num_bytes != size:
+                b.bf = b.bf.folded(size)
+            b.need = size
+
+
+def column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+    """The hashes of ``column``'s values in ``table`` (every chunk, in order; nulls skipped).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    column : BloomColumn
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+
+    Raises
+    ------
+    SecureBloomError
+        A value the column's physical type cannot hold.
+    """
     info = column.info
     parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
              for chunk in table.column(column.field).chunks]
@@ -159,6 +216,9 @@ class ParquetWriter:
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
     bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    ``bloom_filter_options`` entries may set ``"sizing": "fixed"`` (or ``"num_bytes": N``): that
+    column's filters get one size for the file (the largest row group's need, known at
+    :meth:`close`: filters are built at the cap until then).
     ``timeouts`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) for the filesystem of a
     URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
     (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
@@ -275,7 +335,8 @@ class ParquetWriter:
 
     def _build_filters(self, part: pa.Table) -> list[_Built]:
         setup = self.check_setup
-        return [build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes)
+        return [build_filter(column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes,
+                             sizing=column.sizing, num_bytes=column.num_bytes)
                 for column in setup.columns]
 
     def _write_row_group(self, part: pa.Table) -> None:
@@ -368,6 +429,7 @@ class ParquetWriter:
             if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
                 raise WriteError(f"{self._dest}: pyarrow wrote row groups of {[rg.num_rows for rg in groups]} rows, "
                                  f"expected {[g.rows for g in self._row_groups]}; nothing was written")
+            fix_sizes([group.filters for group in self._row_groups])
             built: list[_Built] = []
             for rg, group in enumerate(self._row_groups):
                 for column, bf in zip(setup.columns, group.filters):
@@ -389,7 +451,8 @@ class ParquetWriter:
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
                                        encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
                                        values=b.values, offset=at, length=len(blob), replaced=False,
-                                       expected_fpp=b.bf.fpp_estimate(b.distinct), capped=b.capped)
+                                       expected_fpp=b.bf.fpp_estimate(b.distinct), capped=b.capped,
+                                       sizing=b.sizing)
                         for n, b, at, blob in zip(new, built, layout.offsets, layout.blobs))
         return WriteReport(path=str(self._dest), footer_mode=footer_mode,
                            num_rows=sum(g.rows for g in self._row_groups), row_groups=len(self._row_groups),
@@ -456,7 +519,9 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
     KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
     (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
+    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01;
+    ``"sizing": "fixed"`` or ``"num_bytes": N`` gives all the column's filters one size, so their
+    sizes, visible without a key, do not reveal each row group's distinct count).
     ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
     :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
     before writing anything for bad options.
