@@ -75,6 +75,7 @@ from ..file.sources import (
 from .append import (
     NewFilter,
     cross_check_statistics,
+    dictionary_hashes,
     filter_tail,
     sample_of,
     verify_filters,
@@ -127,6 +128,8 @@ class _Built:
     distinct: int
     capped: bool
     sample: npt.NDArray[np.uint64]
+    #: hashes of the Arrow dictionary the chunk was written from (None: not dictionary-encoded)
+    dictionary: npt.NDArray[np.uint64] | None = None
 
 
 @dataclass
@@ -145,13 +148,15 @@ def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, ma
                   capped=optimal_num_bytes(size_for, fpp) > bf.num_bytes, sample=sample_of(hashes))
 
 
-def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+def _column_filter(table: pa.Table, column: BloomColumn, max_bytes: int) -> _Built:
+    """The filter of one Bloom column of a slice, with the hashes of its Arrow dictionaries."""
     info = column.info
-    parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
-             for chunk in table.column(column.field).chunks]
-    if not parts:
-        return np.empty(0, dtype=np.uint64)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    values = [leaf_values(chunk, info) for chunk in table.column(column.field).chunks]
+    parts = [hash_values(v, info.physical_type, type_length=info.type_length) for v in values]
+    hashes = np.empty(0, dtype=np.uint64) if not parts else parts[0] if len(parts) == 1 else np.concatenate(parts)
+    built = build_filter(hashes, column.ndv, column.fpp, max_bytes)
+    built.dictionary = dictionary_hashes(values, info)
+    return built
 
 
 class ParquetWriter:
@@ -275,8 +280,7 @@ class ParquetWriter:
 
     def _build_filters(self, part: pa.Table) -> list[_Built]:
         setup = self.check_setup
-        return [build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes)
-                for column in setup.columns]
+        return [_column_filter(part, column, setup.max_bytes) for column in setup.columns]
 
     def _write_row_group(self, part: pa.Table) -> None:
         # pyarrow encodes and encrypts the slice (GIL released) while a second thread hashes
@@ -373,7 +377,7 @@ class ParquetWriter:
                 for column, bf in zip(setup.columns, group.filters):
                     chunk = reader.chunk(rg, column.info.ordinal)
                     cross_check_statistics(bf.bf, reader.column_metadata(chunk).statistics, column.info, WriteError,
-                                           "the Arrow values written")
+                                           "the Arrow values written", dictionary=bf.dictionary)
                     new.append(NewFilter(chunk=chunk, bf=bf.bf, sample=bf.sample))
                     built.append(bf)
             layout = filter_tail(reader, new)

@@ -591,3 +591,56 @@ def test_external_key_material_to_a_filesystem_is_uploaded_beside_the_file(tmp_p
     assert read_encrypted(tmp_path / "ext.parquet").equals(table)
     with ParquetBloomReader(tmp_path / "ext.parquet", KEYS) as reader:
         assert reader.row_groups_maybe_containing("ssn", table["ssn"][5].as_py()) == [0]
+
+
+def test_dictionary_column_whose_bounds_are_wider_than_its_values(tmp_path: Path) -> None:
+    """Regression (issue 28 item 12): pyarrow gives a dictionary-encoded chunk that holds nulls the
+    bounds of its whole dictionary (max "zz" for a row group holding only "x" and a null); the
+    writer's self-check took that bound for a stored value and refused to write
+    ("refusing to write a wrong filter"). attach refused pyarrow's own such file the same way."""
+    table = pa.table({"s": pa.array(["zz", "x", None, "x"]).dictionary_encode(), "n": pa.array([1, 2, 3, 4])})
+    path = tmp_path / "dict.parquet"
+    write_table(table, path, encryption=_config(column_keys={"kc1": ["s"]}), kms=vector_kms(),
+                bloom_filter_options={"s": True}, row_group_size=2)
+    assert read_encrypted(path).equals(table)
+    with ParquetBloomReader(path, KEYS) as reader:
+        assert reader.column_metadata(reader.chunk(1, 0)).statistics.max_value == b"zz"  # wider than rg 1's values
+        assert reader.row_groups_maybe_containing("s", "x") == [0, 1]
+        assert 0 in reader.row_groups_maybe_containing("s", "zz")
+    _same_as_attach(path, tmp_path, ["s"])
+    plain = tmp_path / "pyarrow.parquet"
+    pq.write_table(table, plain, row_group_size=2)
+    attach_bloom_filters(plain, tmp_path / "attached.parquet", ["s"])
+    with ParquetBloomReader(tmp_path / "attached.parquet") as reader:
+        assert reader.row_groups_maybe_containing("s", "x") == [0, 1]
+
+
+def test_the_statistics_cross_check_still_refuses_a_wrong_filter() -> None:
+    """A bound that is neither in the filter nor a value of the chunk's dictionary is refused:
+    dictionary values hashed by a wrong conversion do not match the stored bytes either."""
+    import dataclasses
+
+    from secure_bloom import thrift_codec
+    from secure_bloom.errors import WriteError
+    from secure_bloom.filter import SplitBlockBloomFilter
+    from secure_bloom.parquet import ColumnInfo
+    from secure_bloom.parquet.write.append import cross_check_statistics, dictionary_hashes
+    from secure_bloom.types import PhysicalType
+    from secure_bloom.values.arrow import leaf_values
+    from secure_bloom.values.physical import hash_values
+
+    millis = ColumnInfo(path="t", path_in_schema=("t",), ordinal=0, physical_type=PhysicalType.INT64,
+                        logical_type="TIMESTAMP", time_unit="millis")
+    stats = thrift_codec.idl().Statistics(min_value=(1000).to_bytes(8, "little"), max_value=(3000).to_bytes(8, "little"))
+    seconds = pa.array([1, 2, 3], pa.timestamp("s")).dictionary_encode()
+    used = pa.DictionaryArray.from_arrays(pa.array([0, None], pa.int32()), seconds.dictionary)  # holds 1 s and a null
+    right = SplitBlockBloomFilter(32)
+    right.insert_hashes(hash_values(leaf_values(used, millis), PhysicalType.INT64))
+    with pytest.raises(WriteError, match="refusing to write a wrong filter"):  # 3000 ms: no value, no dictionary
+        cross_check_statistics(right, stats, millis, WriteError)
+    cross_check_statistics(right, stats, millis, WriteError, dictionary=dictionary_hashes([leaf_values(used, millis)],
+                                                                                         millis))
+    wrong = SplitBlockBloomFilter(32)  # seconds hashed as if they were the stored millis, dictionary too
+    wrong.insert_hashes(hash_values(used.dictionary_decode(), PhysicalType.INT64))
+    with pytest.raises(WriteError, match="refusing to write a wrong filter"):
+        cross_check_statistics(wrong, stats, millis, WriteError, dictionary=dictionary_hashes([used], millis))
