@@ -27,7 +27,7 @@ from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import envelope, print_json, progress_bar
-from .parser import DELEGATED, parse_column_spec
+from .parser import DELEGATED
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
            "cmd_encrypt", "cmd_doctor"]
@@ -158,7 +158,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if not args.bloom:
         raise CliError("attach: give at least one --bloom PATH[:ndv=N][:fpp=P] (see 'secure-bloom attach --help')",
                        ErrorKind.USAGE_ERROR)
-    specs = [parse_column_spec(c) for c in args.bloom]
+    specs = list(args.bloom)  # (path, ndv, fpp), parsed with the options (parse_column_spec)
     keys = key_access_from_args(args)
     from ..parquet.file.sources import is_store_uri
 
@@ -269,7 +269,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.arrow_source import open_arrow_file
     from ..parquet.file.sources import is_store_uri
 
-    specs = [parse_column_spec(c) for c in args.bloom]
+    specs = list(args.bloom)  # (path, ndv, fpp), parsed with the options (parse_column_spec)
     bloom: dict[str, dict[str, Any]] = {}
     for path, ndv, fpp in specs:
         name = path if isinstance(path, str) else ".".join(path)
@@ -365,6 +365,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.reader import ParquetBloomReader
     from ..parquet.read.where import conditions_expression, parse_condition
 
+    args.format = _query_format(args)
     keys = key_access_from_args(args)
     _local_output("--output", args.output)
     if args.format == "parquet" and not args.output:
@@ -394,6 +395,15 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         else:
             explain_to.write(("\n" if explain_to is out else "") + report.summary() + "\n")
     return EXIT_OK
+
+
+def _query_format(args: argparse.Namespace) -> str:
+    """query's output format: --format, or json for --json (as every other command), else table."""
+    if args.json:
+        if args.format not in (None, "json"):
+            raise UsageError(f"--json and --format {args.format} exclude each other (--json is --format json)")
+        return "json"
+    return args.format or "table"
 
 
 def _output_protection(args: argparse.Namespace, keys: Any, table: Any, paths: list[str], fs: Any) -> Any:
