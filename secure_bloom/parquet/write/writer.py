@@ -9,6 +9,8 @@ files ("Encryption is not currently supported with bloom filter"); this module i
   ``encryption`` is pyarrow's ``EncryptionConfiguration``; ``kms`` one of our KMS clients or a
   pyarrow ``KmsClient`` factory (what ``CryptoFactory`` takes); ``bloom_filter_options`` pyarrow's
   ``{"col": {"ndv": N, "fpp": P} | True}``; every other keyword goes to pyarrow's writer.
+  Without ``encryption`` and ``kms``, :func:`write_table` is pyarrow's own plaintext write (its
+  plaintext filters); pyarrow's ``encryption_properties=`` is refused, naming what to pass.
 
 How (one pass over the data): pyarrow writes the encrypted file without filters into an unnamed
 temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group boundaries are
@@ -71,6 +73,8 @@ from ..file.leftovers import PairJournal, clean_leftovers
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
     StoreTimeouts,
+    filesystem_from_uri,
+    is_store_uri,
 )
 from .append import (
     NewFilter,
@@ -90,7 +94,7 @@ from .destination import (
     write_object,
 )
 from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
-from .setup import BloomColumn, WriteSetup, check_setup
+from .setup import BloomColumn, WriteSetup, check_setup, refuse_pyarrow_encryption
 from .sink import KeyMaterialSpool, SyncingSink
 
 __all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
@@ -172,11 +176,17 @@ class ParquetWriter:
     block by an exception discards everything (:meth:`abort`).
     """
 
-    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                 bloom_filter_options: Any = None, filesystem: Any = None,
+    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any = None, kms: Any = None,
+                 kms_connection_config: Any = None, bloom_filter_options: Any = None, filesystem: Any = None,
                  bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
                  timeouts: StoreTimeouts | None = None, **kwargs: Any) -> None:
         self._closed = True
+        refuse_pyarrow_encryption(kwargs)
+        if encryption is None and kms is None:
+            raise TypeError("ParquetWriter(where, schema, encryption=..., kms=...) writes encrypted files; for a "
+                            "plaintext file use pyarrow.parquet.ParquetWriter (plaintext Bloom filters with its "
+                            "bloom_filter_options=) or secure_bloom's write_table")
+        _need_both(encryption, kms, "ParquetWriter")
         self._dest = destination_of(where, filesystem, timeouts)
         self.check_setup = check_setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
                              size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
@@ -451,22 +461,63 @@ class ParquetWriter:
         self._spool = self._spool_fs = None
 
 
-def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
-                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
-                **kwargs: Any) -> WriteReport:
+def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any = None,
+                kms_connection_config: Any = None, bloom_filter_options: Any = None, row_group_size: int | None = None,
+                filesystem: Any = None, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                max_bytes: int | None = None, **kwargs: Any) -> WriteReport | None:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
-    ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
-    KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
-    (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
-    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
-    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
-    before writing anything for bad options.
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows.
+    where : str or os.PathLike
+        A local path, a URI (``s3://...``) or a path on ``filesystem``.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration, optional
+        How to encrypt; with ``kms``. Neither: a plaintext file, written by pyarrow's own
+        ``pq.write_table`` (its plaintext Bloom filters from ``bloom_filter_options``, its
+        defaults: ndv 1048576, fpp 0.05; ``where`` anything pyarrow takes).
+    kms : KMS client, pyarrow KmsClient factory or KeyAccess, optional
+        What wraps the data keys (a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, as
+        ``read_table(keys=...)`` takes, gives its ``kms``).
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        For a pyarrow factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``); encrypted: without
+        ``ndv`` each row group's filter is sized for its exact distinct count, capped at
+        ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01.
+    row_group_size : int, optional
+        Rows per row group (default 1 Mi).
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where ``where`` is.
+    bloom_filter_max_bytes, max_bytes : int
+        The cap per encrypted filter (``max_bytes``: its deprecated name); not for plaintext
+        writes (pyarrow sizes those from ndv and fpp).
+    **kwargs
+        ``timeouts=`` as for :class:`ParquetWriter`; the rest go to pyarrow's writer.
+
+    Returns
+    -------
+    WriteReport or None
+        What was written; None for a plaintext write (as pyarrow's).
+
+    Raises
+    ------
+    TypeError
+        pyarrow's ``encryption_properties=`` (give ``encryption=`` and ``kms=``), ``encryption``
+        without ``kms`` or the other way round, options of the wrong type.
+    ValueError, SecureBloomError
+        Bad options (before anything is written), a KMS or storage failure (nothing published).
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    refuse_pyarrow_encryption(kwargs)
+    if encryption is None and kms is None:
+        _write_plaintext(table, where, filesystem, bloom_filter_options, row_group_size,
+                         bloom_filter_max_bytes != WRITER_DEFAULT_MAX_BYTES or max_bytes is not None,
+                         kms_connection_config, kwargs)
+        return None
+    _need_both(encryption, kms, "write_table")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
                        bloom_filter_options=bloom_filter_options, filesystem=filesystem,
                        bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
@@ -475,6 +526,34 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     report = writer.report
     assert report is not None
     return report
+
+
+def _need_both(encryption: Any, kms: Any, function: str) -> None:
+    if kms is None:
+        raise TypeError(f"{function}(encryption=...) needs kms=: a KMS client (wrap_key, unwrap_key), a pyarrow "
+                        "KmsClient factory or a KeyAccess with a kms, to wrap the data keys")
+    if encryption is None:
+        raise TypeError(f"{function}(kms=...) needs encryption=: a pyarrow.parquet.encryption."
+                        "EncryptionConfiguration (give neither for a plaintext file)")
+
+
+def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_options: Any,
+                     row_group_size: int | None, sized: bool, kms_connection_config: Any,
+                     kwargs: dict[str, Any]) -> None:
+    """A plaintext file: pyarrow's own ``pq.write_table`` (plaintext Bloom filters included);
+    a URI through our filesystem, with its timeouts."""
+    if sized:
+        raise TypeError("bloom_filter_max_bytes applies to encrypted writes; pyarrow sizes a plaintext file's "
+                        "filters from bloom_filter_options' ndv and fpp")
+    if kms_connection_config is not None:
+        raise TypeError("kms_connection_config= without encryption= and kms=: give both for an encrypted file")
+    options = dict(kwargs)
+    timeouts = options.pop("timeouts", None)
+    if filesystem is None and isinstance(where, (str, os.PathLike)) and is_store_uri(os.fspath(where)):
+        filesystem, where = filesystem_from_uri(os.fspath(where), timeouts)
+    if bloom_filter_options is not None:
+        options["bloom_filter_options"] = bloom_filter_options
+    pq.write_table(table, where, row_group_size=row_group_size, filesystem=filesystem, **options)
 
 
 def check_row_group_size(row_group_size: Any) -> int:

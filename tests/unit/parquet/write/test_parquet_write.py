@@ -644,3 +644,66 @@ def test_the_statistics_cross_check_still_refuses_a_wrong_filter() -> None:
     wrong.insert_hashes(hash_values(used.dictionary_decode(), PhysicalType.INT64))
     with pytest.raises(WriteError, match="refusing to write a wrong filter"):
         cross_check_statistics(wrong, stats, millis, WriteError, dictionary=dictionary_hashes([used], millis))
+
+
+def test_a_plaintext_write_with_filters_is_pyarrows(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): write_table(t, p, bloom_filter_options=...) without
+    encryption was 'TypeError: missing 2 required keyword-only arguments'. It is pyarrow's own
+    plaintext write: the same bytes, plaintext filters included."""
+    table = sample_table(100)
+    options = {"ssn": {"ndv": 50, "fpp": 0.01}, "id": True}
+    assert write_table(table, tmp_path / "ours.parquet", bloom_filter_options=options, row_group_size=40,
+                       compression="zstd") is None
+    pq.write_table(table, tmp_path / "pyarrow.parquet", bloom_filter_options=options, row_group_size=40,
+                   compression="zstd")
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "pyarrow.parquet").read_bytes()
+    with ParquetBloomReader(tmp_path / "ours.parquet") as reader:
+        assert [reader.bloom_filter(rg, 1) is not None for rg in range(3)] == [True] * 3
+        assert reader.row_groups_maybe_containing("ssn", table["ssn"][45].as_py()) == [1]
+    write_table(table, tmp_path / "none.parquet")  # no options at all: pyarrow's write_table(t, p)
+    assert pq.read_table(tmp_path / "none.parquet").equals(table)
+    with pytest.raises(TypeError, match="bloom_filter_max_bytes applies to encrypted writes"):
+        write_table(table, tmp_path / "never.parquet", bloom_filter_options=options, bloom_filter_max_bytes=4096)
+    assert not (tmp_path / "never.parquet").exists()
+
+
+def test_pyarrows_encryption_argument_is_refused_with_what_to_pass(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): pyarrow's write_table(t, p, encryption_properties=...) got a
+    bare TypeError about missing arguments; it now says what to pass instead."""
+    table = sample_table(10)
+    properties = crypto_factory().file_encryption_properties(pe.KmsConnectionConfig(), _config())
+    for function in (lambda: write_table(table, tmp_path / "never.parquet", encryption_properties=properties),
+                     lambda: ParquetWriter(tmp_path / "never.parquet", table.schema, encryption_properties=properties)):
+        with pytest.raises(TypeError, match=r"encryption_properties=\.\.\. is pyarrow's; secure_bloom sets it: give "
+                                            r"encryption= .*kms= \(a KMS client, pyarrow KmsClient factory or KeyAccess\)"):
+            function()
+    with pytest.raises(TypeError, match=r"write_table\(encryption=\.\.\.\) needs kms="):
+        write_table(table, tmp_path / "never.parquet", encryption=_config())
+    with pytest.raises(TypeError, match=r"write_table\(kms=\.\.\.\) needs encryption="):
+        write_table(table, tmp_path / "never.parquet", kms=vector_kms())
+    with pytest.raises(TypeError, match="for a plaintext file use pyarrow.parquet.ParquetWriter"):
+        ParquetWriter(tmp_path / "never.parquet", table.schema)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_and_write_take_the_same_key_objects(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): read_table(keys=kms) with a KMS client was refused while
+    write_table(kms=kms) took one. Both sides take a KMS client, a pyarrow KmsClient factory and
+    a KeyAccess."""
+    from secure_bloom.parquet import read_table
+    from secure_bloom.parquet.read.api import dataset
+
+    kms = vector_kms()
+    table = sample_table(300)
+    wanted = table.filter(pa.compute.field("ssn") == table["ssn"][123])
+    for i, given in enumerate([kms, lambda config: kms, KeyAccess(kms=kms)]):
+        path = tmp_path / f"f{i}.parquet"
+        write_table(table, path, encryption=_config(), kms=given, bloom_filter_options={"ssn": True}, row_group_size=100)
+        assert read_table(path, keys=given, filters=[("ssn", "==", table["ssn"][123].as_py())]).equals(wanted)
+        assert dataset(path, keys=given).to_table(filter=pa.compute.field("id") == 123).equals(wanted)
+        with ParquetBloomReader(path, given) as reader:
+            assert reader.row_groups_maybe_containing("ssn", table["ssn"][123].as_py()) == [1]
+    with pytest.raises(TypeError, match=r"explicit keys: KeyAccess\(explicit="):
+        read_table(tmp_path / "f0.parquet", keys={"kf": b"0123456789012345"})
+    with pytest.raises(TypeError, match="has no kms"):
+        write_table(table, tmp_path / "never.parquet", encryption=_config(), kms=KeyAccess(explicit={"kf": b"0" * 16}))
