@@ -73,8 +73,10 @@ from ..file.leftovers import PairJournal, clean_leftovers
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
     StoreTimeouts,
+    display_path,
     filesystem_from_uri,
     is_store_uri,
+    storage_error,
 )
 from .append import (
     NewFilter,
@@ -553,7 +555,12 @@ def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_
         filesystem, where = filesystem_from_uri(os.fspath(where), timeouts)
     if bloom_filter_options is not None:
         options["bloom_filter_options"] = bloom_filter_options
-    pq.write_table(table, where, row_group_size=row_group_size, filesystem=filesystem, **options)
+    try:
+        pq.write_table(table, where, row_group_size=row_group_size, filesystem=filesystem, **options)
+    except OSError as e:
+        if filesystem is None or not isinstance(where, (str, os.PathLike)):
+            raise
+        raise storage_error(e, display_path(filesystem, os.fspath(where))) from None
 
 
 def check_row_group_size(row_group_size: Any) -> int:
