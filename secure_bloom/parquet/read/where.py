@@ -30,7 +30,7 @@ import zoneinfo
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,7 +72,7 @@ class Junction:
 
 
 #: A parsed ``--where`` text: one :data:`Condition`, or a :class:`Junction` of them.
-Where = Union[Condition, Junction]
+Where = Condition | Junction
 
 
 def parse_condition(text: str) -> Where:

@@ -703,6 +703,7 @@ def test_read_and_write_take_the_same_key_objects(tmp_path: Path) -> None:
         assert dataset(path, keys=given).to_table(filter=pa.compute.field("id") == 123).equals(wanted)
         with ParquetBloomReader(path, given) as reader:
             assert reader.row_groups_maybe_containing("ssn", table["ssn"][123].as_py()) == [1]
+        assert audit(path, ["ssn"], keys=given).exit_code == 0
     with pytest.raises(TypeError, match=r"explicit keys: KeyAccess\(explicit="):
         read_table(tmp_path / "f0.parquet", keys={"kf": b"0123456789012345"})
     with pytest.raises(TypeError, match="has no kms"):
