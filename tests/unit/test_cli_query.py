@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -75,6 +76,62 @@ def test_parse_condition_and_or_parentheses_and_quotes() -> None:
                       ("(" * 100 + "a = 1" + ")" * 100, "nested deeper"), ("", "empty condition")]:
         with pytest.raises(InvalidValueError, match=re.escape(why)):
             parse_condition(text)
+
+
+def _render(where: Any, rng: Any) -> str:
+    """``where`` as text a user could type: values quoted (a quote inside doubled) or bare,
+    keywords in random case, optional parentheses."""
+    from secure_bloom.parquet.read.where import Junction
+
+    if isinstance(where, Junction):
+        word = where.connective.value
+        word = "".join(c.upper() if rng.random() < 0.5 else c for c in word)
+        parts = []
+        for part in where.parts:
+            text = _render(part, rng)
+            parts.append(f"({text})" if isinstance(part, Junction) else text)  # a group: one part
+        return f" {word} ".join(parts)
+    column, op, values = where
+
+    def value(v: str) -> str:
+        if re.fullmatch(r"[A-Za-z0-9@._:+-]+", v) and v.lower() not in ("and", "or") and rng.random() < 0.5:
+            return v
+        quote = rng.choice("'\"")
+        return quote + v.replace(quote, quote * 2) + quote
+
+    if op in ("in", "not in"):
+        return f"{column} {op} ({', '.join(value(v) for v in values)})"
+    op = rng.choice({"==": ["=", "=="], "!=": ["!=", "<>"]}.get(op, [op]))
+    return f"{column}{rng.choice(['', ' '])}{op}{rng.choice(['', ' '])}{value(values[0])}"
+
+
+def test_parse_condition_reads_back_what_is_rendered() -> None:
+    """Property: any tree of conditions, rendered with quoting (inner junctions in parentheses),
+    parses back to itself."""
+    import random
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from secure_bloom.parquet.read.where import Connective, Junction
+
+    texts = st.text(st.sampled_from("ab Z9@.-:'\"(),=<>!AND or\u00e9 "), max_size=12)
+    leaf = st.one_of(
+        st.tuples(st.sampled_from(["email", "a.b", "n", "and", "x_1"]), st.sampled_from(["==", "!=", "<", "<=", ">", ">="]),
+                  st.lists(texts, min_size=1, max_size=1)),
+        st.tuples(st.sampled_from(["ssn", "c"]), st.sampled_from(["in", "not in"]),
+                  st.lists(texts.filter(lambda t: t.strip() == t and t != ""), max_size=4)))
+
+    def junctions(children: Any) -> Any:
+        return st.builds(lambda c, parts: Junction(c, tuple(parts)), st.sampled_from(list(Connective)),
+                         st.lists(children, min_size=2, max_size=3))
+
+    @given(st.recursive(leaf, junctions, max_leaves=8), st.integers(0, 2**32))
+    def check(where: Any, seed: int) -> None:
+        text = _render(where, random.Random(seed))
+        assert parse_condition(text) == where, text
+
+    check()
 
 
 @pytest.mark.parametrize("where", [
