@@ -29,7 +29,8 @@ from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, find_column, leaf_columns
 from .options import DEFAULT_FPP, check_fpp
 
-__all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption", "bloom_specs", "parquet_leaves", "bloom_columns"]
+__all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption",
+           "need_encryption_and_kms", "bloom_specs", "parquet_leaves", "bloom_columns"]
 
 
 #: Options pyarrow's writer must not get from the caller here: set by this module.
@@ -57,6 +58,29 @@ def refuse_pyarrow_encryption(options: Mapping[str, Any]) -> None:
                             "file_encryption_properties takes), kms= (a KMS client, pyarrow KmsClient factory or "
                             "KeyAccess) and bloom_filter_options=; secure_bloom makes the properties and encrypts "
                             "the Bloom filters with the column keys")
+
+
+def need_encryption_and_kms(encryption: Any, kms: Any, function: str) -> None:
+    """Both of a write's ``encryption`` and ``kms``, or a TypeError naming the one missing.
+
+    Parameters
+    ----------
+    encryption, kms : Any
+        As given to ``function`` (both None is the caller's to handle: a plaintext write).
+    function : str
+        The function's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        One of the two is None.
+    """
+    if kms is None:
+        raise TypeError(f"{function}(encryption=...) needs kms=: a KMS client (wrap_key, unwrap_key), a pyarrow "
+                        "KmsClient factory or a KeyAccess with a kms, to wrap the data keys")
+    if encryption is None:
+        raise TypeError(f"{function}(kms=...) needs encryption=: a pyarrow.parquet.encryption."
+                        "EncryptionConfiguration (give neither for a plaintext file)")
 
 
 @dataclass(frozen=True)

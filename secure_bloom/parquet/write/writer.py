@@ -96,7 +96,7 @@ from .destination import (
     write_object,
 )
 from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
-from .setup import BloomColumn, WriteSetup, check_setup, refuse_pyarrow_encryption
+from .setup import BloomColumn, WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .sink import KeyMaterialSpool, SyncingSink
 
 __all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
@@ -188,7 +188,7 @@ class ParquetWriter:
             raise TypeError("ParquetWriter(where, schema, encryption=..., kms=...) writes encrypted files; for a "
                             "plaintext file use pyarrow.parquet.ParquetWriter (plaintext Bloom filters with its "
                             "bloom_filter_options=) or secure_bloom's write_table")
-        _need_both(encryption, kms, "ParquetWriter")
+        need_encryption_and_kms(encryption, kms, "ParquetWriter")
         self._dest = destination_of(where, filesystem, timeouts)
         self.check_setup = check_setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
                              size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
@@ -519,7 +519,7 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any
                          bloom_filter_max_bytes != WRITER_DEFAULT_MAX_BYTES or max_bytes is not None,
                          kms_connection_config, kwargs)
         return None
-    _need_both(encryption, kms, "write_table")
+    need_encryption_and_kms(encryption, kms, "write_table")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
                        bloom_filter_options=bloom_filter_options, filesystem=filesystem,
                        bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
@@ -528,15 +528,6 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any
     report = writer.report
     assert report is not None
     return report
-
-
-def _need_both(encryption: Any, kms: Any, function: str) -> None:
-    if kms is None:
-        raise TypeError(f"{function}(encryption=...) needs kms=: a KMS client (wrap_key, unwrap_key), a pyarrow "
-                        "KmsClient factory or a KeyAccess with a kms, to wrap the data keys")
-    if encryption is None:
-        raise TypeError(f"{function}(kms=...) needs encryption=: a pyarrow.parquet.encryption."
-                        "EncryptionConfiguration (give neither for a plaintext file)")
 
 
 def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_options: Any,

@@ -683,6 +683,12 @@ def test_pyarrows_encryption_argument_is_refused_with_what_to_pass(tmp_path: Pat
         write_table(table, tmp_path / "never.parquet", kms=vector_kms())
     with pytest.raises(TypeError, match="for a plaintext file use pyarrow.parquet.ParquetWriter"):
         ParquetWriter(tmp_path / "never.parquet", table.schema)
+    with pytest.raises(TypeError, match=r"encryption_properties=\.\.\. is pyarrow's"):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"], encryption_properties=properties)
+    with pytest.raises(TypeError, match="for a plaintext one use pyarrow.parquet.write_to_dataset"):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"])
+    with pytest.raises(TypeError, match=r"write_to_dataset\(encryption=\.\.\.\) needs kms="):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"], encryption=_config())
     assert list(tmp_path.iterdir()) == []
 
 
