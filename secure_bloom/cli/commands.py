@@ -27,7 +27,7 @@ from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import envelope, print_json, progress_bar
-from .parser import DELEGATED, parse_bloom_spec
+from .parser import DELEGATED
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
            "cmd_encrypt", "cmd_doctor"]
@@ -160,7 +160,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
                        ErrorKind.USAGE_ERROR)
     from ..parquet.write.options import ColumnSpec
 
-    specs = [parse_bloom_spec(c) for c in args.bloom]
+    specs = list(args.bloom)  # (path, ndv, fpp, sizing, num_bytes), parsed with the options (parse_bloom_spec)
     keys = key_access_from_args(args)
     from ..parquet.file.sources import is_store_uri
 
@@ -187,7 +187,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
                for path in columns]
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
-        fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
+        fpp = {name: per_column_fpp.get(name, args.fpp) for name in dotted.values()}
     with _about(args.src), progress_bar("attach", "chunks", {"filters": "chunks", "copy": "B"}) as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
@@ -275,7 +275,7 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.arrow_source import open_arrow_file
     from ..parquet.file.sources import is_store_uri
 
-    specs = [parse_bloom_spec(c) for c in args.bloom]
+    specs = list(args.bloom)  # (path, ndv, fpp, sizing, num_bytes), parsed with the options (parse_bloom_spec)
     bloom: dict[str, dict[str, Any]] = {}
     for path, ndv, fpp, sizing, num_bytes in specs:
         name = path if isinstance(path, str) else ".".join(path)
@@ -374,6 +374,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.reader import ParquetBloomReader
     from ..parquet.read.where import conditions_expression, parse_condition
 
+    args.format = _query_format(args)
     keys = key_access_from_args(args)
     _local_output("--output", args.output)
     if args.format == "parquet" and not args.output:
@@ -403,6 +404,15 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         else:
             explain_to.write(("\n" if explain_to is out else "") + report.summary() + "\n")
     return EXIT_OK
+
+
+def _query_format(args: argparse.Namespace) -> str:
+    """query's output format: --format, or json for --json (as every other command), else table."""
+    if args.json:
+        if args.format not in (None, "json"):
+            raise UsageError(f"--json and --format {args.format} exclude each other (--json is --format json)")
+        return "json"
+    return args.format or "table"
 
 
 def _output_protection(args: argparse.Namespace, keys: Any, table: Any, paths: list[str], fs: Any) -> Any:

@@ -62,7 +62,7 @@ from .discover import discover
 from ...types import ChunkEncryption, FilterForm
 from ..file.chunk import ChunkInfo
 from ..file.filter_io import read_filter_storage
-from ..file.keys import NO_KEYS, KeyAccess
+from ..file.keys import NO_KEYS, KeyAccess, as_key_access
 from ..file.leftovers import find_leftovers
 from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
 from ..file.reader import ParquetBloomReader
@@ -465,8 +465,7 @@ def _audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sen
         paths = [paths]
     paths = list(paths)
     rules = _policy_of(sensitive_columns, allow_footer_key, policy, hide_filter_sizes)
-    if not isinstance(keys, KeyAccess):
-        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    keys = as_key_access(keys) or NO_KEYS  # a KMS client or factory too, as write_table(kms=...) takes
     found = discover(paths, filesystem)
     targets = found.entries
     results: list[FileResult] = []

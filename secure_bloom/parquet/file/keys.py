@@ -25,9 +25,10 @@ from typing import Any
 
 from ...errors import ConfigurationError
 from ...kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper, OpenBaoTransitKms
+from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import instance_factory
 
-__all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
+__all__ = ["KeyAccess", "NO_KEYS", "as_key_access", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
            "DEFAULT_TOKEN_VARIABLES"]
 
 ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
@@ -96,6 +97,35 @@ class KeyAccess:
 
 #: No keys at all: plaintext files, and plaintext columns of plaintext-footer files.
 NO_KEYS = KeyAccess()
+
+
+def as_key_access(keys: Any) -> KeyAccess | None:
+    """``keys=`` of the read functions: a :class:`KeyAccess`, or what ``write_table(kms=...)``
+    takes, the same objects on both sides.
+
+    Parameters
+    ----------
+    keys : KeyAccess, KMS client, pyarrow KmsClient factory or None
+        A KMS client (``wrap_key`` and ``unwrap_key``) or a factory becomes ``KeyAccess(kms=keys)``
+        (pass a KeyAccess of your own to share its KEK cache across calls).
+
+    Returns
+    -------
+    KeyAccess or None
+        None for None.
+
+    Raises
+    ------
+    TypeError
+        Anything else (a mapping of explicit keys goes in ``KeyAccess(explicit=...)``).
+    """
+    if keys is None or isinstance(keys, KeyAccess):
+        return keys
+    if is_kms_client(keys) or (callable(keys) and not isinstance(keys, Mapping)):
+        return KeyAccess(kms=keys)
+    hint = " (explicit keys: KeyAccess(explicit={key id: key bytes}))" if isinstance(keys, Mapping) else ""
+    raise TypeError(f"keys must be a KeyAccess, a KMS client (wrap_key, unwrap_key) or a pyarrow KmsClient factory, "
+                    f"got {type(keys).__name__}{hint}")
 
 
 def _key_list_text(key_list: str | None, key_list_file: str | None, kms_url: str | None,

@@ -72,6 +72,7 @@ from ..file.schema import ColumnRef
 from .append import (
     NewFilter,
     cross_check_statistics,
+    dictionary_hashes,
     filter_tail,
     sample_of,
     verify_filters,
@@ -265,6 +266,7 @@ def _build(reader: ParquetBloomReader, values: Any, chunk: ColumnChunk, spec: Co
     ndv, fpp = spec.ndv, spec.fpp
     assert fpp is not None and spec.sizing is not None
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
+    dictionary = dictionary_hashes([values], info)  # a writer may take the chunk's bounds from it
     del values
     counted = kernels.count_distinct_hashes(hashes)
     distinct = counted if ndv is None else int(ndv)
@@ -274,7 +276,7 @@ def _build(reader: ParquetBloomReader, values: Any, chunk: ColumnChunk, spec: Co
     capped = optimal_num_bytes(distinct, fpp) > need
     bf.insert_hashes(hashes)
     meta = reader.column_metadata(chunk)
-    cross_check_statistics(bf, meta.statistics, info, AttachError)
+    cross_check_statistics(bf, meta.statistics, info, AttachError, dictionary=dictionary)
     replaced = meta.bloom_filter_offset is not None
     return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=sample_of(hashes).copy(),
                     replaced=replaced, capped=capped, inserted_distinct=counted, need=need, sizing=spec.sizing)

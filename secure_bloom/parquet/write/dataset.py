@@ -23,7 +23,7 @@ from ...kernels import count_distinct_hashes
 from ...spec import MIN_BITSET_BYTES
 from ...types import FilterSizing
 from .options import WRITER_DEFAULT_MAX_BYTES, needed_num_bytes, size_cap
-from .setup import WriteSetup, check_setup
+from .setup import WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .writer import (
     DEFAULT_ROW_GROUP_SIZE,
     ParquetWriter,
@@ -153,7 +153,8 @@ def _delete_files(root: Destination, folder: str) -> None:
 
 
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
-                     encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
+                     encryption: Any = None, kms: Any = None, kms_connection_config: Any = None,
+                     bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
                      max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
                      max_bytes: int | None = None, existing_data_behavior: str = "overwrite_or_ignore",
@@ -183,6 +184,11 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
 
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    refuse_pyarrow_encryption(kwargs)
+    if encryption is None and kms is None:
+        raise TypeError("write_to_dataset(..., encryption=..., kms=...) writes encrypted datasets; for a plaintext "
+                        "one use pyarrow.parquet.write_to_dataset")
+    need_encryption_and_kms(encryption, kms, "write_to_dataset")
     if existing_data_behavior not in _EXISTING_DATA:
         raise ValueError(f"existing_data_behavior must be one of {', '.join(_EXISTING_DATA)}, "
                          f"got {existing_data_behavior!r}")

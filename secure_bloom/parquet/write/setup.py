@@ -30,11 +30,58 @@ from ..file.schema import ColumnInfo, find_column, leaf_columns
 from ...types import FilterSizing
 from .options import DEFAULT_FPP, check_fpp, check_sizing
 
-__all__ = ["BloomColumn", "WriteSetup", "check_setup", "bloom_specs", "parquet_leaves", "bloom_columns"]
+__all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption",
+           "need_encryption_and_kms", "bloom_specs", "parquet_leaves", "bloom_columns"]
 
 
 #: Options pyarrow's writer must not get from the caller here: set by this module.
 _OWN_OPTIONS = ("encryption_properties", "bloom_filter_options")
+
+
+def refuse_pyarrow_encryption(options: Mapping[str, Any]) -> None:
+    """pyarrow's ``encryption_properties=`` (or a ``bloom_filter_options`` given twice): a
+    TypeError that says what to give instead.
+
+    Parameters
+    ----------
+    options : mapping
+        The keyword arguments meant for pyarrow's writer.
+
+    Raises
+    ------
+    TypeError
+        One of the options secure_bloom sets itself is among them.
+    """
+    for name in _OWN_OPTIONS:
+        if name in options:
+            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
+                            "pyarrow.parquet.encryption.EncryptionConfiguration: what CryptoFactory."
+                            "file_encryption_properties takes), kms= (a KMS client, pyarrow KmsClient factory or "
+                            "KeyAccess) and bloom_filter_options=; secure_bloom makes the properties and encrypts "
+                            "the Bloom filters with the column keys")
+
+
+def need_encryption_and_kms(encryption: Any, kms: Any, function: str) -> None:
+    """Both of a write's ``encryption`` and ``kms``, or a TypeError naming the one missing.
+
+    Parameters
+    ----------
+    encryption, kms : Any
+        As given to ``function`` (both None is the caller's to handle: a plaintext write).
+    function : str
+        The function's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        One of the two is None.
+    """
+    if kms is None:
+        raise TypeError(f"{function}(encryption=...) needs kms=: a KMS client (wrap_key, unwrap_key), a pyarrow "
+                        "KmsClient factory or a KeyAccess with a kms, to wrap the data keys")
+    if encryption is None:
+        raise TypeError(f"{function}(kms=...) needs encryption=: a pyarrow.parquet.encryption."
+                        "EncryptionConfiguration (give neither for a plaintext file)")
 
 
 @dataclass(frozen=True)
@@ -173,8 +220,8 @@ def _key_access(kms: Any, config: Any) -> KeyAccess:
     if is_kms_client(kms):
         return KeyAccess(kms=kms)
     if not callable(kms):
-        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key) or a pyarrow KmsClient factory "
-                        "(a callable taking a KmsConnectionConfig)")
+        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key), a pyarrow KmsClient factory "
+                        "(a callable taking a KmsConnectionConfig) or a KeyAccess with a kms")
 
     def client(instance_id: str, instance_url: str) -> Any:
         return kms(pe.KmsConnectionConfig(
@@ -204,11 +251,7 @@ def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: A
     """Every check that needs no KMS call and writes nothing."""
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    for name in _OWN_OPTIONS:
-        if name in writer_options:
-            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
-                            "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
-                            "KmsClient factory) and bloom_filter_options=")
+    refuse_pyarrow_encryption(writer_options)
     max_bytes = _check_max_bytes(max_bytes)
     specs = bloom_specs(bloom_filter_options, max_bytes)
     config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
@@ -217,7 +260,13 @@ def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: A
     leaves = tuple(parquet_leaves(schema, writer_options))
     _check_encryption(encryption, leaves)
     columns = bloom_columns(schema, leaves, specs)
-    keys = _key_access(kms, config)
+    if isinstance(kms, KeyAccess):  # what the read functions take as keys=: the same objects on both sides
+        if kms.kms is None:
+            raise TypeError("kms=KeyAccess(...) has no kms: writing wraps new data keys, which needs a KMS client "
+                            "or pyarrow KmsClient factory (KeyAccess(kms=...))")
+        keys, kms = kms, kms.kms
+    else:
+        keys = _key_access(kms, config)
     crypto = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
     return WriteSetup(schema=schema, leaves=leaves, columns=columns, encryption=encryption, kms_config=config,
                   crypto=crypto, keys=keys, max_bytes=max_bytes, writer_options=dict(writer_options))

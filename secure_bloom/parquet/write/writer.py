@@ -9,6 +9,8 @@ files ("Encryption is not currently supported with bloom filter"); this module i
   ``encryption`` is pyarrow's ``EncryptionConfiguration``; ``kms`` one of our KMS clients or a
   pyarrow ``KmsClient`` factory (what ``CryptoFactory`` takes); ``bloom_filter_options`` pyarrow's
   ``{"col": {"ndv": N, "fpp": P} | True}``; every other keyword goes to pyarrow's writer.
+  Without ``encryption`` and ``kms``, :func:`write_table` is pyarrow's own plaintext write (its
+  plaintext filters); pyarrow's ``encryption_properties=`` is refused, naming what to pass.
 
 How (one pass over the data): pyarrow writes the encrypted file without filters into an unnamed
 temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group boundaries are
@@ -74,10 +76,15 @@ from ..file.leftovers import PairJournal, clean_leftovers
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
     StoreTimeouts,
+    display_path,
+    filesystem_from_uri,
+    is_store_uri,
+    storage_error,
 )
 from .append import (
     NewFilter,
     cross_check_statistics,
+    dictionary_hashes,
     filter_tail,
     sample_of,
     verify_filters,
@@ -93,7 +100,7 @@ from .destination import (
 )
 from ...types import FilterSizing
 from .options import WRITER_DEFAULT_MAX_BYTES, build_num_bytes, needed_num_bytes, size_cap
-from .setup import BloomColumn, WriteSetup, check_setup
+from .setup import BloomColumn, WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .sink import KeyMaterialSpool, SyncingSink
 
 __all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
@@ -134,6 +141,8 @@ class _Built:
     #: The size this row group needs (``bf`` may be bigger: built to be folded down to one size).
     need: int = 0
     sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
+    #: hashes of the Arrow dictionary the chunk was written from (None: not dictionary-encoded)
+    dictionary: npt.NDArray[np.uint64] | None = None
 
 
 @dataclass
@@ -204,11 +213,26 @@ def column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64
         A value the column's physical type cannot hold.
     """
     info = column.info
-    parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
-             for chunk in table.column(column.field).chunks]
+    return _hashes_of([leaf_values(chunk, info) for chunk in table.column(column.field).chunks], column)
+
+
+def _hashes_of(values: list[Any], column: BloomColumn) -> npt.NDArray[np.uint64]:
+    """The hashes of a column's leaf values, chunk after chunk."""
+    info = column.info
+    parts = [hash_values(v, info.physical_type, type_length=info.type_length) for v in values]
     if not parts:
         return np.empty(0, dtype=np.uint64)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _column_filter(table: pa.Table, column: BloomColumn, max_bytes: int) -> _Built:
+    """The filter of one Bloom column of a slice, with the hashes of its Arrow dictionaries."""
+    info = column.info
+    values = [leaf_values(chunk, info) for chunk in table.column(column.field).chunks]
+    built = build_filter(_hashes_of(values, column), column.ndv, column.fpp, max_bytes,
+                         sizing=column.sizing, num_bytes=column.num_bytes)
+    built.dictionary = dictionary_hashes(values, info)
+    return built
 
 
 class ParquetWriter:
@@ -227,11 +251,17 @@ class ParquetWriter:
     block by an exception discards everything (:meth:`abort`).
     """
 
-    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                 bloom_filter_options: Any = None, filesystem: Any = None,
+    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any = None, kms: Any = None,
+                 kms_connection_config: Any = None, bloom_filter_options: Any = None, filesystem: Any = None,
                  bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
                  timeouts: StoreTimeouts | None = None, **kwargs: Any) -> None:
         self._closed = True
+        refuse_pyarrow_encryption(kwargs)
+        if encryption is None and kms is None:
+            raise TypeError("ParquetWriter(where, schema, encryption=..., kms=...) writes encrypted files; for a "
+                            "plaintext file use pyarrow.parquet.ParquetWriter (plaintext Bloom filters with its "
+                            "bloom_filter_options=) or secure_bloom's write_table")
+        need_encryption_and_kms(encryption, kms, "ParquetWriter")
         self._dest = destination_of(where, filesystem, timeouts)
         self.check_setup = check_setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
                              size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
@@ -335,9 +365,7 @@ class ParquetWriter:
 
     def _build_filters(self, part: pa.Table) -> list[_Built]:
         setup = self.check_setup
-        return [build_filter(column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes,
-                             sizing=column.sizing, num_bytes=column.num_bytes)
-                for column in setup.columns]
+        return [_column_filter(part, column, setup.max_bytes) for column in setup.columns]
 
     def _write_row_group(self, part: pa.Table) -> None:
         # pyarrow encodes and encrypts the slice (GIL released) while a second thread hashes
@@ -435,7 +463,7 @@ class ParquetWriter:
                 for column, bf in zip(setup.columns, group.filters):
                     chunk = reader.chunk(rg, column.info.ordinal)
                     cross_check_statistics(bf.bf, reader.column_metadata(chunk).statistics, column.info, WriteError,
-                                           "the Arrow values written")
+                                           "the Arrow values written", dictionary=bf.dictionary)
                     new.append(NewFilter(chunk=chunk, bf=bf.bf, sample=bf.sample))
                     built.append(bf)
             layout = filter_tail(reader, new)
@@ -510,24 +538,65 @@ class ParquetWriter:
         self._spool = self._spool_fs = None
 
 
-def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
-                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
-                **kwargs: Any) -> WriteReport:
+def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any = None,
+                kms_connection_config: Any = None, bloom_filter_options: Any = None, row_group_size: int | None = None,
+                filesystem: Any = None, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                max_bytes: int | None = None, **kwargs: Any) -> WriteReport | None:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
-    ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
-    KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
-    (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01;
-    ``"sizing": "fixed"`` or ``"num_bytes": N`` gives all the column's filters one size, so their
-    sizes, visible without a key, do not reveal each row group's distinct count).
-    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
-    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
-    before writing anything for bad options.
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows.
+    where : str or os.PathLike
+        A local path, a URI (``s3://...``) or a path on ``filesystem``.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration, optional
+        How to encrypt; with ``kms``. Neither: a plaintext file, written by pyarrow's own
+        ``pq.write_table`` (its plaintext Bloom filters from ``bloom_filter_options``, its
+        defaults: ndv 1048576, fpp 0.05; ``where`` anything pyarrow takes).
+    kms : KMS client, pyarrow KmsClient factory or KeyAccess, optional
+        What wraps the data keys (a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, as
+        ``read_table(keys=...)`` takes, gives its ``kms``).
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        For a pyarrow factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``); encrypted: without
+        ``ndv`` each row group's filter is sized for its exact distinct count, capped at
+        ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01; ``"sizing": "fixed"`` or
+        ``"num_bytes": N`` gives all the column's filters one size, so that their sizes, visible
+        without a key, do not reveal each row group's distinct count.
+    row_group_size : int, optional
+        Rows per row group (default 1 Mi).
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where ``where`` is.
+    bloom_filter_max_bytes, max_bytes : int
+        The cap per encrypted filter (``max_bytes``: its deprecated name); not for plaintext
+        writes (pyarrow sizes those from ndv and fpp).
+    **kwargs
+        ``timeouts=`` as for :class:`ParquetWriter`; the rest go to pyarrow's writer.
+
+    Returns
+    -------
+    WriteReport or None
+        What was written; None for a plaintext write (as pyarrow's).
+
+    Raises
+    ------
+    TypeError
+        pyarrow's ``encryption_properties=`` (give ``encryption=`` and ``kms=``), ``encryption``
+        without ``kms`` or the other way round, options of the wrong type.
+    ValueError, SecureBloomError
+        Bad options (before anything is written), a KMS or storage failure (nothing published).
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    refuse_pyarrow_encryption(kwargs)
+    if encryption is None and kms is None:
+        _write_plaintext(table, where, filesystem, bloom_filter_options, row_group_size,
+                         bloom_filter_max_bytes != WRITER_DEFAULT_MAX_BYTES or max_bytes is not None,
+                         kms_connection_config, kwargs)
+        return None
+    need_encryption_and_kms(encryption, kms, "write_table")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
                        bloom_filter_options=bloom_filter_options, filesystem=filesystem,
                        bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
@@ -536,6 +605,30 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     report = writer.report
     assert report is not None
     return report
+
+
+def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_options: Any,
+                     row_group_size: int | None, sized: bool, kms_connection_config: Any,
+                     kwargs: dict[str, Any]) -> None:
+    """A plaintext file: pyarrow's own ``pq.write_table`` (plaintext Bloom filters included);
+    a URI through our filesystem, with its timeouts."""
+    if sized:
+        raise TypeError("bloom_filter_max_bytes applies to encrypted writes; pyarrow sizes a plaintext file's "
+                        "filters from bloom_filter_options' ndv and fpp")
+    if kms_connection_config is not None:
+        raise TypeError("kms_connection_config= without encryption= and kms=: give both for an encrypted file")
+    options = dict(kwargs)
+    timeouts = options.pop("timeouts", None)
+    if filesystem is None and isinstance(where, (str, os.PathLike)) and is_store_uri(os.fspath(where)):
+        filesystem, where = filesystem_from_uri(os.fspath(where), timeouts)
+    if bloom_filter_options is not None:
+        options["bloom_filter_options"] = bloom_filter_options
+    try:
+        pq.write_table(table, where, row_group_size=row_group_size, filesystem=filesystem, **options)
+    except OSError as e:
+        if filesystem is None or not isinstance(where, (str, os.PathLike)):
+            raise
+        raise storage_error(e, display_path(filesystem, os.fspath(where))) from None
 
 
 def check_row_group_size(row_group_size: Any) -> int:
