@@ -7,9 +7,13 @@ files are written and read in several ways. Each file: 2,000 rows in 2 row group
 ``email`` (key pii) and ``ssn`` (key ssn) encrypted with a Bloom filter each, ``n`` under the
 footer key. Prints one table; nothing is asserted.
 
+With ``--spark``, local Spark (2 cores, parquet-java with io.securebloom.AwsKmsClient) also
+writes the files and reads them back; its requests are counted at the server (moto's KMS backend
+runs in this process).
+
 Usage::
 
-    PYTHONPATH=. python benchmarks/aws_kms_requests.py [--files 100]
+    PYTHONPATH=. python benchmarks/aws_kms_requests.py [--files 100] [--spark]
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def table(i: int) -> pa.Table:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--spark", action="store_true", help="also write and read with Spark")
     args = parser.parse_args()
     n = args.files
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -137,6 +142,8 @@ def main() -> int:
         t = time.perf_counter()
         assert read_table(shared_pyarrow, keys=KeyAccess(kms=kms())).num_rows == 2000 * n
         record("read_table(dir) of the one-CryptoFactory files", t)
+        if args.spark:
+            spark_rows(n, endpoint, Path(tmp), rows)
     server.stop()
 
     print(f"AWS KMS requests for {n} files (3 master keys; 2 encrypted columns with filters, 2 row groups):")
@@ -145,6 +152,50 @@ def main() -> int:
         per100 = (encrypt + decrypt) * 100 / n
         print(f"{label:<54} {encrypt:>8} {decrypt:>8} {per100:>14.1f} {seconds:>8.2f}")
     return 0
+
+
+def server_counter() -> collections.Counter[str]:
+    """Counts Encrypt / Decrypt at moto's KMS backend (the server, in this process)."""
+    from moto.kms import models
+
+    counts: collections.Counter[str] = collections.Counter()
+    for name in ("encrypt", "decrypt"):
+        original = getattr(models.KmsBackend, name)
+
+        def counted(self: Any, *a: Any, _original: Any = original, _name: str = name, **k: Any) -> Any:
+            counts[_name.capitalize()] += 1
+            return _original(self, *a, **k)
+
+        setattr(models.KmsBackend, name, counted)
+    return counts
+
+
+def spark_rows(n: int, endpoint: str, tmp: Path, rows: list[tuple[str, int, int, float]]) -> None:
+    import os
+
+    from secure_bloom.spark.policy import AwsKmsConfig, BloomFilterSpec, EncryptionPolicy
+    from secure_bloom.spark.session import applied_policy, local_spark
+
+    os.environ.update({"AWS_ACCESS_KEY_ID": "AKIDBENCH", "AWS_SECRET_ACCESS_KEY": "bench-secret"})
+    counts = server_counter()
+    spark = local_spark("aws-kms-bench", cores=2)
+    policy = EncryptionPolicy(footer_key="alias/footer", kms=AwsKmsConfig("us-east-1", endpoint=endpoint),
+                              column_keys={"alias/pii": ["email"], "alias/ssn": ["ssn"]},
+                              bloom_filters={"email": BloomFilterSpec(ndv=2000), "ssn": BloomFilterSpec(ndv=2000)})
+    df = spark.createDataFrame(pa.concat_tables([table(i) for i in range(n)]).to_pandas()).repartition(n)
+    out = tmp / "spark"
+    t = time.perf_counter()
+    with applied_policy(spark, policy):
+        df.write.option("parquet.block.row.count.limit", "1000").parquet(str(out))
+    rows.append((f"Spark write ({len(list(out.glob('*.parquet')))} files, 2 cores)", counts["Encrypt"],
+                 counts["Decrypt"], time.perf_counter() - t))
+    counts.clear()
+    t = time.perf_counter()
+    with applied_policy(spark, policy):
+        found = spark.read.parquet(str(out)).where("email = 'p0000001@example.com'").count()
+    assert found == 1
+    rows.append(("Spark read(dir, filter)", counts["Encrypt"], counts["Decrypt"], time.perf_counter() - t))
+    spark.stop()
 
 
 if __name__ == "__main__":
