@@ -33,6 +33,10 @@ socket operation), and an attempt starts only if it can finish before the deadli
 own retries are off (this client counts the attempts).
 
 No credential appears in a message, log line or ``repr``; the wrapped keys are KMS ciphertexts.
+botocore's own DEBUG records of a request carry its parameters (the key being wrapped), its
+headers (a session token), its canonical request and the response body (the unwrapped key):
+while an AwsKms call runs on a thread, the records botocore and urllib3 log on that thread are
+withheld (:class:`_WithheldDuringCalls`); other uses of botocore log as before.
 """
 
 from __future__ import annotations
@@ -91,6 +95,34 @@ def encryption_context(master_key_id: str) -> dict[str, str]:
         ``{CONTEXT_MASTER_KEY_ID: master_key_id, CONTEXT_PURPOSE: PURPOSE}``.
     """
     return {CONTEXT_MASTER_KEY_ID: master_key_id, CONTEXT_PURPOSE: PURPOSE}
+
+
+_calls = threading.local()
+_filter_lock = threading.Lock()
+_filter_installed = False
+# Every logger that may log a request's parameters, headers, signing steps or response body.
+_PAYLOAD_LOGGERS = ("botocore", "botocore.endpoint", "botocore.auth", "botocore.parsers", "botocore.awsrequest",
+                    "botocore.httpsession", "botocore.hooks", "botocore.client", "botocore.retryhandler",
+                    "botocore.retries.standard", "botocore.retries.adaptive", "botocore.utils",
+                    "urllib3", "urllib3.connectionpool", "urllib3.connection", "urllib3.response")
+
+
+class _WithheldDuringCalls(logging.Filter):
+    """Drops botocore's and urllib3's records on a thread while it runs an AwsKms call."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(_calls, "active", False)
+
+
+def _install_log_filter() -> None:
+    global _filter_installed
+    with _filter_lock:
+        if _filter_installed:
+            return
+        withheld = _WithheldDuringCalls()
+        for name in _PAYLOAD_LOGGERS:
+            logging.getLogger(name).addFilter(withheld)
+        _filter_installed = True
 
 
 def _is_alias(master_key_id: str) -> bool:
@@ -177,6 +209,7 @@ class AwsKms:
         self.endpoint_url = str(self._client.meta.endpoint_url)
         self._lock = threading.Lock()
         self._requests = 0
+        _install_log_filter()
 
     # --- KmsClient ----------------------------------------------------------------------------
 
@@ -286,14 +319,18 @@ class AwsKms:
                 time.sleep(delay)
             with self._lock:
                 self._requests += 1
+            _calls.active = True
             try:
                 response: dict[str, Any] = request()
                 return response
             except Exception as e:  # noqa: BLE001 - classified below; anything else re-raised
+                _calls.active = False
                 outcome = self._classify(e, what, name)
                 if isinstance(outcome, Exception):
                     raise outcome from None
                 failure = outcome
+            finally:
+                _calls.active = False
         raise KmsUnavailableError(f"{what} failed after {self.retries + 1} attempts: {failure}")
 
     def _classify(self, error: Exception, what: str, name: str) -> Exception | str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -309,3 +310,21 @@ def test_cli_audit_probe_and_encrypt_with_kms_aws(aws_kms: AwsKmsService, keys: 
     assert usage.returncode == 2 and "--kms aws" in usage.stderr
     for out in (done, probed, again, refused, probe_refused, usage):
         _no_secret(out.stdout + out.stderr)
+
+
+def test_debug_logs_carry_no_key_or_credential(aws_kms: AwsKmsService, keys: dict[str, str],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """botocore's DEBUG records of a request show its parameters (the key, Base64), headers
+    (the session token), canonical request and response body (the key again): none of them is
+    emitted during an AwsKms call, and the key's every form stays out of the logs."""
+    kms = aws_kms.kms(retries=1, backoff_s=0.01)
+    key = os.urandom(16)
+    forms = {key.hex(), base64.b64encode(key).decode(), base64.b64encode(key).decode().rstrip("=")}
+    with caplog.at_level(logging.DEBUG):
+        aws_kms.throttle_next(1)  # a retry's records too
+        wrapped = kms.wrap_key(key, keys["pii"])
+        assert kms.unwrap_key(wrapped, keys["pii"]) == key
+    text = caplog.text + "".join(str(r.args) for r in caplog.records)
+    assert "retry 1 of 1" in text  # our own records are kept
+    for secret in (*forms, *SECRETS):
+        assert secret not in text
