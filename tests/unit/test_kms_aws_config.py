@@ -81,3 +81,15 @@ def test_no_region_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch, tmp
 def test_encryption_context_names_the_master_key_id_and_purpose() -> None:
     assert encryption_context("alias/pii") == {"secure_bloom:master_key_id": "alias/pii",
                                                "secure_bloom:purpose": "parquet-key-wrap"}
+
+
+def test_worker_keys_for_aws_build_an_aws_kms() -> None:
+    import pickle
+
+    from secure_bloom.spark.dataset import WorkerKeys
+
+    spec = WorkerKeys(aws_region="eu-west-1", aws_endpoint="http://127.0.0.1:9")
+    assert repr(spec) == "WorkerKeys(aws_region='eu-west-1', aws_endpoint='http://127.0.0.1:9')"
+    access = pickle.loads(pickle.dumps(spec)).key_access()
+    assert isinstance(access.kms, AwsKms) and access.kms.endpoint_url == "http://127.0.0.1:9"
+    assert spec.key_access() is spec.key_access()  # one KeyAccess (one KEK cache) per worker process
