@@ -9,6 +9,7 @@ nothing written; a server that never answers fails the JVM client within its dea
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from support.parquet_java_checks import kms_unwrap, kms_wrap
 from support.spark_bloom_data import expected_columns, standard_dataframe, write_parquet
 
 from secure_bloom.errors import JvmError, KeyDisabledError
+from secure_bloom.kms.aws import encryption_context
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table, write_table
 from secure_bloom.spark.policy import AwsKmsConfig, BloomFilterSpec, EncryptionPolicy
 from secure_bloom.spark.session import applied_policy
@@ -104,6 +106,11 @@ def test_keys_wrapped_on_one_side_unwrap_on_the_other(aws_kms: AwsKmsService, aw
     # bound to the master key id on the JVM too
     with pytest.raises(JvmError, match="does not authenticate"):
         kms_unwrap("AwsKmsClient", aws_keys["footer"], aws_kms.kms().wrap_key(key, aws_keys["pii"]), conf)
+    # AccessDeniedException (moto's answer to a ciphertext of another key under this KeyId)
+    forged = aws_kms.admin().encrypt(KeyId=aws_keys["footer_id"], Plaintext=key,
+                                     EncryptionContext=encryption_context(aws_keys["pii_id"]))["CiphertextBlob"]
+    with pytest.raises(JvmError, match="KeyAccessDeniedException"):
+        kms_unwrap("AwsKmsClient", aws_keys["pii_id"], base64.b64encode(forged).decode(), conf)
 
 
 def test_a_disabled_key_fails_both_sides_and_nothing_is_written(
