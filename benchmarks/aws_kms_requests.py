@@ -34,7 +34,7 @@ import pyarrow.parquet.encryption as pe
 from moto.server import ThreadedMotoServer
 
 from secure_bloom.kms import AwsKms, pyarrow_kms_client_factory
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table, write_table
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table, write_table, write_to_dataset
 
 
 class Counter:
@@ -97,7 +97,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         double, single, shared_pyarrow = Path(tmp, "double"), Path(tmp, "single"), Path(tmp, "pyarrow")
-        for d in (double, single, shared_pyarrow):
+        dataset = Path(tmp, "dataset")
+        for d in (double, single, shared_pyarrow, dataset):
             d.mkdir()
         counter.take()
         client = kms()
@@ -111,6 +112,12 @@ def main() -> int:
             write_table(table(i), single / f"f{i:03d}.parquet", encryption=config(double_wrapping=False), kms=client,
                         bloom_filter_options=blooms, row_group_size=1000)
         record("write_table, single wrapping", t)
+        t = time.perf_counter()
+        reports = write_to_dataset(pa.concat_tables([table(i) for i in range(n)]), dataset, encryption=config(),
+                                   kms=client, bloom_filter_options=blooms, row_group_size=1000,
+                                   max_rows_per_file=2000)
+        assert len(reports) == n
+        record("write_to_dataset, one call for all files", t)
         factory = pe.CryptoFactory(pyarrow_kms_client_factory(client))
         t = time.perf_counter()
         for i in range(n):
@@ -142,6 +149,10 @@ def main() -> int:
         t = time.perf_counter()
         assert read_table(shared_pyarrow, keys=KeyAccess(kms=kms())).num_rows == 2000 * n
         record("read_table(dir) of the one-CryptoFactory files", t)
+        t = time.perf_counter()
+        result = read_table(dataset, filters=[("email", "=", "p0100500@example.com")], keys=KeyAccess(kms=kms()))
+        assert result.num_rows == (1 if n > 50 else 0)
+        record("read_table(dir, filter) of the write_to_dataset files", t)
         if args.spark:
             spark_rows(n, endpoint, Path(tmp), rows)
     server.stop()
