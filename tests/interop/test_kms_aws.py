@@ -30,6 +30,7 @@ from secure_bloom.kms import AwsKms, FileKeyWrapper, KeyUnwrapper, pyarrow_kms_c
 from secure_bloom.kms.aws import encryption_context
 
 pytestmark = pytest.mark.aws_kms
+pytest_plugins = ["pytester"]
 
 KEY = bytes(range(16))
 SECRETS = (SECRET_KEY, SESSION_TOKEN)
@@ -328,3 +329,21 @@ def test_debug_logs_carry_no_key_or_credential(aws_kms: AwsKmsService, keys: dic
     assert "retry 1 of 1" in text  # our own records are kept
     for secret in (*forms, *SECRETS):
         assert secret not in text
+
+def test_pytest_plugin_audits_with_aws_kms(pytester: pytest.Pytester, aws_kms: AwsKmsService, keys: dict[str, str],
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from secure_bloom.parquet import write_table
+
+    for name, value in aws_kms.hadoop_credentials().items():
+        monkeypatch.setenv(name, value)
+    path = tmp_path / "lake" / "part-0.parquet"
+    path.parent.mkdir()
+    write_table(_table(), path, encryption=_config(keys), kms=aws_kms.kms(), bloom_filter_options={"email": True},
+                row_group_size=1000)
+    result = pytester.runpytest("-p", "secure_bloom.pytest_plugin", "--secure-bloom-audit", str(path.parent),
+                                "--secure-bloom-sensitive", "email", "--secure-bloom-kms", "aws",
+                                "--secure-bloom-kms-region", aws_kms.region, "--secure-bloom-kms-endpoint",
+                                aws_kms.endpoint, "-v")
+    result.assert_outcomes(passed=2)  # the file, the policy coverage
+    result.stdout.fnmatch_lines([f"*secure_bloom_audit[[]{path}[]] PASSED*"])
+    _no_secret(str(result.stdout) + str(result.stderr))
