@@ -50,7 +50,8 @@ __all__ = ["SecureBloomAuditItem", "AuditFixture", "pytest_addoption", "pytest_c
            "pytest_collection_modifyitems"]
 
 MARKER = "secure_bloom_audit"
-_KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_mount")
+_KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_mount", "kms", "kms_region",
+         "kms_endpoint", "kms_profile")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--secure-bloom-kms-token-env", metavar="VAR",
                     help="variable holding the OpenBao/Vault token (default: VAULT_TOKEN, then BAO_TOKEN)")
     group.addoption("--secure-bloom-kms-mount", metavar="MOUNT", default="transit", help="transit mount path")
+    group.addoption("--secure-bloom-kms", choices=("transit", "aws"), default=None,
+                    help="the KMS of the master keys: transit (--secure-bloom-kms-url) or aws (AWS KMS, "
+                         "boto3's credential chain)")
+    group.addoption("--secure-bloom-kms-region", metavar="REGION", help="AWS region (default: $AWS_REGION)")
+    group.addoption("--secure-bloom-kms-endpoint", metavar="URL", help="another AWS KMS endpoint")
+    group.addoption("--secure-bloom-kms-profile", metavar="PROFILE", help="AWS profile")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -97,7 +104,9 @@ class _Session:
             opts = {name: self.config.getoption(f"secure_bloom_{name}") for name in _KEYS}
             self._keys = key_access_from_sources(
                 key_list_file=opts["key_list_file"], key_specs=opts["key"] or (), aad_prefix=opts["aad_prefix"],
-                kms_url=opts["kms_url"], kms_token_env=opts["kms_token_env"], kms_mount=opts["kms_mount"])
+                kms_url=opts["kms_url"], kms_token_env=opts["kms_token_env"], kms_mount=opts["kms_mount"],
+                kms=opts["kms"], kms_region=opts["kms_region"], kms_endpoint=opts["kms_endpoint"],
+                kms_profile=opts["kms_profile"])
         return self._keys
 
     def policy(self) -> Policy:

@@ -6,7 +6,8 @@ PropertiesDrivenCryptoFactory and Bloom filter writer (SPEC_NOTES section 7):
 * ``parquet.crypto.factory.class``, ``parquet.encryption.kms.client.class`` and the KMS's own
   properties (``parquet.encryption.key.list`` for :class:`KeyListKmsConfig`;
   ``parquet.encryption.kms.instance.url``, ``parquet.encryption.key.access.token`` and
-  ``secure_bloom.kms.transit.mount`` for :class:`TransitKmsConfig`);
+  ``secure_bloom.kms.transit.mount`` for :class:`TransitKmsConfig`; ``secure_bloom.kms.aws.*``
+  for :class:`AwsKmsConfig`);
 * ``parquet.encryption.footer.key`` and ``parquet.encryption.column.keys`` ("mk1:a,b;mk2:c"), or
   ``parquet.encryption.uniform.key`` when no column keys are given (every column and the footer
   under the footer key);
@@ -34,9 +35,10 @@ row group with more distinct values than ``ndv`` gets a higher fpp, not a bigger
 that size: equal, but Arrow C++ refuses them), so ``num_bytes`` above the cap is refused here; and
 a writer option (``df.write.option(...)``) overrides these session properties.
 
-Secrets (the key list, the KMS token) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
+Secrets (the key list, the KMS token, AWS credentials) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
 mapping redacts them in its repr; never in a policy's repr, and never in :meth:`write_options`. A
-transit token is read from the environment variable the policy names, when the conf is built.
+transit token (and AWS credentials) are read from the environment variables the policy names, when
+the conf is built.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ from secure_bloom.spec import DEFAULT_FPP, MIN_BITSET_BYTES, WRITER_DEFAULT_MAX_
 from secure_bloom.types import FilterSizing
 
 __all__ = [
+    "AWS_CLIENT",
+    "AwsKmsConfig",
     "KEY_LIST_CLIENT",
     "SECRET_PROPERTIES",
     "TRANSIT_CLIENT",
@@ -70,12 +74,18 @@ __all__ = [
 CRYPTO_FACTORY = "org.apache.parquet.crypto.keytools.PropertiesDrivenCryptoFactory"
 KEY_LIST_CLIENT = "io.securebloom.KeyListKmsClient"
 TRANSIT_CLIENT = "io.securebloom.VaultTransitKmsClient"
-SECRET_PROPERTIES = frozenset({"parquet.encryption.key.list", "parquet.encryption.key.access.token"})
+AWS_CLIENT = "io.securebloom.AwsKmsClient"
+AWS_ACCESS_KEY_PROPERTY = "secure_bloom.kms.aws.access.key.id"
+AWS_SECRET_KEY_PROPERTY = "secure_bloom.kms.aws.secret.access.key"
+AWS_SESSION_TOKEN_PROPERTY = "secure_bloom.kms.aws.session.token"
+SECRET_PROPERTIES = frozenset({"parquet.encryption.key.list", "parquet.encryption.key.access.token",
+                               AWS_ACCESS_KEY_PROPERTY, AWS_SECRET_KEY_PROPERTY, AWS_SESSION_TOKEN_PROPERTY})
 """Hadoop properties that hold secrets: redacted in reprs, never passed as writer options."""
 
 Algorithm = Literal["AES_GCM_V1", "AES_GCM_CTR_V1"]
 _ALGORITHMS = ("AES_GCM_V1", "AES_GCM_CTR_V1")
 _ID = re.compile(r"[A-Za-z0-9._-]+")  # master key ids: also valid transit key names
+_AWS_ID = re.compile(r"(?:alias/[A-Za-z0-9/_-]+|(?:mrk-)?[A-Fa-f0-9-]{32,36})")  # key ids and alias names
 _SEPARATORS = set(",;:#\n=")
 
 
@@ -130,7 +140,57 @@ class TransitKmsConfig:
                 "secure_bloom.kms.transit.mount": self.mount}
 
 
-Kms = Union[KeyListKmsConfig, TransitKmsConfig]
+@dataclass(frozen=True)
+class AwsKmsConfig:
+    """AWS KMS in ``region`` (at ``endpoint``, default ``https://kms.<region>.amazonaws.com``),
+    served on the JVM by io.securebloom.AwsKmsClient (JDK only, SigV4-signed requests).
+
+    Credentials: with ``credentials_env`` True (default) the access key id, secret key and
+    session token are read from the environment variables named, when the Hadoop conf is built,
+    and travel as (redacted) Hadoop properties; with False nothing is put in the conf and the
+    JVM reads ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` from its
+    own environment (executors included). ``deadline_s`` bounds each KMS call on the JVM,
+    retries included. Master key ids are key ids or alias names (``alias/...``): parquet-java's
+    ``column.keys`` syntax cannot carry the ``:`` of an ARN.
+    """
+
+    region: str
+    endpoint: str | None = None
+    credentials_env: bool = True
+    access_key_env: str = "AWS_ACCESS_KEY_ID"
+    secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    session_token_env: str = "AWS_SESSION_TOKEN"
+    deadline_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.region or not re.fullmatch(r"[a-z0-9-]+", self.region):
+            raise ValueError(f"region {self.region!r} is not an AWS region name")
+        if self.endpoint is not None and not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint must start with http:// or https://, not {self.endpoint!r}")
+        if not self.deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0, not {self.deadline_s}")
+
+    def hadoop_conf(self) -> dict[str, str]:
+        conf = {"parquet.encryption.kms.client.class": AWS_CLIENT,
+                "secure_bloom.kms.aws.region": self.region,
+                "secure_bloom.kms.aws.deadline.seconds": repr(float(self.deadline_s))}
+        if self.endpoint is not None:
+            conf["secure_bloom.kms.aws.endpoint"] = self.endpoint
+        if self.credentials_env:
+            access, secret = os.environ.get(self.access_key_env), os.environ.get(self.secret_key_env)
+            if not access or not secret:
+                raise KeyAccessDeniedError(
+                    f"environment variables {self.access_key_env} and {self.secret_key_env} (the AWS "
+                    "credentials) are not both set")
+            conf[AWS_ACCESS_KEY_PROPERTY] = access
+            conf[AWS_SECRET_KEY_PROPERTY] = secret
+            token = os.environ.get(self.session_token_env)
+            if token:
+                conf[AWS_SESSION_TOKEN_PROPERTY] = token
+        return conf
+
+
+Kms = Union[KeyListKmsConfig, TransitKmsConfig, AwsKmsConfig]
 
 
 @dataclass(frozen=True)
@@ -292,8 +352,13 @@ class EncryptionPolicy:
             for key_id in {self.footer_key, *column_keys}:
                 if not _ID.fullmatch(key_id):
                     raise ValueError(f"master key id {key_id!r} is not a valid transit key name")
+        elif isinstance(self.kms, AwsKmsConfig):
+            for key_id in {self.footer_key, *column_keys}:
+                if not _AWS_ID.fullmatch(key_id):
+                    raise ValueError(f"master key id {key_id!r} is not an AWS KMS key id or alias name "
+                                     "(alias/...; an ARN's ':' cannot go in parquet.encryption.column.keys)")
         else:
-            raise TypeError("kms must be a KeyListKmsConfig or a TransitKmsConfig")
+            raise TypeError("kms must be a KeyListKmsConfig, a TransitKmsConfig or an AwsKmsConfig")
 
     @property
     def bloom_filter_specs(self) -> Mapping[str, BloomFilterSpec]:
