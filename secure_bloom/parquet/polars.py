@@ -20,10 +20,10 @@ keep: the rows Polars keeps (the predicate), or, under a NOT, the rows Polars re
 that cannot be translated (another function, a cast, a column compared with a column, literals
 of other types) is simply not used for pruning, and a predicate holding a part that may raise on
 some values (a strict cast, arithmetic, a function not known to be total) is not used at all, so
-Polars sees every row and raises where it would. Before any file is read the predicate is
-applied to an empty frame of the schema, so type errors are Polars' own even when no row group
-survives. Checked with polars 2.1; a form this code does not know is, like any other
-untranslatable part, not pruned.
+Polars sees every row and raises where it would. When no row survives pruning, the predicate is
+applied to an empty frame of the schema, so type errors are Polars' own all the same (raised, as
+Polars raises them, when the files hold rows). Checked with polars 2.1; a form this code does
+not know is, like any other untranslatable part, not pruned.
 """
 
 from __future__ import annotations
@@ -434,8 +434,9 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
     -------
     polars.LazyFrame
         Its rows; a query's predicate prunes row groups (see :func:`arrow_predicate`) and is then
-        applied by Polars to the rows read, and first to an empty frame of the schema, so an
-        expression Polars refuses raises as Polars raises it, whatever survives.
+        applied by Polars to the rows read (to an empty frame of the schema when none
+        survives), so an expression Polars refuses raises as Polars raises it (over files
+        holding rows: Polars evaluates nothing over files without any), whatever survives.
 
     Raises
     ------
@@ -449,21 +450,21 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
 
     def batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                 batch_size: int | None) -> Iterator[pl.DataFrame]:
-        prune_by = None
-        if predicate is not None:
-            schema.to_frame().filter(predicate)  # Polars' own type errors, whatever survives pruning
-            prune_by = arrow_predicate(predicate, arrow_schema)
+        prune_by = arrow_predicate(predicate, arrow_schema) if predicate is not None else None
         columns: Sequence[str] | None = None
         if with_columns is not None:
             used = predicate.meta.root_names() if predicate is not None else []
             columns = list(dict.fromkeys([*with_columns, *used]))
         scanner = data.scanner_pruned_by(prune_by, columns=columns, batch_size=batch_size or 100_000)
-        left = n_rows
+        left, filtered = n_rows, False
         for batch in scanner.to_batches():
+            if not batch.num_rows:
+                continue
             frame = pl.from_arrow(batch)
             assert isinstance(frame, pl.DataFrame)
             if predicate is not None:
                 frame = frame.filter(predicate)
+                filtered = True
             if with_columns is not None:
                 frame = frame.select(with_columns)
             if left is not None:
@@ -473,6 +474,13 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
                 yield frame
             if left == 0:
                 return
+        if predicate is not None and not filtered:
+            try:  # no row survived: Polars' own type errors all the same
+                schema.to_frame().filter(predicate)
+            except Exception:
+                if data.count_rows():
+                    raise
+                # Polars evaluates no predicate over files without rows
 
     return register_io_source(batches, schema=schema, explain_name="secure_bloom.parquet",
                               explain_detail="row groups pruned by statistics and Bloom filters")
