@@ -20,9 +20,11 @@ keep: the rows Polars keeps (the predicate), or, under a NOT, the rows Polars re
 that cannot be translated (another function, a cast, a column compared with a column, literals
 of other types) is simply not used for pruning, and a predicate holding a part that may raise on
 some values (a strict cast, arithmetic, a function not known to be total) is not used at all, so
-Polars sees every row and raises where it would. When no row survives pruning, the predicate is
-applied to an empty frame of the schema, so type errors are Polars' own all the same (raised, as
-Polars raises them, when the files hold rows). Checked with polars 2.1; a form this code does
+Polars sees every row and raises where it would. Type errors are Polars' own whatever survives
+pruning (raised, as Polars raises them, when the files hold rows): each comparison of a column
+with literals or a column is first applied on its own to an empty frame of the schema (Polars'
+reader checks them even where its optimizer has removed them from the predicate it hands an IO
+source), and when no row survives, the whole predicate is. Checked with polars 2.1; a form this code does
 not know is, like any other untranslatable part, not pruned.
 """
 
@@ -291,6 +293,52 @@ class _Translate:
         return pc.field(column).isin(pa.array(found, arrow))
 
 
+def _leaves(node: Any) -> Iterator[Any]:
+    """The comparisons of a column with literals or a column (``==`` ..., ``is_in``,
+    ``is_between``) under the AND / OR / NOT structure of an expression tree, each of which Polars
+    types on its own (its reader evaluates them against row-group statistics, or over rows
+    before its optimizer could remove them)."""
+    if not isinstance(node, dict):
+        return
+    if "BinaryExpr" in node:
+        b = node["BinaryExpr"]
+        if b.get("op") in _AND or b.get("op") in _OR:
+            yield from _leaves(b.get("left"))
+            yield from _leaves(b.get("right"))
+        elif b.get("op") in _COMPARE and "Column" in (sides := [next(iter(x), None) for x in (b.get("left"), b.get("right"))
+                                                                if isinstance(x, dict)]) and set(sides) <= {"Column", "Literal"}:
+            yield node
+    elif "Function" in node:
+        fn, inputs = node["Function"].get("function"), node["Function"].get("input") or []
+        kind = fn.get("Boolean") if isinstance(fn, dict) else None
+        if kind == "Not":
+            yield from _leaves(inputs[0] if inputs else None)
+        elif (isinstance(kind, dict) and ("IsIn" in kind or "IsBetween" in kind) and inputs
+              and isinstance(inputs[0], dict) and "Column" in inputs[0]
+              and all(isinstance(x, dict) and "Literal" in x for x in inputs[1:])):
+            yield node
+
+
+def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> None:
+    """Raise what Polars raises for ``predicate`` over rows of ``schema`` whatever their values:
+    each comparison of a column with literals or a column on its own (Polars' reader checks them
+    even where its optimizer has removed them from the predicate it hands an IO source:
+    ``(c == 2**70) & False``), then (``whole``) the predicate over an empty frame."""
+    empty = schema.to_frame()
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # noqa: BLE001 - an expression Polars cannot serialise: the whole one only
+        tree = None
+    for leaf in _leaves(tree):
+        try:
+            expr = pl.Expr.deserialize(io.StringIO(json.dumps(leaf)), format="json")
+        except Exception:  # noqa: BLE001 - a form Polars does not read back (a NaN literal): not checked
+            continue
+        empty.filter(expr)
+    if whole:
+        empty.filter(predicate)
+
+
 def arrow_predicate(predicate: pl.Expr, schema: pa.Schema) -> pc.Expression | None:
     """A pyarrow Expression that every row matching the Polars ``predicate`` satisfies, for pruning.
 
@@ -448,9 +496,24 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
     arrow_schema = data.schema
     schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
 
+    def type_checked(predicate: pl.Expr, whole: bool) -> bool:
+        """Raise Polars' type errors of ``predicate`` (:func:`_type_check`) when the files hold
+        rows; False when they hold none (Polars evaluates no predicate over them)."""
+        try:
+            _type_check(predicate, schema, whole)
+        except Exception:
+            if data.count_rows():
+                raise
+            return False
+        return True
+
     def batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                 batch_size: int | None) -> Iterator[pl.DataFrame]:
-        prune_by = arrow_predicate(predicate, arrow_schema) if predicate is not None else None
+        prune_by = None
+        if predicate is not None:
+            if not type_checked(predicate, whole=False):
+                return
+            prune_by = arrow_predicate(predicate, arrow_schema)
         columns: Sequence[str] | None = None
         if with_columns is not None:
             used = predicate.meta.root_names() if predicate is not None else []
@@ -474,13 +537,8 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
                 yield frame
             if left == 0:
                 return
-        if predicate is not None and not filtered:
-            try:  # no row survived: Polars' own type errors all the same
-                schema.to_frame().filter(predicate)
-            except Exception:
-                if data.count_rows():
-                    raise
-                # Polars evaluates no predicate over files without rows
+        if predicate is not None and not filtered:  # no row survived: Polars' type errors all the same
+            type_checked(predicate, whole=True)
 
     return register_io_source(batches, schema=schema, explain_name="secure_bloom.parquet",
                               explain_detail="row groups pruned by statistics and Bloom filters")
