@@ -133,7 +133,9 @@ class _Translate:
             expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
             series = pl.select(expr.alias("v")).to_series()
             if isinstance(series.dtype, (pl.List, pl.Array)):
-                series = series.explode(empty_as_null=False)
+                if series.len() != 1:
+                    return None
+                series = series[0]  # the list's items (an empty list: no item, not a null)
         except Exception:  # noqa: BLE001 - any literal Polars cannot evaluate alone: not pruned
             return None
         return series

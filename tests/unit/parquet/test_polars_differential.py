@@ -172,9 +172,10 @@ def _literal(draw: Any, name: str, seen: dict[str, list[Any]]) -> Any:
     return draw(st.sampled_from(_others(name, value)))
 
 
-def _sort(value: Any) -> tuple[type, bool, bool]:
-    """Values of one sort make one Polars list (naive or zoned datetimes, ints within 64 bits or not)."""
-    return type(value), getattr(value, "tzinfo", None) is None, isinstance(value, int) and -(2**63) <= value < 2**64
+def _sort(value: Any) -> tuple[type, bool, int]:
+    """Values of one sort make one Polars list (naive or zoned datetimes; ints of Int64, UInt64, beyond)."""
+    width = 0 if not isinstance(value, int) or -(2**63) <= value < 2**63 else 1 if 0 <= value < 2**64 else 2
+    return type(value), getattr(value, "tzinfo", None) is None, width
 
 
 _OPS = ["==", "!=", "<", "<=", ">", ">="]
