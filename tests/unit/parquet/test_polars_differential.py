@@ -92,6 +92,7 @@ KINDS: dict[str, tuple[pa.DataType, st.SearchStrategy[Any]]] = {
     "ts_ms": (pa.timestamp("ms"), _ticks(86_400_000)), "ts_us_utc": (pa.timestamp("us", "UTC"), _ticks(86_400 * 10**6)),
     "ts_us_paris": (pa.timestamp("us", PARIS), _ticks(86_400 * 10**6)), "ts_ns": (pa.timestamp("ns"), _ticks(86_400 * 10**9)),
     "s": (pa.string(), _TEXT), "cat": (pa.dictionary(pa.int32(), pa.string()), _TEXT), "b": (pa.bool_(), st.booleans()),
+    "bin": (pa.binary(), st.binary(max_size=3) | st.sampled_from([b"", b"\x00", b"\xff", b"a"])),
 }
 
 
@@ -159,6 +160,8 @@ def _others(name: str, value: Any) -> list[Any]:
             out.append(stamp.replace(tzinfo=dt.timezone.utc))
     elif pa.types.is_boolean(typ):
         out += [value, int(value), "true"]
+    elif pa.types.is_binary(typ):
+        out += [value, value + b"\x00", value[:-1], "a", 7]
     else:  # strings, categoricals
         out += [value, value + "a", value[:-1], 7, value.encode(), None]
         if name == "cat":
