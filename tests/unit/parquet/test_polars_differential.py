@@ -54,6 +54,7 @@ from support.parquet_files import vector_kms
 
 KEYS = KeyAccess(kms=vector_kms())
 TALLY: Counter[str] = Counter()
+pytestmark = pytest.mark.filterwarnings("ignore:Comparisons with None always result in null:UserWarning")
 PARIS = "Europe/Paris"
 
 
