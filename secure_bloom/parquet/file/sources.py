@@ -48,7 +48,7 @@ from ...kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
 from .lifetime import track
 
 __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
-           "display_source", "is_local_source", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
+           "display_source", "is_local_source", "local_path", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
            "store_timeouts", "filesystem_from_uri", "join_uri",
            "read_key_material", "CountingFileSystem", "ReadCounter"]
 
@@ -59,6 +59,21 @@ def is_store_uri(text: str) -> bool:
 
 def _is_local(filesystem: Any) -> bool:
     return filesystem is None or isinstance(filesystem, pafs.LocalFileSystem)
+
+
+def local_path(filesystem: Any, path: str) -> str | None:
+    """The local path of ``path`` on ``filesystem`` when the filesystem is local disk under
+    another name: a ``SubTreeFileSystem`` (nested or not) over a ``LocalFileSystem``; None for
+    any other filesystem (or a path with ``..`` segments, left to the filesystem to judge).
+    Such a file is then read, and its version told (device, inode, ctime), as a local file."""
+    if not isinstance(filesystem, pafs.SubTreeFileSystem):
+        return None
+    if ".." in path.replace("\\", "/").split("/"):
+        return None
+    while isinstance(filesystem, pafs.SubTreeFileSystem):
+        path = f"{filesystem.base_path.rstrip('/')}/{path.lstrip('/')}"
+        filesystem = filesystem.base_fs
+    return os.path.abspath(path) if isinstance(filesystem, pafs.LocalFileSystem) else None
 
 
 def display_path(filesystem: Any, path: str) -> str:
@@ -213,11 +228,15 @@ def storage_error(error: OSError, where: str) -> OSError:
 
 def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any, str]:
     """(the filesystem, the path on it) of a path or URI: None for a local file (path as given,
-    ``file://`` removed); a URI without ``filesystem`` gets the filesystem it names."""
+    ``file://`` removed; a path on a ``SubTreeFileSystem`` over the local disk as its local
+    path: :func:`local_path`); a URI without ``filesystem`` gets the filesystem it names."""
     text = os.fspath(source)
     if filesystem is None and is_store_uri(text):
         filesystem, text = filesystem_from_uri(text)
     text = _strip_scheme(text, filesystem)
+    local = local_path(filesystem, text)
+    if local is not None:
+        return None, local
     return (None if _is_local(filesystem) else filesystem), text
 
 
@@ -299,6 +318,9 @@ def resolve(source: Any, filesystem: Any = None, timeouts: StoreTimeouts | None 
         if fs is None or isinstance(fs, pafs.LocalFileSystem):
             path = os.path.abspath(path)
         paths.append(path)
+    local = [local_path(fs, path) for path in paths]
+    if fs is not None and all(p is not None for p in local):
+        return Resolved(pafs.LocalFileSystem(), tuple(cast("list[str]", local)))
     return Resolved(fs if fs is not None else pafs.LocalFileSystem(), tuple(paths))
 
 

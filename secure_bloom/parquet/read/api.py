@@ -382,8 +382,8 @@ def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFi
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
                          on_reader_unless_shared=True)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
-    identities = {path: result.identity for (path, _), result in zip(kept, pruned)
-                  if result.row_groups and result.identity is not None}
+    identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
+                  if result.row_groups and result.scan_identity is not None}
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
     fragments = [(fmt if result.shared_format_opens else formats[path]).make_fragment(
                      path, filesystem=pinned, partition_expression=part,
