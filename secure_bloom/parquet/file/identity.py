@@ -48,6 +48,7 @@ import pyarrow.fs as pafs
 
 from ...errors import FileChangedError, SecureBloomError
 from ...fileio import open_regular_fd, ranges_digest
+from .lifetime import refuse_when_exiting
 from .sources import CountingFileSystem, ReadCounter, display_path, locate
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
@@ -215,6 +216,7 @@ class PinnedFileSystem(CountingFileSystem):
             os.close(fd)
 
     def _open(self, path: str) -> pa.NativeFile:
+        refuse_when_exiting(path)  # Arrow's thread calling in during the exit: end the scan now
         expected = self.identities.get(path)
         if expected is None:
             return self.inner.open_input_file(path)

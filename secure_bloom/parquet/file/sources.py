@@ -45,7 +45,7 @@ from ...display import display_uri, is_uri, uri_secrets
 from ...errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ...fileio import open_regular_file
 from ...kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
-from .lifetime import track
+from .lifetime import refuse_when_exiting, track
 
 __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
            "display_source", "is_local_source", "local_path", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
@@ -351,6 +351,7 @@ class _CountingFile:
         self.mode = "rb"
 
     def read(self, n: int = -1) -> bytes:
+        refuse_when_exiting(self._path)
         data = self._raw.read(None if n is None or n < 0 else n)
         self._counter.add(self._path, len(data))
         return cast(bytes, data)
@@ -359,6 +360,7 @@ class _CountingFile:
         """What ``pa.PythonFile`` reads through (zero-copy): Arrow then holds the returned
         buffer, possibly on its own threads, so the interpreter's exit waits for its release
         (:func:`~.lifetime.track`)."""
+        refuse_when_exiting(self._path)
         data = self._raw.read_buffer(None if n is None or n < 0 else n)
         self._counter.add(self._path, data.size)
         return track(data)
@@ -404,9 +406,11 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return isinstance(other, CountingFileSystem) and bool(self.inner.equals(other.inner))
 
     def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
+        refuse_when_exiting("get_file_info")
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(list(paths)))
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        refuse_when_exiting(selector.base_dir)
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(selector))
 
     def counted(self, raw: Any, path: str) -> pa.NativeFile:
@@ -415,6 +419,7 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return pa.PythonFile(track(_CountingFile(raw, path, self.counter)), mode="r")
 
     def open_input_file(self, path: str) -> pa.NativeFile:
+        refuse_when_exiting(path)
         return self.counted(self.inner.open_input_file(path), path)
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
