@@ -15,10 +15,13 @@ Knows nothing of Parquet.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
+import struct
+from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import NotRegularFileError
 
@@ -27,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["open_regular_file", "open_regular_fd", "open_regular_stat", "file_kind", "RecordingFile", "AtomicOutput", "fsync_dir"]
+__all__ = ["open_regular_file", "open_regular_fd", "open_regular_stat", "file_kind", "RecordingFile", "ranges_digest", "AtomicOutput", "fsync_dir"]
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -83,6 +86,21 @@ def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
+def _fold(digest: Any, offset: int, data: bytes) -> None:
+    digest.update(struct.pack("<QQ", offset, len(data)))
+    digest.update(data)
+
+
+def ranges_digest(f: BinaryIO, ranges: Sequence[tuple[int, int]]) -> str:
+    """The SHA-256 (hex) of the ``ranges`` (offset, length) of ``f`` read in that order, as
+    :attr:`RecordingFile.digest` computes it while reading them."""
+    digest = hashlib.sha256()
+    for offset, n in ranges:
+        f.seek(offset)
+        _fold(digest, offset, f.read(n))
+    return digest.hexdigest()
+
+
 class RecordingFile:
     """A read-only file wrapper that records every (offset, length) read: proof that a reader
     reads the tail and filter bytes only.
@@ -91,10 +109,13 @@ class RecordingFile:
     object store (each read is then one range request). ``close_raw=False`` leaves ``raw`` open
     on :meth:`close` (a file the caller opened)."""
 
-    def __init__(self, raw: BinaryIO, *, close_raw: bool = True) -> None:
+    def __init__(self, raw: BinaryIO, *, close_raw: bool = True, digest: bool = False) -> None:
         self._raw = raw
         self._close_raw = close_raw
         self.ranges: list[tuple[int, int]] = []
+        #: With ``digest``: a SHA-256 of every range read, in order (:func:`ranges_digest` of
+        #: :attr:`ranges` gives the same when the file still holds those bytes).
+        self._digest = hashlib.sha256() if digest else None
         #: regions kept until close (hold), then regions read ahead (read_ahead), oldest first
         self._held: list[tuple[int, bytes]] = []
         self._ahead: list[tuple[int, bytes]] = []
@@ -116,7 +137,7 @@ class RecordingFile:
         (the oldest are dropped first; the newest is always kept)."""
         self._raw.seek(offset)
         data = self._raw.read(n)
-        self.ranges.append((offset, len(data)))
+        self._record(offset, data)
         if data:
             self._ahead.append((offset, data))
             total = sum(len(d) for _, d in self._ahead)
@@ -145,8 +166,18 @@ class RecordingFile:
             self._raw.seek(pos + n)
             return found
         data = self._raw.read(n)
-        self.ranges.append((pos, len(data)))
+        self._record(pos, data)
         return data
+
+    def _record(self, offset: int, data: bytes) -> None:
+        self.ranges.append((offset, len(data)))
+        if self._digest is not None:
+            _fold(self._digest, offset, data)
+
+    @property
+    def digest(self) -> str | None:
+        """The SHA-256 (hex) of the ranges read so far (None without ``digest=True``)."""
+        return self._digest.hexdigest() if self._digest is not None else None
 
     def close(self) -> None:
         self._held, self._ahead = [], []

@@ -214,7 +214,9 @@ def test_a_cached_file_replaced_around_its_one_open_is_never_answered_with_old_f
         assert handler.opens == 6
         assert pruned.to_table()["k"].to_pylist() == [2]  # the scan: open 7, version 2
     else:
-        assert [(f.row_groups, f.from_cache) for f in pruned.report.files] == [((0,), True)]
+        # a plaintext footer on a filesystem telling no inode or ETag does not prove its version:
+        # the cache does not answer it (weak identities below), the open read it (version 1)
+        assert [(f.row_groups, f.from_cache) for f in pruned.report.files] == [((0,), False)]
         with pytest.raises(FileChangedError):
             pruned.to_table()
         # the kept discovery's check of the first file, the cache lookup (its identity), the scan
@@ -234,3 +236,122 @@ def test_without_proc_fd_the_path_is_checked_after_its_open(versions: tuple[Path
     os.replace(new, data)
     with pytest.raises(FileChangedError):
         pruned.to_table()
+
+
+# ---- weak identities: filesystems that tell only a size and a modification time (issue 28, item 1) ----
+
+
+class LocalHandler(ReplacingFileSystem):
+    """A custom ``PyFileSystem`` handler over the local disk that tells pyarrow nothing but
+    sizes and modification times (no inode, no ETag): as HDFS, GCS or a user's handler."""
+
+    def __init__(self) -> None:
+        super().__init__("", "", at=0)
+
+    def __reduce__(self) -> Any:
+        return (LocalHandler, ())
+
+
+def _replace_keeping_mtime(new: Path, data: Path) -> None:
+    """``cp -p`` / ``rsync -a``: another version of the same size, with the old modification time."""
+    st = data.stat()
+    assert new.stat().st_size == st.st_size
+    os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(new, data)
+
+
+def _on(kind: str, data: Path) -> tuple[pafs.FileSystem, str]:
+    """``data`` on a SubTreeFileSystem over its directory, or on a custom handler."""
+    if kind == "subtree":
+        return pafs.SubTreeFileSystem(str(data.parent), pafs.LocalFileSystem()), data.name
+    return pafs.PyFileSystem(LocalHandler()), str(data)
+
+
+def _truth(data: Path, key: int) -> list[int]:
+    return ds.dataset(str(data)).to_table(filter=pc.field("k") == key)["k"].to_pylist()
+
+
+@pytest.mark.parametrize("kind", ["subtree", "handler"])
+def test_a_warm_cache_never_answers_a_same_size_same_mtime_replacement_from_old_facts(
+        versions: tuple[Path, Path], kind: str) -> None:
+    data, new = versions
+    fs, path = _on(kind, data)
+    cache = PruneCache()
+    assert read_table(path, filesystem=fs, filters=KEY, cache=cache)["k"].to_pylist() == [2]
+    assert read_table(path, filesystem=fs, filters=[("k", "==", 11)], cache=cache)["k"].to_pylist() == [11]
+    _replace_keeping_mtime(new, data)
+    for key in (2, 11):
+        assert _truth(data, key) == [key]
+        assert read_table(path, filesystem=fs, filters=[("k", "==", key)], cache=cache)["k"].to_pylist() == [key]
+
+
+@pytest.mark.parametrize("kind", ["subtree", "handler"])
+def test_scan_then_a_same_size_same_mtime_replacement_raises(versions: tuple[Path, Path], kind: str) -> None:
+    data, new = versions
+    fs, path = _on(kind, data)
+    pruned = scan(path, filesystem=fs, filters=KEY)
+    assert [f.row_groups for f in pruned.report.files] == [(0,)]
+    assert pruned.to_table()["k"].to_pylist() == [2]  # unchanged: reads, as often as asked
+    _replace_keeping_mtime(new, data)
+    with pytest.raises(FileChangedError):
+        pruned.to_table()
+
+
+def _with_filter(path: Path, first: list[int], second: list[int]) -> Path:
+    """A version with a Bloom filter on ``k``: stored without dictionary or compression, so two
+    versions whose row groups have the same bounds have byte-identical footers."""
+    src = _version(path.with_suffix(".src"), first, second)
+    from secure_bloom.parquet import attach_bloom_filters
+
+    attach_bloom_filters(src, path, ["k"], overwrite=True)
+    src.unlink()
+    return path
+
+
+def test_a_plaintext_footer_that_stays_the_same_does_not_prove_the_filters_the_same(tmp_path: Path) -> None:
+    """Two plaintext versions with byte-identical footers (same sizes, bounds, offsets) whose
+    Bloom filters differ: the footer's digest cannot tell them apart, so a cache does not
+    reuse facts there, and a scan checks every byte pruning read (the filters too)."""
+    data = _with_filter(tmp_path / "data.parquet", [1, 2, 3], [1, 3, 3])
+    new = _with_filter(tmp_path / "next.parquet", [1, 2, 3], [1, 2, 3])
+    tail = lambda p: p.read_bytes()[-(8 + int.from_bytes(p.read_bytes()[-8:-4], "little")):]  # noqa: E731
+    assert tail(data) == tail(new) and data.read_bytes() != new.read_bytes()
+    fs, path = _on("handler", data)
+    cache = PruneCache()
+    pruned = scan(path, filesystem=fs, filters=KEY)
+    assert [(f.row_groups, f.pruned_by_bloom) for f in pruned.report.files] == [((0,), (1,))]
+    assert read_table(path, filesystem=fs, filters=KEY, cache=cache)["k"].to_pylist() == [2]
+    _replace_keeping_mtime(new, data)
+    assert _truth(data, 2) == [2, 2]
+    assert read_table(path, filesystem=fs, filters=KEY, cache=cache)["k"].to_pylist() == [2, 2]
+    assert cache.stats.hits == 0
+    with pytest.raises(FileChangedError):
+        pruned.to_table()
+
+
+def test_an_encrypted_footer_proves_its_version_so_the_cache_answers_on_a_weak_filesystem(tmp_path: Path) -> None:
+    """An encrypted footer's bytes differ in every write (GCM under a random nonce): its digest
+    tells the version, so a warm cache answers an unchanged file without reading it again and
+    a re-encryption of the same size and mtime is read afresh."""
+    from secure_bloom.parquet import KeyAccess
+    from support.parquet_files import vector_kms, write_encrypted
+
+    def version(path: Path, first: list[int], second: list[int]) -> Path:
+        table = pa.table({"k": pa.array(first + second, pa.int64()), "v": pa.array([1] * 6, pa.int64())})
+        return write_encrypted(path, table, column_keys={"kc1": ["k"]}, **OPTIONS)
+
+    data = version(tmp_path / "data.parquet", [1, 2, 3], [10, 11, 12])
+    new = version(tmp_path / "next.parquet", [10, 11, 12], [1, 2, 3])
+    keys = KeyAccess(kms=vector_kms())
+    fs, path = _on("handler", data)
+    cache = PruneCache()
+    assert read_table(path, filesystem=fs, filters=KEY, keys=keys, cache=cache)["k"].to_pylist() == [2]
+    warm = scan(path, filesystem=fs, filters=KEY, keys=keys, cache=cache)
+    assert [(f.row_groups, f.from_cache) for f in warm.report.files] == [((0,), True)]
+    assert warm.to_table()["k"].to_pylist() == [2]
+    _replace_keeping_mtime(new, data)
+    again = scan(path, filesystem=fs, filters=KEY, keys=keys, cache=cache)
+    assert [(f.row_groups, f.from_cache) for f in again.report.files] == [((1,), False)]
+    assert again.to_table()["k"].to_pylist() == [2]
+    with pytest.raises(FileChangedError):
+        warm.to_table()

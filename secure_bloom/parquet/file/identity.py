@@ -12,7 +12,17 @@ rows silently lost. So the facts and the scanned bytes are tied to one identity:
   lookup beside the tail and filter reads: pyarrow's Python API opens an object by path only
   (``open_input_file(FileInfo)``, which skips it in C++, is not exposed), so a listing's size
   could not spare it, and it gives the strongest identity (the ETag) for free;
-* other filesystems: ``("fs", size, mtime_ns)`` from ``get_file_info``.
+* a ``SubTreeFileSystem`` over the local disk is the local disk (:func:`~.sources.local_path`);
+* other filesystems (HDFS, GCS, a ``PyFileSystem`` handler...) tell only a size and a
+  modification time, which a replacement can keep (``cp -p``, ``rsync -a``, a rewrite within
+  the mtime's granularity): ``("fs", size, mtime_ns, tail digest, unique)`` adds the SHA-256
+  of the file's tail (footer, its length, the magic) as read. An encrypted footer (``PARE``)
+  is GCM-encrypted under a random nonce, so two writes never share its bytes: its digest
+  alone tells the version (``unique``), and a :class:`~secure_bloom.parquet.PruneCache` may
+  answer from facts kept under it. A plaintext footer can be byte-identical in two versions
+  whose Bloom filters differ: its facts are not reused (:func:`reusable`), and the version a
+  scan opens is proven by the digest of every byte pruning read (footer and filters:
+  :func:`pinned_identity`), read again when pyarrow opens the file.
 
 :class:`PinnedFileSystem` is the ``pyarrow.fs`` handler scans read through: when pyarrow opens a
 file whose identity was recorded, it opens it, checks the opened file's identity and raises
@@ -21,28 +31,35 @@ the descriptor pyarrow then reads (reopened through ``/proc/self/fd`` where Linu
 replacement after the check does not matter: the scan reads the inode that was pruned. An object
 store is checked at its open; pyarrow's range reads that follow carry no ``If-Match``, so a
 replacement between that HEAD and them is not seen (pyarrow's own reads share that window).
+Other filesystems are checked at the open by reading again the bytes the identity digests
+(same window after it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 from collections.abc import Mapping
 from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ...errors import FileChangedError
-from ...fileio import open_regular_fd
-from .sources import CountingFileSystem, ReadCounter, display_path, is_local_source, locate
+from ...errors import FileChangedError, SecureBloomError
+from ...fileio import open_regular_fd, ranges_digest
+from .lifetime import refuse_when_exiting
+from .sources import CountingFileSystem, ReadCounter, display_path, locate
+from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
 __all__ = ["Identity", "local_identity", "opened_identity", "open_identified", "file_identity", "identity_size",
-           "PinnedFileSystem"]
+           "reusable", "pinned_identity", "PinnedFileSystem"]
 
 Identity = tuple[Any, ...]
 
 #: Where Linux shows a process's open descriptors: opening ``/proc/self/fd/N`` opens N's file.
 _PROC_FD = "/proc/self/fd"
+_LOCAL = pafs.LocalFileSystem()
 
 
 def local_identity(st: os.stat_result) -> Identity:
@@ -58,9 +75,16 @@ def _text(metadata: Mapping[Any, Any], key: str) -> str | None:
     return None
 
 
-def opened_identity(raw: Any, filesystem: Any, path: str) -> Identity | None:
+def _tail_digest(tail: FileTail) -> str:
+    """The SHA-256 (hex) of a file's tail: footer, footer length and magic, as stored."""
+    return hashlib.sha256(tail.footer + struct.pack("<I", len(tail.footer)) + tail.magic).hexdigest()
+
+
+def opened_identity(raw: Any, filesystem: Any, path: str, tail: FileTail | None = None) -> Identity | None:
     """The identity of the file ``raw`` (opened from ``path`` on ``filesystem``; None: local),
-    or None when it cannot be told (a caller's stream, no modification time, an error)."""
+    or None when it cannot be told (a caller's stream, no modification time, an error, not a
+    Parquet tail). On a filesystem telling neither inode nor ETag it digests the tail: ``tail``
+    when the caller read it from ``raw``, else read here (one read, :data:`TAIL_READ_BYTES`)."""
     try:
         if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
             fileno = getattr(raw, "fileno", None)
@@ -74,9 +98,36 @@ def opened_identity(raw: Any, filesystem: Any, path: str) -> Identity | None:
     except (OSError, ValueError, AttributeError, pa.ArrowException):
         return None
     mtime = getattr(info, "mtime_ns", None)
-    if info.type != pafs.FileType.File or info.size is None or mtime is None:
+    if info.type != pafs.FileType.File or info.size is None or mtime is None or info.size != size:
         return None
-    return ("fs", info.size, mtime)
+    try:
+        if tail is None:
+            tail = read_tail(raw, path, speculative_bytes=TAIL_READ_BYTES, leading_magic=False)
+            raw.seek(0)
+    except (OSError, ValueError, pa.ArrowException, SecureBloomError):
+        return None
+    if tail.file_size != size:
+        return None
+    return ("fs", size, mtime, _tail_digest(tail), tail.encrypted_footer)
+
+
+def reusable(identity: Identity | None) -> bool:
+    """Whether facts derived from one version of a file may answer for a file showing
+    ``identity``: a local or object identity, or a tail digest of an encrypted footer (whose
+    random nonce no other write shares); never a plaintext footer's digest (module docstring)."""
+    return identity is not None and (identity[0] != "fs" or bool(identity[4]))
+
+
+def pinned_identity(identity: Identity | None, ranges: Any, digest: str | None) -> Identity | None:
+    """The identity a scan pins for a version whose rows were chosen from the ``ranges``
+    (offset, length) read, of SHA-256 ``digest``: ``identity`` itself when it proves the
+    version (:func:`reusable`), else ``identity`` with the ranges and their digest, which
+    :class:`PinnedFileSystem` reads again at the scan's open (None: nothing proves it)."""
+    if identity is None or reusable(identity):
+        return identity
+    if digest is None:
+        return None
+    return (*identity[:5], tuple((int(o), int(n)) for o, n in ranges), digest)
 
 
 def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | None, Identity | None]:
@@ -87,10 +138,9 @@ def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | 
     caller closes it otherwise. (None, None) when the identity cannot be determined (not a
     file, an error: the caller then reads the file and reports its error)."""
     try:
-        if is_local_source(path, filesystem):
-            _, local = locate(path, filesystem)
-            return None, local_identity(os.stat(local))
-        fs, text = locate(path, filesystem)
+        fs, text = locate(path, filesystem)  # None: a local path (a SubTreeFileSystem's too)
+        if fs is None:
+            return None, local_identity(os.stat(text))
         raw = fs.open_input_file(text)
     except (OSError, ValueError, pa.ArrowException):
         return None, None
@@ -153,10 +203,10 @@ class PinnedFileSystem(CountingFileSystem):
                 raise _changed(path, None)
             if os.path.isdir(_PROC_FD):  # the very inode checked, even if path is replaced now
                 try:
-                    return self.inner.open_input_file(f"{_PROC_FD}/{fd}")
+                    return _LOCAL.open_input_file(f"{_PROC_FD}/{fd}")
                 except OSError:
                     pass  # a restricted /proc: open the path and check again below
-            raw = self.inner.open_input_file(path)
+            raw = _LOCAL.open_input_file(path)
             st = os.stat(path)
             if local_identity(st) != expected:  # replaced while opened: no way to tell which was
                 raw.close()
@@ -166,13 +216,23 @@ class PinnedFileSystem(CountingFileSystem):
             os.close(fd)
 
     def _open(self, path: str) -> pa.NativeFile:
+        refuse_when_exiting(path)  # Arrow's thread calling in during the exit: end the scan now
         expected = self.identities.get(path)
         if expected is None:
             return self.inner.open_input_file(path)
-        if expected[0] == "local" and isinstance(self.inner, pafs.LocalFileSystem):
-            return self._open_local(path, expected)
+        if expected[0] == "local":
+            fs, local = locate(path, self.inner)  # a SubTreeFileSystem over the disk: its local path
+            if fs is None:
+                return self._open_local(local, expected)
         raw = self.inner.open_input_file(path)
-        if opened_identity(raw, self.inner, path) != expected:
+        try:
+            same = opened_identity(raw, self.inner, path) == expected[:5]
+            if same and len(expected) > 5:  # the bytes pruning read (pinned_identity), read again
+                same = ranges_digest(raw, expected[5]) == expected[6]
+                raw.seek(0)
+        except (OSError, ValueError, pa.ArrowException):
+            same = False
+        if not same:
             raw.close()
             raise _changed(path, self.inner)
         return raw

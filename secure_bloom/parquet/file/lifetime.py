@@ -11,7 +11,17 @@ reference while the interpreter is finalizing, CPython ends the thread inside th
 destructor and the process aborts: ``terminate called without an active exception``, exit
 status -6, after all the script's output (often on S3, where reads finish late).
 
-Two measures:
+Three measures:
+
+* :func:`scanning` marks the work during which Arrow's threads call into Python (our
+  filesystem handlers, the KMS client of pyarrow's key tools): a scan's discovery, pruning and
+  ``to_table``. The ``atexit`` hook (below) first stops that work: from then on a daemon thread
+  starting or ending a scan is parked in :func:`scanning` (it never runs pyarrow code again),
+  and the hook waits (the GIL released, at most :data:`EXIT_WAIT_S`) until the scans running in
+  daemon threads have ended (a scan ended, Arrow has opened all it reads; its last buffers are
+  tracked, below); past that wait our handlers fail at once (:func:`refuse_when_exiting`). Without it, an Arrow thread of such a scan
+  entering Python after finalization began was ended by CPython inside C++ code: the process
+  aborted (status 134) or hung for good, while pyarrow's own reads (no Python calls) exit cleanly.
 
 * :func:`retain` keeps the Python wrappers of the filesystems and formats of the last
   :data:`RETAINED` scans alive, so an Arrow thread only ever decrements their counts; they are
@@ -32,9 +42,12 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["retain", "track", "outstanding", "settle", "RETAINED", "EXIT_WAIT_S"]
+__all__ = ["retain", "track", "outstanding", "settle", "scanning", "exiting", "refuse_when_exiting", "RETAINED",
+           "EXIT_WAIT_S"]
 
 T = TypeVar("T")
 
@@ -48,6 +61,13 @@ _recent: deque[tuple[Any, ...]] = deque(maxlen=RETAINED)
 #: id -> weak reference of each tracked object still alive (pyarrow buffers are unhashable).
 _tracked: dict[int, weakref.ref[Any]] = {}
 _registered = False
+#: Set by the exit hook: no new scan starts, our handlers refuse at once.
+_exiting = threading.Event()
+#: Set by the exit hook when running scans did not end within EXIT_WAIT_S.
+_gave_up = threading.Event()
+#: Scans running (:func:`scanning`), by every thread; how deep this thread is in them.
+_running = 0
+_depth = threading.local()
 
 
 def _register() -> None:
@@ -56,7 +76,7 @@ def _register() -> None:
     global _registered
     if not _registered:
         _registered = True
-        atexit.register(settle)
+        atexit.register(_at_exit)
 
 
 def retain(*objects: Any) -> None:
@@ -82,6 +102,68 @@ def track(obj: T) -> T:
         _register()
     _tracked[key] = weakref.ref(obj, released)
     return obj
+
+
+@contextmanager
+def scanning() -> Iterator[None]:
+    """Mark a scan (work in which Arrow's threads may call into Python, and whose pyarrow objects
+    may release the GIL when destroyed) as running, so that the interpreter's exit waits for it
+    to end (at most :data:`EXIT_WAIT_S`). A thread other than the main one that starts or ends
+    a scan once the exit began is parked there for good (the GIL released, never taken again):
+    it would otherwise go on into pyarrow code that CPython ends mid-way once finalization
+    began. The main thread (``atexit`` handlers) scans as usual."""
+    global _running
+    outermost = not getattr(_depth, "n", 0)
+    if outermost:
+        _park_if_exiting()
+    _depth.n = getattr(_depth, "n", 0) + 1
+    with _lock:
+        _register()
+        _running += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running -= 1
+        _depth.n -= 1
+        if outermost:
+            _park_if_exiting()
+
+
+def _park_if_exiting() -> None:
+    if _exiting.is_set() and threading.current_thread() is not threading.main_thread():
+        threading.Event().wait()  # the process ends with this daemon thread waiting here
+
+
+def exiting() -> bool:
+    """True once the interpreter's exit has begun (the exit hook ran)."""
+    return _exiting.is_set()
+
+
+def refuse_when_exiting(what: str) -> None:
+    """Raise ``OSError`` (what pyarrow turns a handler's failure into) when the exit hook gave
+    up waiting for the running scans (:data:`EXIT_WAIT_S`): a handler called by Arrow's threads
+    then ends its scan at once instead of doing the work ``what``. Before that, running scans
+    are let finish: a scan failing early could leave Arrow tasks running that call in later.
+
+    Raises
+    ------
+    OSError
+        When the interpreter is exiting and its wait is over.
+    """
+    if _gave_up.is_set():
+        raise OSError(f"{what}: the interpreter is exiting")
+
+
+def _at_exit() -> None:
+    """The exit hook: stop new scans, wait for the running ones, then for tracked objects."""
+    _exiting.set()
+    end = time.monotonic() + EXIT_WAIT_S
+    while _running and time.monotonic() < end:
+        time.sleep(0.001)
+    if _running:
+        _gave_up.set()
+    settle()
 
 
 def outstanding() -> int:

@@ -159,18 +159,22 @@ class ParquetBloomReader:
             self.path, raw, owned = display_path(filesystem, path), opened, True
         else:
             self.path, raw, owned = open_source(path, filesystem)
-        self._file = RecordingFile(raw, close_raw=owned)
+        remote = filesystem is not None and not hasattr(path, "read")
+        # remote reads are digested: where a filesystem tells no strong identity, the bytes
+        # pruning read are what proves the version a scan opens (identity.pinned_identity)
+        self._file = RecordingFile(raw, close_raw=owned, digest=remote)
         try:
-            #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
-            #: the caller opened, or where it cannot be told): taken from the open handle.
-            self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path)) if owned else None
             # On an object store each read is a request: the tail comes in one speculative read
             # (and the leading magic is not read: .tail), the filters together (prefetch_filters).
-            remote = filesystem is not None and not hasattr(path, "read")
             #: Whether the file is on an object store (each read a request; None filesystem: local).
             self.remote = remote
             self.tail: FileTail = read_tail(self.file, self.path, speculative_bytes=TAIL_READ_BYTES if remote else 0,
                                             leading_magic=not remote)
+            #: Which version of the file this reader reads (:mod:`.identity`; None for a stream
+            #: the caller opened, or where it cannot be told): taken from the open handle (and,
+            #: on a filesystem without a strong identity, from the tail it read).
+            self.identity: Identity | None = opened_identity(raw, filesystem, cast(str, path),
+                                                             tail=self.tail) if owned else None
             if self.tail.window:  # filters written before the footer are often inside: no request then
                 self._file.hold(self.tail.file_size - len(self.tail.window), self.tail.window)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
@@ -311,6 +315,11 @@ class ParquetBloomReader:
     def read_ranges(self) -> tuple[tuple[int, int], ...]:
         """Every (offset, length) read from the file so far."""
         return tuple(self._file.ranges)
+
+    @property
+    def read_digest(self) -> str | None:
+        """The SHA-256 of every range read so far, in order (remote files only; else None)."""
+        return self._file.digest
 
     @property
     def bytes_read(self) -> int:

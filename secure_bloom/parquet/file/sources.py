@@ -45,10 +45,10 @@ from ...display import display_uri, is_uri, uri_secrets
 from ...errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
 from ...fileio import open_regular_file
 from ...kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
-from .lifetime import track
+from .lifetime import refuse_when_exiting, track
 
 __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
-           "display_source", "is_local_source", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
+           "display_source", "is_local_source", "local_path", "storage_error", "StoreTimeouts", "DEFAULT_STORE_TIMEOUTS",
            "store_timeouts", "filesystem_from_uri", "join_uri",
            "read_key_material", "CountingFileSystem", "ReadCounter"]
 
@@ -59,6 +59,21 @@ def is_store_uri(text: str) -> bool:
 
 def _is_local(filesystem: Any) -> bool:
     return filesystem is None or isinstance(filesystem, pafs.LocalFileSystem)
+
+
+def local_path(filesystem: Any, path: str) -> str | None:
+    """The local path of ``path`` on ``filesystem`` when the filesystem is local disk under
+    another name: a ``SubTreeFileSystem`` (nested or not) over a ``LocalFileSystem``; None for
+    any other filesystem (or a path with ``..`` segments, left to the filesystem to judge).
+    Such a file is then read, and its version told (device, inode, ctime), as a local file."""
+    if not isinstance(filesystem, pafs.SubTreeFileSystem):
+        return None
+    if ".." in path.replace("\\", "/").split("/"):
+        return None
+    while isinstance(filesystem, pafs.SubTreeFileSystem):
+        path = f"{filesystem.base_path.rstrip('/')}/{path.lstrip('/')}"
+        filesystem = filesystem.base_fs
+    return os.path.abspath(path) if isinstance(filesystem, pafs.LocalFileSystem) else None
 
 
 def display_path(filesystem: Any, path: str) -> str:
@@ -219,11 +234,15 @@ def storage_error(error: OSError, where: str) -> OSError:
 
 def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any, str]:
     """(the filesystem, the path on it) of a path or URI: None for a local file (path as given,
-    ``file://`` removed); a URI without ``filesystem`` gets the filesystem it names."""
+    ``file://`` removed; a path on a ``SubTreeFileSystem`` over the local disk as its local
+    path: :func:`local_path`); a URI without ``filesystem`` gets the filesystem it names."""
     text = os.fspath(source)
     if filesystem is None and is_store_uri(text):
         filesystem, text = filesystem_from_uri(text)
     text = _strip_scheme(text, filesystem)
+    local = local_path(filesystem, text)
+    if local is not None:
+        return None, local
     return (None if _is_local(filesystem) else filesystem), text
 
 
@@ -305,6 +324,9 @@ def resolve(source: Any, filesystem: Any = None, timeouts: StoreTimeouts | None 
         if fs is None or isinstance(fs, pafs.LocalFileSystem):
             path = os.path.abspath(path)
         paths.append(path)
+    local = [local_path(fs, path) for path in paths]
+    if fs is not None and all(p is not None for p in local):
+        return Resolved(pafs.LocalFileSystem(), tuple(cast("list[str]", local)))
     return Resolved(fs if fs is not None else pafs.LocalFileSystem(), tuple(paths))
 
 
@@ -335,6 +357,7 @@ class _CountingFile:
         self.mode = "rb"
 
     def read(self, n: int = -1) -> bytes:
+        refuse_when_exiting(self._path)
         data = self._raw.read(None if n is None or n < 0 else n)
         self._counter.add(self._path, len(data))
         return cast(bytes, data)
@@ -343,6 +366,7 @@ class _CountingFile:
         """What ``pa.PythonFile`` reads through (zero-copy): Arrow then holds the returned
         buffer, possibly on its own threads, so the interpreter's exit waits for its release
         (:func:`~.lifetime.track`)."""
+        refuse_when_exiting(self._path)
         data = self._raw.read_buffer(None if n is None or n < 0 else n)
         self._counter.add(self._path, data.size)
         return track(data)
@@ -388,9 +412,11 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return isinstance(other, CountingFileSystem) and bool(self.inner.equals(other.inner))
 
     def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
+        refuse_when_exiting("get_file_info")
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(list(paths)))
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        refuse_when_exiting(selector.base_dir)
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(selector))
 
     def counted(self, raw: Any, path: str) -> pa.NativeFile:
@@ -399,6 +425,7 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return pa.PythonFile(track(_CountingFile(raw, path, self.counter)), mode="r")
 
     def open_input_file(self, path: str) -> pa.NativeFile:
+        refuse_when_exiting(path)
         return self.counted(self.inner.open_input_file(path), path)
 
     def open_input_stream(self, path: str) -> pa.NativeFile:

@@ -32,26 +32,22 @@ before anything is scanned (:func:`~secure_bloom.parquet.file.arrow_source.direc
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-import pyarrow.parquet.encryption as pe
 
 from ...errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
-from ...kms.client import is_kms_client
-from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ...types import ChunkEncryption
 from ..file.arrow_source import direct_decryption_properties, shared_format_opens
 from ..file.identity import PinnedFileSystem
 from ..file.keys import KeyAccess, as_key_access
-from ..file.lifetime import retain
+from ..file.lifetime import retain, scanning
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
     CountingFileSystem,
@@ -68,38 +64,24 @@ from .predicate import Node, columns_of, predicate_tree, to_expression
 from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .pruning_dataset import PruningDataset
+from .scan_keys import ScanKeys, reads_leaf, scan_keys_for
 
 __all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
            "file_format"]
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
-    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set."""
+    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set (KMS
+    answers shared with every scan of ``keys``: :mod:`.scan_keys`)."""
     if keys is None or keys.kms is None:
         return ds.ParquetFileFormat()
-    kms = keys.kms
-    if is_kms_client(kms) or takes_connection_config(kms):
-        factory = pyarrow_kms_client_factory(kms)
-    else:
-        factory = pyarrow_kms_client_factory(lambda config: kms(config.kms_instance_id, config.kms_instance_url))
-    config = ds.ParquetDecryptionConfig(
-        pe.CryptoFactory(factory), pe.KmsConnectionConfig(),
-        pe.DecryptionConfiguration(cache_lifetime=dt.timedelta(seconds=keys.cache_lifetime_s)))
-    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_config=config))
+    return ScanKeys(keys, keys.cache_lifetime_s).format
 
 
 def _direct_format(decryption: Any) -> ds.ParquetFileFormat:
     """pyarrow's Parquet format for one file, holding that file's decryption properties."""
     return ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
-
-
-def _reads_leaf(path_in_schema: tuple[str, ...], columns: Sequence[str] | None) -> bool:
-    """Whether reading ``columns`` (top-level names or dotted paths; None: all) reads this leaf."""
-    if columns is None:
-        return True
-    dotted = ".".join(path_in_schema)
-    return any(c == path_in_schema[0] or c == dotted or dotted.startswith(c + ".") for c in columns)
 
 
 def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.ParquetFileFormat,
@@ -112,7 +94,7 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
         return shared
     footer = reader.footer
     own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
-    read = [c for c in own_keys if _reads_leaf(c.column.path_in_schema, columns)]
+    read = [c for c in own_keys if reads_leaf(c.column.path_in_schema, columns)]
     return _direct_format(direct_decryption_properties(
         footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
         columns=list(dict.fromkeys(c.column.path for c in read))))
@@ -139,19 +121,22 @@ class PrunedScan:
             raise ValueError(f"this scan was made for the columns {list(self.columns)}, not "
                              f"{sorted(set(columns) - set(self.columns))}: pass them to scan(columns=...)")
         selected = list(columns) if columns is not None else None
-        if isinstance(self.dataset, ds.FileSystemDataset) and not self.dataset.files:
-            # nothing survived: pyarrow's answer (the columns and the filter bound as a scan binds
-            # them, same errors) without starting a scan
-            scanner = ds.Scanner.from_dataset(self.dataset, columns=selected, filter=self.expression,
-                                              use_threads=use_threads)
-            table = pa.Table.from_batches([], schema=scanner.projected_schema)
-        else:
-            table = self.dataset.to_table(columns=selected, filter=self.expression, use_threads=use_threads)
+        with scanning():  # the interpreter's exit waits for it
+            table = self._read(selected, use_threads)
         self.report.rows = table.num_rows
         if self.counter is not None:
             self.report.data_bytes_read = self.counter.bytes
             self.report.data_requests = self.counter.requests
         return table
+
+    def _read(self, selected: list[str] | None, use_threads: bool) -> pa.Table:
+        if isinstance(self.dataset, ds.FileSystemDataset) and not self.dataset.files:
+            # nothing survived: pyarrow's answer (the columns and the filter bound as a scan binds
+            # them, same errors) without starting a scan
+            scanner = ds.Scanner.from_dataset(self.dataset, columns=selected, filter=self.expression,
+                                              use_threads=use_threads)
+            return pa.Table.from_batches([], schema=scanner.projected_schema)
+        return self.dataset.to_table(columns=selected, filter=self.expression, use_threads=use_threads)
 
 
 def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
@@ -263,8 +248,19 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     when pyarrow opens it (:mod:`.identity`), never reads another version's row groups.
 
     ``timeouts``: a :class:`~secure_bloom.parquet.file.sources.StoreTimeouts` for the filesystem of a
-    URI ``source`` (default: those of ``store_timeouts``)."""
+    URI ``source`` (default: those of ``store_timeouts``).
+
+    The interpreter's exit waits for a scan running in a daemon thread (and its ``to_table``)
+    to end: :func:`~secure_bloom.parquet.file.lifetime.scanning`."""
     keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
+    with scanning():
+        return _scan(source, filters, keys, filesystem, count_reads, threads, progress, partitioning, columns, cache,
+                     timeouts)
+
+
+def _scan(source: Any, filters: Any, keys: KeyAccess | None, filesystem: Any, count_reads: bool, threads: int | None,
+          progress: bool | None, partitioning: Any, columns: Sequence[str] | None, cache: PruneCache | None,
+          timeouts: StoreTimeouts | None) -> PrunedScan:
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not a str")
     selected = tuple(columns) if columns is not None else None
@@ -368,10 +364,13 @@ def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFi
     kept = _kept(base, listed, expression)
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
+    # this scan's own KMS format: its keys are unwrapped before anyone scans it (.scan_keys)
+    scan_keys = scan_keys_for(keys) if keys is not None and keys.kms is not None else None
+    shared = scan_keys.format if scan_keys is not None else fmt
 
     def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
-            formats[path] = file_format(reader, keys, fmt, read)
+            formats[path] = file_format(reader, keys, shared, read)
 
     trees = None
     if listed[1] is not None:
@@ -381,17 +380,24 @@ def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFi
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
                          on_reader_unless_shared=True)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
-    identities = {path: result.identity for (path, _), result in zip(kept, pruned)
-                  if result.row_groups and result.identity is not None}
+    identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
+                  if result.row_groups and result.scan_identity is not None}
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
-    fragments = [(fmt if result.shared_format_opens else formats[path]).make_fragment(
-                     path, filesystem=pinned, partition_expression=part,
-                     row_groups=list(result.row_groups), file_size=result.file_size)
-                 for (path, part), result in zip(kept, pruned) if result.row_groups]
-    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=fmt, filesystem=pinned)
+    if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
+        for i, ((path, _), result) in enumerate(zip(kept, pruned)):
+            if result.row_groups and (result.shared_format_opens or formats[path] is shared):
+                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity)
+                pruned[i] = replace(result, metadata_bytes_read=result.metadata_bytes_read + n,
+                                    metadata_requests=result.metadata_requests + requests)
+    chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])
+              for (path, part), result in zip(kept, pruned) if result.row_groups]
+    fragments = [chosen_format.make_fragment(path, filesystem=pinned, partition_expression=part,
+                                             row_groups=list(result.row_groups), file_size=result.file_size)
+                 for path, part, result, chosen_format in chosen]
+    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=shared, filesystem=pinned)
     # an Arrow thread finishing the scan after to_table returns must never be the one destroying
     # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
-    retain(pinned, fmt)
+    retain(pinned, shared)
     report = PruneReport(files=pruned, files_skipped_by_partition=len(listed[0]) - len(kept),
                          cache=cache.stats if cache is not None else None)
     return restricted, tree, report, {path: i for i, (path, _) in enumerate(kept)}
@@ -427,8 +433,9 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
     ``write_table(kms=...)`` takes). pyarrow's ``decryption_properties=`` is refused with a
     pointer to ``keys=``."""
     _refuse_pyarrow_options("read_table", pyarrow_options)
-    return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
-                columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
+    with scanning():  # the scan's pyarrow objects are dropped inside it, too (see .lifetime)
+        return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
+                    columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
 
 
 def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, filesystem: Any = None,

@@ -53,7 +53,7 @@ from ...types import PhysicalType
 from ...values import QueryHashes
 from ...values.arrow import hash_arrow, stored_form
 from ..file.arrow_source import shared_format_opens
-from ..file.identity import Identity, identity_size, open_identified
+from ..file.identity import Identity, identity_size, open_identified, pinned_identity
 from ..file.keys import NO_KEYS, KeyAccess
 from ..file.reader import FilterReadAhead, ParquetBloomReader
 from ..file.schema import ColumnInfo
@@ -133,6 +133,14 @@ class FilePrune:
     #: Answered from a :class:`PruneCache` whose facts say pyarrow's shared format opens this
     #: version: ``on_reader`` was not called (``prune_files(on_reader_unless_shared=True)``).
     shared_format_opens: bool = field(default=False, repr=False, compare=False)
+    #: What a scan checks when it opens this version, when ``identity`` alone does not prove it
+    #: (:func:`~secure_bloom.parquet.file.identity.pinned_identity`; None: ``identity``).
+    pinned: Identity | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def scan_identity(self) -> Identity | None:
+        """The identity a scan of this version's row groups pins (:mod:`.identity`)."""
+        return self.pinned if self.pinned is not None else self.identity
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
@@ -953,9 +961,10 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
                 cache.cache.put(cache.scope, name, identity, learned)
         ranges = reader.read_ranges if reader is not None else ()
         size = reader.tail.file_size if reader is not None else identity_size(identity) if identity else None
+        pinned = pinned_identity(identity, ranges, reader.read_digest) if reader is not None else None
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
                      result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size,
-                     None if cache is None else facts is not None, identity)
+                     None if cache is None else facts is not None, identity, pinned=pinned)
 
 
 def _progress_wanted(progress: bool | None) -> bool:

@@ -10,9 +10,11 @@ cached only checks the file's identity (``os.stat`` locally, one HEAD (an open) 
 store) and does not open it.
 
 Entries are scoped by the file's path AND identity (:mod:`.identity`: local: device, inode,
-size, mtime_ns and ctime_ns; S3: size, ETag, VersionId, Last-Modified; other filesystems: size
-and mtime): a file that changed is read again, never answered from what an older version held; a
-file whose identity cannot be determined is not cached. Facts are stored under the identity of
+size, mtime_ns and ctime_ns; S3: size, ETag, VersionId, Last-Modified; other filesystems: size,
+mtime and a digest of the tail, which proves the version only for an encrypted footer): a file
+that changed is read again, never answered from what an older version held; a file whose
+version cannot be proven (no identity; a plaintext footer on a filesystem telling no inode,
+ETag or version: :func:`~secure_bloom.parquet.file.identity.reusable`) is not cached. Facts are stored under the identity of
 the descriptor they were read from, and facts kept for one version are never combined with what
 a reader of another version finds (:func:`~secure_bloom.parquet.read.prune.prune_files` then prunes
 that version afresh). They
@@ -58,7 +60,7 @@ import pyarrow.fs as pafs
 
 from ...filter import SplitBlockBloomFilter
 from ...kms import KeyGrant
-from ..file.identity import Identity, file_identity, identity_size
+from ..file.identity import Identity, file_identity, identity_size, reusable
 from ..file.schema import ColumnInfo
 from .statistics import Bounds
 
@@ -231,7 +233,7 @@ class PruneCache:
         when ``identity`` is None). An entry of another version of the file is dropped."""
         with self._lock:
             self._purge_locked()
-            if identity is None:
+            if not reusable(identity):  # unknown, or a digest that does not prove the version
                 self._uncacheable += 1
                 return None
             entry = self._entries.get((scope, path))
@@ -247,7 +249,7 @@ class PruneCache:
     def put(self, scope: int, path: str, identity: Identity | None, facts: FileFacts) -> None:
         """Keep ``facts`` for this version of the file (replacing what was kept), then drop the
         least recently used files beyond ``max_bytes``; facts larger than the bound are not kept."""
-        if identity is None:
+        if identity is None or not reusable(identity):
             return
         size = facts.nbytes
         with self._lock:
