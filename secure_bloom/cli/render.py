@@ -278,6 +278,8 @@ def audit_text(report: Any) -> str:
                 out.append(f"    {f.code.value} ({f.severity.value}): {visible(f.message)}\n")
             for reason in col.unchecked:
                 out.append(f"    COULD NOT CHECK: {visible(reason)}\n")
+            for sizes in col.filter_sizes:
+                out.append(f"    filter sizes of {visible(repr(sizes.leaf))}: {visible(sizes.summary)}\n")
     for path, reason in report.skipped:
         out.append(f"SKIPPED  {visible(path)}: {reason}\n")
     for notice in report.notices:

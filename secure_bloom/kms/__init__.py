@@ -8,6 +8,9 @@ KMS clients (``wrap_key(key_bytes, master_key_identifier) -> str``,
 * :class:`KeyListKms` ``("id:base64, ...")`` / ``.from_file(path)``: parquet-java's key-list KMS.
 * :class:`OpenBaoTransitKms` ``(url, token=None, *, mount="transit", timeout=(3, 10), retries=3)``:
   OpenBao/Vault transit; also ``create_key``, ``rotate_key``, ``latest_version``.
+* :class:`AwsKms` ``(region=None, *, endpoint_url=None, profile=None, session=None, retries=3,
+  deadline_s=30)``: AWS KMS Encrypt / Decrypt with boto3 (extra ``aws``), an encryption context
+  binding each wrapped key to its master key id.
 * :class:`ExplicitKeys` ``({"kf": key})`` / ``.from_specs(["kf=text:..."])``, :func:`parse_key_spec`:
   key_metadata that is a plain key id.
 
@@ -31,7 +34,7 @@ Values: :class:`KeyMaterial` (PKMT1 JSON, byte-identical to parquet-java), :clas
 :func:`rewrap_external_key_material`. pyarrow: :func:`pyarrow_kms_client_factory` (lazy import).
 
 Errors come from :mod:`secure_bloom.errors`: ``KeyNotFoundError``, ``KeyAccessDeniedError``,
-``KmsUnavailableError``, ``MissingKeyError``, ``MalformedKeyMaterialError``, and
+``KmsUnavailableError``, ``KeyDisabledError``, ``MissingKeyError``, ``MalformedKeyMaterialError``, and
 ``AuthenticationError`` when a wrapped key fails authentication. No message, log line or repr
 contains key bytes or tokens.
 """
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .aws import AwsKms
 from .client import DEFAULT_KMS_INSTANCE_ID, DEFAULT_KMS_INSTANCE_URL, KmsClient, KmsClientFactory
 from .explicit import ExplicitKeys, parse_key_spec
 from .key_list import KeyListKms
@@ -53,7 +57,7 @@ from .wrapper import DataKey, FileKeyWrapper
 __all__ = [
     "KeyGrant",
     "KmsClient", "KmsClientFactory", "DEFAULT_KMS_INSTANCE_ID", "DEFAULT_KMS_INSTANCE_URL",
-    "KeyListKms", "OpenBaoTransitKms", "ExplicitKeys", "parse_key_spec",
+    "KeyListKms", "OpenBaoTransitKms", "AwsKms", "ExplicitKeys", "parse_key_spec",
     "KeyMaterial", "KeyMetadata", "KeyMaterialStore", "sidecar_path",
     "FileKeyWrapper", "DataKey", "KeyUnwrapper", "FileKeyUnwrapper",
     "rewrap_external_key_material", "pyarrow_kms_client_factory", "PyArrowKmsClient",

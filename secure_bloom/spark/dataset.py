@@ -8,7 +8,7 @@
 Tasks run secure_bloom in Spark's Python workers. A ``KeyAccess`` holds caches and locks and is
 not shipped; workers rebuild it from a :class:`WorkerKeys`, a small picklable description of the
 key sources (a key list, explicit keys, an OpenBao/Vault transit URL and the *name* of the
-environment variable holding its token, an AAD prefix). Each worker process builds one KeyAccess
+environment variable holding its token, an AWS KMS region and endpoint, an AAD prefix). Each worker process builds one KeyAccess
 per description, so its KEK cache serves every task the worker runs. Secrets in a WorkerKeys
 travel inside Spark task closures: fine for local and trusted clusters; on shared clusters prefer
 transit (only the variable name travels).
@@ -45,6 +45,10 @@ class WorkerKeys:
     #: BAO_TOKEN (as the CLI's --kms-url reads them).
     transit_token_env: str | None = None
     transit_mount: str = "transit"
+    #: AWS KMS in this region (credentials from boto3's chain on each worker: environment,
+    #: profile, instance or container role); ``aws_endpoint`` overrides the endpoint.
+    aws_region: str | None = None
+    aws_endpoint: str | None = None
 
     def __repr__(self) -> str:
         parts = []
@@ -59,6 +63,8 @@ class WorkerKeys:
 
             token_env = self.transit_token_env or " or ".join(DEFAULT_TOKEN_VARIABLES)
             parts.append(f"transit_url={self.transit_url!r}, token_env={token_env!r}")
+        if self.aws_region:
+            parts.append(f"aws_region={self.aws_region!r}, aws_endpoint={self.aws_endpoint!r}")
         if self.aad_prefix is not None:
             parts.append("aad_prefix=set")
         return f"WorkerKeys({', '.join(parts)})"
@@ -70,7 +76,7 @@ class WorkerKeys:
 
 @lru_cache(maxsize=16)
 def _key_access(spec: WorkerKeys) -> KeyAccess:
-    from ..kms import KeyListKms, OpenBaoTransitKms
+    from ..kms import AwsKms, KeyListKms, OpenBaoTransitKms
     from ..parquet.file.keys import DEFAULT_TOKEN_VARIABLES, KeyAccess
 
     kms: Any = None
@@ -79,6 +85,8 @@ def _key_access(spec: WorkerKeys) -> KeyAccess:
     elif spec.transit_url is not None:
         kms = OpenBaoTransitKms(spec.transit_url, token_env=spec.transit_token_env or DEFAULT_TOKEN_VARIABLES,
                                 mount=spec.transit_mount)
+    elif spec.aws_region is not None:
+        kms = AwsKms(spec.aws_region, endpoint_url=spec.aws_endpoint)
     from ..kms import ExplicitKeys
 
     explicit = ExplicitKeys(dict(spec.explicit)) if spec.explicit else None

@@ -6,18 +6,39 @@ PropertiesDrivenCryptoFactory and Bloom filter writer (SPEC_NOTES section 7):
 * ``parquet.crypto.factory.class``, ``parquet.encryption.kms.client.class`` and the KMS's own
   properties (``parquet.encryption.key.list`` for :class:`KeyListKmsConfig`;
   ``parquet.encryption.kms.instance.url``, ``parquet.encryption.key.access.token`` and
-  ``secure_bloom.kms.transit.mount`` for :class:`TransitKmsConfig`);
+  ``secure_bloom.kms.transit.mount`` for :class:`TransitKmsConfig`; ``secure_bloom.kms.aws.*``
+  for :class:`AwsKmsConfig`);
 * ``parquet.encryption.footer.key`` and ``parquet.encryption.column.keys`` ("mk1:a,b;mk2:c"), or
   ``parquet.encryption.uniform.key`` when no column keys are given (every column and the footer
   under the footer key);
 * ``parquet.encryption.plaintext.footer``, ``.algorithm``, ``.double.wrapping``,
   ``.data.key.length.bits``;
 * ``parquet.bloom.filter.enabled#col``, ``.expected.ndv#col``, ``.fpp#col`` and
-  ``parquet.bloom.filter.max.bytes``.
+  ``parquet.bloom.filter.max.bytes``;
+* for a column with ``sizing=FilterSizing.FIXED`` (:class:`BloomFilterSpec`; length hiding,
+  docs/security-model/filter-sizes.md): ``parquet.enable.dictionary#col=false``, and
+  ``parquet.bloom.filter.adaptive.enabled=false`` when the spec gives no ndv.
 
-Secrets (the key list, the KMS token) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
+parquet-java (1.17, ``ColumnValueCollector.initBloomFilter``) sizes every filter of a column from
+its configured ``expected.ndv``, or without one at ``max.bytes`` (or, with
+``parquet.bloom.filter.adaptive.enabled``, picks one of several candidate sizes per row group by
+its distinct count), never from the row group's values otherwise; so with an ndv its sizes are
+equal across row groups and files. ``FIXED`` closes the two gaps left: a chunk whose pages are
+all dictionary-encoded gets no filter at all, so the presence of a filter tells low-cardinality
+row groups apart (and the dictionary page's length tells their cardinality): dictionary encoding
+is turned off for the column; and without an ndv adaptive sizing would vary: it is turned off (a
+global switch in parquet-java, no ``#col`` form; an ndv takes precedence over it anyway). Where it
+is not the same guarantee as our writers': the size comes from ``ndv`` or ``num_bytes`` (or
+``max.bytes``), not from the data (parquet-java cannot see the largest row group first), and a
+row group with more distinct values than ``ndv`` gets a higher fpp, not a bigger filter;
+``max.bytes`` caps every size, unrounded (a cap that is no power of two gives filters of exactly
+that size: equal, but Arrow C++ refuses them), so ``num_bytes`` above the cap is refused here; and
+a writer option (``df.write.option(...)``) overrides these session properties.
+
+Secrets (the key list, the KMS token, AWS credentials) appear only in :meth:`EncryptionPolicy.hadoop_conf`, whose
 mapping redacts them in its repr; never in a policy's repr, and never in :meth:`write_options`. A
-transit token is read from the environment variable the policy names, when the conf is built.
+transit token (and AWS credentials) are read from the environment variables the policy names, when
+the conf is built.
 """
 
 from __future__ import annotations
@@ -32,9 +53,14 @@ from types import MappingProxyType
 from typing import Any, Literal, Union, cast
 
 from secure_bloom.errors import KeyAccessDeniedError, KeyNotFoundError
+from secure_bloom.filter import optimal_num_bytes
 from secure_bloom.kms.key_list import parse_key_list
+from secure_bloom.spec import DEFAULT_FPP, MIN_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
+from secure_bloom.types import FilterSizing
 
 __all__ = [
+    "AWS_CLIENT",
+    "AwsKmsConfig",
     "KEY_LIST_CLIENT",
     "SECRET_PROPERTIES",
     "TRANSIT_CLIENT",
@@ -48,12 +74,18 @@ __all__ = [
 CRYPTO_FACTORY = "org.apache.parquet.crypto.keytools.PropertiesDrivenCryptoFactory"
 KEY_LIST_CLIENT = "io.securebloom.KeyListKmsClient"
 TRANSIT_CLIENT = "io.securebloom.VaultTransitKmsClient"
-SECRET_PROPERTIES = frozenset({"parquet.encryption.key.list", "parquet.encryption.key.access.token"})
+AWS_CLIENT = "io.securebloom.AwsKmsClient"
+AWS_ACCESS_KEY_PROPERTY = "secure_bloom.kms.aws.access.key.id"
+AWS_SECRET_KEY_PROPERTY = "secure_bloom.kms.aws.secret.access.key"
+AWS_SESSION_TOKEN_PROPERTY = "secure_bloom.kms.aws.session.token"
+SECRET_PROPERTIES = frozenset({"parquet.encryption.key.list", "parquet.encryption.key.access.token",
+                               AWS_ACCESS_KEY_PROPERTY, AWS_SECRET_KEY_PROPERTY, AWS_SESSION_TOKEN_PROPERTY})
 """Hadoop properties that hold secrets: redacted in reprs, never passed as writer options."""
 
 Algorithm = Literal["AES_GCM_V1", "AES_GCM_CTR_V1"]
 _ALGORITHMS = ("AES_GCM_V1", "AES_GCM_CTR_V1")
 _ID = re.compile(r"[A-Za-z0-9._-]+")  # master key ids: also valid transit key names
+_AWS_ID = re.compile(r"(?:alias/[A-Za-z0-9/_-]+|(?:mrk-)?[A-Fa-f0-9-]{32,36})")  # key ids and alias names
 _SEPARATORS = set(",;:#\n=")
 
 
@@ -108,22 +140,113 @@ class TransitKmsConfig:
                 "secure_bloom.kms.transit.mount": self.mount}
 
 
-Kms = Union[KeyListKmsConfig, TransitKmsConfig]
+@dataclass(frozen=True)
+class AwsKmsConfig:
+    """AWS KMS in ``region`` (at ``endpoint``, default ``https://kms.<region>.amazonaws.com``),
+    served on the JVM by io.securebloom.AwsKmsClient (JDK only, SigV4-signed requests).
+
+    Credentials: with ``credentials_env`` True (default) the access key id, secret key and
+    session token are read from the environment variables named, when the Hadoop conf is built,
+    and travel as (redacted) Hadoop properties; with False nothing is put in the conf and the
+    JVM reads ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` from its
+    own environment (executors included). ``deadline_s`` bounds each KMS call on the JVM,
+    retries included. Master key ids are key ids or alias names (``alias/...``): parquet-java's
+    ``column.keys`` syntax cannot carry the ``:`` of an ARN.
+    """
+
+    region: str
+    endpoint: str | None = None
+    credentials_env: bool = True
+    access_key_env: str = "AWS_ACCESS_KEY_ID"
+    secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    session_token_env: str = "AWS_SESSION_TOKEN"
+    deadline_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.region or not re.fullmatch(r"[a-z0-9-]+", self.region):
+            raise ValueError(f"region {self.region!r} is not an AWS region name")
+        if self.endpoint is not None and not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint must start with http:// or https://, not {self.endpoint!r}")
+        if not self.deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0, not {self.deadline_s}")
+
+    def hadoop_conf(self) -> dict[str, str]:
+        conf = {"parquet.encryption.kms.client.class": AWS_CLIENT,
+                "secure_bloom.kms.aws.region": self.region,
+                "secure_bloom.kms.aws.deadline.seconds": repr(float(self.deadline_s))}
+        if self.endpoint is not None:
+            conf["secure_bloom.kms.aws.endpoint"] = self.endpoint
+        if self.credentials_env:
+            access, secret = os.environ.get(self.access_key_env), os.environ.get(self.secret_key_env)
+            if not access or not secret:
+                raise KeyAccessDeniedError(
+                    f"environment variables {self.access_key_env} and {self.secret_key_env} (the AWS "
+                    "credentials) are not both set")
+            conf[AWS_ACCESS_KEY_PROPERTY] = access
+            conf[AWS_SECRET_KEY_PROPERTY] = secret
+            token = os.environ.get(self.session_token_env)
+            if token:
+                conf[AWS_SESSION_TOKEN_PROPERTY] = token
+        return conf
+
+
+Kms = Union[KeyListKmsConfig, TransitKmsConfig, AwsKmsConfig]
 
 
 @dataclass(frozen=True)
 class BloomFilterSpec:
     """Per-column Bloom filter sizing: expected distinct values and false-positive probability.
-    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01)."""
+    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01).
+
+    ``sizing=FilterSizing.FIXED`` (or ``"fixed"``) makes the filters' sizes equal across row
+    groups and files (module docstring: dictionary encoding and adaptive sizing off);
+    ``num_bytes`` (a power of two; ``FIXED`` implied) is that size, written as the ``ndv`` that
+    parquet-java sizes to exactly ``num_bytes`` at ``fpp``.
+    """
 
     ndv: int | None = None
     fpp: float | None = None
+    sizing: FilterSizing | None = None
+    num_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.ndv is not None and self.ndv <= 0:
             raise ValueError(f"ndv must be positive, not {self.ndv}")
         if self.fpp is not None and not 0.0 < self.fpp < 1.0:
             raise ValueError(f"fpp must be in (0, 1), not {self.fpp}")
+        if self.num_bytes is not None:
+            n = self.num_bytes
+            if isinstance(n, bool) or not isinstance(n, int) or n < MIN_BITSET_BYTES or n & (n - 1):
+                raise ValueError(f"num_bytes must be a power of two of at least {MIN_BITSET_BYTES}, not {n!r}")
+            if self.ndv is not None:
+                raise ValueError("give ndv or num_bytes, not both (num_bytes is turned into parquet-java's ndv)")
+        sizing = (FilterSizing.FIXED if self.num_bytes is not None else None) if self.sizing is None \
+            else FilterSizing.coerce(self.sizing)
+        if sizing is FilterSizing.PER_ROW_GROUP and self.num_bytes is not None:
+            raise ValueError("num_bytes gives every filter one size: it needs sizing 'fixed'")
+        object.__setattr__(self, "sizing", sizing)
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the filters must have one size (``sizing`` FIXED)."""
+        return self.sizing is FilterSizing.FIXED
+
+    def expected_ndv(self) -> int | None:
+        """The ``parquet.bloom.filter.expected.ndv`` to write: ``ndv``, or for ``num_bytes`` the
+        distinct count parquet-java sizes to exactly ``num_bytes`` at ``fpp`` (None: unset)."""
+        if self.num_bytes is None:
+            return self.ndv
+        fpp = DEFAULT_FPP if self.fpp is None else self.fpp
+        low, high = 1, 1 << 31
+        while low < high:  # the fewest values parquet-java gives num_bytes (its sizing: optimal_num_bytes)
+            mid = (low + high) // 2
+            if optimal_num_bytes(mid, fpp) < self.num_bytes:
+                low = mid + 1
+            else:
+                high = mid
+        if optimal_num_bytes(low, fpp) != self.num_bytes:
+            raise ValueError(f"no ndv gives {self.num_bytes}-byte filters at fpp {fpp}")
+        return low
 
 
 class HadoopConf(dict[str, str]):
@@ -214,6 +337,12 @@ class EncryptionPolicy:
             raise ValueError(f"data_key_length_bits must be 128, 192 or 256, not {self.data_key_length_bits}")
         if self.bloom_filter_max_bytes is not None and self.bloom_filter_max_bytes <= 0:
             raise ValueError(f"bloom_filter_max_bytes must be positive, not {self.bloom_filter_max_bytes}")
+        cap = WRITER_DEFAULT_MAX_BYTES if self.bloom_filter_max_bytes is None else self.bloom_filter_max_bytes
+        for column, spec in blooms.items():
+            if spec.num_bytes is not None and spec.num_bytes > cap:
+                raise ValueError(f"bloom_filters[{column!r}]: num_bytes {spec.num_bytes} exceeds "
+                                 f"parquet.bloom.filter.max.bytes ({cap}), which would cap it: raise "
+                                 "bloom_filter_max_bytes")
         if isinstance(self.kms, KeyListKmsConfig):
             known = set(self.kms.master_key_ids)
             for key_id in {self.footer_key, *column_keys}:
@@ -223,8 +352,13 @@ class EncryptionPolicy:
             for key_id in {self.footer_key, *column_keys}:
                 if not _ID.fullmatch(key_id):
                     raise ValueError(f"master key id {key_id!r} is not a valid transit key name")
+        elif isinstance(self.kms, AwsKmsConfig):
+            for key_id in {self.footer_key, *column_keys}:
+                if not _AWS_ID.fullmatch(key_id):
+                    raise ValueError(f"master key id {key_id!r} is not an AWS KMS key id or alias name "
+                                     "(alias/...; an ARN's ':' cannot go in parquet.encryption.column.keys)")
         else:
-            raise TypeError("kms must be a KeyListKmsConfig or a TransitKmsConfig")
+            raise TypeError("kms must be a KeyListKmsConfig, a TransitKmsConfig or an AwsKmsConfig")
 
     @property
     def bloom_filter_specs(self) -> Mapping[str, BloomFilterSpec]:
@@ -256,10 +390,18 @@ class EncryptionPolicy:
         conf["parquet.encryption.data.key.length.bits"] = str(self.data_key_length_bits)
         for column, spec in self.bloom_filter_specs.items():
             conf[f"parquet.bloom.filter.enabled#{column}"] = "true"
-            if spec.ndv is not None:
-                conf[f"parquet.bloom.filter.expected.ndv#{column}"] = str(spec.ndv)
+            ndv = spec.expected_ndv()
+            if ndv is not None:
+                conf[f"parquet.bloom.filter.expected.ndv#{column}"] = str(ndv)
             if spec.fpp is not None:
                 conf[f"parquet.bloom.filter.fpp#{column}"] = repr(spec.fpp)
+            if spec.fixed:
+                # every chunk gets a filter (parquet-java skips all-dictionary chunks), and
+                # without an ndv no candidate size is picked per row group (adaptive sizing has
+                # no per-column switch; an ndv takes precedence over it)
+                conf[f"parquet.enable.dictionary#{column}"] = "false"
+                if ndv is None:
+                    conf["parquet.bloom.filter.adaptive.enabled"] = "false"
         if self.bloom_filter_max_bytes is not None:
             conf["parquet.bloom.filter.max.bytes"] = str(self.bloom_filter_max_bytes)
         return conf

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["applied_policy", "apply_policy", "clear_policy", "configure_spark", "local_spark"]
 
-_POLICY_PREFIXES = ("parquet.encryption.", "parquet.bloom.filter.", "secure_bloom.kms.")
+_POLICY_PREFIXES = ("parquet.encryption.", "parquet.bloom.filter.", "parquet.enable.dictionary#", "secure_bloom.kms.")
 _POLICY_KEYS = ("parquet.crypto.factory.class",)
 _REDACTION = r"(?i)secret|password|token|access[.]?key|key[.]list"
 """Spark's default spark.redaction.regex plus the key list property."""

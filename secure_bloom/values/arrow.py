@@ -11,7 +11,9 @@ physical types (what pyarrow and Spark write):
 * decimal128/256 -> INT32, INT64 (unscaled value) or big-endian two's complement FLBA of the
   column's width / minimal BYTE_ARRAY.
 
-Dictionary arrays are decoded; nulls are dropped (never hashed).
+Dictionary arrays are decoded when hashed; nulls are dropped (never hashed). :func:`stored_form`
+keeps a dictionary array dictionary-encoded (its dictionary converted): a writer may take a
+chunk's statistics from the dictionary rather than from the values.
 
 What a file reader hands back is not always the stored form: :func:`leaf_values` finds a leaf
 in the array of its top-level field and normalises it (extension types to storage, FLOAT16 to its
@@ -304,11 +306,12 @@ def in_column_unit(values: pa.Array, column: ColumnType) -> pa.Array:
 
 def stored_form(values: pa.Array, column: ColumnType) -> pa.Array:
     """A leaf array as the column stores it, ready for :func:`hash_arrow` (not for INT96 columns:
-    see :func:`int96_from_reads`)."""
+    see :func:`int96_from_reads`). A dictionary array stays one, its dictionary in stored form:
+    the same values, and the dictionary a writer may have taken the chunk's bounds from."""
     if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
     if pa.types.is_dictionary(values.type):
-        values = values.dictionary_decode()
+        return pa.DictionaryArray.from_arrays(values.indices, stored_form(values.dictionary, column))
     if pa.types.is_string_view(values.type) or pa.types.is_binary_view(values.type):
         values = values.cast(pa.large_binary())  # count_distinct has no kernel for view types
     if pa.types.is_float16(values.type):

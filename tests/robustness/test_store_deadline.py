@@ -135,3 +135,53 @@ def test_a_command_left_running_after_its_deadline_publishes_nothing(blackhole: 
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1 and "STORAGE_UNAVAILABLE" in captured.err
     assert sorted(p.name for p in workdir.iterdir()) == ["plain.parquet"]
+
+
+def _library_calls() -> dict[str, Any]:
+    import pyarrow.parquet.encryption as pe
+
+    from secure_bloom.parquet import ParquetBloomReader, ParquetWriter, PruneCache, write_table
+    from secure_bloom.parquet.read.api import dataset, read_table, scan
+
+    keys = KeyAccess(kms=vector_kms())
+    table = pa.table({"id": [1, 2], "ssn": ["a", "b"]})
+    uniform = pe.EncryptionConfiguration(footer_key="kf", uniform_encryption=True)
+    external = pe.EncryptionConfiguration(footer_key="kf", uniform_encryption=True, internal_key_material=False)
+    return {
+        "read_table of a prefix": lambda uri: read_table(uri("lake/events"), filters=[("id", "==", 1)], keys=keys),
+        "read_table with a PruneCache": lambda uri: read_table(uri("lake/a.parquet"), filters=[("id", "==", 1)],
+                                                               keys=keys, cache=PruneCache()),
+        "scan": lambda uri: scan(uri("lake/a.parquet"), filters=[("id", "==", 1)], keys=keys).to_table(),
+        "dataset": lambda uri: dataset(uri("lake/events"), keys=keys),
+        "ParquetBloomReader": lambda uri: ParquetBloomReader(uri("lake/a.parquet"), keys),
+        "write_table encrypted": lambda uri: write_table(table, uri("lake/out.parquet"), encryption=uniform,
+                                                         kms=vector_kms(), bloom_filter_options={"ssn": True}),
+        "write_table external key material": lambda uri: write_table(table, uri("lake/out.parquet"),
+                                                                     encryption=external, kms=vector_kms()),
+        "write_table plaintext": lambda uri: write_table(table, uri("lake/out.parquet"),
+                                                         bloom_filter_options={"ssn": True}),
+        "ParquetWriter": lambda uri: ParquetWriter(uri("lake/out.parquet"), table.schema, encryption=uniform,
+                                                   kms=vector_kms()).close(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_library_calls()))
+def test_a_library_call_waits_on_a_silent_store_for_one_requests_tries(name: str, blackhole: Any) -> None:
+    """Regression (issue 28 item 15): the documented wait on a store that never answers held per
+    request, and a call made several in a row: read_table(cache=PruneCache()) waited on two
+    (its listing swallowed the first failure), and writes to a URI raised a bare OSError. Every
+    library call now fails with StorageUnavailableError after ONE request's tries (the whole
+    call's wait: StoreTimeouts' figure), counted by the connections the store accepted."""
+    from secure_bloom.parquet.file.sources import StoreTimeouts, store_timeouts
+
+    two_tries = StoreTimeouts(connect_s=1.0, request_s=1.0, attempts=2)
+    call = _library_calls()[name]
+    start = time.monotonic()
+    with store_timeouts(two_tries), pytest.raises(StorageUnavailableError,
+                                                  match=r"^s3://lake/\S+: the object store cannot be reached"):
+        call(lambda path: _uri(blackhole.endpoint, path))
+    elapsed = time.monotonic() - start
+    print(f"{name} against a blackhole, 1 s x 2 tries: StorageUnavailableError after {elapsed:.2f} s, "
+          f"{blackhole.connections()} connections")
+    assert 0 < blackhole.connections() <= two_tries.attempts  # one request's tries, not two requests' in a row
+    assert elapsed < 20  # generous (about 2-4 s here): a bound exists

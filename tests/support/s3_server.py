@@ -6,7 +6,8 @@ counters, so the tests talk to it through :class:`CountingProxy`, a small HTTP p
 loopback port that forwards every request unchanged and counts requests (by method) and the
 response body bytes: what really crossed the wire.
 
-Fixture ``s3`` (session): ``S3Service`` with ``filesystem()`` (a pyarrow S3FileSystem through the
+Fixture ``moto_server`` (session): the port of one moto server on 127.0.0.1, shared by the S3
+and KMS fixtures (support/aws_kms_server.py). Fixture ``s3`` (session): ``S3Service`` with ``filesystem()`` (a pyarrow S3FileSystem through the
 proxy), ``bucket(name)``, ``counts()`` / ``reset()``. A missing moto fails the run (component
 ``moto``, see components.py).
 """
@@ -39,6 +40,8 @@ class Traffic:
     get_ranges: list[str] = field(default_factory=list)
     #: (request path, Range header or None) of every GET: which object each range was of.
     gets: list[tuple[str, str | None]] = field(default_factory=list)
+    #: requests by X-Amz-Target (JSON APIs such as KMS: "TrentService.Encrypt")
+    targets: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -84,6 +87,8 @@ class CountingProxy:
                     conn.close()
                 with traffic.lock:
                     traffic.requests[self.command] += 1
+                    if self.headers.get("X-Amz-Target"):
+                        traffic.targets[self.headers["X-Amz-Target"]] += 1
                     traffic.body_bytes += len(data) if self.command != "HEAD" else 0
                     if self.command == "GET" and self.headers.get("Range"):
                         traffic.get_ranges.append(self.headers["Range"])
@@ -168,8 +173,9 @@ class S3Service:
 
 
 @pytest.fixture(scope="session")
-def s3() -> Iterator[S3Service]:
-    """moto's S3 server on 127.0.0.1 behind a counting proxy (a missing moto fails the run)."""
+def moto_server() -> Iterator[int]:
+    """moto's server (every AWS API it emulates: S3, KMS, ...) on 127.0.0.1; yields its port (a
+    missing moto fails the run)."""
     from support.components import missing
 
     try:
@@ -178,10 +184,17 @@ def s3() -> Iterator[S3Service]:
         missing("moto", f"{type(e).__name__}: {e} (pip install 'moto[server]')")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    port = server._server.server_port  # moto exposes the bound port only on its werkzeug server
-    proxy = CountingProxy(("127.0.0.1", port))
     try:
-        yield S3Service(proxy, port)
+        yield int(server._server.server_port)  # moto exposes the bound port only on its werkzeug server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(moto_server: int) -> Iterator[S3Service]:
+    """moto's S3 server on 127.0.0.1 behind a counting proxy."""
+    proxy = CountingProxy(("127.0.0.1", moto_server))
+    try:
+        yield S3Service(proxy, moto_server)
     finally:
         proxy.stop()
-        server.stop()

@@ -476,6 +476,21 @@ def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str
     assert rc == 2 and ONE_LINE_ERROR.match(err), err
 
 
+def test_column_spec_errors_name_the_option_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (issue 28 item 11): 'attach --bloom email:fpp=2' named --column (the deprecated
+    alias) in its error."""
+    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--bloom", "email:fpp=2")
+    assert rc == 2 and ONE_LINE_ERROR.match(err), err
+    assert "--bloom 'email:fpp=2': false-positive probability must be in (0, 1)" in err and "--column" not in err
+    rc, _, err = run(capsys, "encrypt", PLAIN_BLOOM, "/tmp/never-written.parquet", "--footer-key", "kf", "--uniform",
+                     "--bloom", "[x")
+    assert rc == 2 and "--bloom '[x': not a JSON array" in err and "--column" not in err
+    rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--column", "email:size=2")
+    assert rc == 2
+    assert err.splitlines() == ["secure-bloom: warning: --column is deprecated, use --bloom",
+                                "secure-bloom: error: --column 'email:size=2': unknown option 'size' (use ndv=N, fpp=P, sizing=fixed or num_bytes=N)"]
+
+
 # --- audit ---------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ KINDS: list[tuple[BaseException, str, int]] = [
     (errors.KeyManagementError("x"), "KEY_ERROR", 3),
     (errors.KeyNotFoundError("x"), "KEY_NOT_FOUND", 2),
     (errors.KeyAccessDeniedError("x"), "KEY_ACCESS_DENIED", 3),
+    (errors.KeyDisabledError("x"), "KEY_DISABLED", 3),
     (errors.KmsUnavailableError("x"), "KMS_UNAVAILABLE", 3),
     (errors.KeyUsageLimitError("x"), "KEY_ERROR", 3),
     (errors.MissingKeyError("x"), "MISSING_KEY", 2),
@@ -76,7 +77,7 @@ def test_error_kind_and_exit_code(error: BaseException, kind: str, code: int) ->
 def test_every_error_class_carries_its_kind() -> None:
     classes = [getattr(errors, name) for name in errors.__all__]
     exceptions = [c for c in classes if isinstance(c, type) and issubclass(c, BaseException)]
-    assert len(exceptions) == 38
+    assert len(exceptions) == 39
     assert all(isinstance(c.kind, ErrorKind) for c in exceptions)
     assert {type(e) for e, _, _ in KINDS} >= set(exceptions)  # the table above covers each class
 

@@ -1,5 +1,5 @@
 """What installing secure-bloom costs and promises (issue 24): ``import secure_bloom`` loads its public
-names on first use, the OpenBao client's dependencies are an extra that a missing install names, and
+names on first use, the OpenBao and AWS KMS clients' dependencies are extras that a missing install names, and
 the distribution carries its licence. (The plugin's import cost: test_pytest_plugin.py.)"""
 
 from __future__ import annotations
@@ -51,6 +51,24 @@ def test_openbao_without_hvac_names_the_extra() -> None:
     assert proc.stdout.strip() == (
         "MissingDependencyError True OpenBaoTransitKms needs hvac and requests, which are not installed "
         "(hvac): pip install 'secure-bloom[vault]'")
+
+
+def test_aws_kms_without_boto3_names_the_extra() -> None:
+    """boto3 comes with the ``aws`` extra: the kms package imports without it, and making an
+    AwsKms says which extra to install. (Not isolated: runs the secure_bloom on sys.path.)"""
+    proc = subprocess.run([sys.executable, "-c",
+                           "import sys\n"
+                           "sys.modules['boto3'] = None\n"
+                           "from secure_bloom.kms import AwsKms\n"
+                           "from secure_bloom.errors import MissingDependencyError\n"
+                           "try:\n"
+                           "    AwsKms('us-east-1')\n"
+                           "except MissingDependencyError as e:\n"
+                           "    print(type(e).__name__, e)\n"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ("MissingDependencyError AwsKms needs boto3, which is not installed (boto3): "
+                                   "pip install 'secure-bloom[aws]'")
 
 
 def test_installed_metadata_carries_licence_extras_and_typing() -> None:

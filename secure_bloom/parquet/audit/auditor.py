@@ -19,6 +19,11 @@ codes:
   page indexes, filters) hold a plaintext filter (canonical header + a bitset that fits), e.g.
   one a tool replaced without removing; reported on every encrypted sensitive column, since no
   reference says whose it is (:mod:`~secure_bloom.parquet.file.regions`);
+* ``FILTER_SIZES_VARY`` (rules with ``hide_filter_sizes``): the column's filters differ in size
+  (numBytes or stored length) across the file's row groups, or some row groups have none. For
+  every sensitive column with filters the result also says what the sizes show without any key
+  (:class:`~secure_bloom.parquet.audit.report.FilterSizes`, read from the framing alone) and the
+  distinct counts they imply at ``assumed_fpp``;
 * ``SENSITIVE_COLUMN_MISSING`` (warning): no leaf column matches the name. A name that matches
   no column in ANY file read is reported by :attr:`AuditReport.unknown_columns` (a typo must not
   pass: the report's exit code is then 2).
@@ -35,6 +40,7 @@ that, case-insensitively (Spark's default resolution).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,12 +56,13 @@ from ...errors import (
     error_kind,
 )
 from ...filter import SplitBlockBloomFilter
-from .report import AuditReport, Code, ColumnResult, FileResult, Finding, location
+from ...spec import DEFAULT_FPP
+from .report import AuditReport, Code, ColumnResult, FileResult, FilterSizes, Finding, location
 from .discover import discover
 from ...types import ChunkEncryption, FilterForm
 from ..file.chunk import ChunkInfo
 from ..file.filter_io import read_filter_storage
-from ..file.keys import NO_KEYS, KeyAccess
+from ..file.keys import NO_KEYS, KeyAccess, as_key_access
 from ..file.leftovers import find_leftovers
 from .policy import ColumnRule, FilterRequirement, Policy, match_sensitive
 from ..file.reader import ParquetBloomReader
@@ -87,6 +94,10 @@ class _Leaf:
     findings: dict[tuple[Code, str], list[int]]
     unchecked: dict[str, list[int]]
     filters_checked: int = 0
+    #: row group -> (numBytes, stored bytes) as the framing shows them; (None, None): no filter
+    sizes: dict[int, tuple[int | None, int | None]] = dataclasses.field(default_factory=dict)
+    #: row groups whose filter's size could not be seen
+    unseen: list[int] = dataclasses.field(default_factory=list)
 
     def find(self, code: Code, rg: int, detail: str = "") -> None:
         self.findings.setdefault((code, detail), []).append(rg)
@@ -127,21 +138,27 @@ class _FileAuditor:
         if chunk.has_bloom_filter is None:
             state.cannot(f"its metadata is encrypted with key {chunk.key_id!r}, which is not available, "
                          "so whether it has a Bloom filter cannot be seen", rg)
+            state.unseen.append(rg)
             return
         if not chunk.has_bloom_filter:
+            state.sizes[rg] = (None, None)
             if rule.filter is FilterRequirement.REQUIRED:
                 state.find(Code.FILTER_REQUIRED_MISSING, rg)
             return
         if rule.filter is FilterRequirement.FORBIDDEN:
             state.find(Code.FILTER_FORBIDDEN, rg)
+        offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+        assert offset is not None
+        storage = read_filter_storage(self.raw, offset, length, self.data_end)  # the framing: no key
+        if storage.form is FilterForm.GARBAGE:
+            state.unseen.append(rg)
+        else:
+            state.sizes[rg] = (storage.num_bytes, storage.stored_bytes)
         if not chunk.encrypted:  # a plaintext column's filter: read only if its shape is checked
             if self._shape_checks(rule):
                 state.filters_checked += 1
                 self._check_shape(chunk, state, rule, self._read_filter(chunk, state))
             return
-        offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
-        assert offset is not None
-        storage = read_filter_storage(self.raw, offset, length, self.data_end)
         state.filters_checked += 1
         if storage.form is FilterForm.GARBAGE:
             state.find(Code.FILTER_UNREADABLE, rg, storage.detail)
@@ -285,33 +302,55 @@ def _check_orphans(reader: ParquetBloomReader, chunks: Sequence[ChunkInfo], stat
                                        "plaintext filters (scan budget exceeded)", [])
 
 
-def _column_result(file: str, rule: ColumnRule, leaves: Sequence[str], states: dict[str, _Leaf]) -> ColumnResult:
+def _filter_sizes(leaf: str, state: _Leaf, assumed_fpp: float) -> FilterSizes | None:
+    """What ``leaf``'s filters show by their sizes (None: it has no filter in this file)."""
+    if all(n is None for n, _ in state.sizes.values()):
+        return None
+    by_size: dict[tuple[int | None, int | None], list[int]] = {}
+    for rg, size in sorted(state.sizes.items()):
+        by_size.setdefault(size, []).append(rg)
+    order = sorted(by_size, key=lambda s: (s[0] is not None, s[0] or 0, s[1] or 0), reverse=True)
+    return FilterSizes(leaf=leaf, sizes=tuple((n, stored, tuple(by_size[(n, stored)])) for n, stored in order),
+                       assumed_fpp=assumed_fpp, unseen=tuple(sorted(set(state.unseen))))
+
+
+def _column_result(file: str, rule: ColumnRule, leaves: Sequence[str], states: dict[str, _Leaf],
+                   assumed_fpp: float = DEFAULT_FPP) -> ColumnResult:
     name = rule.path
     if not leaves:
         return ColumnResult(column=name, findings=(Finding(Code.SENSITIVE_COLUMN_MISSING, file, name, name, ()),))
     findings: list[Finding] = []
     unchecked: list[str] = []
+    sizes: list[FilterSizes] = []
     for leaf in leaves:
         state = states[leaf]
+        shown = _filter_sizes(leaf, state, assumed_fpp)
+        if shown is not None:
+            sizes.append(shown)
+            if rule.hide_filter_sizes and not shown.uniform:
+                findings.append(Finding(Code.FILTER_SIZES_VARY, file, name, leaf, tuple(sorted(state.sizes)),
+                                        shown.summary))
         for (code, detail), rgs in state.findings.items():
             findings.append(Finding(code, file, name, leaf, tuple(sorted(rgs)), detail))
         for reason, rgs in state.unchecked.items():
             unchecked.append(f"{location(leaf, rgs)}: {reason}")
     return ColumnResult(column=name, leaves=tuple(leaves), findings=tuple(findings),
                         unchecked=tuple(unchecked),
-                        filters_checked=sum(states[leaf].filters_checked for leaf in leaves))
+                        filters_checked=sum(states[leaf].filters_checked for leaf in leaves),
+                        filter_sizes=tuple(sizes))
 
 
-def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, policy: Policy | None) -> Policy:
+def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, policy: Policy | None,
+               hide_filter_sizes: bool = False) -> Policy:
     names = _dedupe(sensitive_columns or ())
     if policy is None:
         if not names:
             raise ValueError("sensitive_columns names no column (and no policy was given)")
-        return Policy.from_sensitive(names, allow_footer_key=allow_footer_key)
+        return Policy.from_sensitive(names, allow_footer_key=allow_footer_key, hide_filter_sizes=hide_filter_sizes)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a Policy (secure_bloom.parquet.audit.policy.load_policy), got {type(policy).__name__}")
     if names:
-        policy = policy.with_rules(ColumnRule(path=name) for name in names)
+        policy = policy.with_rules(ColumnRule(path=name, hide_filter_sizes=hide_filter_sizes) for name in names)
     if allow_footer_key and not policy.allow_footer_key:
         policy = Policy(rules=policy.rules, allow_footer_key=True, source=policy.source)
     return policy
@@ -319,20 +358,27 @@ def _policy_of(sensitive_columns: Iterable[str] | None, allow_footer_key: bool, 
 
 def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | None = None, *,
                keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
-               policy: Policy | None = None, filesystem: Any = None) -> FileResult:
+               policy: Policy | None = None, filesystem: Any = None, hide_filter_sizes: bool = False,
+               assumed_fpp: float = DEFAULT_FPP) -> FileResult:
     """Audit one file against ``policy`` (or the sensitive names). Never raises for a problem
     with the file: that is a could-not-check result.
+
+    ``hide_filter_sizes``: the sensitive names' rules require one filter size per column
+    (``FILTER_SIZES_VARY``); ``assumed_fpp``: the rate the distinct counts implied by filter sizes
+    assume (:class:`~secure_bloom.parquet.audit.report.FilterSizes`; the file does not say).
 
     ``path``: a local path, a URI (``s3://bucket/key?endpoint_override=...``) or a path on
     ``filesystem`` (a ``pyarrow.fs`` filesystem); on an object store every read is a range read
     (:attr:`FileResult.bytes_read` says how many bytes). The result names the file by
     :func:`~secure_bloom.parquet.file.sources.display_source` (a URI without its options)."""
     file = display_source(path, filesystem)
-    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy, hide_filter_sizes)
+    if isinstance(assumed_fpp, bool) or not isinstance(assumed_fpp, (int, float)) or not 0.0 < assumed_fpp < 1.0:
+        raise ValueError(f"assumed_fpp must be in (0, 1), got {assumed_fpp!r}")
     try:
         with ParquetBloomReader(path, keys=keys, filesystem=filesystem) as reader:
             try:
-                return _audit_reader(file, reader, rules)
+                return _audit_reader(file, reader, rules, float(assumed_fpp))
             except OSError as e:
                 raise storage_error(e, file) from None
     except (SecureBloomError, OSError) as e:
@@ -341,7 +387,7 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | 
         return FileResult(file=file, error=_error_text(file, e), error_kind=ErrorKind.INTERNAL_ERROR)
 
 
-def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy) -> FileResult:
+def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy, assumed_fpp: float) -> FileResult:
     columns = reader.columns
     matched = {i: tuple(leaf.path for leaf in rule.matches(columns)) for i, rule in enumerate(policy.rules)}
     states = {(i, leaf): _Leaf({}, {}) for i, leaves in matched.items() for leaf in leaves}
@@ -364,7 +410,8 @@ def _audit_reader(file: str, reader: ParquetBloomReader, policy: Policy) -> File
                      if leaf in encrypted and policy.rules[i].sensitive]
         if sensitive:
             _check_orphans(reader, chunks, sensitive)
-    results = tuple(_column_result(file, rule, matched[i], {leaf: states[(i, leaf)] for leaf in matched[i]})
+    results = tuple(_column_result(file, rule, matched[i], {leaf: states[(i, leaf)] for leaf in matched[i]},
+                                   assumed_fpp)
                     for i, rule in enumerate(policy.rules))
     params = reader.footer.params
     return FileResult(file=file, columns=results, row_groups=reader.num_row_groups,
@@ -387,7 +434,8 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
           sensitive_columns: Iterable[str] | None = None,
           keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
           progress: Progress | None = None, *, policy: Policy | None = None,
-          filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> AuditReport:
+          filesystem: Any = None, timeouts: StoreTimeouts | None = None, hide_filter_sizes: bool = False,
+          assumed_fpp: float = DEFAULT_FPP) -> AuditReport:
     """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
     against ``policy`` (:func:`~secure_bloom.parquet.audit.policy.load_policy`) and/or the
     ``sensitive_columns`` (each: sensitive, filters allowed).
@@ -403,20 +451,21 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) bound each request to the stores of URI
     ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
     check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
+    ``hide_filter_sizes`` and ``assumed_fpp`` as for :func:`audit_file`.
     """
     with store_timeouts(timeouts):
-        return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem)
+        return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem,
+                      hide_filter_sizes, assumed_fpp)
 
 
 def _audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sensitive_columns: Iterable[str] | None,
            keys: KeyAccess, allow_footer_key: bool, progress: Progress | None, policy: Policy | None,
-           filesystem: Any) -> AuditReport:
+           filesystem: Any, hide_filter_sizes: bool, assumed_fpp: float) -> AuditReport:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = list(paths)
-    rules = _policy_of(sensitive_columns, allow_footer_key, policy)
-    if not isinstance(keys, KeyAccess):
-        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    rules = _policy_of(sensitive_columns, allow_footer_key, policy, hide_filter_sizes)
+    keys = as_key_access(keys) or NO_KEYS  # a KMS client or factory too, as write_table(kms=...) takes
     found = discover(paths, filesystem)
     targets = found.entries
     results: list[FileResult] = []
@@ -427,7 +476,8 @@ def _audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sen
         if target.problem is not None:
             results.append(FileResult(file=shown, error=f"{shown}: {target.problem}", error_kind=target.kind))
             continue
-        results.append(audit_file(target.path, keys=keys, policy=rules, filesystem=filesystem))
+        results.append(audit_file(target.path, keys=keys, policy=rules, filesystem=filesystem,
+                                  assumed_fpp=assumed_fpp))
     if progress is not None:
         progress(len(targets), len(targets), "")
     local = [os.fspath(p) for p in paths if is_local_source(os.fspath(p), filesystem)]

@@ -16,6 +16,9 @@ must hold)::
     filter_master_keys = ["pii_key"] # default: master_keys
     min_fpp = 0.001                  # refuse filters that answer almost exactly (a dictionary)
     max_bitset_bytes = 1048576       # refuse larger bitsets
+    hide_filter_sizes = true         # all the column's filters in a file one size (default false):
+                                     # sizes are visible without a key and reveal per-row-group
+                                     # cardinality (docs/security-model/filter-sizes.md)
 
 Globs (``glob = ...``; ``path`` is always taken literally, as column names may hold ``*``, ``?``
 or ``[``): ``*`` matches within one path part, ``**`` across parts, ``?`` one character of a part,
@@ -60,7 +63,7 @@ __all__ = ["FilterRequirement", "ColumnRule", "Policy", "load_policy", "parse_po
 
 _TOP_KEYS = ("version", "allow_footer_key", "description", "column")
 _RULE_KEYS = ("path", "glob", "sensitive", "master_keys", "filter", "filter_master_keys", "min_fpp",
-              "max_bitset_bytes", "description")
+              "max_bitset_bytes", "hide_filter_sizes", "description")
 
 
 class FilterRequirement(str, Enum):
@@ -122,6 +125,8 @@ class ColumnRule:
     ``line`` is where it starts in its file (None when built in code).
 
     ``filter_master_keys`` None means "as ``master_keys``"; ``master_keys`` None means any key.
+    ``hide_filter_sizes``: every row group's filter of the column has one size (a row group
+    without a filter among others with one fails too).
     """
 
     path: str
@@ -132,6 +137,7 @@ class ColumnRule:
     filter_master_keys: tuple[str, ...] | None = None
     min_fpp: float | None = None
     max_bitset_bytes: int | None = None
+    hide_filter_sizes: bool = False
     description: str = ""
     line: int | None = field(default=None, compare=False)
 
@@ -158,6 +164,7 @@ class ColumnRule:
                     "name master keys (set sensitive = true, or drop master_keys / filter_master_keys)")
         if self.filter is FilterRequirement.FORBIDDEN:
             extra = [n for n in ("filter_master_keys", "min_fpp", "max_bitset_bytes") if getattr(self, n) is not None]
+            extra += ["hide_filter_sizes"] if self.hide_filter_sizes else []
             if extra:
                 return f"contradictory: filter = \"forbidden\" with {', '.join(extra)} (options of a filter it forbids)"
         if self.min_fpp is not None and not 0.0 < self.min_fpp < 1.0:
@@ -205,7 +212,8 @@ class ColumnRule:
                 "master_keys": None if self.master_keys is None else list(self.master_keys),
                 "filter": self.filter.value,
                 "filter_master_keys": None if self.filter_master_keys is None else list(self.filter_master_keys),
-                "min_fpp": self.min_fpp, "max_bitset_bytes": self.max_bitset_bytes, "line": self.line}
+                "min_fpp": self.min_fpp, "max_bitset_bytes": self.max_bitset_bytes,
+                "hide_filter_sizes": self.hide_filter_sizes, "line": self.line}
 
 
 def _conflict(a: ColumnRule, b: ColumnRule) -> str | None:
@@ -249,9 +257,12 @@ class Policy:
                                   f"{a.path if not a.is_glob else b.path!r}, and {why}")
 
     @classmethod
-    def from_sensitive(cls, names: Iterable[str], *, allow_footer_key: bool = False) -> Policy:
-        """The policy ``--sensitive a,b`` means: each name sensitive, filters allowed."""
-        rules = tuple(ColumnRule(path=name) for name in dict.fromkeys(n.strip() for n in names) if name)
+    def from_sensitive(cls, names: Iterable[str], *, allow_footer_key: bool = False,
+                       hide_filter_sizes: bool = False) -> Policy:
+        """The policy ``--sensitive a,b`` means: each name sensitive, filters allowed (of one
+        size per file with ``hide_filter_sizes``)."""
+        rules = tuple(ColumnRule(path=name, hide_filter_sizes=hide_filter_sizes)
+                      for name in dict.fromkeys(n.strip() for n in names) if name)
         if not rules:
             raise ValueError("sensitive_columns names no column")
         return cls(rules=rules, allow_footer_key=allow_footer_key)
@@ -361,6 +372,7 @@ def _rule_from(table: Any, index: int, lines: _Lines, source: str) -> ColumnRule
         else _type_error("min_fpp", "a number", v),
         "max_bitset_bytes": lambda v: v if isinstance(v, int) and not isinstance(v, bool)
         else _type_error("max_bitset_bytes", "an integer", v),
+        "hide_filter_sizes": lambda v: v if isinstance(v, bool) else _type_error("hide_filter_sizes", "true or false", v),
         "description": lambda v: v if isinstance(v, str) else _type_error("description", "a string", v),
     }
     for name, value in table.items():

@@ -6,6 +6,11 @@ it PASSES (no filter, or every filter encrypted with the column's own key), has 
 available: never a pass), or the column is MISSING from the file (a warning). A file that cannot
 be opened at all has one :class:`FileResult` with ``error`` set.
 
+Every (file, sensitive column) with filters also says what the filters' sizes show to anyone who
+can read the file, without any key (:class:`FilterSizes`): the sizes across row groups and the
+distinct counts they imply at an assumed fpp. A policy rule with ``hide_filter_sizes`` fails a
+file whose filters of the column differ in size (``FILTER_SIZES_VARY``).
+
 Exit status of a report (:attr:`AuditReport.exit_code`), in this order of precedence:
 1 if any violation was found (whatever else could not be checked), else 2 if anything could not
 be checked (a file or directory that could not be read, a file that is not Parquet, a missing
@@ -24,9 +29,11 @@ from enum import Enum
 from typing import Any
 
 from ...display import visible, visible_lines
+from ...filter import ndv_range
+from ...spec import WRITER_DEFAULT_MAX_BYTES
 
-__all__ = ["Code", "Severity", "Status", "Finding", "ColumnResult", "FileResult", "AuditReport", "EXPLANATIONS",
-           "location", "format_row_groups"]
+__all__ = ["Code", "Severity", "Status", "Finding", "FilterSizes", "ColumnResult", "FileResult", "AuditReport",
+           "EXPLANATIONS", "location", "format_row_groups"]
 
 
 class Code(str, Enum):
@@ -45,6 +52,7 @@ class Code(str, Enum):
     FILTER_FORBIDDEN = "FILTER_FORBIDDEN"
     FILTER_FPP_TOO_LOW = "FILTER_FPP_TOO_LOW"
     FILTER_TOO_LARGE = "FILTER_TOO_LARGE"
+    FILTER_SIZES_VARY = "FILTER_SIZES_VARY"
 
 
 class Severity(str, Enum):
@@ -94,6 +102,10 @@ EXPLANATIONS = {
         "on a low-cardinality column it is a dictionary in disguise for anyone holding its key",
     Code.FILTER_TOO_LARGE:
         "the Bloom filter's bitset is larger than the policy allows",
+    Code.FILTER_SIZES_VARY:
+        "the column's Bloom filters differ in size (or some row groups have none) across the file's row groups; "
+        "sizes are visible without any key, so they reveal each row group's distinct count to within a factor "
+        "of two (write with sizing 'fixed': docs/security-model/filter-sizes.md)",
 }
 
 _SEVERITY = {code: Severity.WARNING if code is Code.SENSITIVE_COLUMN_MISSING else Severity.VIOLATION
@@ -156,6 +168,83 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class FilterSizes:
+    """What the Bloom filters of one leaf in one file show without any key: their sizes.
+
+    ``sizes`` holds one ``(num_bytes, stored_bytes, row_groups)`` per distinct size seen (the
+    bitset size and the bytes header and bitset take in the file, both length prefixes included
+    when encrypted; ``(None, None, ...)``: the row groups without a filter), largest first.
+    ``unseen`` are the row groups whose filter location is in metadata the audit could not
+    decrypt. ``assumed_fpp`` is the false-positive rate the implied counts assume the writer
+    sized for (the file does not record it).
+    """
+
+    leaf: str
+    sizes: tuple[tuple[int | None, int | None, tuple[int, ...]], ...]
+    assumed_fpp: float
+    unseen: tuple[int, ...] = ()
+
+    @property
+    def uniform(self) -> bool:
+        """Every row group seen has a filter of one size (and equal module lengths)."""
+        return len(self.sizes) <= 1 and all(n is not None for n, _, _ in self.sizes)
+
+    def implied_ndv(self, num_bytes: int) -> tuple[int, int | None]:
+        """The distinct counts a per-row-group sizing writer gives ``num_bytes`` at
+        :attr:`assumed_fpp` (:func:`secure_bloom.filter.ndv_range`).
+
+        Parameters
+        ----------
+        num_bytes : int
+
+        Returns
+        -------
+        tuple of (int, int or None)
+            Lowest and highest count (None: no upper bound).
+
+        Raises
+        ------
+        ValueError
+            ``num_bytes`` outside 32 bytes .. 128 MiB.
+        """
+        return ndv_range(num_bytes, self.assumed_fpp)
+
+    def _size_text(self, num_bytes: int | None, stored: int | None, rgs: Sequence[int]) -> str:
+        where = f"row group{'s' if len(rgs) > 1 else ''} {format_row_groups(rgs)}"
+        if num_bytes is None:
+            return f"no filter in {where}"
+        low, high = self.implied_ndv(num_bytes)
+        implied = f"{low}-{high}" if high is not None else f"over {low}"
+        capped = " (or more, if capped there)" if high is not None and num_bytes >= WRITER_DEFAULT_MAX_BYTES else ""
+        return f"{num_bytes} B ({stored} stored) in {where}: {implied} distinct{capped}"
+
+    @property
+    def summary(self) -> str:
+        """One line: the sizes, where, and what each implies if sized per row group."""
+        seen = sum(len(r) for _, _, r in self.sizes)
+        unseen = f"; row groups {format_row_groups(self.unseen)} not seen" if self.unseen else ""
+        if self.uniform:
+            (num_bytes, stored, _), = self.sizes
+            assert num_bytes is not None
+            low, high = self.implied_ndv(num_bytes)
+            most = f"{low}-{high}" if high is not None else f"over {low}"
+            return (f"one filter size ({num_bytes} B, {stored} stored) in all {seen} row group{'s' if seen != 1 else ''}:"
+                    f" per-row-group cardinality hidden; only the largest need shows ({most} distinct at fpp "
+                    f"{self.assumed_fpp:g}, if sized for it){unseen}")
+        sizes = "; ".join(self._size_text(n, stored, rgs) for n, stored, rgs in self.sizes)
+        return (f"{len(self.sizes)} different filter sizes across {seen} row groups reveal per-row-group cardinality "
+                f"(at fpp {self.assumed_fpp:g}: {sizes}{unseen})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"leaf": self.leaf, "uniform": self.uniform, "distinct_sizes": len(self.sizes),
+                "assumed_fpp": self.assumed_fpp,
+                "sizes": [{"num_bytes": n, "stored_bytes": stored, "row_groups": list(rgs),
+                           "implied_ndv": None if n is None else list(self.implied_ndv(n))}
+                          for n, stored, rgs in self.sizes],
+                "unseen_row_groups": list(self.unseen), "summary": self.summary}
+
+
+@dataclass(frozen=True)
 class ColumnResult:
     """The check of one sensitive column in one file.
 
@@ -168,6 +257,8 @@ class ColumnResult:
     findings: tuple[Finding, ...] = ()
     unchecked: tuple[str, ...] = ()
     filters_checked: int = 0
+    #: What the filters' sizes show without a key, per leaf with filters (:class:`FilterSizes`).
+    filter_sizes: tuple[FilterSizes, ...] = ()
 
     @property
     def status(self) -> Status:
@@ -183,7 +274,8 @@ class ColumnResult:
         return {"column": self.column, "status": self.status.value, "leaves": list(self.leaves),
                 "filters_checked": self.filters_checked,
                 "findings": [f.to_dict() for f in self.findings],
-                "could_not_check": list(self.unchecked)}
+                "could_not_check": list(self.unchecked),
+                "filter_sizes": [s.to_dict() for s in self.filter_sizes]}
 
 
 @dataclass(frozen=True)
@@ -377,6 +469,9 @@ class AuditReport:
                     counts["skipped"] += 1
                     warning = next((f.message for f in col.findings), "column not in file")
                     ET.SubElement(case, "skipped", message=warning)
+                if col.filter_sizes:  # what the sizes show, for every column with filters
+                    ET.SubElement(case, "system-out").text = "\n".join(
+                        f"filter sizes of {s.leaf!r}: {s.summary}" for s in col.filter_sizes)
         for column in self.unknown_columns:
             counts["tests"] += 1
             counts["errors"] += 1

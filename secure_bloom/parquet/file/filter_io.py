@@ -61,12 +61,15 @@ class FilterStorage:
 
     ``form`` is :attr:`FilterForm.PLAINTEXT` (Thrift header + bitset), ``ENCRYPTED`` (two GCM
     modules with plausible length prefixes) or ``GARBAGE`` (neither, or outside the data region);
-    ``num_bytes`` is the bitset size the framing implies (None for garbage).
+    ``num_bytes`` is the bitset size the framing implies (None for garbage); ``stored_bytes``
+    the bytes header and bitset take in the file (both length prefixes included when
+    encrypted): with ``num_bytes``, everything about the filter's size anyone can see.
     """
 
     form: FilterForm
     num_bytes: int | None = None
     detail: str = ""
+    stored_bytes: int | None = None
 
 
 def classify_filter_bytes(head: bytes, length: int | None, available: int,
@@ -89,7 +92,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
     else:
         total = used + header.num_bytes
         if (length is None and total <= available) or total == length:
-            return FilterStorage(FilterForm.PLAINTEXT, header.num_bytes)
+            return FilterStorage(FilterForm.PLAINTEXT, header.num_bytes, stored_bytes=total)
     if len(head) < LENGTH_PREFIX:
         return FilterStorage(FilterForm.GARBAGE, detail="too short")
     (first,) = struct.unpack_from("<I", head, 0)
@@ -106,7 +109,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
     if (length is not None and end != length) or end > available:
         return FilterStorage(FilterForm.GARBAGE,
                              detail=f"the modules take {end} bytes, bloom_filter_length is {length}")
-    return FilterStorage(FilterForm.ENCRYPTED, num_bytes)
+    return FilterStorage(FilterForm.ENCRYPTED, num_bytes, stored_bytes=end)
 
 
 def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end: int) -> FilterStorage:

@@ -21,19 +21,32 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ...errors import ConfigurationError
-from ...kms import ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper, OpenBaoTransitKms
+from ...kms import (AwsKms, ExplicitKeys, FileKeyUnwrapper, KeyListKms, KeyMaterialStore, KeyUnwrapper,
+                    OpenBaoTransitKms)
+from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import instance_factory
 
-__all__ = ["KeyAccess", "NO_KEYS", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
+__all__ = ["KeyAccess", "NO_KEYS", "KmsService", "as_key_access", "key_access_from_sources", "ENV_KEY_LIST", "ENV_KEY_LIST_FILE",
            "DEFAULT_TOKEN_VARIABLES"]
 
 ENV_KEY_LIST = "SECURE_BLOOM_KEY_LIST"
 ENV_KEY_LIST_FILE = "SECURE_BLOOM_KEY_LIST_FILE"
 #: Where the OpenBao/Vault token is looked for when no variable is named.
 DEFAULT_TOKEN_VARIABLES = ("VAULT_TOKEN", "BAO_TOKEN")
+
+
+class KmsService(str, Enum):
+    """The KMS a command's master keys are in (CLI ``--kms``)."""
+
+    TRANSIT = "transit"  # OpenBao / Vault transit at --kms-url
+    AWS = "aws"          # AWS KMS (--kms-region, --kms-endpoint, --kms-profile)
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,35 @@ class KeyAccess:
 NO_KEYS = KeyAccess()
 
 
+def as_key_access(keys: Any) -> KeyAccess | None:
+    """``keys=`` of the read functions: a :class:`KeyAccess`, or what ``write_table(kms=...)``
+    takes, the same objects on both sides.
+
+    Parameters
+    ----------
+    keys : KeyAccess, KMS client, pyarrow KmsClient factory or None
+        A KMS client (``wrap_key`` and ``unwrap_key``) or a factory becomes ``KeyAccess(kms=keys)``
+        (pass a KeyAccess of your own to share its KEK cache across calls).
+
+    Returns
+    -------
+    KeyAccess or None
+        None for None.
+
+    Raises
+    ------
+    TypeError
+        Anything else (a mapping of explicit keys goes in ``KeyAccess(explicit=...)``).
+    """
+    if keys is None or isinstance(keys, KeyAccess):
+        return keys
+    if is_kms_client(keys) or (callable(keys) and not isinstance(keys, Mapping)):
+        return KeyAccess(kms=keys)
+    hint = " (explicit keys: KeyAccess(explicit={key id: key bytes}))" if isinstance(keys, Mapping) else ""
+    raise TypeError(f"keys must be a KeyAccess, a KMS client (wrap_key, unwrap_key) or a pyarrow KmsClient factory, "
+                    f"got {type(keys).__name__}{hint}")
+
+
 def _key_list_text(key_list: str | None, key_list_file: str | None, kms_url: str | None,
                    environ: Mapping[str, str]) -> str | None:
     """The key-list text from the arguments or the environment, or None."""
@@ -124,22 +166,48 @@ def _key_list_text(key_list: str | None, key_list_file: str | None, kms_url: str
 def key_access_from_sources(*, key_list: str | None = None, key_list_file: str | None = None,
                             key_specs: Sequence[str] = (), aad_prefix: str | None = None,
                             kms_url: str | None = None, kms_token_env: str | None = None,
-                            kms_mount: str = "transit", environ: Mapping[str, str] | None = None) -> KeyAccess:
+                            kms_mount: str = "transit", kms: KmsService | str | None = None,
+                            kms_region: str | None = None, kms_endpoint: str | None = None,
+                            kms_profile: str | None = None, environ: Mapping[str, str] | None = None) -> KeyAccess:
     """A :class:`KeyAccess` from the key options of the CLI (and the pytest plugin).
 
     ``key_list`` (``id:BASE64, ...``) or ``key_list_file`` -> the key-list KMS; else ``kms_url``
     with the token in the variable ``kms_token_env`` (default ``VAULT_TOKEN``, then ``BAO_TOKEN``)
-    -> OpenBao/Vault transit; without either, ``SECURE_BLOOM_KEY_LIST`` then
-    ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are ``ID=base64:...|hex:...|text:...``.
-    :class:`~secure_bloom.errors.ConfigurationError` names what is wrong, never a secret.
+    -> OpenBao/Vault transit; ``kms="aws"`` -> AWS KMS (:class:`~secure_bloom.kms.AwsKms` in
+    ``kms_region`` at ``kms_endpoint`` with profile ``kms_profile``, credentials from boto3's chain);
+    without any, ``SECURE_BLOOM_KEY_LIST`` then ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are
+    ``ID=base64:...|hex:...|text:...``.
+
+    Returns
+    -------
+    KeyAccess
+        The key sources, ready to share across files.
+
+    Raises
+    ------
+    ConfigurationError
+        Names what is wrong (sources given twice, a missing token or region), never a secret.
     """
     env = os.environ if environ is None else environ
-    text = _key_list_text(key_list, key_list_file, kms_url, env)
-    if text is not None and kms_url is not None:
-        raise ConfigurationError("give either a key list or --kms-url, not both")
-    kms: Any = None
+    try:
+        service = None if kms is None else KmsService(kms)
+    except ValueError:
+        raise ConfigurationError(f"--kms must be one of {', '.join(k.value for k in KmsService)}") from None
+    aws = service is KmsService.AWS
+    if not aws and (kms_region is not None or kms_endpoint is not None or kms_profile is not None):
+        raise ConfigurationError("--kms-region, --kms-endpoint and --kms-profile go with --kms aws")
+    if aws and kms_url is not None:
+        raise ConfigurationError("--kms-url is for --kms transit; give AWS KMS another endpoint with --kms-endpoint")
+    if service is KmsService.TRANSIT and kms_url is None:
+        raise ConfigurationError("--kms transit needs --kms-url")
+    text = _key_list_text(key_list, key_list_file, kms_url if not aws else "aws", env)
+    if text is not None and (kms_url is not None or aws):
+        raise ConfigurationError(f"give either a key list or {'--kms aws' if aws else '--kms-url'}, not both")
+    client: Any = None
     if text is not None:
-        kms = KeyListKms(text)
+        client = KeyListKms(text)
+    elif aws:
+        client = AwsKms(kms_region, endpoint_url=kms_endpoint, profile=kms_profile)
     elif kms_url is not None:
         token_env = (kms_token_env,) if kms_token_env else DEFAULT_TOKEN_VARIABLES
         token = next((env[name] for name in token_env if env.get(name)), None)
@@ -148,9 +216,9 @@ def key_access_from_sources(*, key_list: str | None = None, key_list_file: str |
                 f"--kms-url needs a token: set the environment variable {' or '.join(token_env)}"
                 f"{'' if kms_token_env else ' (or name another with --kms-token-env)'}")
         try:
-            kms = OpenBaoTransitKms(kms_url, token=token, mount=kms_mount)
+            client = OpenBaoTransitKms(kms_url, token=token, mount=kms_mount)
         except ValueError as e:
             raise ConfigurationError(f"--kms-url: {e}") from None
     explicit = ExplicitKeys.from_specs(list(key_specs)) if key_specs else None
     prefix = aad_prefix.encode("utf-8") if aad_prefix is not None else None
-    return KeyAccess(kms=kms, explicit=explicit, aad_prefix=prefix)
+    return KeyAccess(kms=client, explicit=explicit, aad_prefix=prefix)

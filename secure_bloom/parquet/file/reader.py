@@ -33,7 +33,7 @@ from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .crypto_context import decrypt_column_metadata
 from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
 from .footer import Footer, key_id_of, master_key_of, open_footer
-from .keys import NO_KEYS, KeyAccess
+from .keys import NO_KEYS, KeyAccess, as_key_access
 from .probe import ProbeResult, probe_filters
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .identity import Identity, opened_identity
@@ -149,9 +149,7 @@ class ParquetBloomReader:
                  key_material: KeyMaterialStore | None = None, opened: Any = None) -> None:
         if isinstance(filter_cache_bytes, bool) or not isinstance(filter_cache_bytes, int) or filter_cache_bytes < 0:
             raise ValueError(f"filter_cache_bytes must be an int >= 0, got {filter_cache_bytes!r}")
-        self.keys = keys if keys is not None else NO_KEYS
-        if not isinstance(self.keys, KeyAccess):
-            raise TypeError(f"keys must be a KeyAccess, got {type(self.keys).__name__}")
+        self.keys = as_key_access(keys) or NO_KEYS  # a KMS client or factory too
         self._lock = threading.Lock()
         if not hasattr(path, "read"):
             filesystem, path = locate(path, filesystem)

@@ -90,9 +90,15 @@ class StoreTimeouts:
     connection, ``request_s`` without a byte of an answer (an idle timeout: a long transfer that
     keeps moving is not cut), each of ``attempts`` tries (pyarrow's retry strategy). A store that
     accepts connections and never answers fails a request after about
-    ``attempts * (request_s + backoff)``: ~7 s by default. On S3 all three apply; on GCS the
-    retries stop after ``attempts * request_s``; other filesystems (HDFS...) keep their own. S3
-    over curl counts ``request_s`` in whole seconds (at least 1)."""
+    ``attempts * (request_s + backoff)``, and the first request that fails so ends the call
+    (:class:`~secure_bloom.errors.StorageUnavailableError`; no call waits on a second one): a
+    call waits on a silent store for one request's tries, 7-10 s by default (measured on S3
+    for read_table, scan, dataset, the reader, audit and the writes). Not a bound on a call's
+    total time: a store that answers, however slowly, can make each of a call's requests wait
+    up to ``request_s`` per try without a byte (the CLI's ``--deadline`` bounds a whole
+    command). On S3 all three apply; on GCS the retries stop after ``attempts * request_s``;
+    other filesystems (HDFS...) keep their own. S3 over curl counts ``request_s`` in whole
+    seconds (at least 1)."""
 
     connect_s: float = 2.0
     request_s: float = 2.0

@@ -50,7 +50,7 @@ from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_
 from ...types import ChunkEncryption
 from ..file.arrow_source import direct_decryption_properties, shared_format_opens
 from ..file.identity import PinnedFileSystem
-from ..file.keys import KeyAccess
+from ..file.keys import KeyAccess, as_key_access
 from ..file.lifetime import retain
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
@@ -236,7 +236,7 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
     """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
     fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
     opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
-    base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning, timeouts)
+    base, fs, _, _ = _discover(source, as_key_access(keys), filesystem, None, partitioning, timeouts)
     return base, fs
 
 
@@ -264,8 +264,7 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
 
     ``timeouts``: a :class:`~secure_bloom.parquet.file.sources.StoreTimeouts` for the filesystem of a
     URI ``source`` (default: those of ``store_timeouts``)."""
-    if keys is not None and not isinstance(keys, KeyAccess):
-        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
     if isinstance(columns, str):
         raise TypeError("columns must be a sequence of column names, not a str")
     selected = tuple(columns) if columns is not None else None
@@ -424,7 +423,9 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
     groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
     a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
     partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`.
-    pyarrow's ``decryption_properties=`` is refused with a pointer to ``keys=``."""
+    ``keys``: a :class:`KeyAccess`, or a KMS client or pyarrow ``KmsClient`` factory (what
+    ``write_table(kms=...)`` takes). pyarrow's ``decryption_properties=`` is refused with a
+    pointer to ``keys=``."""
     _refuse_pyarrow_options("read_table", pyarrow_options)
     return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
                 columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
@@ -442,8 +443,7 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
     (``Dataset.filter``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`; a cache is
     useful here, since every scan prunes."""
     _refuse_pyarrow_options("dataset", pyarrow_options)
-    if keys is not None and not isinstance(keys, KeyAccess):
-        raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
+    keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
     base, fs, _, fmt = _discover(source, keys, filesystem, None, partitioning, timeouts)
 
     def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:

@@ -33,7 +33,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from ..file.identity import Identity, file_identity
-from ..file.sources import Resolved, StoreTimeouts, resolve
+from ...errors import StorageUnavailableError
+from ..file.sources import Resolved, StoreTimeouts, display_path, resolve, storage_error
 from .prune_cache import DatasetFacts, PruneCache, filesystem_key
 
 __all__ = ["KnownSource", "Listed", "listed_files", "listing"]
@@ -102,7 +103,12 @@ def listing(resolved: Resolved) -> tuple[Any, ...] | None:
             return ("directory", path, *sorted(tree))
         infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
         return ("directory", path, *sorted((i.path, int(i.type)) for i in infos))
-    except (OSError, ValueError, pa.ArrowException):
+    except (OSError, ValueError, pa.ArrowException) as e:
+        # a store that does not answer now would keep the discovery waiting as long again:
+        # the call ends after one request's tries, not two (StoreTimeouts)
+        unreachable = storage_error(e, display_path(fs, resolved.paths[0])) if isinstance(e, OSError) else None
+        if isinstance(unreachable, StorageUnavailableError):
+            raise unreachable from None
         return None
 
 

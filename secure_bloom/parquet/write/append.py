@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from ... import thrift_codec
 from ...errors import (
@@ -42,7 +43,7 @@ from ...errors import (
 from ...filter import SplitBlockBloomFilter
 from ...kms.sidecar import KeyMaterialStore
 from ...types import PhysicalType
-from ...values.physical import hash_value
+from ...values.physical import hash_value, hash_values
 from ..file.chunk import ColumnChunk
 from ..file.crypto_context import encrypt_column_metadata
 from ..file.filter_io import serialize_chunk_filter
@@ -52,7 +53,7 @@ from ..file.reader import ParquetBloomReader
 from ..file.schema import ColumnInfo
 
 __all__ = ["NewFilter", "FilterTail", "filter_tail", "check_round_trip", "cross_check_statistics",
-           "stored_bounds", "verify_filters", "sample_of", "SAMPLE_SIZE"]
+           "dictionary_hashes", "stored_bounds", "verify_filters", "sample_of", "SAMPLE_SIZE"]
 
 #: Hashes of inserted values kept per filter, looked up again in the filter read back.
 SAMPLE_SIZE = 64
@@ -174,16 +175,80 @@ def stored_bounds(statistics: Any, info: ColumnInfo) -> list[bytes]:
     return out
 
 
+def dictionary_hashes(arrays: Sequence[pa.Array | pa.ChunkedArray], info: ColumnInfo) -> npt.NDArray[np.uint64] | None:
+    """The hashes of the dictionary values of those ``arrays`` (stored form,
+    :func:`~secure_bloom.values.arrow.stored_form`) that are dictionary-encoded, distinct and
+    sorted; None if none is.
+
+    Parameters
+    ----------
+    arrays : sequence of pyarrow.Array or pyarrow.ChunkedArray
+        A chunk's leaf values, as hashed into its filter.
+    info : ColumnInfo
+        The column (physical type and width).
+
+    Returns
+    -------
+    numpy.ndarray of uint64 or None
+        What :func:`cross_check_statistics` takes as ``dictionary``.
+
+    Raises
+    ------
+    InvalidValueError
+        A dictionary value that cannot be hashed for the column.
+    """
+    chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
+    parts = [hash_values(c.dictionary, info.physical_type, type_length=info.type_length)
+             for c in chunks if pa.types.is_dictionary(c.type)]
+    return np.unique(np.concatenate(parts)) if parts else None
+
+
 def cross_check_statistics(bf: SplitBlockBloomFilter, statistics: Any, info: ColumnInfo, error: type[ParquetFileError],
-                           source: str = "the values pyarrow read") -> None:
+                           source: str = "the values pyarrow read", *,
+                           dictionary: npt.NDArray[np.uint64] | None = None) -> None:
     """The chunk's stored min and max (footer statistics: the physical bytes as written) must be
     "maybe" in the new filter: a guard, independent of the Arrow values hashed, against a
-    conversion that does not give back what the file holds. Raises ``error`` otherwise."""
+    conversion that does not give back what the file holds.
+
+    A bound may be wider than the values: pyarrow gives a dictionary-encoded chunk that holds
+    nulls the bounds of its whole dictionary, values no row of the chunk may hold. A bound
+    missing from the filter is accepted when it is one of those dictionary values
+    (``dictionary``: their hashes, :func:`dictionary_hashes`, made by the same conversion as the
+    filter's: a conversion that does not give back the stored bytes matches neither).
+
+    Parameters
+    ----------
+    bf : SplitBlockBloomFilter
+        The new filter of the chunk.
+    statistics : Statistics or None
+        The chunk's footer statistics (Thrift).
+    info : ColumnInfo
+        The column.
+    error : type
+        The error to raise.
+    source : str
+        What the filter was built from, for the message.
+    dictionary : numpy.ndarray of uint64, optional
+        Sorted hashes of the dictionary values the chunk was encoded with.
+
+    Raises
+    ------
+    ParquetFileError
+        ``error``: a stored bound is in neither the filter nor the dictionary.
+    """
     for raw in stored_bounds(statistics, info):
-        if not bf.check_hash(hash_value(raw, PhysicalType.BYTE_ARRAY)):
+        hashed = hash_value(raw, PhysicalType.BYTE_ARRAY)
+        if not bf.check_hash(hashed) and not _among(dictionary, hashed):
             raise error(f"column {info.path!r} ({info.type_name}): a value the chunk stores (its statistics' "
                         f"min or max, 0x{raw.hex()[:64]}) is not in the filter built from {source}; "
                         "refusing to write a wrong filter")
+
+
+def _among(sorted_hashes: npt.NDArray[np.uint64] | None, hashed: int) -> bool:
+    if sorted_hashes is None or not sorted_hashes.size:
+        return False
+    at = int(np.searchsorted(sorted_hashes, np.uint64(hashed)))
+    return at < sorted_hashes.size and int(sorted_hashes[at]) == hashed
 
 
 def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str | KeyMaterialStore,

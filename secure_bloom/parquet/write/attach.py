@@ -59,7 +59,7 @@ from ...fileio import AtomicOutput, fsync_dir, open_regular_fd
 from ...filter import SplitBlockBloomFilter, optimal_num_bytes
 from ...kms.material import KeyMetadata
 from ...kms.sidecar import sidecar_path
-from ...types import ChunkEncryption, PhysicalType
+from ...types import ChunkEncryption, FilterSizing, PhysicalType
 from ...values.physical import hash_values
 from ..file.arrow_source import ArrowChunkSource, decryption_properties
 from ..file.chunk import ColumnChunk, FilterLocation
@@ -72,6 +72,7 @@ from ..file.schema import ColumnRef
 from .append import (
     NewFilter,
     cross_check_statistics,
+    dictionary_hashes,
     filter_tail,
     sample_of,
     verify_filters,
@@ -80,7 +81,10 @@ from .options import (
     DEFAULT_FPP,
     WRITER_DEFAULT_MAX_BYTES,
     ColumnSpec,
+    build_num_bytes,
+    check_sizing,
     column_specs,
+    needed_num_bytes,
     size_cap,
 )
 
@@ -107,8 +111,12 @@ class AttachedFilter:
     replaced: bool
     #: False-positive rate expected from the filter's size and ndv (``fpp_estimate``).
     expected_fpp: float = 0.0
-    #: True when ``max_bytes`` made the filter smaller than the requested fpp needs.
+    #: True when ``max_bytes`` (or a fixed ``num_bytes``) made the filter smaller than the
+    #: requested fpp needs.
     capped: bool = False
+    #: How the size was chosen: ``fixed`` (one size for all the column's row groups) or
+    #: ``per_row_group`` (:class:`~secure_bloom.types.FilterSizing`).
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
 
 
 @dataclass(frozen=True)
@@ -227,6 +235,8 @@ class _Planned:
     inserted_distinct: int = 0
     data: bytes = b""
     offset: int = 0
+    need: int = 0
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
 
 
 def _choose_columns(reader: ParquetBloomReader, plan: _Plan) -> dict[int, ColumnSpec]:
@@ -236,31 +246,52 @@ def _choose_columns(reader: ParquetBloomReader, plan: _Plan) -> dict[int, Column
         info = reader.column(spec.path)
         if info.physical_type is PhysicalType.BOOLEAN:
             raise UnsupportedParquetFeatureError(f"column {info.path!r} is BOOLEAN; Bloom filters never hold booleans")
-        resolved = spec.resolved(info, plan.fpp, plan.ndv)
+        resolved = spec.resolved(info, plan.fpp, plan.ndv, plan.sizing)
+        try:
+            check_sizing(resolved.sizing, resolved.num_bytes, plan.max_bytes)
+        except ValueError as e:
+            raise AttachError(f"column {info.path!r}: {e}; nothing was written") from None
         if chosen.setdefault(info.ordinal, resolved) != resolved:
             raise AttachError(f"column {info.path!r} is given twice with different options; nothing was written")
     return chosen
 
 
 def _build(reader: ParquetBloomReader, values: Any, chunk: ColumnChunk, spec: ColumnSpec,
-           max_bytes: int) -> _Planned:
+           max_bytes: int, bound_values: int | None) -> _Planned:
     """The filter of one column chunk from its values: hash once (the kernel), count the distinct
-    hashes (exact-NDV sizing), insert the same hashes, check the chunk's stored min/max."""
+    hashes (exact-NDV sizing), insert the same hashes, check the chunk's stored min/max. A
+    ``FIXED`` column without ``num_bytes`` or ``ndv`` is built for ``bound_values`` (the most
+    values of any of its chunks) and folded later (:func:`_fix_sizes`)."""
     info = chunk.column
     ndv, fpp = spec.ndv, spec.fpp
-    assert fpp is not None
+    assert fpp is not None and spec.sizing is not None
     hashes = hash_values(values, info.physical_type, type_length=info.type_length)
+    dictionary = dictionary_hashes([values], info)  # a writer may take the chunk's bounds from it
     del values
     counted = kernels.count_distinct_hashes(hashes)
     distinct = counted if ndv is None else int(ndv)
-    bf = SplitBlockBloomFilter.for_ndv(distinct, fpp, max_bytes)
-    capped = optimal_num_bytes(distinct, fpp) > bf.num_bytes
+    need = needed_num_bytes(counted, ndv, fpp, max_bytes, spec.num_bytes)
+    bf = SplitBlockBloomFilter(build_num_bytes(spec.sizing, ndv, fpp, max_bytes, spec.num_bytes, counted,
+                                               bound_values))
+    capped = optimal_num_bytes(distinct, fpp) > need
     bf.insert_hashes(hashes)
     meta = reader.column_metadata(chunk)
-    cross_check_statistics(bf, meta.statistics, info, AttachError)
+    cross_check_statistics(bf, meta.statistics, info, AttachError, dictionary=dictionary)
     replaced = meta.bloom_filter_offset is not None
     return _Planned(chunk=chunk, bf=bf, ndv=distinct, count=int(hashes.size), sample=sample_of(hashes).copy(),
-                    replaced=replaced, capped=capped, inserted_distinct=counted)
+                    replaced=replaced, capped=capped, inserted_distinct=counted, need=need, sizing=spec.sizing)
+
+
+def _fix_sizes(planned: list[_Planned]) -> None:
+    """Each ``FIXED`` column's filters folded to one size: the largest need among its chunks."""
+    sizes: dict[int, int] = {}
+    for p in planned:
+        if p.sizing is FilterSizing.FIXED:
+            sizes[p.chunk.column.ordinal] = max(sizes.get(p.chunk.column.ordinal, 0), p.need)
+    for p in planned:
+        size = sizes.get(p.chunk.column.ordinal)
+        if size is not None and p.bf.num_bytes != size:
+            p.bf = p.bf.folded(size)
 
 
 def _await_copy(copied: Future[None], events: queue.SimpleQueue[int], progress: Progress | None,
@@ -291,6 +322,11 @@ def _build_all(reader: ParquetBloomReader, source: ArrowChunkSource, chunks: lis
         else:
             groups.append([chunk])
     planned: list[_Planned] = []
+    bounds: dict[int, int | None] = {}  # leaf ordinal -> the most values of any of its chunks (None: unknown)
+    for chunk in chunks:
+        values, ordinal = reader.column_metadata(chunk).num_values, chunk.column.ordinal
+        known = bounds.get(ordinal, 0)
+        bounds[ordinal] = None if values is None or known is None else max(known, int(values))
     with ThreadPoolExecutor(1, thread_name_prefix="secure-bloom-read") as pool:
         def read(g: int) -> Future[Any] | None:
             if g >= len(groups):
@@ -304,13 +340,15 @@ def _build_all(reader: ParquetBloomReader, source: ArrowChunkSource, chunks: lis
                 values = pending.result()
                 pending = read(g + 1)
                 for chunk, chunk_values in zip(group, values):
-                    planned.append(_build(reader, chunk_values, chunk, chosen[chunk.column.ordinal], max_bytes))
+                    planned.append(_build(reader, chunk_values, chunk, chosen[chunk.column.ordinal], max_bytes,
+                                          bounds[chunk.column.ordinal]))
                     if progress is not None:
                         progress("filters", len(planned), len(chunks))
                 del values, chunk_values
         finally:
             if pending is not None:
                 pending.cancel()
+    _fix_sizes(planned)
     return planned
 
 
@@ -396,13 +434,18 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
                          ndv: int | Mapping[str, int] | None = None,
                          bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, overwrite: bool = False,
                          in_place: bool = False, progress: Progress | None = None,
-                         max_bytes: int | None = None) -> AttachReport:
+                         max_bytes: int | None = None,
+                         sizing: FilterSizing | str = FilterSizing.PER_ROW_GROUP) -> AttachReport:
     """Write ``dst``: ``src`` plus Bloom filters for ``columns`` (encrypted where the column is).
 
     ``columns`` are leaf names (or :class:`ColumnSpec` with the column's own ``ndv`` / ``fpp``);
     ``fpp`` and ``ndv`` apply to the columns whose spec leaves them unset: one value for every
     column or a mapping column path -> value (a missing ``ndv`` means "count the chunk's distinct
-    values"). ``dst == src`` needs
+    values"). ``sizing`` (:class:`~secure_bloom.types.FilterSizing`, for the columns whose spec
+    leaves it unset): ``"fixed"`` gives every filter of a column one size, so the sizes, visible
+    without any key, do not reveal each row group's distinct count (a ColumnSpec's ``num_bytes``
+    fixes that size; else it is sized for ``ndv``, or for the largest chunk's distinct count;
+    docs/security-model/filter-sizes.md). ``dst == src`` needs
     ``in_place=True`` (still atomic; a symlink is followed and its target replaced; a concurrent
     in-place attach of the same file waits for this one); an existing ``dst`` (a dangling
     symlink included) needs ``overwrite=True``, and without it a ``dst`` that appears while
@@ -426,7 +469,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
         raise AttachError(f"destination directory {target.parent} does not exist")
 
     plan = _Plan(src=src_path, dst=dst_path, target=target, columns=column_specs(columns, fpp, ndv), keys=keys,
-                 fpp=fpp, ndv=ndv, max_bytes=size_cap(bloom_filter_max_bytes, max_bytes), overwrite=overwrite, in_place=same, progress=progress)
+                 fpp=fpp, ndv=ndv, sizing=FilterSizing.coerce(sizing), max_bytes=size_cap(bloom_filter_max_bytes, max_bytes), overwrite=overwrite, in_place=same, progress=progress)
     tmp_paths: list[Path] = []
     source = None
     try:
@@ -461,6 +504,7 @@ class _Plan:
     keys: KeyAccess
     fpp: float | Mapping[str, float]
     ndv: int | Mapping[str, int] | None
+    sizing: FilterSizing
     max_bytes: int
     overwrite: bool
     in_place: bool
@@ -559,7 +603,7 @@ def _attach(reader: ParquetBloomReader, source: _Source, plan: _Plan, tmp_paths:
                                    encrypted=p.chunk.encrypted, num_bytes=p.bf.num_bytes,
                                    ndv=p.ndv, values=p.count, offset=p.offset, length=len(p.data),
                                    replaced=p.replaced, expected_fpp=p.bf.fpp_estimate(p.inserted_distinct),
-                                   capped=p.capped) for p in planned)
+                                   capped=p.capped, sizing=p.sizing) for p in planned)
     return AttachReport(src=os.fspath(src_path), dst=os.fspath(dst_path), footer_mode=footer.mode,
                         filters=filters, kept_filters=len(kept), src_bytes=reader.tail.file_size,
                         dst_bytes=total, verified_values=verified)

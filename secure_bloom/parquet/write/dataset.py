@@ -3,6 +3,7 @@ encrypted Bloom filters, one :class:`~secure_bloom.parquet.write.writer.ParquetW
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -18,13 +19,17 @@ from ..file.sources import (
     StoreTimeouts,
 )
 from .destination import Destination, destination_of
-from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
-from .setup import check_setup
+from ...kernels import count_distinct_hashes
+from ...spec import MIN_BITSET_BYTES
+from ...types import FilterSizing
+from .options import WRITER_DEFAULT_MAX_BYTES, needed_num_bytes, size_cap
+from .setup import WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .writer import (
     DEFAULT_ROW_GROUP_SIZE,
     ParquetWriter,
     WriteReport,
     check_row_group_size,
+    column_hashes,
 )
 
 __all__ = ["write_to_dataset"]
@@ -75,6 +80,33 @@ def _file_rows(max_rows_per_file: Any, row_group_size: Any) -> tuple[int, int | 
 _EXISTING_DATA = ("overwrite_or_ignore", "error", "delete_matching")
 
 
+def _dataset_sizes(setup: WriteSetup, table: pa.Table, cols: Sequence[str], file_rows: int,
+                   row_group_size: int | None) -> WriteSetup:
+    """``setup`` with one ``num_bytes`` for each ``FIXED`` column that has neither ``num_bytes``
+    nor ``ndv``: the need of the largest row group of the whole dataset, found by hashing and
+    counting every row group as the files will be cut (one pass before any file is written), so
+    every file's filters of the column have that one size."""
+    todo = [i for i, c in enumerate(setup.columns)
+            if c.sizing is FilterSizing.FIXED and c.num_bytes is None and c.ndv is None]
+    if not todo:
+        return setup
+    size = check_row_group_size(row_group_size)
+    need = dict.fromkeys(todo, MIN_BITSET_BYTES)
+    for _, rows in _partitions(table, cols):
+        step = file_rows or max(rows.num_rows, 1)
+        for start in range(0, max(rows.num_rows, 1), step):
+            part = rows.slice(start, step)
+            for at in range(0, max(part.num_rows, 1), size):
+                group = part.slice(at, size)
+                for i in todo:
+                    column = setup.columns[i]
+                    hashes = column_hashes(group, column)
+                    distinct = count_distinct_hashes(hashes) if hashes.size else 0
+                    need[i] = max(need[i], needed_num_bytes(distinct, None, column.fpp, setup.max_bytes, None))
+    columns = tuple(dataclasses.replace(c, num_bytes=need[i]) if i in need else c for i, c in enumerate(setup.columns))
+    return dataclasses.replace(setup, columns=columns)
+
+
 def _partitioning_columns(partitioning: Any, flavor: str | None, partition_cols: Any) -> list[str]:
     """The hive partition columns pyarrow's ``partitioning`` (and ``partitioning_flavor``) name."""
     if partitioning is None:
@@ -121,7 +153,8 @@ def _delete_files(root: Destination, folder: str) -> None:
 
 
 def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequence[str] | None = None,
-                     encryption: Any, kms: Any, kms_connection_config: Any = None, bloom_filter_options: Any = None,
+                     encryption: Any = None, kms: Any = None, kms_connection_config: Any = None,
+                     bloom_filter_options: Any = None,
                      filesystem: Any = None, basename_template: str | None = None, row_group_size: int | None = None,
                      max_rows_per_file: int = 0, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
                      max_bytes: int | None = None, existing_data_behavior: str = "overwrite_or_ignore",
@@ -142,11 +175,20 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     holds any file), ``"delete_matching"`` (the files of each partition written are deleted
     first). ``partitioning``: a list of column names with ``partitioning_flavor="hive"`` or a
     ``pyarrow.dataset`` hive partitioning, the same as ``partition_cols``; other layouts
-    (directory partitioning, a filename flavor) are refused by name."""
+    (directory partitioning, a filename flavor) are refused by name.
+
+    A column with ``"sizing": "fixed"`` in ``bloom_filter_options`` gets one filter size across
+    the whole dataset: ``num_bytes``, or sized for ``ndv``, or for the largest row group's distinct
+    count in any file (one hashing pass over the table before the first file is written)."""
     import uuid
 
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    refuse_pyarrow_encryption(kwargs)
+    if encryption is None and kms is None:
+        raise TypeError("write_to_dataset(..., encryption=..., kms=...) writes encrypted datasets; for a plaintext "
+                        "one use pyarrow.parquet.write_to_dataset")
+    need_encryption_and_kms(encryption, kms, "write_to_dataset")
     if existing_data_behavior not in _EXISTING_DATA:
         raise ValueError(f"existing_data_behavior must be one of {', '.join(_EXISTING_DATA)}, "
                          f"got {existing_data_behavior!r}")
@@ -165,6 +207,7 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
         data_schema = data_schema.remove(data_schema.get_field_index(c))
     setup = check_setup(data_schema, encryption, kms, kms_connection_config, bloom_filter_options,
                    size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
+    setup = _dataset_sizes(setup, table, cols, file_rows, row_group_size)
     if existing_data_behavior == "error" and _holds_files(root, root.path):
         raise DestinationExistsError(f"{root.path}: holds data (existing_data_behavior='error')")
     reports = []

@@ -16,6 +16,7 @@ from ..file.sources import (
     filesystem_from_uri,
     is_store_uri,
     is_uri,
+    storage_error,
 )
 
 __all__ = ["Destination", "destination_of", "check_local_target", "publish_bytes", "write_object", "upload"]
@@ -81,21 +82,21 @@ def publish_bytes(data: bytes, target: Path) -> None:
         raise
 
 
-def write_object(filesystem: Any, path: str, data: bytes) -> None:
-    """Write ``data`` as one object on ``filesystem``."""
-    stream = filesystem.open_output_stream(path)
+def write_object(filesystem: Any, path: str, data: Any) -> None:
+    """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``; a store that cannot be
+    reached is :class:`~secure_bloom.errors.StorageUnavailableError` (``storage_error``)."""
     try:
-        stream.write(data)
-    finally:
-        stream.close()
+        stream = filesystem.open_output_stream(path)
+        try:
+            stream.write(data)
+        finally:
+            stream.close()
+    except OSError as e:
+        raise storage_error(e, display_path(filesystem, path)) from None
 
 
 def upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
     """Upload a complete local file as one object: a single ``write`` of the whole file (mapped,
     not copied), so no Python code runs between its first and last byte."""
     with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        stream = filesystem.open_output_stream(path)
-        try:
-            stream.write(data)
-        finally:
-            stream.close()
+        write_object(filesystem, path, data)

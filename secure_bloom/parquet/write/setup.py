@@ -27,38 +27,96 @@ from ...values.arrow import leaf_values
 from ...values.physical import hash_values
 from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, find_column, leaf_columns
-from .options import DEFAULT_FPP, check_fpp
+from ...types import FilterSizing
+from .options import DEFAULT_FPP, check_fpp, check_sizing
 
-__all__ = ["BloomColumn", "WriteSetup", "check_setup", "bloom_specs", "parquet_leaves", "bloom_columns"]
+__all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption",
+           "need_encryption_and_kms", "bloom_specs", "parquet_leaves", "bloom_columns"]
 
 
 #: Options pyarrow's writer must not get from the caller here: set by this module.
 _OWN_OPTIONS = ("encryption_properties", "bloom_filter_options")
 
 
+def refuse_pyarrow_encryption(options: Mapping[str, Any]) -> None:
+    """pyarrow's ``encryption_properties=`` (or a ``bloom_filter_options`` given twice): a
+    TypeError that says what to give instead.
+
+    Parameters
+    ----------
+    options : mapping
+        The keyword arguments meant for pyarrow's writer.
+
+    Raises
+    ------
+    TypeError
+        One of the options secure_bloom sets itself is among them.
+    """
+    for name in _OWN_OPTIONS:
+        if name in options:
+            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
+                            "pyarrow.parquet.encryption.EncryptionConfiguration: what CryptoFactory."
+                            "file_encryption_properties takes), kms= (a KMS client, pyarrow KmsClient factory or "
+                            "KeyAccess) and bloom_filter_options=; secure_bloom makes the properties and encrypts "
+                            "the Bloom filters with the column keys")
+
+
+def need_encryption_and_kms(encryption: Any, kms: Any, function: str) -> None:
+    """Both of a write's ``encryption`` and ``kms``, or a TypeError naming the one missing.
+
+    Parameters
+    ----------
+    encryption, kms : Any
+        As given to ``function`` (both None is the caller's to handle: a plaintext write).
+    function : str
+        The function's name, for the message.
+
+    Raises
+    ------
+    TypeError
+        One of the two is None.
+    """
+    if kms is None:
+        raise TypeError(f"{function}(encryption=...) needs kms=: a KMS client (wrap_key, unwrap_key), a pyarrow "
+                        "KmsClient factory or a KeyAccess with a kms, to wrap the data keys")
+    if encryption is None:
+        raise TypeError(f"{function}(kms=...) needs encryption=: a pyarrow.parquet.encryption."
+                        "EncryptionConfiguration (give neither for a plaintext file)")
+
+
 @dataclass(frozen=True)
 class BloomColumn:
     """A leaf column to give Bloom filters: the leaf as pyarrow writes it, the index of its
-    top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count)."""
+    top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count;
+    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`)."""
 
     info: ColumnInfo
     field: int
     ndv: int | None
     fpp: float
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
+    num_bytes: int | None = None
 
 
-def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
-    """pyarrow's ``bloom_filter_options`` -> column path -> (ndv or None, fpp).
+#: The keys of one column's ``bloom_filter_options`` entry.
+_OPTION_KEYS = ("ndv", "fpp", "sizing", "num_bytes")
+
+
+def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[int | None, float, FilterSizing,
+                                                                               int | None]]:
+    """pyarrow's ``bloom_filter_options`` -> column path -> (ndv or None, fpp, sizing, num_bytes).
 
     A value is True (defaults), False (no filter) or a mapping with optional ``ndv`` (an int
-    >= 1) and ``fpp`` (in (0, 1)); anything else raises before anything is written.
+    >= 1), ``fpp`` (in (0, 1)), ``sizing`` (:class:`~secure_bloom.types.FilterSizing` or its
+    value: ``"fixed"`` gives all the column's filters one size) and ``num_bytes`` (that one size,
+    a power of two up to ``max_bytes``); anything else raises before anything is written.
     """
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise TypeError(f"bloom_filter_options must be a dict of column path -> True or {{'ndv': N, 'fpp': P}}, "
                         f"got {type(options).__name__}")
-    out: dict[str, tuple[int | None, float]] = {}
+    out: dict[str, tuple[int | None, float, FilterSizing, int | None]] = {}
     for path, option in options.items():
         if not isinstance(path, str) or not path:
             raise TypeError(f"bloom_filter_options keys are column paths (str), got {path!r}")
@@ -67,19 +125,21 @@ def bloom_specs(options: Any) -> dict[str, tuple[int | None, float]]:
         if option is True:
             option = {}
         if not isinstance(option, Mapping):
-            raise TypeError(f"bloom_filter_options[{path!r}] must be True or a dict with 'ndv' and/or 'fpp', "
-                            f"got {type(option).__name__}")
-        unknown = sorted(set(option) - {"ndv", "fpp"})
+            raise TypeError(f"bloom_filter_options[{path!r}] must be True or a dict with 'ndv', 'fpp', 'sizing' "
+                            f"and/or 'num_bytes', got {type(option).__name__}")
+        unknown = sorted(set(option) - set(_OPTION_KEYS))
         if unknown:
-            raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} (use 'ndv' and 'fpp')")
+            raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} "
+                             f"(use {', '.join(repr(k) for k in _OPTION_KEYS)})")
         ndv = option.get("ndv")
         if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, (int, np.integer)) or ndv < 1):
             raise ValueError(f"bloom_filter_options[{path!r}]: ndv must be an int >= 1, got {ndv!r}")
         try:
             fpp = check_fpp(option.get("fpp", DEFAULT_FPP))
+            sizing, num_bytes = check_sizing(option.get("sizing"), option.get("num_bytes"), max_bytes)
         except ValueError as e:
             raise ValueError(f"bloom_filter_options[{path!r}]: {e}") from None
-        out[path] = (None if ndv is None else int(ndv), fpp)
+        out[path] = (None if ndv is None else int(ndv), fpp, sizing, num_bytes)
     return out
 
 
@@ -109,11 +169,11 @@ def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list
 
 
 def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
-                  specs: Mapping[str, tuple[int | None, float]]) -> tuple[BloomColumn, ...]:
+                  specs: Mapping[str, tuple[int | None, float, FilterSizing, int | None]]) -> tuple[BloomColumn, ...]:
     """Each requested Bloom column, checked: it exists as a leaf, is not BOOLEAN, and its Arrow
     values can be found and hashed (struct fields and standard lists; not maps)."""
     out: list[BloomColumn] = []
-    for path, (ndv, fpp) in specs.items():
+    for path, (ndv, fpp, sizing, num_bytes) in specs.items():
         info = find_column(leaves, path, "bloom_filter_options")
         if info.physical_type is PhysicalType.BOOLEAN:
             raise UnsupportedParquetFeatureError(
@@ -130,7 +190,7 @@ def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
             raise UnsupportedParquetFeatureError(f"bloom_filter_options: column {info.path!r}: {e}") from None
         if any(c.info.ordinal == info.ordinal for c in out):
             raise ValueError(f"bloom_filter_options names column {info.path!r} twice")
-        out.append(BloomColumn(info=info, field=index, ndv=ndv, fpp=fpp))
+        out.append(BloomColumn(info=info, field=index, ndv=ndv, fpp=fpp, sizing=sizing, num_bytes=num_bytes))
     return tuple(out)
 
 
@@ -160,8 +220,8 @@ def _key_access(kms: Any, config: Any) -> KeyAccess:
     if is_kms_client(kms):
         return KeyAccess(kms=kms)
     if not callable(kms):
-        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key) or a pyarrow KmsClient factory "
-                        "(a callable taking a KmsConnectionConfig)")
+        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key), a pyarrow KmsClient factory "
+                        "(a callable taking a KmsConnectionConfig) or a KeyAccess with a kms")
 
     def client(instance_id: str, instance_url: str) -> Any:
         return kms(pe.KmsConnectionConfig(
@@ -191,20 +251,22 @@ def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: A
     """Every check that needs no KMS call and writes nothing."""
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    for name in _OWN_OPTIONS:
-        if name in writer_options:
-            raise TypeError(f"{name}=... is pyarrow's; secure_bloom sets it: give encryption= (a "
-                            "pyarrow.parquet.encryption.EncryptionConfiguration), kms= (a KMS client or pyarrow "
-                            "KmsClient factory) and bloom_filter_options=")
-    specs = bloom_specs(bloom_filter_options)
+    refuse_pyarrow_encryption(writer_options)
     max_bytes = _check_max_bytes(max_bytes)
+    specs = bloom_specs(bloom_filter_options, max_bytes)
     config = kms_connection_config if kms_connection_config is not None else pe.KmsConnectionConfig()
     if not isinstance(config, pe.KmsConnectionConfig):
         raise TypeError("kms_connection_config must be a pyarrow.parquet.encryption.KmsConnectionConfig")
     leaves = tuple(parquet_leaves(schema, writer_options))
     _check_encryption(encryption, leaves)
     columns = bloom_columns(schema, leaves, specs)
-    keys = _key_access(kms, config)
+    if isinstance(kms, KeyAccess):  # what the read functions take as keys=: the same objects on both sides
+        if kms.kms is None:
+            raise TypeError("kms=KeyAccess(...) has no kms: writing wraps new data keys, which needs a KMS client "
+                            "or pyarrow KmsClient factory (KeyAccess(kms=...))")
+        keys, kms = kms, kms.kms
+    else:
+        keys = _key_access(kms, config)
     crypto = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
     return WriteSetup(schema=schema, leaves=leaves, columns=columns, encryption=encryption, kms_config=config,
                   crypto=crypto, keys=keys, max_bytes=max_bytes, writer_options=dict(writer_options))

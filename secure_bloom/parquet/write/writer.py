@@ -9,13 +9,18 @@ files ("Encryption is not currently supported with bloom filter"); this module i
   ``encryption`` is pyarrow's ``EncryptionConfiguration``; ``kms`` one of our KMS clients or a
   pyarrow ``KmsClient`` factory (what ``CryptoFactory`` takes); ``bloom_filter_options`` pyarrow's
   ``{"col": {"ndv": N, "fpp": P} | True}``; every other keyword goes to pyarrow's writer.
+  Without ``encryption`` and ``kms``, :func:`write_table` is pyarrow's own plaintext write (its
+  plaintext filters); pyarrow's ``encryption_properties=`` is refused, naming what to pass.
 
 How (one pass over the data): pyarrow writes the encrypted file without filters into an unnamed
 temporary file (``O_TMPFILE``), one row group per slice we hand it, so row-group boundaries are
 ours; each slice's Bloom columns are hashed from the same Arrow arrays
 (:func:`secure_bloom.values.arrow.leaf_values`, :func:`~secure_bloom.values.physical.hash_values`)
 and one filter per row group is sized from the slice's exact distinct count (or ``ndv``) at
-``fpp``, capped at ``bloom_filter_max_bytes``. At :meth:`ParquetWriter.close` the file's footer is read back
+``fpp``, capped at ``bloom_filter_max_bytes``; a column with ``"sizing": "fixed"`` gets one size
+for every row group instead (``num_bytes``, or sized for ``ndv``, or for the largest row group's
+distinct count: each filter is then built at the cap and folded down to that size at close, so
+the size is never known from a partial file; docs/security-model/filter-sizes.md). At :meth:`ParquetWriter.close` the file's footer is read back
 (the same KMS unwraps pyarrow's key material), every filter is checked against the chunk's stored
 min/max, and the footer is replaced in place by the filters and a rewritten footer
 (:mod:`.append`, the step attach uses): pyarrow's pages are never touched. The result is
@@ -38,7 +43,7 @@ durable publish waits only for the last few MB instead of the whole file.
 Memory: the slice being written (at most ``row_group_size`` rows of the table given to one
 ``write_table`` call) and pyarrow's buffers for it, 8 bytes per value of one Bloom column of that
 slice (its hashes), plus every filter built so far (at most ``max_bytes`` each; kept until
-``close``).
+``close``; a fixed-size column without ``num_bytes`` or ``ndv``: the cap each, until close).
 """
 
 from __future__ import annotations
@@ -71,10 +76,15 @@ from ..file.leftovers import PairJournal, clean_leftovers
 from ..file.reader import ParquetBloomReader
 from ..file.sources import (
     StoreTimeouts,
+    display_path,
+    filesystem_from_uri,
+    is_store_uri,
+    storage_error,
 )
 from .append import (
     NewFilter,
     cross_check_statistics,
+    dictionary_hashes,
     filter_tail,
     sample_of,
     verify_filters,
@@ -88,12 +98,13 @@ from .destination import (
     upload,
     write_object,
 )
-from .options import WRITER_DEFAULT_MAX_BYTES, size_cap
-from .setup import BloomColumn, WriteSetup, check_setup
+from ...types import FilterSizing
+from .options import WRITER_DEFAULT_MAX_BYTES, build_num_bytes, needed_num_bytes, size_cap
+from .setup import BloomColumn, WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .sink import KeyMaterialSpool, SyncingSink
 
 __all__ = ["write_table", "ParquetWriter", "WriteReport", "DEFAULT_ROW_GROUP_SIZE", "build_filter",
-           "check_row_group_size", "iter_row_groups"]
+           "check_row_group_size", "column_hashes", "fix_sizes", "iter_row_groups"]
 
 
 #: Rows per row group when ``row_group_size`` is not given (pyarrow's default).
@@ -127,6 +138,11 @@ class _Built:
     distinct: int
     capped: bool
     sample: npt.NDArray[np.uint64]
+    #: The size this row group needs (``bf`` may be bigger: built to be folded down to one size).
+    need: int = 0
+    sizing: FilterSizing = FilterSizing.PER_ROW_GROUP
+    #: hashes of the Arrow dictionary the chunk was written from (None: not dictionary-encoded)
+    dictionary: npt.NDArray[np.uint64] | None = None
 
 
 @dataclass
@@ -135,23 +151,88 @@ class _RowGroup:
     filters: list[_Built] = field(default_factory=list)
 
 
-def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, max_bytes: int) -> _Built:
-    """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes``."""
+def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, max_bytes: int, *,
+                 sizing: FilterSizing = FilterSizing.PER_ROW_GROUP, num_bytes: int | None = None) -> _Built:
+    """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes`` (or
+    ``num_bytes``); for ``FIXED`` sizing without ``num_bytes`` or ``ndv``, built at the cap, to be
+    folded down to the size of the largest row group's need (:func:`fix_sizes`)."""
     distinct = count_distinct_hashes(hashes) if hashes.size else 0
     size_for = distinct if ndv is None else ndv
-    bf = SplitBlockBloomFilter.for_ndv(size_for, fpp, max_bytes)
+    need = needed_num_bytes(distinct, ndv, fpp, max_bytes, num_bytes)
+    bf = SplitBlockBloomFilter(build_num_bytes(sizing, ndv, fpp, max_bytes, num_bytes, distinct))
     bf.insert_hashes(hashes)
     return _Built(bf=bf, ndv=size_for, values=int(hashes.size), distinct=distinct,
-                  capped=optimal_num_bytes(size_for, fpp) > bf.num_bytes, sample=sample_of(hashes))
+                  capped=optimal_num_bytes(size_for, fpp) > need, sample=sample_of(hashes), need=need,
+                  sizing=sizing)
 
 
-def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+def fix_sizes(filters: list[list[_Built]]) -> None:
+    """Give each ``FIXED`` column of ``filters`` one size, the largest row group's need,
+    folding the filters built bigger (in place).
+
+    Parameters
+    ----------
+    filters : list of list of _Built
+        Row group -> column -> the filter :func:`build_filter` built.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        A filter smaller than the size (never for filters :func:`build_filter` built).
+    """
+    for c in range(len(filters[0]) if filters else 0):
+        column = [group[c] for group in filters]
+        if column[0].sizing is not FilterSizing.FIXED:
+            continue
+        size = max(b.need for b in column)
+        for b in column:
+            if b.bf.num_bytes != size:
+                b.bf = b.bf.folded(size)
+            b.need = size
+
+
+def column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint64]:
+    """The hashes of ``column``'s values in ``table`` (every chunk, in order; nulls skipped).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    column : BloomColumn
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+
+    Raises
+    ------
+    SecureBloomError
+        A value the column's physical type cannot hold.
+    """
     info = column.info
-    parts = [hash_values(leaf_values(chunk, info), info.physical_type, type_length=info.type_length)
-             for chunk in table.column(column.field).chunks]
+    return _hashes_of([leaf_values(chunk, info) for chunk in table.column(column.field).chunks], column)
+
+
+def _hashes_of(values: list[Any], column: BloomColumn) -> npt.NDArray[np.uint64]:
+    """The hashes of a column's leaf values, chunk after chunk."""
+    info = column.info
+    parts = [hash_values(v, info.physical_type, type_length=info.type_length) for v in values]
     if not parts:
         return np.empty(0, dtype=np.uint64)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _column_filter(table: pa.Table, column: BloomColumn, max_bytes: int) -> _Built:
+    """The filter of one Bloom column of a slice, with the hashes of its Arrow dictionaries."""
+    info = column.info
+    values = [leaf_values(chunk, info) for chunk in table.column(column.field).chunks]
+    built = build_filter(_hashes_of(values, column), column.ndv, column.fpp, max_bytes,
+                         sizing=column.sizing, num_bytes=column.num_bytes)
+    built.dictionary = dictionary_hashes(values, info)
+    return built
 
 
 class ParquetWriter:
@@ -159,6 +240,9 @@ class ParquetWriter:
 
     ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
     bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
+    ``bloom_filter_options`` entries may set ``"sizing": "fixed"`` (or ``"num_bytes": N``): that
+    column's filters get one size for the file (the largest row group's need, known at
+    :meth:`close`: filters are built at the cap until then).
     ``timeouts`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) for the filesystem of a
     URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
     (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
@@ -167,11 +251,17 @@ class ParquetWriter:
     block by an exception discards everything (:meth:`abort`).
     """
 
-    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                 bloom_filter_options: Any = None, filesystem: Any = None,
+    def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any = None, kms: Any = None,
+                 kms_connection_config: Any = None, bloom_filter_options: Any = None, filesystem: Any = None,
                  bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
                  timeouts: StoreTimeouts | None = None, **kwargs: Any) -> None:
         self._closed = True
+        refuse_pyarrow_encryption(kwargs)
+        if encryption is None and kms is None:
+            raise TypeError("ParquetWriter(where, schema, encryption=..., kms=...) writes encrypted files; for a "
+                            "plaintext file use pyarrow.parquet.ParquetWriter (plaintext Bloom filters with its "
+                            "bloom_filter_options=) or secure_bloom's write_table")
+        need_encryption_and_kms(encryption, kms, "ParquetWriter")
         self._dest = destination_of(where, filesystem, timeouts)
         self.check_setup = check_setup(schema, encryption, kms, kms_connection_config, bloom_filter_options,
                              size_cap(bloom_filter_max_bytes, max_bytes), kwargs)
@@ -275,8 +365,7 @@ class ParquetWriter:
 
     def _build_filters(self, part: pa.Table) -> list[_Built]:
         setup = self.check_setup
-        return [build_filter(_column_hashes(part, column), column.ndv, column.fpp, setup.max_bytes)
-                for column in setup.columns]
+        return [_column_filter(part, column, setup.max_bytes) for column in setup.columns]
 
     def _write_row_group(self, part: pa.Table) -> None:
         # pyarrow encodes and encrypts the slice (GIL released) while a second thread hashes
@@ -368,12 +457,13 @@ class ParquetWriter:
             if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
                 raise WriteError(f"{self._dest}: pyarrow wrote row groups of {[rg.num_rows for rg in groups]} rows, "
                                  f"expected {[g.rows for g in self._row_groups]}; nothing was written")
+            fix_sizes([group.filters for group in self._row_groups])
             built: list[_Built] = []
             for rg, group in enumerate(self._row_groups):
                 for column, bf in zip(setup.columns, group.filters):
                     chunk = reader.chunk(rg, column.info.ordinal)
                     cross_check_statistics(bf.bf, reader.column_metadata(chunk).statistics, column.info, WriteError,
-                                           "the Arrow values written")
+                                           "the Arrow values written", dictionary=bf.dictionary)
                     new.append(NewFilter(chunk=chunk, bf=bf.bf, sample=bf.sample))
                     built.append(bf)
             layout = filter_tail(reader, new)
@@ -389,7 +479,8 @@ class ParquetWriter:
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
                                        encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
                                        values=b.values, offset=at, length=len(blob), replaced=False,
-                                       expected_fpp=b.bf.fpp_estimate(b.distinct), capped=b.capped)
+                                       expected_fpp=b.bf.fpp_estimate(b.distinct), capped=b.capped,
+                                       sizing=b.sizing)
                         for n, b, at, blob in zip(new, built, layout.offsets, layout.blobs))
         return WriteReport(path=str(self._dest), footer_mode=footer_mode,
                            num_rows=sum(g.rows for g in self._row_groups), row_groups=len(self._row_groups),
@@ -447,22 +538,65 @@ class ParquetWriter:
         self._spool = self._spool_fs = None
 
 
-def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
-                bloom_filter_options: Any = None, row_group_size: int | None = None, filesystem: Any = None,
-                bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES, max_bytes: int | None = None,
-                **kwargs: Any) -> WriteReport:
+def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any = None,
+                kms_connection_config: Any = None, bloom_filter_options: Any = None, row_group_size: int | None = None,
+                filesystem: Any = None, bloom_filter_max_bytes: int = WRITER_DEFAULT_MAX_BYTES,
+                max_bytes: int | None = None, **kwargs: Any) -> WriteReport | None:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
-    ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
-    KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
-    (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
-    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
-    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
-    before writing anything for bad options.
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows.
+    where : str or os.PathLike
+        A local path, a URI (``s3://...``) or a path on ``filesystem``.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration, optional
+        How to encrypt; with ``kms``. Neither: a plaintext file, written by pyarrow's own
+        ``pq.write_table`` (its plaintext Bloom filters from ``bloom_filter_options``, its
+        defaults: ndv 1048576, fpp 0.05; ``where`` anything pyarrow takes).
+    kms : KMS client, pyarrow KmsClient factory or KeyAccess, optional
+        What wraps the data keys (a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, as
+        ``read_table(keys=...)`` takes, gives its ``kms``).
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        For a pyarrow factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``); encrypted: without
+        ``ndv`` each row group's filter is sized for its exact distinct count, capped at
+        ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01; ``"sizing": "fixed"`` or
+        ``"num_bytes": N`` gives all the column's filters one size, so that their sizes, visible
+        without a key, do not reveal each row group's distinct count.
+    row_group_size : int, optional
+        Rows per row group (default 1 Mi).
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where ``where`` is.
+    bloom_filter_max_bytes, max_bytes : int
+        The cap per encrypted filter (``max_bytes``: its deprecated name); not for plaintext
+        writes (pyarrow sizes those from ndv and fpp).
+    **kwargs
+        ``timeouts=`` as for :class:`ParquetWriter`; the rest go to pyarrow's writer.
+
+    Returns
+    -------
+    WriteReport or None
+        What was written; None for a plaintext write (as pyarrow's).
+
+    Raises
+    ------
+    TypeError
+        pyarrow's ``encryption_properties=`` (give ``encryption=`` and ``kms=``), ``encryption``
+        without ``kms`` or the other way round, options of the wrong type.
+    ValueError, SecureBloomError
+        Bad options (before anything is written), a KMS or storage failure (nothing published).
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
+    refuse_pyarrow_encryption(kwargs)
+    if encryption is None and kms is None:
+        _write_plaintext(table, where, filesystem, bloom_filter_options, row_group_size,
+                         bloom_filter_max_bytes != WRITER_DEFAULT_MAX_BYTES or max_bytes is not None,
+                         kms_connection_config, kwargs)
+        return None
+    need_encryption_and_kms(encryption, kms, "write_table")
     with ParquetWriter(where, table.schema, encryption=encryption, kms=kms, kms_connection_config=kms_connection_config,
                        bloom_filter_options=bloom_filter_options, filesystem=filesystem,
                        bloom_filter_max_bytes=size_cap(bloom_filter_max_bytes, max_bytes),
@@ -471,6 +605,30 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
     report = writer.report
     assert report is not None
     return report
+
+
+def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_options: Any,
+                     row_group_size: int | None, sized: bool, kms_connection_config: Any,
+                     kwargs: dict[str, Any]) -> None:
+    """A plaintext file: pyarrow's own ``pq.write_table`` (plaintext Bloom filters included);
+    a URI through our filesystem, with its timeouts."""
+    if sized:
+        raise TypeError("bloom_filter_max_bytes applies to encrypted writes; pyarrow sizes a plaintext file's "
+                        "filters from bloom_filter_options' ndv and fpp")
+    if kms_connection_config is not None:
+        raise TypeError("kms_connection_config= without encryption= and kms=: give both for an encrypted file")
+    options = dict(kwargs)
+    timeouts = options.pop("timeouts", None)
+    if filesystem is None and isinstance(where, (str, os.PathLike)) and is_store_uri(os.fspath(where)):
+        filesystem, where = filesystem_from_uri(os.fspath(where), timeouts)
+    if bloom_filter_options is not None:
+        options["bloom_filter_options"] = bloom_filter_options
+    try:
+        pq.write_table(table, where, row_group_size=row_group_size, filesystem=filesystem, **options)
+    except OSError as e:
+        if filesystem is None or not isinstance(where, (str, os.PathLike)):
+            raise
+        raise storage_error(e, display_path(filesystem, os.fspath(where))) from None
 
 
 def check_row_group_size(row_group_size: Any) -> int:

@@ -591,3 +591,126 @@ def test_external_key_material_to_a_filesystem_is_uploaded_beside_the_file(tmp_p
     assert read_encrypted(tmp_path / "ext.parquet").equals(table)
     with ParquetBloomReader(tmp_path / "ext.parquet", KEYS) as reader:
         assert reader.row_groups_maybe_containing("ssn", table["ssn"][5].as_py()) == [0]
+
+
+def test_dictionary_column_whose_bounds_are_wider_than_its_values(tmp_path: Path) -> None:
+    """Regression (issue 28 item 12): pyarrow gives a dictionary-encoded chunk that holds nulls the
+    bounds of its whole dictionary (max "zz" for a row group holding only "x" and a null); the
+    writer's self-check took that bound for a stored value and refused to write
+    ("refusing to write a wrong filter"). attach refused pyarrow's own such file the same way."""
+    table = pa.table({"s": pa.array(["zz", "x", None, "x"]).dictionary_encode(), "n": pa.array([1, 2, 3, 4])})
+    path = tmp_path / "dict.parquet"
+    write_table(table, path, encryption=_config(column_keys={"kc1": ["s"]}), kms=vector_kms(),
+                bloom_filter_options={"s": True}, row_group_size=2)
+    assert read_encrypted(path).equals(table)
+    with ParquetBloomReader(path, KEYS) as reader:
+        assert reader.column_metadata(reader.chunk(1, 0)).statistics.max_value == b"zz"  # wider than rg 1's values
+        assert reader.row_groups_maybe_containing("s", "x") == [0, 1]
+        assert 0 in reader.row_groups_maybe_containing("s", "zz")
+    _same_as_attach(path, tmp_path, ["s"])
+    plain = tmp_path / "pyarrow.parquet"
+    pq.write_table(table, plain, row_group_size=2)
+    attach_bloom_filters(plain, tmp_path / "attached.parquet", ["s"])
+    with ParquetBloomReader(tmp_path / "attached.parquet") as reader:
+        assert reader.row_groups_maybe_containing("s", "x") == [0, 1]
+
+
+def test_the_statistics_cross_check_still_refuses_a_wrong_filter() -> None:
+    """A bound that is neither in the filter nor a value of the chunk's dictionary is refused:
+    dictionary values hashed by a wrong conversion do not match the stored bytes either."""
+    import dataclasses
+
+    from secure_bloom import thrift_codec
+    from secure_bloom.errors import WriteError
+    from secure_bloom.filter import SplitBlockBloomFilter
+    from secure_bloom.parquet import ColumnInfo
+    from secure_bloom.parquet.write.append import cross_check_statistics, dictionary_hashes
+    from secure_bloom.types import PhysicalType
+    from secure_bloom.values.arrow import leaf_values
+    from secure_bloom.values.physical import hash_values
+
+    millis = ColumnInfo(path="t", path_in_schema=("t",), ordinal=0, physical_type=PhysicalType.INT64,
+                        logical_type="TIMESTAMP", time_unit="millis")
+    stats = thrift_codec.idl().Statistics(min_value=(1000).to_bytes(8, "little"), max_value=(3000).to_bytes(8, "little"))
+    seconds = pa.array([1, 2, 3], pa.timestamp("s")).dictionary_encode()
+    used = pa.DictionaryArray.from_arrays(pa.array([0, None], pa.int32()), seconds.dictionary)  # holds 1 s and a null
+    right = SplitBlockBloomFilter(32)
+    right.insert_hashes(hash_values(leaf_values(used, millis), PhysicalType.INT64))
+    with pytest.raises(WriteError, match="refusing to write a wrong filter"):  # 3000 ms: no value, no dictionary
+        cross_check_statistics(right, stats, millis, WriteError)
+    cross_check_statistics(right, stats, millis, WriteError, dictionary=dictionary_hashes([leaf_values(used, millis)],
+                                                                                         millis))
+    wrong = SplitBlockBloomFilter(32)  # seconds hashed as if they were the stored millis, dictionary too
+    wrong.insert_hashes(hash_values(used.dictionary_decode(), PhysicalType.INT64))
+    with pytest.raises(WriteError, match="refusing to write a wrong filter"):
+        cross_check_statistics(wrong, stats, millis, WriteError, dictionary=dictionary_hashes([used], millis))
+
+
+def test_a_plaintext_write_with_filters_is_pyarrows(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): write_table(t, p, bloom_filter_options=...) without
+    encryption was 'TypeError: missing 2 required keyword-only arguments'. It is pyarrow's own
+    plaintext write: the same bytes, plaintext filters included."""
+    table = sample_table(100)
+    options = {"ssn": {"ndv": 50, "fpp": 0.01}, "id": True}
+    assert write_table(table, tmp_path / "ours.parquet", bloom_filter_options=options, row_group_size=40,
+                       compression="zstd") is None
+    pq.write_table(table, tmp_path / "pyarrow.parquet", bloom_filter_options=options, row_group_size=40,
+                   compression="zstd")
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "pyarrow.parquet").read_bytes()
+    with ParquetBloomReader(tmp_path / "ours.parquet") as reader:
+        assert [reader.bloom_filter(rg, 1) is not None for rg in range(3)] == [True] * 3
+        assert reader.row_groups_maybe_containing("ssn", table["ssn"][45].as_py()) == [1]
+    write_table(table, tmp_path / "none.parquet")  # no options at all: pyarrow's write_table(t, p)
+    assert pq.read_table(tmp_path / "none.parquet").equals(table)
+    with pytest.raises(TypeError, match="bloom_filter_max_bytes applies to encrypted writes"):
+        write_table(table, tmp_path / "never.parquet", bloom_filter_options=options, bloom_filter_max_bytes=4096)
+    assert not (tmp_path / "never.parquet").exists()
+
+
+def test_pyarrows_encryption_argument_is_refused_with_what_to_pass(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): pyarrow's write_table(t, p, encryption_properties=...) got a
+    bare TypeError about missing arguments; it now says what to pass instead."""
+    table = sample_table(10)
+    properties = crypto_factory().file_encryption_properties(pe.KmsConnectionConfig(), _config())
+    for function in (lambda: write_table(table, tmp_path / "never.parquet", encryption_properties=properties),
+                     lambda: ParquetWriter(tmp_path / "never.parquet", table.schema, encryption_properties=properties)):
+        with pytest.raises(TypeError, match=r"encryption_properties=\.\.\. is pyarrow's; secure_bloom sets it: give "
+                                            r"encryption= .*kms= \(a KMS client, pyarrow KmsClient factory or KeyAccess\)"):
+            function()
+    with pytest.raises(TypeError, match=r"write_table\(encryption=\.\.\.\) needs kms="):
+        write_table(table, tmp_path / "never.parquet", encryption=_config())
+    with pytest.raises(TypeError, match=r"write_table\(kms=\.\.\.\) needs encryption="):
+        write_table(table, tmp_path / "never.parquet", kms=vector_kms())
+    with pytest.raises(TypeError, match="for a plaintext file use pyarrow.parquet.ParquetWriter"):
+        ParquetWriter(tmp_path / "never.parquet", table.schema)
+    with pytest.raises(TypeError, match=r"encryption_properties=\.\.\. is pyarrow's"):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"], encryption_properties=properties)
+    with pytest.raises(TypeError, match="for a plaintext one use pyarrow.parquet.write_to_dataset"):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"])
+    with pytest.raises(TypeError, match=r"write_to_dataset\(encryption=\.\.\.\) needs kms="):
+        write_to_dataset(table, tmp_path / "never", partition_cols=["flag"], encryption=_config())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_and_write_take_the_same_key_objects(tmp_path: Path) -> None:
+    """Regression (issue 28 item 13): read_table(keys=kms) with a KMS client was refused while
+    write_table(kms=kms) took one. Both sides take a KMS client, a pyarrow KmsClient factory and
+    a KeyAccess."""
+    from secure_bloom.parquet import read_table
+    from secure_bloom.parquet.read.api import dataset
+
+    kms = vector_kms()
+    table = sample_table(300)
+    wanted = table.filter(pa.compute.field("ssn") == table["ssn"][123])
+    for i, given in enumerate([kms, lambda config: kms, KeyAccess(kms=kms)]):
+        path = tmp_path / f"f{i}.parquet"
+        write_table(table, path, encryption=_config(), kms=given, bloom_filter_options={"ssn": True}, row_group_size=100)
+        assert read_table(path, keys=given, filters=[("ssn", "==", table["ssn"][123].as_py())]).equals(wanted)
+        assert dataset(path, keys=given).to_table(filter=pa.compute.field("id") == 123).equals(wanted)
+        with ParquetBloomReader(path, given) as reader:
+            assert reader.row_groups_maybe_containing("ssn", table["ssn"][123].as_py()) == [1]
+        assert audit(path, ["ssn"], keys=given).exit_code == 0
+    with pytest.raises(TypeError, match=r"explicit keys: KeyAccess\(explicit="):
+        read_table(tmp_path / "f0.parquet", keys={"kf": b"0123456789012345"})
+    with pytest.raises(TypeError, match="has no kms"):
+        write_table(table, tmp_path / "never.parquet", encryption=_config(), kms=KeyAccess(explicit={"kf": b"0" * 16}))
