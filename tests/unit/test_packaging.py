@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -106,10 +107,11 @@ def test_classifiers_and_readme_promise_exactly_the_wheels_built() -> None:
 
 
 def _installed_build_in(site: Path, *wheel_tags: str) -> str:
-    """installed_build() in a process whose first sys.path entry is ``site``: the package (a
-    symlink to this one) and, when ``wheel_tags`` are given, a dist-info whose WHEEL file names them,
-    as pip writes it for a wheel it installs."""
-    (site / "secure_bloom").symlink_to(Path(extensions.__file__).resolve().parent)
+    """installed_build() in a process whose first sys.path entry is ``site``: the package (a copy
+    of this one) and, when ``wheel_tags`` are given, a dist-info whose WHEEL file names them, as pip
+    writes it for a wheel it installs."""
+    shutil.copytree(Path(extensions.__file__).resolve().parent, site / "secure_bloom",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     if wheel_tags:
         info = site / "secure_bloom-0.1.0.dist-info"
         info.mkdir()
@@ -125,7 +127,8 @@ def _installed_build_in(site: Path, *wheel_tags: str) -> str:
 
 def test_installed_build_names_the_wheel_and_tells_a_source_build(tmp_path: Path) -> None:
     """``secure-bloom --version`` says which wheel is installed (its tags, as in its file name), a
-    wheel pip built on the machine, or a source tree no installed distribution owns."""
+    wheel pip built on the machine, or a source tree no installed distribution owns (this test's own
+    package may be installed: the copy without a dist-info is still a source tree)."""
     tag = extensions.wheel_tags()[-1]
     py = tag.rsplit("-", 1)[0]
     for name, tags, expected in [
