@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -368,6 +369,33 @@ class SplitBlockBloomFilter:
         """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
         like :meth:`check_hash`."""
         return kernels.sbbf_check(self._words, _check_hash_array(hashes))
+
+    @staticmethod
+    def check_many(filters: Sequence[SplitBlockBloomFilter], hashes: Any) -> npt.NDArray[np.bool_]:
+        """:meth:`check_hashes` of every filter with one array of hashes, in one kernel call (the
+        filters of a file's row groups, probed with hashes made once).
+
+        Parameters
+        ----------
+        filters : sequence of SplitBlockBloomFilter
+        hashes : uint64 array or sequence of ints
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape ``(len(filters), len(hashes))``
+            Row ``f``: ``filters[f].check_hashes(hashes)`` (False = certainly absent).
+
+        Raises
+        ------
+        TypeError
+            An item of ``filters`` is not a SplitBlockBloomFilter.
+        ValueError
+            A hash outside the unsigned 64-bit range.
+        """
+        for f in filters:
+            if not isinstance(f, SplitBlockBloomFilter):
+                raise TypeError(f"filters must be SplitBlockBloomFilter objects, got {type(f).__name__}")
+        return kernels.sbbf_check_many([f._words for f in filters], _check_hash_array(hashes))
 
     # ---------------------------------------------------------------- value level
 

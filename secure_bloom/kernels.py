@@ -66,6 +66,7 @@ __all__ = [
     "xxh64_binary_view",
     "sbbf_insert",
     "sbbf_check",
+    "sbbf_check_many",
     "sbbf_insert_fixed",
     "sbbf_check_fixed",
     "sbbf_insert_binary",
@@ -417,6 +418,43 @@ def sbbf_check(bitset: Any, hashes: Any) -> Flags:
         return _np_check(view, h)
     out = np.empty(h.size, dtype=np.bool_)
     _native.sbbf_check(view, h, out)
+    return out
+
+
+def sbbf_check_many(bitsets: Sequence[Any], hashes: Any) -> npt.NDArray[np.bool_]:
+    """Every hash against every bitset: the filters of a file's row groups probed with one array
+    of hashes (hashed once), in one native call with the GIL released once.
+
+    Parameters
+    ----------
+    bitsets : sequence of bytes-like
+        The bitsets (each ``floor(len / 32)`` blocks of little-endian words, 32 B to 128 MiB).
+    hashes : uint64 array, buffer of native uint64, or sequence of ints
+        The hashes to check.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape ``(len(bitsets), len(hashes))``
+        Row ``f``: :func:`sbbf_check` of ``bitsets[f]`` (False = certainly absent).
+
+    Raises
+    ------
+    MalformedBitsetError
+        A bitset outside [32 B, 128 MiB].
+    TypeError
+        ``bitsets`` is not a sequence of buffers, or the hashes are not integers.
+    """
+    if isinstance(bitsets, (bytes, bytearray, memoryview, str)) or not isinstance(bitsets, Sequence):
+        raise TypeError(f"bitsets must be a sequence of bytes-like objects, got {type(bitsets).__name__}")
+    views = [_bitset_view(b, writable=False) for b in bitsets]
+    h = _as_hashes(hashes)
+    if _native is None:
+        out = np.empty((len(views), h.size), dtype=np.bool_)
+        for row, view in zip(out, views):
+            row[:] = _np_check(view, h)
+        return out
+    out = np.empty((len(views), h.size), dtype=np.bool_)
+    _native.sbbf_check_many(views, h, out)
     return out
 
 

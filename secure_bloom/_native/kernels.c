@@ -3,12 +3,10 @@
  *
  * Written for secure_bloom from the specifications only:
  *   - XXH64: the xxHash specification (doc/xxhash_spec.md in the xxHash project), seed 0;
- *   - SBBF: Parquet BloomFilter.md "Technical Approach". For a 64-bit hash h and z blocks:
- *         block = ((h >> 32) * z) >> 32       (64-bit product, so block < z)
- *         key   = h & 0xFFFFFFFF
- *         word i of the block |= 1 << ((key * SALT[i]) mod 2^32 >> 27),  i = 0..7
- *     The bitset on disk is the words in order, each little-endian. z = floor(numBytes / 32):
- *     tail bytes of a bitset that is not whole blocks are never touched (as parquet-java does).
+ *   - SBBF: Parquet BloomFilter.md "Technical Approach"; the salt, block index and block
+ *     insert/check are sbbf.h's (one definition, shared with prune.c), this file loops them over
+ *     many hashes (with prefetch and AVX2 versions). z = floor(numBytes / 32): tail bytes of a
+ *     bitset that is not whole blocks are never touched (as parquet-java does).
  *
  * This is a private module: secure_bloom.kernels is the public API (it allocates the output
  * arrays, converts errors and provides the numpy fallback). Every function here:
@@ -54,6 +52,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sbbf.h"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 /* The kernels read XXH64 lanes and bitset words as little-endian through native loads. A
@@ -231,10 +231,8 @@ static void xxh64_var_many(const uint8_t *const *p, const uint64_t *len, const u
 
 /* ------------------------------------------------------------------ SBBF block operations */
 
-static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
-                                 0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
-
-SB_INLINE uint64_t block_of(uint64_t h, uint64_t z) { return ((h >> 32) * z) >> 32; }
+/* SBBF_SALT, the block index and the block insert/check: sbbf.h (shared with prune.c); here the
+ * loops over many hashes, with prefetch, and their AVX2 versions (one register is one block). */
 
 /* Insert/check hashes h[0:n] into/against the z blocks at `bits`. PF = prefetch distance. */
 #define SB_PF 8
@@ -243,15 +241,8 @@ static void insert_scalar(uint8_t *bits, uint64_t z, const uint64_t *h, Py_ssize
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + SB_PF < n)
-            SB_PREFETCH_W(bits + 32 * block_of(h[i + SB_PF], z));
-        uint8_t *blk = bits + 32 * block_of(h[i], z);
-        uint32_t key = (uint32_t)h[i];
-        for (int w = 0; w < 8; w++) {
-            uint32_t word;
-            memcpy(&word, blk + 4 * w, 4);
-            word |= (uint32_t)1 << ((key * SALT[w]) >> 27);
-            memcpy(blk + 4 * w, &word, 4);
-        }
+            SB_PREFETCH_W(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i + SB_PF], z));
+        sbbf_block_insert(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i], z), (uint32_t)h[i]);
     }
 }
 
@@ -259,29 +250,22 @@ static void check_scalar(const uint8_t *bits, uint64_t z, const uint64_t *h, Py_
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + SB_PF < n)
-            SB_PREFETCH_R(bits + 32 * block_of(h[i + SB_PF], z));
-        const uint8_t *blk = bits + 32 * block_of(h[i], z);
-        uint32_t key = (uint32_t)h[i];
-        uint32_t missing = 0;
-        for (int w = 0; w < 8; w++) {
-            uint32_t word, mask = (uint32_t)1 << ((key * SALT[w]) >> 27);
-            memcpy(&word, blk + 4 * w, 4);
-            missing |= mask & ~word;
-        }
-        out[i] = missing == 0;
+            SB_PREFETCH_R(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i + SB_PF], z));
+        out[i] = (uint8_t)sbbf_check(bits, z, h[i]);
     }
 }
 
 #ifdef SB_HAVE_AVX2_BUILD
 __attribute__((target("avx2"))) static void insert_avx2(uint8_t *bits, uint64_t z, const uint64_t *h, Py_ssize_t n)
 {
-    const __m256i salt = _mm256_setr_epi32((int)SALT[0], (int)SALT[1], (int)SALT[2], (int)SALT[3],
-                                           (int)SALT[4], (int)SALT[5], (int)SALT[6], (int)SALT[7]);
+    const __m256i salt = _mm256_setr_epi32((int)SBBF_SALT[0], (int)SBBF_SALT[1], (int)SBBF_SALT[2], (int)SBBF_SALT[3],
+                                           (int)SBBF_SALT[4], (int)SBBF_SALT[5], (int)SBBF_SALT[6],
+                                           (int)SBBF_SALT[7]);
     const __m256i one = _mm256_set1_epi32(1);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + SB_PF < n)
-            SB_PREFETCH_W(bits + 32 * block_of(h[i + SB_PF], z));
-        __m256i *blk = (__m256i *)(bits + 32 * block_of(h[i], z));
+            SB_PREFETCH_W(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i + SB_PF], z));
+        __m256i *blk = (__m256i *)(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i], z));
         __m256i k = _mm256_set1_epi32((int)(uint32_t)h[i]);
         __m256i m = _mm256_sllv_epi32(one, _mm256_srli_epi32(_mm256_mullo_epi32(k, salt), 27));
         _mm256_storeu_si256(blk, _mm256_or_si256(_mm256_loadu_si256(blk), m));
@@ -291,13 +275,14 @@ __attribute__((target("avx2"))) static void insert_avx2(uint8_t *bits, uint64_t 
 __attribute__((target("avx2"))) static void check_avx2(const uint8_t *bits, uint64_t z, const uint64_t *h,
                                                        Py_ssize_t n, uint8_t *out)
 {
-    const __m256i salt = _mm256_setr_epi32((int)SALT[0], (int)SALT[1], (int)SALT[2], (int)SALT[3],
-                                           (int)SALT[4], (int)SALT[5], (int)SALT[6], (int)SALT[7]);
+    const __m256i salt = _mm256_setr_epi32((int)SBBF_SALT[0], (int)SBBF_SALT[1], (int)SBBF_SALT[2], (int)SBBF_SALT[3],
+                                           (int)SBBF_SALT[4], (int)SBBF_SALT[5], (int)SBBF_SALT[6],
+                                           (int)SBBF_SALT[7]);
     const __m256i one = _mm256_set1_epi32(1);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + SB_PF < n)
-            SB_PREFETCH_R(bits + 32 * block_of(h[i + SB_PF], z));
-        const __m256i *blk = (const __m256i *)(bits + 32 * block_of(h[i], z));
+            SB_PREFETCH_R(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i + SB_PF], z));
+        const __m256i *blk = (const __m256i *)(bits + SBBF_BYTES_PER_BLOCK * sbbf_block_index(h[i], z));
         __m256i k = _mm256_set1_epi32((int)(uint32_t)h[i]);
         __m256i m = _mm256_sllv_epi32(one, _mm256_srli_epi32(_mm256_mullo_epi32(k, salt), 27));
         out[i] = (uint8_t)_mm256_testc_si256(_mm256_loadu_si256(blk), m);  /* (~block & m) == 0 */
@@ -589,11 +574,11 @@ static int check_validity(const Py_buffer *v, Py_ssize_t voff, Py_ssize_t n)
 
 /* The bitset's block count: floor(numBytes / 32), for 32 <= numBytes <= 128 MiB (the sizes
  * Parquet readers accept; header.MAX_BITSET_BYTES). */
-#define SB_MAX_BITSET_BYTES ((Py_ssize_t)128 << 20)
+#define SB_MAX_BITSET_BYTES ((Py_ssize_t)SBBF_MAX_BITSET_BYTES)
 static int bitset_blocks(const Py_buffer *v, uint64_t *z)
 {
     Py_ssize_t blocks = v->len / 32;
-    if (v->len < 32 || v->len > SB_MAX_BITSET_BYTES) {
+    if (v->len < SBBF_MIN_BITSET_BYTES || v->len > SB_MAX_BITSET_BYTES) {
         PyErr_Format(PyExc_ValueError, "bitset of %zd bytes is outside [32, %zd] bytes", v->len,
                      SB_MAX_BITSET_BYTES);
         return -1;
@@ -980,6 +965,20 @@ static void hashes_op(int op, uint8_t *bits, uint64_t z, const uint8_t *h, Py_ss
     }
 }
 
+/* Export a buffer of native uint64 hashes into slot i; *n = their count. */
+static int get_hashes(buffers_t *b, int i, PyObject *hashes, Py_ssize_t *n)
+{
+    if (get_buffer(b, i, hashes, 0, "hashes") < 0)
+        return -1;
+    if (b->views[i].len % 8) {
+        PyErr_Format(PyExc_ValueError, "hashes buffer of %zd bytes is not a whole number of 8-byte hashes",
+                     b->views[i].len);
+        return -1;
+    }
+    *n = b->views[i].len / 8;
+    return 0;
+}
+
 static PyObject *py_hashes_op(PyObject *args, PyObject *kw, int op)
 {
     static char *kwl_i[] = {"bitset", "hashes", NULL};
@@ -992,15 +991,10 @@ static PyObject *py_hashes_op(PyObject *args, PyObject *kw, int op)
                              : PyArg_ParseTupleAndKeywords(args, kw, "OOO", kwl_c, &bitset, &hashes, &out);
     if (!ok)
         return NULL;
+    Py_ssize_t n;
     if (get_buffer(&b, 0, bitset, op == OP_INSERT, "bitset") < 0 || bitset_blocks(&b.views[0], &z) < 0 ||
-        get_buffer(&b, 1, hashes, 0, "hashes") < 0)
+        get_hashes(&b, 1, hashes, &n) < 0)
         goto done;
-    if (b.views[1].len % 8) {
-        PyErr_Format(PyExc_ValueError, "hashes buffer of %zd bytes is not a whole number of 8-byte hashes",
-                     b.views[1].len);
-        goto done;
-    }
-    Py_ssize_t n = b.views[1].len / 8;
     if (op == OP_CHECK) {
         if (get_buffer(&b, 2, out, 1, "out") < 0 || check_out(&b.views[2], n, 1) < 0)
             goto done;
@@ -1016,6 +1010,67 @@ done:
 
 static PyObject *py_insert(PyObject *self, PyObject *args, PyObject *kw) { return py_hashes_op(args, kw, OP_INSERT); }
 static PyObject *py_check(PyObject *self, PyObject *args, PyObject *kw) { return py_hashes_op(args, kw, OP_CHECK); }
+
+/* check_many(bitsets, hashes, out): out[f * n + i] = hash i against bitsets[f], for a sequence of
+ * bitsets (the filters of one file's row groups) and one array of n hashes (hashed once): every
+ * filter in one call, with the GIL released once. Each bitset is validated as sbbf_check's is. */
+static PyObject *py_check_many(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"bitsets", "hashes", "out", NULL};
+    PyObject *bitsets_arg, *hashes, *out, *bitsets = NULL, *result = NULL;
+    buffers_t b;
+    Py_buffer *views = NULL;
+    uint64_t *blocks = NULL;
+    Py_ssize_t f = 0, held = 0;
+    memset(&b, 0, sizeof(b));
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO", kwl, &bitsets_arg, &hashes, &out))
+        return NULL;
+    bitsets = PySequence_Fast(bitsets_arg, "bitsets must be a sequence of buffers");
+    if (bitsets == NULL)
+        return NULL;
+    f = PySequence_Fast_GET_SIZE(bitsets);
+    Py_ssize_t n;
+    if (get_hashes(&b, 1, hashes, &n) < 0 || get_buffer(&b, 2, out, 1, "out") < 0)
+        goto done;
+    if (n > 0 && f > PY_SSIZE_T_MAX / n) {
+        PyErr_SetString(PyExc_ValueError, "too many bitsets x hashes");
+        goto done;
+    }
+    if (check_out(&b.views[2], f * n, 1) < 0)
+        goto done;
+    views = PyMem_Calloc((size_t)f + 1, sizeof(Py_buffer));
+    blocks = PyMem_Calloc((size_t)f + 1, sizeof(uint64_t));
+    if (views == NULL || blocks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < f; held++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(bitsets, held);
+        if (PyObject_GetBuffer(item, &views[held], PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "bitsets[%zd] must be a C-contiguous buffer (bytes-like object), got %.100s",
+                         held, Py_TYPE(item)->tp_name);
+            goto done;
+        }
+        if (bitset_blocks(&views[held], &blocks[held]) < 0) {
+            held++;
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < f; i++)
+        hashes_op(OP_CHECK, views[i].buf, blocks[i], b.views[1].buf, n, (uint8_t *)b.views[2].buf + i * n);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t i = 0; views != NULL && i < held; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(blocks);
+    buffers_release(&b);
+    Py_DECREF(bitsets);
+    return result;
+}
 
 /* ------------------------------------------------------------------ exact distinct count */
 
@@ -1236,6 +1291,8 @@ static PyMethodDef methods[] = {
     {"xxh64_binary_view", KW py_hash_view, METH_VARARGS | METH_KEYWORDS, "XXH64 of Arrow binary views into out."},
     {"sbbf_insert", KW py_insert, METH_VARARGS | METH_KEYWORDS, "Insert uint64 hashes into a bitset."},
     {"sbbf_check", KW py_check, METH_VARARGS | METH_KEYWORDS, "Check uint64 hashes against a bitset into out."},
+    {"sbbf_check_many", KW py_check_many, METH_VARARGS | METH_KEYWORDS,
+     "Check uint64 hashes against each of a sequence of bitsets into out (one row per bitset)."},
     {"sbbf_insert_fixed", KW py_insert_fixed, METH_VARARGS | METH_KEYWORDS, "Hash and insert fixed-width values."},
     {"sbbf_check_fixed", KW py_check_fixed, METH_VARARGS | METH_KEYWORDS, "Hash and check fixed-width values."},
     {"sbbf_insert_binary", KW py_insert_binary, METH_VARARGS | METH_KEYWORDS, "Hash and insert Arrow binary values."},

@@ -34,10 +34,10 @@
  *     decrypted, or the plaintext header checked, the BloomFilterHeader checked, and every hash
  *     probed. Returns ([tuple of bools per request], [(offset, bytes read) per read]).
  *
- * The header parser accepts only the one encoding every writer emits (header.py's docstring:
- * 0x15 <numBytes zigzag varint, minimal> 1c 1c 00 00 1c 1c 00 00 1c 1c 00 00 00), then zero padding
- * in a decrypted header module: a strict subset of what the Python parser accepts, with the same
- * numBytes; anything else fails (and Python decides).
+ * The header parser (sbbf.h's sbbf_parse_header, shared with kernels.c as are the salt and the
+ * block check) accepts only the one encoding every writer emits (header.py's docstring), then zero
+ * padding in a decrypted header module: a strict subset of what the Python parser accepts, with the
+ * same numBytes; anything else fails (and Python decides).
  *
  * Memory safety: every Python buffer is read once, before the GIL is released: a bytes object (or a
  * memoryview of one, exported for the call so it cannot be released) is used in place, holding a
@@ -53,6 +53,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "sbbf.h"
 
 #ifndef _WIN32
 #include <dlfcn.h>
@@ -88,9 +90,8 @@ __asm__(".symver dlerror,dlerror@" SB_DL_BASELINE);
 #define TAG_LENGTH 16
 #define MODULE_GCM (NONCE_LENGTH + TAG_LENGTH)
 #define MAX_HEADER_BYTES 1024
-#define MIN_BITSET_BYTES 32
-#define BYTES_PER_BLOCK 32
-#define SPEC_MAX_BITSET_BYTES (128LL * 1024 * 1024)
+#define MIN_BITSET_BYTES SBBF_MIN_BITSET_BYTES          /* sbbf.h */
+#define SPEC_MAX_BITSET_BYTES SBBF_MAX_BITSET_BYTES
 #define COALESCED_FILTER_BYTES (4LL << 20)
 #define MAX_THRIFT_MODULE (256LL << 20)
 #define MAX_FOOTER_BYTES (256LL << 20)
@@ -101,9 +102,6 @@ __asm__(".symver dlerror,dlerror@" SB_DL_BASELINE);
 #define MAX_REQUESTS 65536
 #define MAX_MODULES 65536
 #define MAX_ANSWERS (1LL << 24)  /* requests x hashes */
-
-static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
-                                 0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
 static PyObject *Failed;
 
@@ -269,11 +267,6 @@ static const EVP_CIPHER *aes_gcm(Py_ssize_t keylen)
 {
     int i = keylen == 16 ? 0 : keylen == 24 ? 1 : keylen == 32 ? 2 : -1;
     return i < 0 ? NULL : AES_GCM[i];
-}
-
-static uint32_t load32le(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 /* ------------------------------------------------------------------ stable buffers */
@@ -520,7 +513,7 @@ static PyObject *Key_decrypt_modules(KeyObject *self, PyObject *args)
             fail("module");
             goto done;
         }
-        uint32_t length = load32le(mod[i].p);
+        uint32_t length = sbbf_load32le(mod[i].p);
         if (length < MODULE_GCM || (long long)length > MODULE_GCM + max_plaintext
             || (Py_ssize_t)length != mod[i].n - LENGTH_PREFIX) {
             fail("module length");
@@ -580,55 +573,8 @@ static PyTypeObject KeyType = {
 
 /* ------------------------------------------------------------------ Bloom filters */
 
-/* The one BloomFilterHeader encoding every writer emits, at the start of p[0..n): numBytes and the
- * bytes used, or -1. numBytes is checked as header.validate_num_bytes checks it (without the
- * available bytes: the caller checks those). */
-static const uint8_t HEADER_TAIL[13] = {0x1c, 0x1c, 0x00, 0x00, 0x1c, 0x1c, 0x00, 0x00,
-                                        0x1c, 0x1c, 0x00, 0x00, 0x00};
-
-static int parse_header(const uint8_t *p, size_t n, uint32_t *num_bytes, size_t *used)
-{
-    size_t at = 0;
-    uint64_t v = 0;
-    if (n < 1 || p[0] != 0x15)
-        return -1;
-    at = 1;
-    for (int i = 0;; i++) {
-        if (i >= 5 || at >= n)
-            return -1;
-        uint8_t b = p[at++];
-        v |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            if (b == 0 && i > 0)
-                return -1;   /* not minimal */
-            break;
-        }
-    }
-    if (v > 0xffffffffULL || (v & 1))
-        return -1;           /* negative or too large after zigzag */
-    v >>= 1;
-    if (v < MIN_BITSET_BYTES || v > SPEC_MAX_BITSET_BYTES)
-        return -1;
-    if (n - at < sizeof(HEADER_TAIL) || memcmp(p + at, HEADER_TAIL, sizeof(HEADER_TAIL)) != 0)
-        return -1;
-    *num_bytes = (uint32_t)v;
-    *used = at + sizeof(HEADER_TAIL);
-    return 0;
-}
-
-static int probe_one(const uint8_t *bitset, uint32_t num_bytes, uint64_t h)
-{
-    uint64_t blocks = num_bytes / BYTES_PER_BLOCK;
-    uint64_t block = ((h >> 32) * blocks) >> 32;
-    uint32_t key = (uint32_t)h;
-    const uint8_t *words = bitset + block * BYTES_PER_BLOCK;
-    for (int i = 0; i < 8; i++) {
-        uint32_t bit = (uint32_t)(key * SALT[i]) >> 27;
-        if (!((load32le(words + 4 * i) >> bit) & 1))
-            return 0;
-    }
-    return 1;
-}
+/* The BloomFilterHeader parser (sbbf_parse_header) and the probe (sbbf_check) are sbbf.h's, the
+ * one definition shared with kernels.c. */
 
 typedef struct {
     long long offset, length;
@@ -663,7 +609,7 @@ static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *b
     const uint8_t *bitset;
     if (key == NULL) {
         size_t head = length < MAX_HEADER_BYTES ? length : MAX_HEADER_BYTES;
-        if (parse_header(buf, head, &num_bytes, &used) != 0)
+        if (sbbf_parse_header(buf, head, &num_bytes, &used) != 0)
             return "plaintext filter";
         if ((size_t)num_bytes > length - used || used + num_bytes != length)
             return "plaintext filter";
@@ -671,7 +617,7 @@ static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *b
     } else {
         if (length < 2 * (LENGTH_PREFIX + MODULE_GCM))
             return "filter length";
-        uint32_t first = load32le(buf);
+        uint32_t first = sbbf_load32le(buf);
         size_t header_end = LENGTH_PREFIX + (size_t)first;
         if (first > MODULE_GCM + MAX_HEADER_BYTES || header_end + LENGTH_PREFIX > length)
             return "header module";
@@ -680,12 +626,12 @@ static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *b
         if (gcm_open(key, buf + LENGTH_PREFIX, first, rq->header_aad.p, (size_t)rq->header_aad.n, plain) != 0)
             return "module";
         size_t hlen = first - MODULE_GCM;
-        if (parse_header(plain, hlen, &num_bytes, &used) != 0)
+        if (sbbf_parse_header(plain, hlen, &num_bytes, &used) != 0)
             return "header";
         for (size_t i = used; i < hlen; i++)
             if (plain[i] != 0)
                 return "header";
-        uint32_t second = load32le(buf + header_end);
+        uint32_t second = sbbf_load32le(buf + header_end);
         if ((uint64_t)second != (uint64_t)MODULE_GCM + num_bytes
             || header_end + LENGTH_PREFIX + (size_t)second != length)
             return "bitset module";
@@ -694,8 +640,9 @@ static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *b
             return "module";
         bitset = plain;
     }
+    uint64_t blocks = num_bytes / SBBF_BYTES_PER_BLOCK;   /* >= 1: numBytes >= 32 */
     for (Py_ssize_t i = 0; i < nhashes; i++)
-        answers[i] = (uint8_t)probe_one(bitset, num_bytes, hashes[i]);
+        answers[i] = (uint8_t)sbbf_check(bitset, blocks, hashes[i]);
     return NULL;
 }
 
@@ -842,7 +789,7 @@ static PyObject *py_read_tail(PyObject *self, PyObject *args)
             why = "magic";
     }
     if (why == NULL) {
-        length = (long long)load32le(end);
+        length = (long long)sbbf_load32le(end);
         if (length == 0 || length > size - 12 || length > MAX_FOOTER_BYTES)
             why = "footer length";
     }

@@ -129,20 +129,51 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _probe_texts(args: argparse.Namespace) -> list[str]:
+    """The values of ``--value`` and then of ``--values-file`` (one per line), as typed."""
+    texts = list(args.values)
+    if args.values_file is not None:
+        name = "stdin" if args.values_file == "-" else display_uri(args.values_file)
+        try:
+            if args.values_file == "-":
+                import sys
+
+                data = sys.stdin.read()
+            else:
+                with open(args.values_file, encoding="utf-8") as f:
+                    data = f.read()
+        except UnicodeDecodeError:
+            raise CliError(f"--values-file {name}: not UTF-8 text", ErrorKind.USAGE_ERROR) from None
+        except OSError as e:
+            raise CliError(describe(name, e), error_kind(e)) from None
+        lines = data.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the file's final newline ends the last value
+        texts.extend(line[:-1] if line.endswith("\r") else line for line in lines)
+    if not texts:
+        raise CliError("probe: give at least one --value V or a --values-file PATH (see 'secure-bloom probe --help')",
+                       ErrorKind.USAGE_ERROR)
+    if args.by_value and not args.json:
+        raise CliError("probe: --by-value is a form of --json output: give --json too", ErrorKind.USAGE_ERROR)
+    return texts
+
+
 def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
-    from ..parquet import value_from_text
+    from ..parquet.file.probe import ProbeValues
 
+    texts = _probe_texts(args)  # one answer per value, labelled as typed
     keys = key_access_from_args(args)
-    texts = list(args.values)  # one answer per --value, labelled as typed
+    prepared = ProbeValues(texts, from_text=True, timezone=args.timezone)  # converted and hashed once
 
-    def probe(file: str) -> dict[str, Any]:
+    def probe(file: str) -> tuple[str, Any]:
         with _open_reader(file, keys) as reader:
-            column = reader.column(args.column)
-            values = [value_from_text(text, column, timezone=args.timezone) for text in texts]
-            result = reader.probe(column, values, labels=texts, timezone=args.timezone)
-            return render.probe_json(display_uri(file), column.path, texts, result)
+            return display_uri(file), reader.probe(reader.column(args.column), prepared)
 
-    docs, is_dir = _each_file(args.file, probe)
+    results, is_dir = _each_file(args.file, probe)
+    if args.json and args.by_value:
+        print_json(render.probe_by_value_json(results), out, "probe", compact=True)
+        return EXIT_OK
+    docs = [render.probe_json(file, result.column, texts, result) for file, result in results]
     if args.json:
         print_json(docs, out, "probe")
     elif is_dir:

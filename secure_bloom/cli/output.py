@@ -133,10 +133,13 @@ def envelope(command: str, result: Any) -> dict[str, Any]:
     return {"version": JSON_VERSION, "command": command, "secure_bloom": __version__, "result": result}
 
 
-def print_json(obj: Any, out: TextIO, command: str | None = None) -> None:
-    """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`);
-    in the :func:`envelope` of ``command`` when one is named."""
+def print_json(obj: Any, out: TextIO, command: str | None = None, *, compact: bool = False) -> None:
+    """``obj`` as indented JSON (``compact``: on one line, for large documents), made safe for a
+    terminal (:func:`~secure_bloom.display.json_safe`); in the :func:`envelope` of ``command``
+    when one is named."""
     if command is not None:
         obj = envelope(command, obj)
-    out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False) if compact \
+        else json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)
+    out.write(json_safe(text))
     out.write("\n")

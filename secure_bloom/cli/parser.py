@@ -196,6 +196,14 @@ examples:
   {PROG} probe events.parquet --column ts --value 2024-05-01T12:00:00Z
   {PROG} probe events.parquet --column ts --value 2024-05-01T14:00:00 --timezone Europe/Paris
   {PROG} probe warehouse/events/ --column user_id --value 42 --key-list-file keys.txt
+  {PROG} probe warehouse/events/ --column user_id --values-file ids.txt --json --by-value
+
+Many values: give them in a file (--values-file, one per line); they are converted and hashed once
+and each file's filters are probed with all of them in one call. --json --by-value prints per
+value the files and row groups that may hold it, as one line of JSON (a value found nowhere
+lists none):
+  {{"column": C, "files": [{{"file": F, "num_row_groups": N}}, ...],
+   "values": [{{"value": V, "maybe": [{{"file": INDEX, "row_groups": [0, 3]}}, ...]}}, ...]}}
 
 {EXIT_CODES_HELP}"""
 
@@ -363,12 +371,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leaf column path, e.g. a.b.c; where a column's own name holds a dot, give the "
                         "path as a JSON array of its parts: '[\"a.b\"]' (a column named a.b) vs "
                         "'[\"a\", \"b\"]' (field b of group a)")
-    p.add_argument("--value", required=True, action="append", metavar="V", dest="values",
+    p.add_argument("--value", action="append", default=[], metavar="V", dest="values",
                    help="a value to look up (may start with '-'); repeatable, one answer each")
+    p.add_argument("--values-file", metavar="PATH",
+                   help="more values to look up, one per line (UTF-8; '-' reads stdin), after the --value ones")
     p.add_argument("--timezone", type=_timezone, metavar="ZONE",
                    help="the zone of naive date/time values for columns of UTC instants "
                         "(UTC, Europe/Paris, ...)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--by-value", action="store_true",
+                   help="with --json: per value, the files and row groups that may hold it (one line of JSON)")
 
     p = command("attach", "add (encrypted) Bloom filters to a copy of a Parquet file", _ATTACH_EPILOG)
     p.add_argument("src", metavar="SRC", help="the Parquet file to read")

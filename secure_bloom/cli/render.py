@@ -158,6 +158,32 @@ def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dic
     return {"file": file, "column": column, "values": list(texts), "row_groups": groups}
 
 
+def probe_by_value_json(results: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``--json --by-value`` probe document of ``(file, ProbeResult)`` pairs (one column,
+    the same values in each): per value, in order, the files (by index into ``files``) and row
+    groups that may hold it; a value no file may hold has ``"maybe": []``::
+
+        {"column": C, "files": [{"file": F, "num_row_groups": N}, ...],
+         "values": [{"value": V, "maybe": [{"file": INDEX, "row_groups": [0, 3]}, ...]}, ...]}
+    """
+    labels = results[0][1].labels if results else ()
+    maybe: dict[int, list[dict[str, Any]]] = {}  # only values some file may hold (few, in a selective probe)
+    for index, (_, result) in enumerate(results):
+        if result.labels != labels:
+            raise ValueError("every file must be probed for the same values")
+        last, hit = -1, None
+        for value, rg in zip(*result.maybe_pairs()):
+            if value != last:
+                hit = {"file": index, "row_groups": []}
+                maybe.setdefault(value, []).append(hit)
+                last = value
+            hit["row_groups"].append(rg)  # type: ignore[index]
+    nowhere: list[dict[str, Any]] = []
+    return {"column": results[0][1].column if results else None,
+            "files": [{"file": file, "num_row_groups": result.num_row_groups} for file, result in results],
+            "values": [{"value": label, "maybe": maybe.get(i, nowhere)} for i, label in enumerate(labels)]}
+
+
 def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
     """Row groups of a probe document where the ``index``-th value may be."""
     return [g["row_group"] for g in doc["row_groups"] if g["values"][index]["answer"] == Verdict.MAYBE]

@@ -30,7 +30,6 @@ class ChunkCryptoContext:
     file_aad: bytes = field(repr=False)
     row_group_ordinal: int
     column_ordinal: int
-    _ordinals: bytes = field(init=False, repr=False, compare=False, default=b"")
 
     def __post_init__(self) -> None:
         key = self.key
@@ -40,9 +39,8 @@ class ChunkCryptoContext:
             if not isinstance(self.file_aad, (bytes, bytearray)):
                 raise TypeError(f"file_aad must be bytes, got {type(self.file_aad).__name__}")
             object.__setattr__(self, "file_aad", bytes(self.file_aad))
-        # Validates both ordinals (type and int16 range) with the module AAD's own rules, and keeps
-        # the AAD's tail (the two ordinals) so that :meth:`aad` is a concatenation.
-        object.__setattr__(self, "_ordinals", chunk_ordinals(self.row_group_ordinal, self.column_ordinal))
+        # Validates both ordinals (type and int16 range) with the module AAD's own rules, once.
+        chunk_ordinals(self.row_group_ordinal, self.column_ordinal)
 
     def __repr__(self) -> str:
         return (f"ChunkCryptoContext(row_group_ordinal={self.row_group_ordinal}, "
@@ -52,6 +50,4 @@ class ChunkCryptoContext:
     def aad(self, module_type: ModuleType, page_ordinal: int | None = None) -> bytes:
         """The AAD of this chunk's module of ``module_type`` (``page_ordinal`` for data pages and
         data page headers only)."""
-        if page_ordinal is None and module_type in _CHUNK_MODULES:
-            return self.file_aad + _CHUNK_MODULES[module_type] + self._ordinals
         return module_aad(self.file_aad, module_type, self.row_group_ordinal, self.column_ordinal, page_ordinal)

@@ -37,6 +37,7 @@ __all__ = [
     "MODULE_OVERHEAD",
     "MAX_ORDINAL",
     "module_aad",
+    "module_aad_prefix",
     "chunk_ordinals",
     "footer_aad",
     "encrypt_module",
@@ -66,6 +67,10 @@ class ModuleType(IntEnum):
 
 
 _HAS_PAGE_ORDINAL = {ModuleType.DATA_PAGE, ModuleType.DATA_PAGE_HEADER}
+#: The type byte of every module type.
+_TYPE_BYTE = {t: bytes([t]) for t in ModuleType}
+#: The type byte of the module types whose AAD is ``file_aad | type | rg ordinal | column ordinal``.
+_CHUNK_TYPE_BYTE = {t: b for t, b in _TYPE_BYTE.items() if t is not ModuleType.FOOTER and t not in _HAS_PAGE_ORDINAL}
 
 
 def _ordinal(name: str, value: int | None) -> bytes:
@@ -90,21 +95,56 @@ def chunk_ordinals(row_group_ordinal: int, column_ordinal: int) -> bytes:
     return _ordinal("row_group_ordinal", row_group_ordinal) + _ordinal("column_ordinal", column_ordinal)
 
 
+def module_aad_prefix(file_aad: bytes, module_type: ModuleType | int) -> bytes:
+    """``file_aad | module_type``: the AAD of a module up to its ordinals (all of the footer's).
+
+    ``module_aad(file_aad, t, rg, col) == module_aad_prefix(file_aad, t) + chunk_ordinals(rg, col)``
+    for the chunk modules without a page ordinal: a reader of many chunks makes the prefix once.
+
+    Parameters
+    ----------
+    file_aad : bytes
+        ``aad_prefix | aad_file_unique``.
+    module_type : ModuleType or int
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    TypeError
+        ``file_aad`` is not bytes.
+    ValueError
+        Not a module type.
+    """
+    if not isinstance(file_aad, (bytes, bytearray)):
+        raise TypeError("file_aad must be bytes")
+    return bytes(file_aad) + _TYPE_BYTE[ModuleType(module_type)]
+
+
 def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal: int | None = None,
                column_ordinal: int | None = None, page_ordinal: int | None = None) -> bytes:
-    """The AAD of one module (Encryption.md, "Additional Authenticated Data").
+    """The AAD of one module (Encryption.md, "Additional Authenticated Data"): the one builder
+    (every other AAD of a module is made by it or by its two parts, :func:`module_aad_prefix`
+    and :func:`chunk_ordinals`).
 
     The footer takes no ordinals; every other module takes the row-group and column ordinals;
     only data pages and data page headers take a page ordinal.
     """
+    chunk_type = _CHUNK_TYPE_BYTE.get(module_type) if page_ordinal is None else None  # type: ignore[call-overload]
+    if chunk_type is not None and type(file_aad) is bytes and type(row_group_ordinal) is int \
+            and type(column_ordinal) is int and 0 <= row_group_ordinal <= MAX_ORDINAL \
+            and 0 <= column_ordinal <= MAX_ORDINAL:  # a chunk module, checked at once
+        return file_aad + chunk_type + _PACK_ORDINALS(row_group_ordinal, column_ordinal)
     mtype = ModuleType(module_type)
     if not isinstance(file_aad, (bytes, bytearray)):
         raise TypeError("file_aad must be bytes")
     if mtype is ModuleType.FOOTER:
         if row_group_ordinal is not None or column_ordinal is not None or page_ordinal is not None:
             raise ValueError("the footer module AAD has no ordinals")
-        return bytes(file_aad) + bytes([mtype])
-    aad = bytes(file_aad) + bytes([mtype]) + _ordinal("row_group_ordinal", row_group_ordinal) \
+        return bytes(file_aad) + _TYPE_BYTE[mtype]
+    aad = bytes(file_aad) + _TYPE_BYTE[mtype] + _ordinal("row_group_ordinal", row_group_ordinal) \
         + _ordinal("column_ordinal", column_ordinal)
     if mtype in _HAS_PAGE_ORDINAL:
         aad += _ordinal("page_ordinal", page_ordinal)

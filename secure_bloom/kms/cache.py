@@ -5,10 +5,18 @@ An entry is served only while ``clock() - created < lifetime``; ``created`` is t
 the value is computed, so an entry never outlives its lifetime counted from the request that
 made it. Concurrent misses on one key compute the value once (the others wait for it); a failing
 computation caches nothing. The clock is injectable for tests.
+
+Expired entries are dropped when an entry is stored: every entry has the same lifetime, so they
+expire in the order of their creation times, kept in a min-heap of ``(created, order, key,
+entry)``; a purge pops only the expired ones (O(log n) each, each popped once), never scanning
+the fresh ones. A miss therefore costs O(log n) however many entries are cached (a scan of all
+entries on every miss made a cold lookup over N files with their own KEKs O(N^2)).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -30,6 +38,10 @@ class ExpiringCache(Generic[K, V]):
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[K, tuple[float, V]] = {}
+        # (created, insertion order, key, entry): the order breaks ties, so keys and values are
+        # never compared; an entry replaced since is recognised by identity and skipped.
+        self._expiry: list[tuple[float, int, K, tuple[float, V]]] = []
+        self._order = itertools.count()
         self._creating: dict[K, threading.Lock] = {}
 
     @property
@@ -61,25 +73,32 @@ class ExpiringCache(Generic[K, V]):
             new_value = create()
             with self._lock:
                 self._purge(self._clock())
-                self._entries[key] = (created, new_value)
+                entry = (created, new_value)
+                self._entries[key] = entry
+                heapq.heappush(self._expiry, (created, next(self._order), key, entry))
                 self._creating.pop(key, None)
             return new_value
 
     def _purge(self, now: float) -> None:
-        expired = [k for k, (t, _) in self._entries.items() if now - t >= self._lifetime]
-        for k in expired:
-            del self._entries[k]
+        """Drop every entry expired at ``now`` (the caller holds the lock): the oldest first, and
+        only those, so the cost is that of the expired entries, not of all of them."""
+        expiry = self._expiry
+        while expiry and now - expiry[0][0] >= self._lifetime:
+            _, _, key, entry = heapq.heappop(expiry)
+            if self._entries.get(key) is entry:
+                del self._entries[key]
 
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:
             self._entries.clear()
+            self._expiry.clear()
 
     def __len__(self) -> int:
         """Entries still fresh now."""
         with self._lock:
-            now = self._clock()
-            return sum(1 for t, _ in self._entries.values() if now - t < self._lifetime)
+            self._purge(self._clock())  # what is left is fresh: the oldest entry is
+            return len(self._entries)
 
     def __repr__(self) -> str:
         return f"ExpiringCache(lifetime_s={self._lifetime}, entries={len(self)})"

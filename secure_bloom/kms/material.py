@@ -9,6 +9,7 @@ reading accepts any field order (pyarrow writes another).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -221,12 +222,30 @@ class KeyMetadata:
 
     @classmethod
     def from_bytes(cls, key_metadata: bytes) -> KeyMetadata:
-        """Parse a file's key_metadata. Raises :class:`MalformedKeyMaterialError`."""
-        obj = _load_object(bytes(key_metadata), "key metadata")
-        internal = obj.get("internalStorage")
-        if type(internal) is not bool:
-            internal = _field(obj, "internalStorage", bool, "key metadata")
-        if internal:
-            return cls(material=KeyMaterial.from_dict(obj))
-        reference = _field(obj, "keyReference", str, "key metadata")
-        return _built("key metadata", lambda: cls(key_reference=reference))
+        """Parse a file's key_metadata, once per distinct blob: the same bytes give the same
+        (immutable) object, from a bounded cache of the last :data:`PARSED_KEY_METADATA` blobs
+        (a file's key label, its unwrap and a lookup's recheck share one parse; key metadata
+        holds wrapped keys and ids, never a key). Raises :class:`MalformedKeyMaterialError`
+        (every time: a failure is not cached)."""
+        raw = bytes(key_metadata)
+        return _parsed_key_metadata(raw) if cls is KeyMetadata else _parse_key_metadata(cls, raw)
+
+
+#: How many distinct key_metadata blobs :meth:`KeyMetadata.from_bytes` keeps parsed.
+PARSED_KEY_METADATA = 1024
+
+
+def _parse_key_metadata(cls: type[KeyMetadata], raw: bytes) -> KeyMetadata:
+    obj = _load_object(raw, "key metadata")
+    internal = obj.get("internalStorage")
+    if type(internal) is not bool:
+        internal = _field(obj, "internalStorage", bool, "key metadata")
+    if internal:
+        return cls(material=KeyMaterial.from_dict(obj))
+    reference = _field(obj, "keyReference", str, "key metadata")
+    return _built("key metadata", lambda: cls(key_reference=reference))
+
+
+@functools.lru_cache(maxsize=PARSED_KEY_METADATA)
+def _parsed_key_metadata(raw: bytes) -> KeyMetadata:
+    return _parse_key_metadata(KeyMetadata, raw)

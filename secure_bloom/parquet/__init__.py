@@ -26,16 +26,22 @@
 of them (tests/unit/test_architecture.py).
 """
 
+import importlib
+from typing import Any
+
 from ..types import ChunkEncryption, FilterForm, FooterMode, Verdict
 from ..values import NanoTimestamp, QueryHashes, display_value, encode_value, query_hashes, value_from_text
 from .file.chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .file.keys import NO_KEYS, KeyAccess
-from .file.probe import ABSENT, MAYBE, ProbeResult, RowGroupProbe
+from .file.probe import ABSENT, MAYBE, ProbeResult, ProbeValues, RowGroupProbe
 from .file.reader import ParquetBloomReader
 from .file.schema import ColumnInfo
-from .read import PruneCache, PruningDataset, dataset, read_table, scan
-from .write import (AttachedFilter, AttachReport, ColumnSpec, ParquetWriter, WriteReport, attach_bloom_filters,
-                    write_table, write_to_dataset)
+
+# read/ and write/ load on first use (PEP 562): they import pyarrow.dataset (and with it pandas),
+# which a reader of Bloom filters (``secure-bloom probe``, inspect) never needs.
+_HOME = {name: "read" for name in ("PruneCache", "PruningDataset", "dataset", "read_table", "scan")}
+_HOME.update({name: "write" for name in ("AttachedFilter", "AttachReport", "ColumnSpec", "ParquetWriter",
+                                         "WriteReport", "attach_bloom_filters", "write_table", "write_to_dataset")})
 
 __all__ = [
     "read_table",
@@ -55,6 +61,7 @@ __all__ = [
     "AttachedFilter",
     "NO_KEYS",
     "ProbeResult",
+    "ProbeValues",
     "RowGroupProbe",
     "ChunkInfo",
     "ColumnChunk",
@@ -73,3 +80,16 @@ __all__ = [
     "QueryHashes",
     "NanoTimestamp",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])

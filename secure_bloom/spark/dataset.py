@@ -118,21 +118,22 @@ def _probe_file(path: str, column: str, values: tuple[Any, ...], keys: WorkerKey
                 timezone: Any) -> list[dict[str, Any]]:
     from ..errors import SecureBloomError, error_kind
     from ..parquet import ParquetBloomReader
+    from ..types import Verdict
 
     try:
         with ParquetBloomReader(path, keys=keys.key_access()) as reader:
-            result = reader.probe(column, list(values), timezone=timezone)
+            result = reader.probe(column, list(values), timezone=timezone)  # hashed once, one kernel call
     except (SecureBloomError, OSError) as e:
         return [{"file": path, "row_group": None, "value_index": None, "value": None, "verdict": None,
                  "has_bloom_filter": None, "encrypted": None, "error": f"{type(e).__name__}: {e}",
                  "error_kind": error_kind(e).value}]
-    rows = []
-    for rg in result.row_groups:
-        for index, (label, verdict) in enumerate(rg.values):
-            rows.append({"file": path, "row_group": rg.row_group, "value_index": index, "value": label,
-                         "verdict": str(verdict), "has_bloom_filter": rg.has_bloom_filter, "encrypted": rg.encrypted,
-                         "error": None, "error_kind": None})
-    return rows
+    verdicts = (str(Verdict.ABSENT), str(Verdict.MAYBE))
+    labels = result.labels
+    return [{"file": path, "row_group": rg, "value_index": index, "value": labels[index], "verdict": verdicts[maybe],
+             "has_bloom_filter": has, "encrypted": encrypted, "error": None, "error_kind": None}
+            for rg, (row, has, encrypted) in enumerate(zip(result.maybe.tolist(), result.has_bloom_filter,
+                                                             result.encrypted))
+            for index, maybe in enumerate(row)]
 
 
 def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence[Any], keys: WorkerKeys, *,

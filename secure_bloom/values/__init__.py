@@ -13,7 +13,8 @@ Spec: Parquet BloomFilter.md "Hashing of values" and LogicalTypes.md. One-way ch
 pyarrow is imported only when Arrow input arrives (:mod:`.arrow` is not imported here).
 """
 
-from .column import QueryHashes, TimeZoneLike, encode_value, hash_for_column, maybe_in, query_hashes, value_from_text
+from .column import (QueryBatch, QueryHashes, TimeZoneLike, encode_value, hash_for_column, maybe_in, query_batch,
+                     query_hashes, value_from_text)
 from .column_type import ColumnType
 from .logical import (
     NanoTimestamp,
@@ -46,6 +47,8 @@ __all__ = [
     "hash_for_column",
     "query_hashes",
     "QueryHashes",
+    "QueryBatch",
+    "query_batch",
     "maybe_in",
     "value_from_text",
     "display_value",

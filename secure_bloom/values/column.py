@@ -70,11 +70,12 @@ from .logical import (
     int96_bytes,
     time_of_day_nanos,
 )
-from .physical import hash_value, plain_bytes
+from .. import kernels
+from .physical import hash_value, hash_values, plain_bytes
 from .text import parse_text, parse_time_text
 
 __all__ = ["encode_value", "value_from_text", "hash_for_column", "query_hashes", "QueryHashes", "maybe_in",
-           "TimeZoneLike"]
+           "QueryBatch", "query_batch", "TimeZoneLike"]
 
 # numpy datetime64/timedelta64 units -> nanoseconds per tick (negative: ticks per nanosecond)
 _NP_UNIT_NANOS = {"W": 7 * NANOS_PER_DAY, "D": NANOS_PER_DAY, "h": 3600 * NANOS_PER_SECOND,
@@ -382,6 +383,146 @@ def maybe_in(bloom_filter: _HashChecker | None, queries: Sequence[QueryHashes]) 
     flat = np.array([h for q in queries for h in q.hashes], dtype=np.uint64)
     hits = iter(np.asarray(bloom_filter.check_hashes(flat), dtype=bool).tolist() if flat.size else [])
     return [any([next(hits) for _ in q.hashes]) or q.always_maybe for q in queries]
+
+
+@dataclass(frozen=True, eq=False)
+class QueryBatch:
+    """The queries for many values of one column, flat: value ``i`` asks
+    ``hashes[starts[i]:starts[i + 1]]`` (at least one hash each) and is "maybe" always when
+    ``always_maybe[i]`` (a NaN). Made by :func:`query_batch`; every array is read-only.
+
+    One array of hashes serves every filter of every file whose column has this type: hash
+    once, then check all filters (:meth:`SplitBlockBloomFilter.check_many
+    <secure_bloom.filter.SplitBlockBloomFilter.check_many>`) and fold with :meth:`answers`.
+    """
+
+    hashes: np.ndarray
+    starts: np.ndarray
+    always_maybe: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.always_maybe.size)
+
+    @classmethod
+    def of(cls, queries: Sequence[QueryHashes]) -> QueryBatch:
+        """The batch of :func:`query_hashes` answers, in order.
+
+        Parameters
+        ----------
+        queries : sequence of QueryHashes
+            One per value; each with at least one hash.
+
+        Returns
+        -------
+        QueryBatch
+
+        Raises
+        ------
+        ValueError
+            A query without hashes.
+        """
+        counts = np.fromiter((len(q.hashes) for q in queries), dtype=np.intp, count=len(queries))
+        if counts.size and counts.min() < 1:
+            raise ValueError("every query asks at least one hash")
+        starts = np.zeros(counts.size + 1, dtype=np.intp)
+        np.cumsum(counts, out=starts[1:])
+        hashes = np.fromiter((h for q in queries for h in q.hashes), dtype=np.uint64, count=int(starts[-1]))
+        nan = np.fromiter((q.always_maybe for q in queries), dtype=np.bool_, count=len(queries))
+        return cls._frozen(hashes, starts, nan)
+
+    @classmethod
+    def _frozen(cls, hashes: np.ndarray, starts: np.ndarray, always_maybe: np.ndarray) -> QueryBatch:
+        for array in (hashes, starts, always_maybe):
+            array.flags.writeable = False
+        return cls(hashes, starts, always_maybe)
+
+    def answers(self, found: np.ndarray) -> np.ndarray:
+        """Per value, whether any of its hashes was found (or it is always "maybe").
+
+        Parameters
+        ----------
+        found : numpy.ndarray of bool, shape ``(..., len(hashes))``
+            Per filter (leading axes), whether each hash may be in it.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape ``(..., len(self))``
+
+        Raises
+        ------
+        ValueError
+            ``found`` does not have one entry per hash on its last axis.
+        """
+        found = np.asarray(found, dtype=np.bool_)
+        if found.shape[-1:] != self.hashes.shape:
+            raise ValueError(f"{found.shape[-1:]} answers for {self.hashes.size} hashes")
+        if self.hashes.size == len(self):  # one hash per value (no zero, no DST fold): as found
+            return found | self.always_maybe
+        if not len(self):
+            return np.zeros(found.shape[:-1] + (0,), dtype=np.bool_)
+        return np.logical_or.reduceat(found, self.starts[:-1], axis=-1) | self.always_maybe
+
+
+#: BYTE_ARRAY annotations whose ``str`` values are their UTF-8 bytes and ``bytes`` values as given.
+_TEXT_LIKE = frozenset({None, "STRING", "ENUM", "JSON", "BSON"})
+
+
+def _one_hash_each(values: Sequence[Any], column: ColumnType) -> np.ndarray | None:
+    """The hashes of ``values`` when each value's query is the one hash of its plain bytes and
+    the whole batch can be hashed at once (texts and bytes of a string or binary column, ints of
+    a plain signed integer column, all valid); None otherwise (the caller asks each value)."""
+    ptype, logical = column.physical_type, column.logical_type
+    if ptype is PhysicalType.BYTE_ARRAY and logical in _TEXT_LIKE:
+        hashed = kernels.xxh64_objects(values)  # None on another type or a lone surrogate
+        return hashed if hashed is not None and hashed.size == len(values) else None  # fewer: a None
+    if ptype in (PhysicalType.INT32, PhysicalType.INT64) and logical in (None, "INTEGER") \
+            and column.int_signed in (None, True) and all(type(v) is int for v in values):
+        width = 32 if ptype is PhysicalType.INT32 else 64
+        bits = column.int_bits or width
+        try:
+            ints = np.array(values, dtype=np.int64)
+        except OverflowError:
+            return None
+        if ints.size and (ints.min() < -(1 << (bits - 1)) or ints.max() > (1 << (bits - 1)) - 1):
+            return None  # asked value by value: the first one out of range is named
+        return hash_values(ints.astype(np.int32 if width == 32 else np.int64), ptype)
+    return None
+
+
+def query_batch(values: Sequence[Any], column: ColumnType, *, timezone: TimeZoneLike | None = None) -> QueryBatch:
+    """:func:`query_hashes` of every value, as one :class:`QueryBatch` (the same hashes, in order).
+
+    Texts and bytes of string and binary columns and ints of plain signed integer columns are
+    hashed in one pass (no Python object per value); any other batch, or one with a value such a
+    pass cannot take, is asked value by value, so that the first bad value raises the error
+    :func:`query_hashes` names.
+
+    Parameters
+    ----------
+    values : sequence
+        The values (as :func:`query_hashes` takes them).
+    column : ColumnType
+        The column they are asked of.
+    timezone : tzinfo or str, optional
+        The zone of naive date/time values for a column of UTC instants.
+
+    Returns
+    -------
+    QueryBatch
+
+    Raises
+    ------
+    InvalidValueError
+        A value the column cannot hold (as :func:`query_hashes`).
+    """
+    if type(values) not in (list, tuple):
+        values = list(values)
+    hashed = _one_hash_each(values, column)
+    if hashed is not None:
+        n = hashed.size
+        return QueryBatch._frozen(np.ascontiguousarray(hashed, dtype=np.uint64), np.arange(n + 1, dtype=np.intp),
+                                  np.zeros(n, dtype=np.bool_))
+    return QueryBatch.of([query_hashes(v, column, timezone=timezone) for v in values])
 
 
 def value_from_text(text: str, column: ColumnType, *, timezone: TimeZoneLike | None = None) -> Any:

@@ -386,6 +386,62 @@ def test_probe_and_inspect_a_directory(capsys: pytest.CaptureFixture[str], audit
     assert rc == 0 and len(cli_result(out)) == 2
 
 
+def test_probe_values_file_by_value_equals_the_per_file_answers(capsys: pytest.CaptureFixture[str],
+                                                                 audit_files: dict[str, Path], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--values-file adds values after the --value ones (one per line, a CRLF line end is not part
+    of a value); --json --by-value lists per value exactly the files and row groups the per-file
+    --json answers "maybe" for (a file without filters: all its row groups)."""
+    import io
+    import json
+
+    d = tmp_path / "dataset"
+    d.mkdir()
+    for name in ("src", "good"):
+        (d / f"part-{name}.parquet").write_bytes(audit_files[name].read_bytes())
+    values = ["ssn-0060", "ssn-0007", "absent-1", "ssn-2990", "absent-2", "ssn-0060"]
+    listed = tmp_path / "values.txt"
+    listed.write_bytes(("\n".join(values[1:4]) + "\r\n" + "\n".join(values[4:]) + "\n").encode())
+    kl = ["--key-list", lw.key_list()]
+    rc, out, _ = run(capsys, "probe", str(d), "--column", "ssn", *[a for v in values for a in ("--value", v)],
+                     "--json", *kl)
+    assert rc == 0
+    docs = cli_result(out, "probe")
+    expected = [[{"file": i, "row_groups": groups} for i, doc in enumerate(docs)
+                 if (groups := [g["row_group"] for g in doc["row_groups"] if g["values"][v]["answer"] == "maybe"])]
+                for v in range(len(values))]
+    rc, out, _ = run(capsys, "probe", str(d), "--column", "ssn", "--value", values[0], "--values-file", str(listed),
+                     "--json", "--by-value", *kl)
+    assert rc == 0 and out.count("\n") == 1  # one line
+    doc = json.loads(out)
+    assert (doc["version"], doc["command"]) == (1, "probe")
+    result = doc["result"]
+    assert result["column"] == "ssn"
+    assert result["files"] == [{"file": d["file"], "num_row_groups": len(d["row_groups"])} for d in docs]
+    assert [v["value"] for v in result["values"]] == values
+    assert [v["maybe"] for v in result["values"]] == expected
+    # found in the filtered file / absent there (only the file without filters may hold it) / repeated
+    assert {hit["file"] for hit in expected[0]} == {0, 1} and [hit["file"] for hit in expected[2]] == [1]
+    assert expected[0] == expected[-1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("ssn-0060\n"))
+    rc, out, _ = run(capsys, "probe", str(d), "--column", "ssn", "--values-file", "-", "--json", "--by-value", *kl)
+    assert rc == 0 and json.loads(out)["result"]["values"] == [{"value": "ssn-0060", "maybe": expected[0]}]
+
+
+def test_probe_values_options_are_checked(capsys: pytest.CaptureFixture[str], audit_files: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    good, kl = str(audit_files["good"]), ["--key-list", lw.key_list()]
+    rc, _, err = run(capsys, "probe", good, "--column", "ssn", *kl)
+    assert rc == 2 and "give at least one --value V or a --values-file PATH" in err
+    rc, _, err = run(capsys, "probe", good, "--column", "ssn", "--value", "x", "--by-value", *kl)
+    assert rc == 2 and "--by-value is a form of --json output" in err
+    rc, _, err = run(capsys, "probe", good, "--column", "ssn", "--values-file", str(tmp_path / "missing.txt"), *kl)
+    assert rc != 0 and "missing.txt" in err and "Traceback" not in err
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9\n")
+    rc, _, err = run(capsys, "probe", good, "--column", "ssn", "--values-file", str(tmp_path / "latin1.txt"), *kl)
+    assert rc == 2 and "latin1.txt: not UTF-8 text" in err
+
+
 def test_broken_pipe_is_quiet(audit_files: dict[str, Path]) -> None:
     many = [a for i in range(4000) for a in ("--value", f"value-{i:06d}")]  # > a pipe buffer of JSON
     proc = subprocess.Popen([*CLI_PROCESS, "probe", str(audit_files["good"]),

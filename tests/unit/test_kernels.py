@@ -345,6 +345,64 @@ def test_many_values_in_few_blocks(kernels: ModuleType, hashes: list[int], block
     assert kernels.sbbf_check(bitset, hashes).tolist() == [True] * len(hashes)
 
 
+@PROPERTY
+@given(sizes=st.lists(st.sampled_from([32, 64, 96, 33 * 32 + 7, 4096]), max_size=6),
+       hashes=st.lists(st.integers(0, MASK64), max_size=200), seed=st.integers(0, 2**32 - 1))
+def test_check_many_is_check_of_each_bitset(kernels: ModuleType, sizes: list[int], hashes: list[int],
+                                            seed: int) -> None:
+    """sbbf_check_many row f == sbbf_check(bitsets[f]) == the scalar check, for filters of mixed
+    sizes, half of the hashes inserted in each (so both answers occur)."""
+    rng = np.random.default_rng(seed)
+    probe = np.array(hashes, dtype=np.uint64)
+    bitsets = []
+    for size in sizes:
+        bitset = bytearray(size)
+        kernels.sbbf_insert(bitset, probe[rng.random(probe.size) < 0.5])
+        bitsets.append(bytes(bitset) if rng.random() < 0.5 else bitset)
+    got = kernels.sbbf_check_many(bitsets, probe)
+    assert got.shape == (len(sizes), probe.size) and got.dtype == np.bool_
+    for row, bitset in zip(got, bitsets):
+        assert row.tolist() == scalar_check(bytes(bitset), probe) == kernels.sbbf_check(bitset, probe).tolist()
+
+
+def test_check_many_refuses_bad_input(kernels: ModuleType) -> None:
+    assert kernels.sbbf_check_many([], [1, 2]).shape == (0, 2)
+    assert kernels.sbbf_check_many([bytes(64)], []).shape == (1, 0)
+    with pytest.raises(MalformedBitsetError, match="bitset of 31 bytes is outside"):
+        kernels.sbbf_check_many([bytes(64), bytes(31)], [1])
+    with pytest.raises(TypeError, match="bitsets must be a sequence"):
+        kernels.sbbf_check_many(bytes(64), [1])
+    with pytest.raises(TypeError, match="bitset must be a bytes-like object"):
+        kernels.sbbf_check_many([bytes(64), 5], [1])
+    with pytest.raises(TypeError, match="hashes must be a uint64"):
+        kernels.sbbf_check_many([bytes(64)], np.zeros(3))
+
+
+@pytest.mark.native
+def test_native_check_many_validates_its_buffers() -> None:
+    """The private C function checks sizes itself (no access outside a buffer whatever it is given)."""
+    if not NATIVE_BUILT:
+        missing("native", "secure_bloom.native_kernels is not built in this environment")
+    from secure_bloom import native_kernels
+
+    hashes = np.arange(10, dtype=np.uint64)
+    with pytest.raises(ValueError, match="output buffer of 19 bytes is too small for 20 values"):
+        native_kernels.sbbf_check_many([bytes(64), bytes(64)], hashes, bytearray(19))
+    with pytest.raises(ValueError, match="bitset of 16 bytes is outside"):
+        native_kernels.sbbf_check_many([bytes(64), bytes(16)], hashes, bytearray(20))
+    with pytest.raises(TypeError, match=r"bitsets\[1\] must be a C-contiguous buffer"):
+        native_kernels.sbbf_check_many([bytes(64), None], hashes, bytearray(20))
+    with pytest.raises(TypeError, match="out must be a writable"):
+        native_kernels.sbbf_check_many([bytes(64)], hashes, bytes(10))
+    with pytest.raises(ValueError, match="not a whole number of 8-byte hashes"):
+        native_kernels.sbbf_check_many([bytes(64)], b"\x00" * 12, bytearray(10))
+    with pytest.raises(TypeError, match="bitsets must be a sequence"):
+        native_kernels.sbbf_check_many(5, hashes, bytearray(10))
+    out = bytearray(20)
+    native_kernels.sbbf_check_many([bytes(64), b"\xff" * 64], hashes, out)
+    assert out == bytearray(10) + bytearray(b"\x01" * 10)
+
+
 def test_empty_inputs(kernels: ModuleType) -> None:
     bitset = bytearray(64)
     assert kernels.xxh64_fixed(b"", 8).tolist() == []

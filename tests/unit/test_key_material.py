@@ -239,3 +239,21 @@ def test_material_fields_checked_at_once_as_one_by_one(base: dict[str, object], 
     if isinstance(expected, str):  # the key metadata path names it too
         with pytest.raises(MalformedKeyMaterialError):
             KeyMetadata.from_bytes(json.dumps(obj).encode())
+
+
+def test_key_metadata_is_parsed_once_per_distinct_blob() -> None:
+    """Issue 29: a file's key label, its unwrap and a lookup's recheck each parsed the same JSON;
+    now the same bytes give the same immutable object (from any buffer type), a failure is
+    raised every time (never cached), and the cache is bounded."""
+    from secure_bloom.kms import material as material_module
+
+    data = KeyMetadata(material=FOOTER).to_bytes()
+    first = KeyMetadata.from_bytes(data)
+    assert KeyMetadata.from_bytes(bytearray(data)) is first
+    assert KeyMetadata.from_bytes(memoryview(data)) is first and first == KeyMetadata(material=FOOTER)
+    broken = data.replace(b'"internalStorage":true', b'"internalStorage":"yes"')
+    for _ in range(2):
+        with pytest.raises(MalformedKeyMaterialError, match="internalStorage"):
+            KeyMetadata.from_bytes(broken)
+    info = material_module._parsed_key_metadata.cache_info()
+    assert info.maxsize == material_module.PARSED_KEY_METADATA and info.currsize <= info.maxsize

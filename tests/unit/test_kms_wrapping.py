@@ -274,6 +274,55 @@ def test_expiring_cache_lifetime_counts_from_request_start() -> None:
     assert cache.get_or_create("a", lambda: 2) == 2
 
 
+class _CountedTime(float):
+    """A clock reading that counts the ages computed from it (``now - created``)."""
+
+    ages = 0
+
+    def __sub__(self, other: float) -> float:
+        _CountedTime.ages += 1
+        return float(self) - float(other)
+
+
+def test_expiring_cache_miss_cost_does_not_grow_with_the_entries() -> None:
+    """Issue 29: each miss aged every cached entry, so N distinct keys (N files, each with its own
+    KEK) cost O(N^2). Now a miss ages O(1) entries (amortised): well under 10 per miss."""
+    clock = SettableClock()
+    cache: ExpiringCache[int, int] = ExpiringCache(600, lambda: _CountedTime(clock.now))
+    n = 2000
+    _CountedTime.ages = 0
+    for i in range(n):
+        clock.now += 0.001
+        assert cache.get_or_create(i, lambda i=i: i) == i
+    assert _CountedTime.ages < 10 * n, _CountedTime.ages
+    assert len(cache) == n
+
+
+def test_expiring_cache_purges_exactly_the_expired_entries() -> None:
+    """Entries made at different times expire at their own times; a replaced entry's old
+    creation time never drops its successor; clear() forgets the expiry order too."""
+    clock = SettableClock()
+    cache: ExpiringCache[str, int] = ExpiringCache(10, clock)
+    cache.get_or_create("a", lambda: 1)
+    clock.now += 4
+    cache.get_or_create("b", lambda: 2)
+    clock.now += 6                                    # a: 10 s old (expired), b: 6 s
+    assert len(cache) == 1
+    assert cache.get_or_create("b", lambda: 20) == 2
+    assert cache.get_or_create("a", lambda: 10) == 10  # made again at t=10
+    clock.now += 4                                    # b expired, the new a is 4 s old
+    assert cache.get_or_create("c", lambda: 3) == 3
+    assert len(cache) == 2
+    assert cache.get_or_create("a", lambda: 100) == 10
+    cache.clear()
+    assert len(cache) == 0
+    assert cache.get_or_create("a", lambda: 5) == 5
+    clock.now += 9.999
+    assert len(cache) == 1 and cache.get_or_create("a", lambda: 6) == 5
+    clock.now += 0.001
+    assert cache.get_or_create("a", lambda: 7) == 7
+
+
 # --- rotation ------------------------------------------------------------------------------------------
 
 

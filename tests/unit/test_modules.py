@@ -22,7 +22,9 @@ from secure_bloom.crypto.modules import (
     decrypt_module,
     encrypt_module,
     footer_aad,
+    chunk_ordinals,
     module_aad,
+    module_aad_prefix,
     plaintext_length,
     read_module,
 )
@@ -60,6 +62,34 @@ def test_aad_layouts() -> None:
         "04 0000 0000 0041")
     for t in (3, 5, 6, 7):
         assert module_aad(b"", t, 1, 1) == bytes([t]) + bytes.fromhex("0100 0100")
+
+
+@given(file_aad=st.binary(max_size=40), module_type=st.sampled_from(list(ModuleType)),
+       rg=st.integers(0, 32767), col=st.integers(0, 32767), page=st.integers(0, 32767))
+def test_every_aad_is_module_aads_layout(file_aad: bytes, module_type: ModuleType, rg: int, col: int,
+                                         page: int) -> None:
+    """module_aad is the one builder: its parts (prefix, ordinals) and ChunkCryptoContext.aad
+    give its bytes, for bytes and bytearray AADs and int module types alike."""
+    from secure_bloom.crypto.context import ChunkCryptoContext
+
+    if module_type is ModuleType.FOOTER:
+        assert module_aad(file_aad, module_type) == module_aad_prefix(file_aad, module_type) == footer_aad(file_aad)
+        return
+    pages = (page,) if module_type in (ModuleType.DATA_PAGE, ModuleType.DATA_PAGE_HEADER) else ()
+    expected = file_aad + bytes([module_type]) + struct.pack("<hh", rg, col) + b"".join(struct.pack("<h", p)
+                                                                                         for p in pages)
+    assert module_aad(file_aad, module_type, rg, col, *pages) == expected
+    assert module_aad(bytearray(file_aad), int(module_type), rg, col, *pages) == expected
+    assert module_aad_prefix(file_aad, module_type) + chunk_ordinals(rg, col) == expected[:len(file_aad) + 5]
+    context = ChunkCryptoContext(bytes(16), file_aad, rg, col)
+    assert context.aad(module_type, *pages) == expected
+
+
+def test_aad_prefix_argument_checks() -> None:
+    with pytest.raises(TypeError, match="file_aad must be bytes"):
+        module_aad_prefix("aad", ModuleType.FOOTER)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        module_aad_prefix(b"", 10)
 
 
 @pytest.mark.parametrize(("args", "exc"), [

@@ -28,13 +28,13 @@ from ...kms.cache import ExpiringCache
 from ...crypto.context import ChunkCryptoContext
 from ...crypto.modules import MAX_ORDINAL
 from ...types import ChunkEncryption, FilterForm, FooterMode
-from ...values import TimeZoneLike, display_value, maybe_in, query_hashes
+from ...values import TimeZoneLike, maybe_in, query_hashes
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
 from .crypto_context import decrypt_column_metadata
 from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
 from .footer import Footer, key_id_of, master_key_of, open_footer
 from .keys import NO_KEYS, KeyAccess, as_key_access
-from .probe import ProbeResult, probe_filters
+from .probe import ProbeResult, ProbeValues, probe_row_groups
 from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
 from .identity import Identity, opened_identity
 from .sources import display_path, locate, open_source, read_key_material
@@ -634,15 +634,48 @@ class ParquetBloomReader:
         a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
         unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
         default each value's text. One answer per value, in order, duplicates kept.
+
+        The values are hashed once, and every row group's filter is probed with all of them in
+        one kernel call. Probing many files: give a :class:`~secure_bloom.parquet.file.probe.ProbeValues`
+        as ``values`` (it carries its own labels and time zone) and it is hashed once for all.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            The leaf column (as :meth:`column` takes it).
+        values : value, iterable of values, or ProbeValues
+            What to look up.
+        labels : sequence of str, optional
+            One label per value (not with a ProbeValues).
+        timezone : tzinfo or str, optional
+            The zone of naive date/time values (not with a ProbeValues).
+
+        Returns
+        -------
+        ProbeResult
+
+        Raises
+        ------
+        InvalidValueError
+            A value the column cannot hold.
+        MissingKeyError
+            An encrypted chunk whose key is not available (never "absent").
+        ValueError
+            ``labels`` or ``timezone`` given with a ProbeValues, or not one label per value.
         """
         info = self.column(column)
-        if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
-            values = [values]
-        values = list(values)
-        queries = [query_hashes(v, info, timezone=timezone) for v in values]
-        shown = [display_value(v) for v in values] if labels is None else [str(label) for label in labels]
-        filters = ((rg, bf, self.chunk(rg, info.ordinal).encrypted) for rg, bf in self.iter_filters(info))
-        return probe_filters(self.path, info.path, filters, queries, shown)
+        if isinstance(values, ProbeValues):
+            if labels is not None or timezone is not None:
+                raise ValueError("labels= and timezone= are the ProbeValues' own: give them to ProbeValues")
+            prepared = values
+        else:
+            if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+                values = [values]
+            prepared = ProbeValues(values, labels=labels, timezone=timezone)
+        batch = prepared.batch(info)  # bad values fail before any filter is read
+        filters = [bf for _, bf in self.iter_filters(info)]
+        encrypted = [chunk.encrypted for chunk in self.column_chunks(info)]
+        return probe_row_groups(self.path, info.path, filters, encrypted, batch, prepared.labels)
 
     def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
                                     timezone: TimeZoneLike | None = None) -> list[int]:

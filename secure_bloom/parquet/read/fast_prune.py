@@ -44,7 +44,7 @@ from typing import Any
 from ... import thrift_codec
 from ...crypto.gcm import GcmKey, decrypt
 from ...extensions import load_extension
-from ...crypto.modules import MAX_ORDINAL, ModuleType
+from ...crypto.modules import MAX_ORDINAL, ModuleType, chunk_ordinals, footer_aad, module_aad_prefix
 from ...encrypted_filter import COALESCED_FILTER_BYTES, MAX_ENCRYPTED_FILTER_BYTES
 from ...errors import AuthenticationError, SecureBloomError
 from ...fileio import open_regular_stat
@@ -93,7 +93,6 @@ _NATIVE_ERRORS: tuple[type[BaseException], ...] = (
 _MODULE_GCM = NONCE_LENGTH + TAG_LENGTH
 _MAX_THRIFT_MODULE = 256 << 20
 _LEN = struct.Struct("<I")
-_ORDINALS = struct.Struct("<hh")
 _BLOCK = struct.Struct("<8I")
 _SALTS = tuple(SALT)
 #: Distinct schemas a lookup remembers the leaf columns of (most datasets have one).
@@ -409,7 +408,7 @@ class FastSource:
                 chunks.append((cc.meta_data, None, b""))
                 continue
             ordinal = group.ordinal if group.ordinal is not None else rg
-            tail = _ORDINALS.pack(ordinal, info.ordinal)  # checked in range by fast_source
+            tail = chunk_ordinals(ordinal, info.ordinal)  # checked in range by fast_source
             key = self._key(crypto)
             module = cc.encrypted_column_metadata
             chunks.append((cc.meta_data if module is None else None, key, tail))
@@ -431,7 +430,7 @@ class FastSource:
     def _aad(self, module_type: ModuleType, ordinals: bytes) -> bytes:
         if self._file_aad is None:
             raise Declined("file AAD")
-        return self._file_aad + bytes((module_type,)) + ordinals
+        return module_aad_prefix(self._file_aad, module_type) + ordinals
 
     def _key(self, crypto: Any) -> Any:
         if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
@@ -694,7 +693,7 @@ def _open(path: str, fd: int, stat: os.stat_result, keys: KeyAccess, lookup: Loo
             raise Declined("footer key metadata")
         footer_kmd = bytes(crypto.key_metadata)
         footer_gcm = file_keys.key(footer_kmd, footer=True)
-        plain = _decrypt(footer[used:], footer_gcm, file_aad + bytes((ModuleType.FOOTER,)), _MAX_THRIFT_MODULE)
+        plain = _decrypt(footer[used:], footer_gcm, footer_aad(file_aad), _MAX_THRIFT_MODULE)
         metadata = _parse(m.FileMetaData, plain, padded=True)
     else:
         try:
