@@ -8,8 +8,9 @@ no Python headers; a big-endian host for the kernels) ``pip install .`` still su
 :mod:`secure_bloom.thrift_codec` its Python (thriftpy2) decoder and the cold pruning path
 (:mod:`secure_bloom.parquet.read.fast_prune`) its Python reads, decrypts and probes.
 
-Flags: -O3 and nothing machine-specific (no -march=native): wheels must run on any x86-64 or
-aarch64 machine. The AVX2 block kernels are compiled per function (``target("avx2")``) and chosen
+Flags: -O3 and nothing machine-specific (no -march=native): a wheel must run on any x86-64 machine
+(the wheels built and tested are x86-64 only; elsewhere the sdist builds with the same flags,
+untested). The AVX2 block kernels are compiled per function (``target("avx2")``) and chosen
 at import with ``__builtin_cpu_supports``.
 """
 

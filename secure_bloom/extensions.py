@@ -17,7 +17,16 @@ import os
 import warnings
 from types import ModuleType
 
-__all__ = ["ExtensionFallbackWarning", "load_extension"]
+__all__ = ["ExtensionFallbackWarning", "load_extension", "WHEEL_PYTHONS", "WHEEL_PLATFORM", "wheel_tags",
+           "installed_build"]
+
+#: The CPython versions a wheel is built and tested for (scripts/wheel builds and smoke-tests each,
+#: scripts/pythons runs the unit tests on each); pyproject.toml's classifiers and README's Install
+#: section promise exactly these (tests/unit/test_packaging.py holds them equal).
+WHEEL_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+#: The one platform those wheels are built for (auditwheel's tag; the glibc 2.17 floor). No aarch64
+#: wheel: nothing here builds or tests one, so it is not promised.
+WHEEL_PLATFORM = "manylinux_2_17_x86_64"
 
 
 class ExtensionFallbackWarning(RuntimeWarning):
@@ -56,3 +65,51 @@ def load_extension(name: str, env_var: str, fallback: str, *, fallback_text: str
                       f"{remedy}, or set {env_var}={fallback} to choose the fallback and silence this warning",
                       ExtensionFallbackWarning, stacklevel=3)
         return None, reason
+
+
+def wheel_tags() -> tuple[str, ...]:
+    """The wheel tags shipped, one per :data:`WHEEL_PYTHONS`.
+
+    Returns
+    -------
+    tuple of str
+        ``("cp310-cp310-manylinux_2_17_x86_64", ...)``: interpreter, ABI and platform tag.
+    """
+    return tuple(f"cp{v.replace('.', '')}-cp{v.replace('.', '')}-{WHEEL_PLATFORM}" for v in WHEEL_PYTHONS)
+
+
+def installed_build() -> str:
+    """How this copy of secure_bloom was installed, for ``secure-bloom --version``.
+
+    Read from the installed distribution's ``WHEEL`` file when it describes the imported package
+    (not a source tree on ``sys.path`` beside an installed copy).
+
+    Returns
+    -------
+    str
+        ``"wheel cp313-cp313-manylinux2014_x86_64.manylinux_2_17_x86_64"`` for one of the wheels
+        shipped (its tags as in its file name), ``"built from source (cp313-cp313-linux_x86_64)"``
+        for a wheel pip built on this machine (from the sdist or a checkout), ``"source tree"``
+        where the package is imported from a directory no installed distribution owns.
+
+    Raises
+    ------
+    Nothing: unreadable metadata counts as a source tree.
+    """
+    from importlib import metadata
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent / "__init__.py"
+    try:
+        dist = metadata.distribution("secure-bloom")
+        owned = Path(str(dist.locate_file("secure_bloom/__init__.py"))).resolve() == here
+        wheel = (dist.read_text("WHEEL") or "") if owned else ""
+    except (metadata.PackageNotFoundError, OSError, ValueError):
+        wheel = ""
+    tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+    if not tags:
+        return "source tree"
+    heads = {t.rsplit("-", 1)[0] for t in tags}  # one interpreter-ABI pair, platforms sorted: the file name's tag
+    tag = f"{min(heads)}-{'.'.join(sorted(t.rsplit('-', 1)[1] for t in tags))}" if len(heads) == 1 else ".".join(tags)
+    shipped = any(t in wheel_tags() for t in tags)
+    return f"wheel {tag}" if shipped else f"built from source ({tag})"

@@ -64,7 +64,7 @@ def dev_key_list_file() -> Any:
 
 # Hypothesis profiles (tests/robustness/test_robustness_*.py and the other property suites). CI and a plain
 # `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples;
-# "sanitizer" a quarter of them, for the instrumented run.
+# "sanitizer" a quarter of them, for the instrumented run; "pythons" a fifth, for scripts/pythons.
 def _register_hypothesis_profiles() -> None:
     import os
 
@@ -77,6 +77,10 @@ def _register_hypothesis_profiles() -> None:
                               print_blob=True)
     # the kernel and decoder tests in the ASan/UBSan interpreter (tests/robustness/test_sanitizers.py)
     settings.register_profile("sanitizer", max_examples=25, deadline=None, suppress_health_check=quiet,
+                              print_blob=True)
+    # the unit tier on the Pythons other than CI's first (scripts/pythons): each property again on
+    # another interpreter, at a fifth of the depth
+    settings.register_profile("pythons", max_examples=20, deadline=None, suppress_health_check=quiet,
                               print_blob=True)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -9,7 +9,8 @@
  * Creating: where ``cls()`` only fills the instance dict with None for every field (thriftpy2's
  * generated __init__, no IDL defaults), plain setattr stores into that dict and no field name is a
  * data descriptor of the class, a struct is created with ``cls.__new__(cls)`` and given a copy of
- * the dict ``cls()`` made when the class's table was compiled (same keys, same order), and its
+ * the dict ``cls()`` made when the class's table was compiled (same keys, same order; set as
+ * ``obj.__dict__ = copy`` sets it, through the class's __dict__ descriptor), and its
  * fields are stored into that dict: the same object as ``cls()`` plus setattr, without running
  * __init__ (a Python call per struct: the larger part of decoding a footer). Any other class is
  * created with ``cls()`` and its fields stored with setattr.
@@ -86,6 +87,7 @@ static PyObject *DecodeError;
 static PyObject *UnsupportedSpec;
 static PyObject *spec_cache;   /* {cls: capsule(ClassSpec)}; lives as long as the module */
 static PyObject *str_thrift_spec;
+static PyObject *str_dict;        /* "__dict__" */
 static PyObject *empty_tuple;  /* cls.__new__(cls)'s arguments */
 
 /* ------------------------------------------------------------------ compiled specs */
@@ -114,6 +116,7 @@ struct ClassSpec {
     int is_union;            /* exactly one field must be set */
     int always_check;        /* > 64 fields, or cls() sets a field: leave the verdict to Python */
     PyObject *fresh;         /* the instance dict cls() makes, copied into each new struct; NULL: call cls() */
+    PyObject *dict_descr;    /* with fresh: the class's __dict__ descriptor, which sets a new struct's dict */
 };
 
 static void type_clear(TypeDesc *t)
@@ -137,6 +140,7 @@ static void class_spec_free(ClassSpec *cs)
     PyMem_Free(cs->fields);
     Py_CLEAR(cs->cls);
     Py_CLEAR(cs->fresh);
+    Py_CLEAR(cs->dict_descr);
     PyMem_Free(cs);
 }
 
@@ -244,7 +248,15 @@ static int defaults_all_none(ClassSpec *cs)
         Py_DECREF(value);
     }
     if (all_none && dict_creatable(cs, obj)) {
-        PyObject *made = PyObject_GenericGetDict(obj, NULL);
+        PyObject *made;
+        cs->dict_descr = _PyType_Lookup((PyTypeObject *)cs->cls, str_dict);  /* borrowed */
+        if (cs->dict_descr == NULL || Py_TYPE(cs->dict_descr)->tp_descr_set == NULL) {
+            cs->dict_descr = NULL;
+            Py_DECREF(obj);
+            return all_none;
+        }
+        Py_INCREF(cs->dict_descr);
+        made = PyObject_GenericGetDict(obj, NULL);
         if (made == NULL) {
             Py_DECREF(obj);
             return -1;
@@ -801,7 +813,13 @@ static PyObject *new_struct(ClassSpec *cs, PyObject **dict)
     obj = ((PyTypeObject *)cs->cls)->tp_new((PyTypeObject *)cs->cls, empty_tuple, NULL);
     if (obj == NULL)
         return NULL;
-    if ((fields = PyDict_Copy(cs->fresh)) == NULL || PyObject_GenericSetDict(obj, fields, NULL) < 0) {
+    /* Set through the class's __dict__ descriptor (as ``obj.__dict__ = fields`` does), never through
+     * the dict pointer (PyObject_GenericSetDict): from 3.13 a plain class's instance keeps its
+     * attributes in inline values until its dict is set by the descriptor, which marks them invalid;
+     * PyObject_GenericSetDict (3.13.0) stores the dict pointer beside still valid, empty inline
+     * values, so vars(obj) shows every field and obj.field raises AttributeError. */
+    fields = PyDict_Copy(cs->fresh);
+    if (fields == NULL || Py_TYPE(cs->dict_descr)->tp_descr_set(cs->dict_descr, obj, fields) < 0) {
         Py_XDECREF(fields);
         Py_DECREF(obj);
         return NULL;
@@ -937,9 +955,10 @@ PyMODINIT_FUNC PyInit_native_thrift(void)
     UnsupportedSpec = PyErr_NewException("secure_bloom.native_thrift.UnsupportedSpec", PyExc_TypeError, NULL);
     spec_cache = PyDict_New();
     str_thrift_spec = PyUnicode_InternFromString("thrift_spec");
+    str_dict = PyUnicode_InternFromString("__dict__");
     empty_tuple = PyTuple_New(0);
     if (DecodeError == NULL || UnsupportedSpec == NULL || spec_cache == NULL || str_thrift_spec == NULL ||
-        empty_tuple == NULL ||
+        str_dict == NULL || empty_tuple == NULL ||
         PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0 ||
         PyModule_AddObjectRef(m, "UnsupportedSpec", UnsupportedSpec) < 0) {
         Py_DECREF(m);

@@ -13,9 +13,10 @@ import difflib
 import json
 import os
 import re
+import sys
 from typing import Any, NoReturn
 
-from .. import __version__, kernels, thrift_codec
+from .. import __version__, extensions, kernels, thrift_codec
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from ..types import FilterSizing
@@ -23,8 +24,8 @@ from .deadline import DEFAULT_DEADLINE_S
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
-__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "parse_args", "column_arg", "parse_column_spec", "parse_bloom_spec",
-           "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
+__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "version_line", "parse_args", "column_arg", "parse_column_spec",
+           "parse_bloom_spec", "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
 
 #: Commands handed to another module's ``main(argv)`` with the rest of the command line.
 DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
@@ -34,6 +35,30 @@ DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.t
              "demo": "secure_bloom.tools.demo",
              "vectors": "secure_bloom.tools.vectors"}
 NOT_SHOWN = "<not shown>"
+
+
+def version_line() -> str:
+    """What ``secure-bloom --version`` prints.
+
+    Returns
+    -------
+    str
+        ``secure-bloom VERSION (wheel TAG | built from source (TAG) | source tree; kernel: ...;
+        thrift decoder: ...; wheels shipped: cp310, ... for manylinux_2_17_x86_64)``.
+    """
+    shipped = ", ".join(tag.split("-", 1)[0] for tag in extensions.wheel_tags())
+    return (f"{PROG} {__version__} ({extensions.installed_build()}; kernel: {kernels.kernel_summary()}; "
+            f"thrift decoder: {thrift_codec.thrift_summary()}; wheels shipped: {shipped} for "
+            f"{extensions.WHEEL_PLATFORM})")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the line is built when asked for (reading the install's metadata), not per parse."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(version_line() + "\n")
+        parser.exit()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -322,9 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, formatter_class=_formatter, allow_abbrev=False, epilog=_MAIN_EPILOG,
                      description="Encrypted Parquet split-block Bloom filters: inspect, probe, attach "
                                  "and audit them, byte-compatible with parquet-java.")
-    parser.add_argument("--version", action="version",
-                        version=f"{PROG} {__version__} (kernel: {kernels.kernel_summary()}; "
-                                f"thrift decoder: {thrift_codec.thrift_summary()})")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show the version, how it was installed (the wheel's tag), the kernel and "
+                             "Thrift decoder in use and the wheel tags shipped, and exit")
     parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 

@@ -35,12 +35,15 @@ _FRACTION = re.compile(r"^(.*\d\d:\d\d:\d\d)\.(\d+)(.*)$")
 
 
 def _split_nanos(body: str) -> tuple[str, int]:
-    """(``body`` with at most 6 fractional digits of seconds, the nanoseconds beyond them); a 10th
-    digit on is accepted only as a zero (no Parquet unit holds it)."""
+    """(``body`` with exactly 6 fractional digits of seconds where it has any, the nanoseconds
+    beyond them); a 10th digit on is accepted only as a zero (no Parquet unit holds it). Six
+    digits: Python 3.10's ``fromisoformat`` reads only 3 or 6 (``.25`` becomes ``.250000``)."""
     match = _FRACTION.match(body)
-    if not match or len(match.group(2)) <= 6:
+    if not match:
         return body, 0
     digits = match.group(2)
+    if len(digits) <= 6:
+        return f"{match.group(1)}.{digits.ljust(6, '0')}{match.group(3)}", 0
     if digits[9:].strip("0"):
         raise InvalidValueError("has more than 9 fractional digits (finer than a nanosecond)")
     digits = digits[:9].ljust(9, "0")
@@ -67,7 +70,8 @@ def parse_time_text(text: str, *, adjusted_to_utc: bool | None) -> Any:
     UTC for a UTC-adjusted TIME column (``adjusted_to_utc``) and refused for a local one
     (:func:`~secure_bloom.values.logical.time_of_day_nanos`): the result is the time of day the
     column stores."""
-    body, extra = _split_nanos(text.strip())
+    # "Z" spelled as an offset: Python 3.10's fromisoformat reads only "+00:00"
+    body, extra = _split_nanos(re.sub(r"[Zz]$", "+00:00", text.strip()))
     try:
         value = dt.time.fromisoformat(body)
     except ValueError:

@@ -20,7 +20,7 @@ import pytest
 
 from support import leaky_writer as lw
 from support.cli_json import cli_one, cli_result
-from secure_bloom import __version__, kernels, thrift_codec
+from secure_bloom import __version__
 from secure_bloom.cli import main, parse_column_spec, parser
 from secure_bloom.cli.keys import Redactor
 from secure_bloom.filter import SplitBlockBloomFilter
@@ -117,17 +117,21 @@ def test_help_teaches_key_files_not_keys_in_argv(capsys: pytest.CaptureFixture[s
     assert "export SECURE_BLOOM_KEY_LIST_FILE=keys/dev-key-list.txt" in out
 
 
-VERSION_LINE = (f"secure-bloom {__version__} (kernel: {kernels.kernel_summary()}; "
-                f"thrift decoder: {thrift_codec.thrift_summary()})\n")
+VERSION_LINE = parser.version_line() + "\n"
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, "--version")
     assert (rc, err) == (0, "")
     assert out == VERSION_LINE
-    # both backends in use are named: the compiled kernel / decoder where built, else why not
-    assert re.fullmatch(r"secure-bloom \S+ \(kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\)); "
-                        r"thrift decoder: (native \(.+ -O3\)|python fallback \(.+\))\)\n", out)
+    # how it was installed (a shipped wheel's tag, a local build's, a source tree), both backends in
+    # use (the compiled kernel / decoder where built, else why not) and the wheel tags shipped
+    assert out.startswith(f"secure-bloom {__version__} (")
+    assert re.fullmatch(r"secure-bloom \S+ \((wheel cp3\d+-cp3\d+-\S+|built from source \(cp3\d+-cp3\d+-\S+\)|"
+                        r"source tree); kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\)); "
+                        r"thrift decoder: (native \(.+ -O3\)|python fallback \(.+\)); "
+                        r"wheels shipped: cp310, cp311, cp312, cp313 for manylinux_2_17_x86_64\)\n", out)
+    assert f"cp{sys.version_info.major}{sys.version_info.minor}-" in out or "source tree" in out
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:

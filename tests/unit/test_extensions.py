@@ -43,7 +43,7 @@ def test_missing_extensions_warn_once_each_and_version_names_both() -> None:
     assert "secure_bloom.native_thrift is not built" in warned[1] and "Python (thriftpy2)" in warned[1]
     assert "SECURE_BLOOM_KERNEL=numpy" in warned[0] and "SECURE_BLOOM_THRIFT=python" in warned[1]
     assert proc.stdout.startswith("secure-bloom ")
-    assert "(kernel: numpy fallback (secure_bloom.native_kernels is not built" in proc.stdout
+    assert "; kernel: numpy fallback (secure_bloom.native_kernels is not built" in proc.stdout
     assert "; thrift decoder: python fallback (secure_bloom.native_thrift is not built" in proc.stdout
 
 
@@ -51,8 +51,8 @@ def test_choosing_the_fallback_is_silent() -> None:
     proc = _run({"SECURE_BLOOM_KERNEL": "numpy", "SECURE_BLOOM_THRIFT": "python"})
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr
-    assert "(kernel: numpy fallback (SECURE_BLOOM_KERNEL=numpy); " \
-           "thrift decoder: python fallback (SECURE_BLOOM_THRIFT=python))" in proc.stdout
+    assert "; kernel: numpy fallback (SECURE_BLOOM_KERNEL=numpy); " \
+           "thrift decoder: python fallback (SECURE_BLOOM_THRIFT=python); " in proc.stdout
 
 
 def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,9 +5,20 @@ the distribution carries its licence. (The plugin's import cost: test_pytest_plu
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
+
+from secure_bloom import extensions
+from support.paths import REPO_DIR
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10: the tomli backport (a dependency there)
+    import tomli as tomllib
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -75,3 +86,55 @@ def test_installed_metadata_carries_licence_extras_and_typing() -> None:
     licences = {f.rsplit("/", 1)[-1] for f in files if ".dist-info/licenses/" in f}
     assert licences == {"LICENSE", "NOTICE"}
     assert "secure_bloom/py.typed" in files
+
+
+def test_classifiers_and_readme_promise_exactly_the_wheels_built() -> None:
+    """pyproject.toml's Python classifiers and README's Install section name exactly the wheels
+    scripts/wheel builds and tests (secure_bloom.extensions.WHEEL_PYTHONS, WHEEL_PLATFORM), and no
+    platform that nothing builds or tests (issue 30: the README promised aarch64)."""
+    project = tomllib.loads((REPO_DIR / "pyproject.toml").read_text())["project"]
+    pythons = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+               if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    assert pythons == set(extensions.WHEEL_PYTHONS)
+    assert project["requires-python"] == f">={min(extensions.WHEEL_PYTHONS, key=lambda v: tuple(map(int, v.split('.'))))}"
+    assert [c for c in project["classifiers"] if c.startswith("Operating System")] == ["Operating System :: POSIX :: Linux"]
+    readme = (REPO_DIR / "README.md").read_text()
+    install = readme[readme.index("## Install"):readme.index("\n## ", readme.index("## Install") + 1)]
+    assert all(f"`{tag}`" in install for tag in extensions.wheel_tags()), install
+    assert len(re.findall(r"`cp3\d+-cp3\d+-[a-z0-9_.]+`", install)) == len(extensions.WHEEL_PYTHONS)
+    for promise in ("Linux x86-64 or aarch64", "aarch64 wheel", "manylinux_2_17_aarch64"):
+        assert promise not in install
+
+
+def _installed_build_in(site: Path, *wheel_tags: str) -> str:
+    """installed_build() in a process whose first sys.path entry is ``site``: the package (a copy
+    of this one) and, when ``wheel_tags`` are given, a dist-info whose WHEEL file names them, as pip
+    writes it for a wheel it installs."""
+    shutil.copytree(Path(extensions.__file__).resolve().parent, site / "secure_bloom",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if wheel_tags:
+        info = site / "secure_bloom-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.4\nName: secure-bloom\nVersion: 0.1.0\n")
+        (info / "WHEEL").write_text("Wheel-Version: 1.0\nGenerator: setuptools\nRoot-Is-Purelib: false\n"
+                                    + "".join(f"Tag: {t}\n" for t in wheel_tags))
+    proc = subprocess.run([sys.executable, "-c", "from secure_bloom import extensions as e; print(e.installed_build())"],
+                          capture_output=True, text=True, timeout=120, cwd=site,
+                          env={**os.environ, "PYTHONPATH": str(site)}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_installed_build_names_the_wheel_and_tells_a_source_build(tmp_path: Path) -> None:
+    """``secure-bloom --version`` says which wheel is installed (its tags, as in its file name), a
+    wheel pip built on the machine, or a source tree no installed distribution owns (this test's own
+    package may be installed: the copy without a dist-info is still a source tree)."""
+    tag = extensions.wheel_tags()[-1]
+    py = tag.rsplit("-", 1)[0]
+    for name, tags, expected in [
+        ("shipped", (tag, f"{py}-manylinux2014_x86_64"), f"wheel {py}-manylinux2014_x86_64.{tag.rsplit('-', 1)[1]}"),
+        ("local", (f"{py}-linux_x86_64",), f"built from source ({py}-linux_x86_64)"),
+        ("tree", (), "source tree"),
+    ]:
+        (tmp_path / name).mkdir()
+        assert _installed_build_in(tmp_path / name, *tags) == expected

@@ -439,6 +439,32 @@ def test_structs_made_without_init_are_the_objects_init_makes() -> None:
     assert (made.a, made.b, made.__dict__["_b"]) == (5, "y", "y")
 
 
+
+@pytest.mark.parametrize("label", sorted(REAL_FOOTERS))
+def test_native_structs_read_and_write_as_attributes(label: str) -> None:
+    """Every field of every struct the native decoder makes reads by attribute access as the same
+    object its __dict__ holds, and an attribute written afterwards is in that dict. Regression
+    (Python 3.13): the decoder set each new struct's dict through the dict pointer
+    (PyObject_GenericSetDict) beside the instance's still valid inline values, so vars() showed the
+    fields and ``meta.schema`` raised AttributeError (write_table, read_table, probe and audit failed)."""
+    require_native_thrift()
+    with thrift_codec.forced_backend("native"):
+        meta, _ = thrift_codec.parse(M.FileMetaData, REAL_FOOTERS[label])
+    pending, structs = [meta], 0
+    while pending:
+        obj = pending.pop()
+        structs += 1
+        for field in type(obj).thrift_spec.values():
+            name = field[1]
+            value = getattr(obj, name)
+            assert value is obj.__dict__[name], (type(obj).__name__, name)
+            for item in value if isinstance(value, list) else [value]:
+                if hasattr(type(item), "thrift_spec"):
+                    pending.append(item)
+        obj.written_later = structs
+        assert obj.__dict__["written_later"] == structs and vars(obj) is obj.__dict__
+    assert structs >= 10 + 2 * len(meta.row_groups)
+
 # ----------------------------------------------------------------------- backend selection
 
 def _backend_in_subprocess(env_value: str | None, block_native: bool = False) -> subprocess.CompletedProcess[str]:

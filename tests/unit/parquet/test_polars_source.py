@@ -139,7 +139,8 @@ def test_a_part_that_may_raise_keeps_every_row_group(tmp_path: Path) -> None:
                 bloom_filter_options={"k": True})
     pq.write_table(table, tmp_path / "p.parquet")
     expr = ~((pl.col("k") != "b") | (pl.col("s").cast(pl.Int64) != 5))  # pushed whole to the source
-    assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == "ComputeError"
+    if tuple(int(part) for part in pl.__version__.split(".")[:2]) >= (2, 1):  # 2.0.0's own reader panics here
+        assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == "ComputeError"
     in_memory = _outcome(lambda: pl.read_parquet(tmp_path / "p.parquet").filter(expr))
     assert in_memory == "InvalidOperationError"
     assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == in_memory
