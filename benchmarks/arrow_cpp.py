@@ -1,5 +1,5 @@
 """Arrow C++'s own ``BlockSplitBloomFilter`` as a benchmark peer (the Arrow C++ column of
-``secure-bloom bench``).
+``python -m benchmarks bench``).
 
 pyarrow exposes no Bloom filter API, but its wheel ships Arrow C++'s ``libparquet`` and headers:
 :func:`arrow_bench_binary` compiles ``cpp/arrow_bloom_bench.cc`` against them with g++ (``-O2``,
@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from ..spark.jvm import cache_root
+from secure_bloom.spark.jvm import cache_root
 
 __all__ = ["ArrowBenchUnavailable", "arrow_bench_binary", "arrow_bloom_bench"]
 

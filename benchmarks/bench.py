@@ -1,6 +1,6 @@
 """Benchmark: hash + insert and hash + check, native kernel vs numpy vs scalar vs parquet-java.
 
-``python -m secure_bloom.tools.bench`` (also ``secure-bloom bench``) times, on one machine and in one run:
+``python -m benchmarks.bench`` (also ``python -m benchmarks bench``) times, on one machine and in one run:
 
 * N int64 values and N UTF-8 strings (about 24 bytes each; as a pyarrow string array and as a
   Python list) into a 1 MiB and a 16 MiB filter: ns/value for hash+insert and hash+check;
@@ -43,13 +43,13 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
-from ..cli.output import envelope
-from .. import kernels
-from ..encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
-from ..filter import SplitBlockBloomFilter
-from ..spec import WRITER_DEFAULT_MAX_BYTES
-from ..types import PhysicalType
-from ..values.physical import hash_value, hash_values
+from secure_bloom.cli.output import envelope
+from secure_bloom import kernels
+from secure_bloom.encrypted_filter import decrypt_bloom_filter, encrypt_bloom_filter
+from secure_bloom.filter import SplitBlockBloomFilter
+from secure_bloom.spec import WRITER_DEFAULT_MAX_BYTES
+from secure_bloom.types import PhysicalType
+from secure_bloom.values.physical import hash_value, hash_values
 from .arrow_cpp import ArrowBenchUnavailable, arrow_bloom_bench
 
 __all__ = ["run_benchmarks", "main", "make_int64_values", "make_string_values", "TARGETS"]
@@ -161,7 +161,7 @@ def _arrow_figures(kind: Literal["int64", "string"], path: str, num_bytes: int, 
 
 def _java_figures(kind: Literal["int64", "string"], path: str, num_bytes: int, repeat: int) -> dict[str, Any]:
     """parquet-java's BlockSplitBloomFilter via io.securebloom.BloomBench, or a skip note."""
-    from ..errors import JavaNotFoundError, JvmError
+    from secure_bloom.errors import JavaNotFoundError, JvmError
     from .parquet_java import bloom_bench
 
     try:
@@ -377,8 +377,8 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m secure_bloom.tools.bench``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
-    parser = argparse.ArgumentParser(prog="secure-bloom bench", description=__doc__,
+    """``python -m benchmarks.bench``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000, help="values per workload (default 1,000,000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the median is shown (default 3)")

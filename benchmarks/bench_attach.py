@@ -1,6 +1,6 @@
 """Benchmark: attach Bloom filters to a big pyarrow-encrypted file vs Spark rewriting it (figures, not a test).
 
-``secure-bloom bench-attach`` (or ``python -m secure_bloom.tools.bench_attach``) writes, with
+``python -m benchmarks bench-attach`` writes, with
 pyarrow, an encrypted Parquet file of ``--rows`` synthetic rows (default 8M, about 760 MB: six
 columns of random, incompressible values; footer key and two column keys, key tools with a fresh
 in-memory key list), then times, in one run on one machine:
@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cli.output import envelope
-from .. import kernels
-from ..spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
+from secure_bloom.cli.output import envelope
+from secure_bloom import kernels
+from secure_bloom.spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
 
 __all__ = ["main", "run_attach_benchmark", "write_source", "TARGETS", "FILTERED"]
 
@@ -83,7 +83,7 @@ def write_source(path: Path, rows: int, row_group_rows: int, key_list: str, seed
     import pyarrow.parquet as pq
     import pyarrow.parquet.encryption as pe
 
-    from ..kms import KeyListKms, pyarrow_kms_client_factory
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
 
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(KeyListKms(key_list)))
     config = pe.EncryptionConfiguration(footer_key=_FOOTER_KEY, column_keys=_COLUMN_KEYS, double_wrapping=True)
@@ -132,8 +132,8 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
     import pyarrow.parquet.encryption as pe
 
-    from ..kms import KeyListKms, pyarrow_kms_client_factory
-    from ..parquet import KeyAccess, attach_bloom_filters
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 
     kms = KeyListKms(key_list)
     baseline = _memory_mb("VmRSS")
@@ -161,9 +161,9 @@ def _in_fresh_process(name: str, src: Path, dst: Path, key_list: str) -> dict[st
 
 def _spark_rewrite(src: Path, out: Path, key_list: str, rows_per_group: int, cores: int) -> dict[str, Any]:
     """Spark reads the file and writes it again with the same filters; session start not timed."""
-    from ..errors import JavaNotFoundError
-    from ..spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
-    from ..spark.session import local_spark
+    from secure_bloom.errors import JavaNotFoundError
+    from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    from secure_bloom.spark.session import local_spark
 
     policy = EncryptionPolicy(
         footer_key=_FOOTER_KEY, kms=KeyListKmsConfig(key_list=key_list),
@@ -262,8 +262,8 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``secure-bloom bench-attach``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
-    parser = argparse.ArgumentParser(prog="secure-bloom bench-attach", description=__doc__,
+    """``python -m benchmarks bench-attach``: exit 0 when it ran (whatever the figures), 2 on bad usage."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench-attach", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=8_000_000, help="rows of the source file (default 8M, ~760 MB)")
     parser.add_argument("--row-group-rows", type=int, default=1_000_000, help="rows per row group (default 1M)")

@@ -1,4 +1,4 @@
-"""Benchmark of point lookups by key (figures, not a test): ``secure-bloom bench-lookup``.
+"""Benchmark of point lookups by key (figures, not a test): ``python -m benchmarks bench-lookup``.
 
 Generates an encrypted dataset (default 1 GiB on disk in 50 files, 5 row groups each; a random
 32-hex-digit key per row, so min/max statistics cannot prune; incompressible payload), written by
@@ -62,7 +62,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
-from ..cli.output import envelope
+from secure_bloom.cli.output import envelope
 
 __all__ = ["main", "run_lookup_benchmark", "generate_dataset"]
 
@@ -94,8 +94,8 @@ def _write_files(root: Path, master: dict[str, bytes], first: int, count: int, r
                  seed: int, plaintext: bool, worker: bool = False) -> list[str]:
     """Write files ``first`` .. ``first + count - 1`` (encrypted, and their plaintext copies);
     returns one present key of each. Runs in a worker process when generation is parallel."""
-    from ..kms import KeyListKms, pyarrow_kms_client_factory
-    from ..parquet import KeyAccess, attach_bloom_filters
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 
     if worker:
         pa.set_cpu_count(1)  # one process per core: Arrow's own threads would only contend
@@ -128,7 +128,7 @@ def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5
     plaintext copy for DuckDB); returns the key list, the directories and some present keys.
     ``workers`` > 1: in that many processes, ``files_per_task`` files per task (the same master
     keys; other random rows than one process writes)."""
-    from ..kms import KeyListKms
+    from secure_bloom.kms import KeyListKms
 
     rng = np.random.default_rng(seed)
     master = {"footer": rng.bytes(16), "keys": rng.bytes(16)}
@@ -190,7 +190,7 @@ def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tupl
     """One lookup through the public API, as a service makes it: ``read_table`` (``scan`` when
     its reads are counted); ``warm``: (KeyAccess, PruneCache) reused across lookups, else a
     fresh KeyAccess and no cache."""
-    from ..parquet import KeyAccess, read_table, scan
+    from secure_bloom.parquet import KeyAccess, read_table, scan
 
     keys, cache = warm if warm is not None else (KeyAccess(kms=data["kms"]), None)
     if not count:
@@ -201,9 +201,9 @@ def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tupl
 
 
 def _pyarrow(data: dict[str, Any], key: str, count: bool) -> tuple[int, int | None]:
-    from ..parquet import KeyAccess
-    from ..parquet.read.api import parquet_format
-    from ..parquet.file.sources import CountingFileSystem, ReadCounter
+    from secure_bloom.parquet import KeyAccess
+    from secure_bloom.parquet.read.api import parquet_format
+    from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
 
     counter = ReadCounter()
     fs = pafs.PyFileSystem(CountingFileSystem(pafs.LocalFileSystem(), counter)) if count else pafs.LocalFileSystem()
@@ -231,7 +231,7 @@ def run_lookup_benchmark(size_mb: float = 224, files: int = 50, lookups: int = 5
                                               "row_groups": files * row_groups}, "engines": {}}
         if prune_costs:
             result["prune"] = prune_costs_of(data, absent[0], row_groups)
-        from ..parquet import KeyAccess, PruneCache
+        from secure_bloom.parquet import KeyAccess, PruneCache
 
         warm = (KeyAccess(kms=data["kms"]), PruneCache())
         runners: dict[str, Lookup] = {
@@ -248,8 +248,8 @@ def run_lookup_benchmark(size_mb: float = 224, files: int = 50, lookups: int = 5
                 "SELECT * FROM read_parquet(?) WHERE key = ?", [glob, k]).fetchall()), None)
             pids["duckdb"] = "self"
         if "spark" in engines:
-            from ..spark.policy import EncryptionPolicy, KeyListKmsConfig
-            from ..spark.session import local_spark
+            from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
+            from secure_bloom.spark.session import local_spark
 
             policy = EncryptionPolicy(footer_key="footer", kms=KeyListKmsConfig(key_list=data["key_list"]),
                                       column_keys={"keys": ["key"]})
@@ -304,10 +304,10 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
     untimed one, default ``max(2, repeat // 2)``; 0: one run, no untimed one), and the I/O floor
     (the byte ranges the pruner reads, read with ``os.pread`` and nothing else); per file and
     per row group."""
-    from ..parquet import KeyAccess, ParquetBloomReader
-    from ..parquet.read.api import parquet_format
-    from ..parquet.read.predicate import predicate_tree, to_expression
-    from ..parquet.read.prune import prune_files, prune_reader
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+    from secure_bloom.parquet.read.api import parquet_format
+    from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
+    from secure_bloom.parquet.read.prune import prune_files, prune_reader
 
     paths = sorted(str(p) for p in Path(data["encrypted"]).iterdir())
     schema = ds.dataset(paths[0], format=parquet_format(KeyAccess(kms=data["kms"]))).schema
@@ -346,7 +346,7 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
 def _warm_lookup_s(data: dict[str, Any], present: str, lookups: int = 5) -> float:
     """The median of ``lookups`` warm absent-key lookups (one KeyAccess and PruneCache, filled
     by an untimed lookup of ``present``) through ``read_table``."""
-    from ..parquet import KeyAccess, PruneCache
+    from secure_bloom.parquet import KeyAccess, PruneCache
 
     warm = (KeyAccess(kms=data["kms"]), PruneCache())
     _ours(data, present, False, warm)
@@ -457,7 +457,7 @@ def per_row_group_us(many: dict[str, Any], single: dict[str, Any]) -> dict[str, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom bench-lookup", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench-lookup", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=float, default=224, help="first workload's size on disk (default 224 MB)")
     parser.add_argument("--files", type=int, default=50, help="first workload's files, 5 row groups each (default 50)")

@@ -1,6 +1,6 @@
 """Benchmark of the distributed Bloom filter build (figures, not a test).
 
-``secure-bloom bench-spark`` (or ``python -m secure_bloom.tools.bench_spark``) measures, on one machine:
+``python -m benchmarks bench-spark`` measures, on one machine:
 
 * the distributed build of N values (default 10M, INT64 and STRING) with ``local[1]`` and
   ``local[2]``: the speed-up of the second core;
@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import kernels
-from ..filter import optimal_num_bytes
-from ..spec import DEFAULT_FPP
+from secure_bloom import kernels
+from secure_bloom.filter import optimal_num_bytes
+from secure_bloom.spec import DEFAULT_FPP
 from .timing import best_seconds
-from ..cli.output import envelope
+from secure_bloom.cli.output import envelope
 
 __all__ = ["main", "run_spark_benchmark"]
 
@@ -58,8 +58,8 @@ def _measure(cores: int, n: int, kinds: Sequence[str], num_bytes: int, repeat: i
              with_parquet_java: bool) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from ..spark.build import build_bloom_filter
-    from ..spark.session import local_spark
+    from secure_bloom.spark.build import build_bloom_filter
+    from secure_bloom.spark.session import local_spark
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -116,7 +116,7 @@ def run_spark_benchmark(n: int = 10_000_000, kinds: Sequence[str] = ("int64", "s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom bench-spark", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench-spark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000_000, help="values (default 10M)")
     parser.add_argument("--kinds", default="int64,string", help="comma list of int64,string")

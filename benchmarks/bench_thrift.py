@@ -1,4 +1,4 @@
-"""``secure-bloom bench-thrift [FILE.parquet ...]``: time per FileMetaData parse,
+"""``python -m benchmarks bench-thrift [FILE.parquet ...]``: time per FileMetaData parse,
 native C decoder vs the Python (thriftpy2) decoder, in one run.
 
 Footers: the plaintext footers of the files given, else two that pyarrow writes (3 and 40 columns,
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import thrift_codec
+from secure_bloom import thrift_codec
 from .timing import best_seconds
 
 __all__ = ["bench_footers", "main"]
@@ -80,7 +80,7 @@ def _native_loads() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom bench-thrift", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench-thrift", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", help="Parquet files with plaintext footers (default: pyarrow-made)")
     parser.add_argument("--repeat", type=int, default=5, help="timed batches per case; the best is shown")

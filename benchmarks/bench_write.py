@@ -1,6 +1,6 @@
 """Benchmark of writing encrypted Parquet with encrypted Bloom filters (figures, not a test).
 
-``secure-bloom bench-write`` (or ``python -m secure_bloom.tools.bench_write``) writes one table
+``python -m benchmarks bench-write`` writes one table
 (default 2M rows: a sequential id, an e-mail, an SSN-like text, an account number, an amount and
 a timestamp), encrypted with a footer key and two column keys, four ways in the same run:
 
@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 
 from .timing import best_seconds
-from ..cli.output import envelope
+from secure_bloom.cli.output import envelope
 
 __all__ = ["main", "run_write_benchmark", "TARGETS", "make_table"]
 
@@ -85,8 +85,8 @@ def _cpu_seconds() -> float:
 
 
 def _measure_python(table: pa.Table, tmp: Path, key_list: str, row_group_size: int, repeat: int) -> dict[str, float]:
-    from ..kms import KeyListKms, pyarrow_kms_client_factory
-    from ..parquet import KeyAccess, attach_bloom_filters, write_table
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
 
     kms = KeyListKms(key_list)
     config = pe.EncryptionConfiguration(footer_key="footer", column_keys=COLUMN_KEYS)
@@ -128,8 +128,8 @@ def _measure_python(table: pa.Table, tmp: Path, key_list: str, row_group_size: i
 def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> dict[str, float]:
     from pyspark.sql import SparkSession
 
-    from ..spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
-    from ..spark.session import local_spark
+    from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    from secure_bloom.spark.session import local_spark
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -157,7 +157,7 @@ def _measure_spark(table: pa.Table, tmp: Path, key_list: str, repeat: int) -> di
 def run_write_benchmark(rows: int = 2_000_000, *, row_group_size: int = 1024 * 1024, repeat: int = 3,
                         with_spark: bool = True) -> dict[str, Any]:
     """Run the four writes; returns figures (seconds, bytes), ratios and the targets."""
-    from ..kernels import BACKEND
+    from secure_bloom.kernels import BACKEND
 
     table = make_table(rows)
     tmp = Path(tempfile.mkdtemp(prefix="secure-bloom-bench-write-"))
@@ -208,7 +208,7 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom bench-write", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bench-write", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2_000_000, help="rows (default 2M)")
     parser.add_argument("--row-group-size", type=int, default=1024 * 1024, help="rows per row group (default 1Mi)")

@@ -1,4 +1,4 @@
-"""The end-to-end demo: ``secure-bloom demo`` (README's first command).
+"""The end-to-end demo: ``python -m benchmarks demo`` (``scripts/demo``, README's first command).
 
 On the embedded defaults (local Spark, the development key list ``keys/dev-key-list.txt`` when run in
 the repository, else a throwaway development key list it makes under ``--out``):
@@ -34,7 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..spec import DEFAULT_FPP
+from secure_bloom.kms.key_list import DEVELOPMENT_KEYS_HEADER, write_development_key_list
+from secure_bloom.spec import DEFAULT_FPP
 
 __all__ = ["main", "run_demo", "find_dev_key_list", "throwaway_key_list"]
 
@@ -47,40 +48,30 @@ CITIES = ("Amsterdam", "Berlin", "Chicago", "Delhi", "Lagos", "Lima", "Lisbon", 
 
 def find_dev_key_list(explicit: str | None = None) -> Path | None:
     """The development key list: ``--key-list-file`` (which must exist),
-    $SECURE_BLOOM_KEY_LIST_FILE, ./keys/dev-key-list.txt, or the source checkout's; None when
+    $SECURE_BLOOM_KEY_LIST_FILE or ./keys/dev-key-list.txt (scripts/demo runs in the checkout); None when
     there is none (the demo then makes a throwaway one: :func:`throwaway_key_list`)."""
     if explicit:
         if not Path(explicit).is_file():
             raise FileNotFoundError(f"--key-list-file {explicit}: no such file")
         return Path(explicit)
-    candidates = [os.environ.get("SECURE_BLOOM_KEY_LIST_FILE"), str(Path.cwd() / "keys" / "dev-key-list.txt"),
-                  str(Path(__file__).resolve().parents[2] / "keys" / "dev-key-list.txt")]
+    candidates = [os.environ.get("SECURE_BLOOM_KEY_LIST_FILE"), str(Path.cwd() / "keys" / "dev-key-list.txt")]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     return None
 
 
-#: The first line of a key list the demo makes for itself.
-THROWAWAY_HEADER = "# THROWAWAY DEVELOPMENT KEYS made by 'secure-bloom demo' for its own output: never for real data."
+#: The first line of a key list the demo makes for itself (the library's throwaway key lists).
+THROWAWAY_HEADER = DEVELOPMENT_KEYS_HEADER
 
 
 def throwaway_key_list(out: Path) -> Path:
     """A fresh key list (random AES-128 master keys for the demo's key ids) written to
     ``out/DEVELOPMENT-KEYS-demo-key-list.txt`` (owner-only), marked as development keys: the
-    demo's files can be read again with it, and with nothing else."""
-    import base64
-
-    path = out / "DEVELOPMENT-KEYS-demo-key-list.txt"
-    if path.is_file() and path.read_text(encoding="utf-8").startswith(THROWAWAY_HEADER):
-        return path  # a rerun into the same folder keeps the keys its earlier files were written with
-    lines = [THROWAWAY_HEADER, "# Made with os.urandom(16); the files in this folder are encrypted under them."]
-    lines += [f"{key_id}:{base64.b64encode(os.urandom(16)).decode()}"
-              for key_id in dict.fromkeys([FOOTER_KEY, *COLUMN_KEYS.values()])]
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
+    demo's files can be read again with it, and with nothing else. A rerun into the same folder
+    keeps the keys its earlier files were written with."""
+    return write_development_key_list(out / "DEVELOPMENT-KEYS-demo-key-list.txt",
+                                      tuple(dict.fromkeys([FOOTER_KEY, *COLUMN_KEYS.values()])))
 
 
 def _key_list_text(path: Path) -> str:
@@ -582,7 +573,7 @@ def _run_steps(out: Path, rows: int, found: Path | None, seed: int) -> dict[str,
 
 
 def _parquet_java_probe(path: Path, policy: Any, probes: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
+    from benchmarks.parquet_java import ColumnProbe, bloom_probe
 
     result = bloom_probe(path, [ColumnProbe(c, "string", tuple(k["present"] + k["absent"]))
                                 for c, k in probes.items()], policy.hadoop_conf())
@@ -598,7 +589,7 @@ def _parquet_java_probe(path: Path, policy: Any, probes: dict[str, dict[str, lis
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom demo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="demo-output", help="output directory (default: demo-output)")
     parser.add_argument("--rows", type=int, default=200_000, help="synthetic customers (default 200000)")

@@ -1,6 +1,6 @@
 """Python entry points to the Java harnesses: parquet-java as the reference for our Bloom filters.
 
-The harness classes (``tools/java``) compile into a jar of their own (:func:`harness_jar`), built
+The harness classes (``benchmarks/java``) compile into a jar of their own (:func:`harness_jar`), built
 against the production jar; it is used by the demo, the benchmarks and the tests, and never put
 on Spark's class path.
 

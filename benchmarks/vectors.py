@@ -1,7 +1,7 @@
 """Generate the conformance vectors of specs/vectors: encrypted Parquet files with Bloom filters,
 their manifest (keys, layout, EXACT expected probe answers) and negative vectors.
 
-``python -m secure_bloom.tools.vectors OUT_DIR [--no-spark]`` (or ``secure-bloom vectors``).
+``python -m benchmarks.vectors OUT_DIR [--no-spark]`` (or ``python -m benchmarks vectors``).
 
 * Data: one table from a fixed seed (96 rows, two row groups of 48): INT32, INT64, FLOAT,
   DOUBLE, BYTE_ARRAY (string), FIXED_LEN_BYTE_ARRAY (decimal(30,0), 13 bytes) and INT96
@@ -124,8 +124,8 @@ def _write_ours(path: Path, table: Any, *, plaintext_footer: bool, algorithm: st
     import pyarrow.parquet as pq
     import pyarrow.parquet.encryption as pe
 
-    from ..kms import KeyListKms, pyarrow_kms_client_factory
-    from ..parquet import KeyAccess, attach_bloom_filters
+    from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+    from secure_bloom.parquet import KeyAccess, attach_bloom_filters
 
     tmp = path.with_name("src-" + path.name)
     factory = pe.CryptoFactory(pyarrow_kms_client_factory(KeyListKms(key_list())))
@@ -138,16 +138,16 @@ def _write_ours(path: Path, table: Any, *, plaintext_footer: bool, algorithm: st
     keys = KeyAccess(kms=KeyListKms(key_list()))
     attach_bloom_filters(tmp, path, list(COLUMNS), keys, fpp=dict(FPP))
     tmp.unlink()
-    from ..kms.sidecar import sidecar_path
+    from secure_bloom.kms.sidecar import sidecar_path
 
     sidecar_path(tmp).unlink(missing_ok=True)
 
 
 def _write_java(spark: Any, path: Path, table: Any, *, plaintext_footer: bool, algorithm: str, double: bool,
                 internal: bool) -> None:
-    from ..kms.sidecar import sidecar_path
-    from ..spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
-    from ..spark.session import applied_policy
+    from secure_bloom.kms.sidecar import sidecar_path
+    from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    from secure_bloom.spark.session import applied_policy
 
     policy = EncryptionPolicy(
         footer_key="kf", kms=KeyListKmsConfig(key_list()),
@@ -187,8 +187,8 @@ def probe_values(table: Any, absent: dict[str, list[Any]]) -> dict[str, list[dic
     absent ones (``row_group`` null). Each with its probe text, plain bytes and XXH64."""
     import pyarrow as pa
 
-    from ..values import encode_value
-    from ..values.physical import hash_value, plain_bytes
+    from secure_bloom.values import encode_value
+    from secure_bloom.values.physical import hash_value, plain_bytes
 
     out: dict[str, list[dict[str, Any]]] = {}
     schema = pa.schema([table.schema.field(name) for name in COLUMNS])
@@ -214,7 +214,7 @@ def _column_infos(schema: Any) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..parquet import ParquetBloomReader
+    from secure_bloom.parquet import ParquetBloomReader
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "schema.parquet"
@@ -228,8 +228,8 @@ def _entry(path: Path, writer: str, variant: dict[str, Any], probes: dict[str, l
     """The manifest entry of one positive vector, read back with our reader: per row group and
     column the filter's storage, size, bitset digest and the expected answer of every probe
     value ("1" maybe, "0" absent; aligned with ``probe_values[column]``)."""
-    from ..kms import KeyListKms
-    from ..parquet import KeyAccess, ParquetBloomReader
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
     keys = KeyAccess(kms=KeyListKms(key_list()))
     entry: dict[str, Any] = {"file": path.name, "writer": writer, **variant, "row_groups": []}
@@ -278,8 +278,8 @@ def _probe_text(value: Any, raw: bytes, value_type: str) -> Any:
 
 
 def _regions(path: Path) -> dict[tuple[int, str], tuple[int, int]]:
-    from ..kms import KeyListKms
-    from ..parquet import KeyAccess, ParquetBloomReader
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
     with ParquetBloomReader(path, keys=KeyAccess(kms=KeyListKms(key_list()))) as reader:
         out = {}
@@ -294,10 +294,10 @@ def _flip(data: bytearray, at: int) -> None:
 
 
 def _make_negative(name: str, base: Path, plaintext_base: Path) -> bytes:
-    from ..encrypted_filter import encrypt_bloom_filter
-    from ..header import serialize_header
-    from ..kms import KeyListKms
-    from ..parquet import KeyAccess, ParquetBloomReader
+    from secure_bloom.encrypted_filter import encrypt_bloom_filter
+    from secure_bloom.header import serialize_header
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
     source = plaintext_base if name == "neg_plaintext_filter" else base
     data = bytearray(source.read_bytes())
@@ -344,9 +344,9 @@ def _make_negative(name: str, base: Path, plaintext_base: Path) -> bytes:
 
 
 def _negative_entry(name: str, path: Path, base: Path, plaintext_base: Path) -> dict[str, Any]:
-    from .. import errors
-    from ..kms import KeyListKms
-    from ..parquet import KeyAccess, ParquetBloomReader
+    from secure_bloom import errors
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.parquet import KeyAccess, ParquetBloomReader
 
     what, outcome, error_name = NEGATIVE[name]
     try:
@@ -389,7 +389,7 @@ def generate(out: Path, *, spark: bool = True, log: Callable[[str], None] = prin
     absent = _absent(table)
     manifest: dict[str, Any] = {
         "format": "secure-bloom conformance vectors", "version": 1,
-        "generator": "python -m secure_bloom.tools.vectors (seed %d)" % SEED,
+        "generator": "python -m benchmarks.vectors (seed %d)" % SEED,
         "license": "Apache-2.0", "keys": {
             "note": "parquet-testing test keys: for tests only, never for production",
             "master_keys_utf8": {k: v.decode() for k, v in MASTER_KEYS.items()},
@@ -408,7 +408,7 @@ def generate(out: Path, *, spark: bool = True, log: Callable[[str], None] = prin
         manifest["positive"].append(_entry(path, "secure_bloom attach (data: pyarrow)", variant, manifest["probe_values"]))
         log(f"wrote {path.name}")
     if spark:
-        from ..spark.session import local_spark
+        from secure_bloom.spark.session import local_spark
 
         session = local_spark("secure-bloom-vectors", cores=1)
         try:
@@ -444,7 +444,7 @@ def _dumps(manifest: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="secure-bloom vectors", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks vectors", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="directory to write (its vectors are replaced)")
     parser.add_argument("--no-spark", action="store_true", help="skip the parquet-java (PySpark) vectors")
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
-"""The ``secure-bloom`` commands: inspect, probe, attach and audit (one function each), and the
-commands delegated to :mod:`secure_bloom.tools` (demo, bench, bench-spark).
+"""The ``secure-bloom`` commands: inspect, probe, attach, audit, query, encrypt, doctor and
+dev-keys (one function each).
 
 Each command takes the parsed arguments and the stream for its report and returns the exit
 code; a problem with a file is raised as a one-line :class:`~secure_bloom.cli.exits.CliError`
@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import contextvars
-import importlib
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -27,10 +26,10 @@ from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import envelope, print_json, progress_bar
-from .parser import DELEGATED, parse_column_spec
+from .parser import parse_column_spec
 
-__all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
-           "cmd_encrypt", "cmd_doctor"]
+__all__ = ["COMMANDS", "run_command", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
+           "cmd_encrypt", "cmd_doctor", "cmd_dev_keys"]
 
 
 # What a command could not check (paths under a directory it could not read): reported on stderr
@@ -493,29 +492,26 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if remaining else EXIT_OK
 
 
-def run_delegated(name: str, argv: list[str]) -> int:
-    """Run a :data:`~secure_bloom.cli.parser.DELEGATED` command's ``main(argv)``; its exit code."""
-    module_name = DELEGATED[name]
+def cmd_dev_keys(args: argparse.Namespace, out: TextIO) -> int:
+    """``dev-keys``: write a throwaway development key list (no key bytes are printed)."""
+    from ..kms.key_list import DEVELOPMENT_KEY_IDS, write_development_key_list
+
+    ids = tuple(args.key_ids) or DEVELOPMENT_KEY_IDS
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            raise CliError(f"{name}: not available in this installation ({module_name} is missing)",
-                           ErrorKind.ERROR) from e
-        raise
-    entry = getattr(module, "main", None)
-    if not callable(entry):
-        raise CliError(f"{name}: {module_name} has no main(argv)", ErrorKind.ERROR)
-    try:
-        return int(entry(argv) or 0)
-    except SystemExit as e:  # the delegate's own argparse (--help, usage errors)
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+        path = write_development_key_list(args.path, ids)
+    except SecureBloomError as e:
+        raise CliError(visible(str(e)), error_kind(e)) from e
+    except OSError as e:
+        raise CliError(describe(args.path, e), ErrorKind.IO_ERROR) from e
+    out.write(f"wrote throwaway development keys ({', '.join(ids)}) to {visible(str(path))}: never for real data\n")
+    return EXIT_OK
 
 
-#: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
+#: The commands, by name.
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query,
-    "encrypt": cmd_encrypt, "doctor": cmd_doctor}
+    "encrypt": cmd_encrypt, "doctor": cmd_doctor,
+    "dev-keys": cmd_dev_keys}
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:

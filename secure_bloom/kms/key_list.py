@@ -7,6 +7,8 @@ same key list by parquet-java, pyarrow or secure_bloom read anywhere.
 
 Meant for development and tests: the master keys sit in the process. Use a real KMS
 (:class:`~secure_bloom.kms.openbao.OpenBaoTransitKms`) in production.
+:func:`write_development_key_list` (``secure-bloom dev-keys PATH``) writes a throwaway key list of
+fresh random keys, marked as such, for trying the library without a checkout.
 """
 
 from __future__ import annotations
@@ -14,10 +16,80 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..errors import KeyNotFoundError, MalformedKeyMaterialError
+import base64
+from pathlib import Path
+
+from ..display import visible
+from ..errors import DestinationExistsError, KeyNotFoundError, MalformedKeyMaterialError
 from .local_wrap import decode_base64, unwrap_locally, wrap_locally
 
-__all__ = ["KeyListKms", "parse_key_list"]
+__all__ = ["KeyListKms", "parse_key_list", "write_development_key_list", "DEVELOPMENT_KEYS_HEADER",
+           "DEVELOPMENT_KEY_IDS"]
+
+#: The first line of every key list :func:`write_development_key_list` writes.
+DEVELOPMENT_KEYS_HEADER = ("# THROWAWAY DEVELOPMENT KEYS made by secure-bloom: random keys for trying the library, "
+                           "never for real data.")
+#: The master key ids the documentation's examples use.
+DEVELOPMENT_KEY_IDS = ("footer_key", "pii_key", "finance_key")
+
+
+def write_development_key_list(path: str | os.PathLike[str],
+                               key_ids: tuple[str, ...] | list[str] = DEVELOPMENT_KEY_IDS) -> Path:
+    """Write a throwaway key list: a fresh random AES-128 master key per id, owner-only.
+
+    The file starts with :data:`DEVELOPMENT_KEYS_HEADER`. Files encrypted under these keys can be
+    read with this file and nothing else. A file this function wrote earlier is kept as it is (its
+    keys still read what was written with them); any other existing file is refused.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write the key list (its directory must exist).
+    key_ids : sequence of str, default :data:`DEVELOPMENT_KEY_IDS`
+        The master key ids to make keys for.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    DestinationExistsError
+        ``path`` exists and is not a throwaway key list.
+    MalformedKeyMaterialError
+        ``key_ids`` is empty, or an id is empty or holds ``:`` or ``,``.
+    OSError
+        The file could not be written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from secure_bloom.kms import KeyListKms
+    >>> path = write_development_key_list(pathlib.Path(tempfile.mkdtemp()) / "dev-keys.txt")
+    >>> KeyListKms.from_file(path).master_key_ids
+    ('footer_key', 'pii_key', 'finance_key')
+    """
+    target = Path(path)
+    ids = list(dict.fromkeys(key_ids))
+    if not ids or any(not k or ":" in k or "," in k or k != k.strip() for k in ids):
+        raise MalformedKeyMaterialError("development key ids must be non-empty names without ':' or ','")
+    try:
+        with open(target, encoding="utf-8") as existing:
+            if existing.readline().rstrip("\n") == DEVELOPMENT_KEYS_HEADER:
+                return target
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    lines = [DEVELOPMENT_KEYS_HEADER, "# Made with os.urandom(16): files encrypted under them read with this file only."]
+    lines += [f"{key_id}:{base64.b64encode(os.urandom(16)).decode()}" for key_id in ids]
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise DestinationExistsError(f"{visible(target.name)}: exists and is not a throwaway development key list; "
+                                     "not overwritten") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return target
 
 
 def parse_key_list(key_list: str) -> dict[str, bytes]:

@@ -2,7 +2,7 @@
 
 The production jar holds only what Spark needs on its class path: the ``.java`` files under
 ``secure_bloom/spark/java/`` (package ``io.securebloom``: the KMS clients parquet-java loads by
-class name). Other source trees (the reference harnesses of :mod:`secure_bloom.tools.parquet_java`)
+class name). Other source trees (the reference harnesses of the checkout's ``benchmarks/parquet_java.py``)
 compile into jars of their own with :func:`compiled_jar` and never reach Spark's class path.
 
 A jar is cached by content at ``<cache root>/jars/<sha256>.jar``. The digest covers the sources,

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from secure_bloom import kernels
-from secure_bloom.tools import bench, bench_attach
+from benchmarks import bench, bench_attach
 from support.cli_json import cli_result
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from secure_bloom.cli import main
+from benchmarks.__main__ import main
 from secure_bloom.parquet import KeyAccess, read_table
-from secure_bloom.tools.bench_lookup import generate_dataset
+from benchmarks.bench_lookup import generate_dataset
 from support.cli_json import cli_result
 
 

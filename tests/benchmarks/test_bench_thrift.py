@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from secure_bloom.tools import bench_thrift
+from benchmarks import bench_thrift
 from support.paths import VECTORS_DIR
 from support.thrift_backends import require_native_thrift
 

@@ -98,7 +98,7 @@ def rebuilt_answer(values: list[Any], ptype: PhysicalType, num_bytes: int, probe
 def test_help_explains_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "--help")
     assert rc == 0
-    for text in ("inspect", "probe", "attach", "audit", "bench", "demo", "examples:", "exit codes:"):
+    for text in ("inspect", "probe", "attach", "audit", "dev-keys", "examples:", "exit codes:"):
         assert text in out
     for command in ("inspect", "probe", "attach", "audit"):
         rc, out, _ = run(capsys, command, "--help")
@@ -683,21 +683,35 @@ def test_console_script() -> None:
     assert proc.returncode == 2 and ONE_LINE_ERROR.match(proc.stderr)
 
 
-# --- delegation ----------------------------------------------------------------------------
+# --- developer tooling is not in the CLI; dev-keys -----------------------------------------
 
 
-def test_missing_delegate_says_so_cleanly(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(parser.DELEGATED, "bench", "secure_bloom._no_such_module_for_this_test")
-    rc, out, err = run(capsys, "bench", "--rows", "10")
-    assert rc == 3 and out == ""
-    assert err == ("secure-bloom: error: bench: not available in this installation "
-                   "(secure_bloom._no_such_module_for_this_test is missing)\n")
+@pytest.mark.parametrize("name", ["bench", "bench-lookup", "demo", "vectors"])
+def test_benchmarks_and_the_demo_are_not_cli_commands(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """They moved to the checkout's benchmarks/ folder (``python -m benchmarks NAME``)."""
+    rc, out, err = run(capsys, name, "--help")
+    assert rc == 2 and out == "" and "invalid choice" in err
 
 
-def test_demo_delegates_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("secure_bloom.tools.demo")
-    rc, out, _ = run(capsys, "demo", "--help")  # the delegate's own argparse answers
-    assert rc == 0 and "usage:" in out
+def test_dev_keys_writes_a_marked_throwaway_key_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import stat
+
+    from secure_bloom.kms import KeyListKms
+    from secure_bloom.kms.key_list import DEVELOPMENT_KEYS_HEADER
+
+    path = tmp_path / "dev-keys.txt"
+    rc, out, err = run(capsys, "dev-keys", str(path), "--key-id", "footer_key", "--key-id", "pii_key")
+    assert (rc, err) == (0, "")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(DEVELOPMENT_KEYS_HEADER + "\n") and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert KeyListKms.from_file(path).master_key_ids == ("footer_key", "pii_key")
+    assert all(line.split(":")[1] not in out for line in text.splitlines() if not line.startswith("#"))
+    assert run(capsys, "dev-keys", str(path))[0] == 0 and path.read_text(encoding="utf-8") == text  # kept
+    other = tmp_path / "notes.txt"
+    other.write_text("mine\n", encoding="utf-8")
+    rc, out, err = run(capsys, "dev-keys", str(other))
+    assert rc == 2 and other.read_text(encoding="utf-8") == "mine\n"
+    assert err == "secure-bloom: error: notes.txt: exists and is not a throwaway development key list; not overwritten\n"
 
 
 # --- progress ------------------------------------------------------------------------------
@@ -791,7 +805,7 @@ def test_key_material_never_printed(capsys: pytest.CaptureFixture[str], audit_fi
         ["inspect", src, "--key-list", f"kf:{base64.b64encode(list_canary).decode()}:extra"],  # malformed list
         ["inspect", src, "--key-list", f"{base64.b64encode(list_canary).decode()}"],           # no id
         ["inspect", src, "--kms-url", "http://127.0.0.1:9", "--kms-token-env", "CANARY_TOKEN"],  # KMS down
-        ["bench", "--key-list", list_entry],
+        ["dev-keys", str(tmp_path / "dev-keys.txt"), "--key-list", list_entry],  # an option it does not take
     ]
     for argv in invocations:
         for debug in ([], ["--debug"]):

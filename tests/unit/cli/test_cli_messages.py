@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO_DIR
 
 from secure_bloom.cli.exits import describe
 from secure_bloom.kms import KeyListKms
-from secure_bloom.tools.demo import COLUMN_KEYS, FOOTER_KEY, THROWAWAY_HEADER, find_dev_key_list, throwaway_key_list
+from benchmarks.demo import COLUMN_KEYS, FOOTER_KEY, THROWAWAY_HEADER, find_dev_key_list, throwaway_key_list
 
 
 def _outside_env() -> dict[str, str]:
@@ -35,11 +36,13 @@ def test_an_oserror_raised_with_a_message_is_shown_by_its_message() -> None:
 def test_demo_outside_the_repository_says_what_is_missing(tmp_path: Path) -> None:
     """Run as a user would, from a folder that is not the repository: a missing --key-list-file is
     named with the reason (the old CLI printed only 'FileNotFoundError')."""
-    proc = subprocess.run([sys.executable, "-m", "secure_bloom.cli", "demo", "--out", "o", "--rows", "100",
+    run_benchmarks = (f"import sys; sys.path.insert(0, {str(REPO_DIR)!r}); import benchmarks.__main__ as m; "
+                      "sys.exit(m.main(sys.argv[1:]))")  # benchmarks/ drops the checkout again: installed package
+    proc = subprocess.run([sys.executable, "-c", run_benchmarks, "demo", "--out", "o", "--rows", "100",
                            "--key-list-file", "missing-keys.txt"],
                           cwd=tmp_path, env=_outside_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr == "secure-bloom: error: --key-list-file missing-keys.txt: no such file\n"
+    assert proc.stderr == "python -m benchmarks demo: error: --key-list-file missing-keys.txt: no such file\n"
     assert not (tmp_path / "o").exists()
 
 
