@@ -140,8 +140,9 @@ def _stored(chunk: dict[str, Any]) -> str:
 
 
 def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dict[str, Any]:
-    """The probe JSON, ``ProbeResult.to_dict()`` with each answer labelled by the value as typed
-    (one answer per ``--value``, in order, duplicates kept)::
+    """The probe JSON: ``ProbeResult.to_dict()`` with each answer labelled by the value as typed.
+
+    One answer per ``--value``, in order, duplicates kept::
 
         {"file", "column", "values": [V, ...],
          "row_groups": [{"row_group", "has_bloom_filter", "encrypted",

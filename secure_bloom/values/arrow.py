@@ -6,7 +6,7 @@ physical types (what pyarrow and Spark write):
 * int8/16/32, uint8/16/32, date32, time32 -> INT32 (sign- or zero-extended to 32 bits);
 * int64, uint64, timestamp[*], date64, time64, duration -> INT64 (the stored integer);
 * float32 -> FLOAT, float64 -> DOUBLE;
-* string / binary / large_* / *_view -> BYTE_ARRAY (raw bytes, no length prefix);
+* string / binary / ``large_*`` / ``*_view`` -> BYTE_ARRAY (raw bytes, no length prefix);
 * fixed_size_binary(w) -> FIXED_LEN_BYTE_ARRAY(w); timestamp[*] -> legacy INT96 when asked;
 * decimal128/256 -> INT32, INT64 (unscaled value) or big-endian two's complement FLBA of the
   column's width / minimal BYTE_ARRAY.

@@ -249,7 +249,7 @@ def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
     float64); an ``(n, w)`` uint8 matrix for a fixed width ``w``; a list or tuple that pyarrow
     converts (in C) to int64 for INT64, or to strings or binaries for BYTE_ARRAY where the compiled
     kernels are missing (``None`` as null; with them, :func:`hash_values` hashes str and bytes
-    objects in place: :func:`secure_bloom.kernels.xxh64_objects`).
+    objects in place: ``secure_bloom.kernels.xxh64_objects``).
     """
     ptype, width = _resolve(physical_type, type_length)
     if _is_arrow(values):

@@ -8,8 +8,8 @@ footer key we resolve, through ``pyarrow.parquet.encryption.create_decryption_pr
 takes one key that way, so columns with keys of their own raise
 :class:`UnsupportedParquetFeatureError` before anything is read.
 
-Values come back as the leaf column's Arrow array, in the form :func:`secure_bloom.filter.
-SplitBlockBloomFilter.insert` hashes exactly as Parquet writers do: the normalisation is
+Values come back as the leaf column's Arrow array, in the form :meth:`SplitBlockBloomFilter.insert
+<secure_bloom.filter.SplitBlockBloomFilter.insert>` hashes exactly as Parquet writers do: the normalisation is
 :mod:`secure_bloom.values.arrow` (INT96 from a nanosecond and a second read, exact for every date).
 """
 

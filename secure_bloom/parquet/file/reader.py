@@ -632,7 +632,7 @@ class ParquetBloomReader:
               labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
         """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
 
-        Query semantics (:func:`~secure_bloom.parquet.values.query_hashes`): 0.0 finds -0.0 too,
+        Query semantics (:func:`~secure_bloom.values.column.query_hashes`): 0.0 finds -0.0 too,
         a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
         unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
         default each value's text. One answer per value, in order, duplicates kept.
