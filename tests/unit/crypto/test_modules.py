@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.crypto import gcm
 from secure_bloom.crypto.gcm import _COUNTER, GCM_INVOCATION_LIMIT, check_key
@@ -229,7 +230,7 @@ def test_nonce_argument_checked() -> None:
         gcm.sign(KEY, b"x", b"", b"\x00" * 13)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.binary(max_size=300), st.sampled_from([16, 24, 32]), st.binary(max_size=40))
 def test_round_trip(plaintext: bytes, key_len: int, aad: bytes) -> None:
     key = os.urandom(key_len)

@@ -16,6 +16,7 @@ import pytest
 import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.filter import SplitBlockBloomFilter
@@ -25,7 +26,7 @@ from secure_bloom.values.physical import hash_binary_arrays, hash_value, hash_va
 from secure_bloom.xxh64 import xxh64_rows, xxh64_u32, xxh64_u64
 
 P = PhysicalType
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # SPEC_NOTES 2, "Known XXH64 seed-0 values".
 KNOWN = [

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.errors import InvalidValueError
 from secure_bloom.values.logical import (
@@ -20,7 +21,7 @@ from secure_bloom.values.logical import (
     minimal_twos_complement,
 )
 
-PROPERTY = settings(max_examples=100, deadline=None)
+PROPERTY = settings(max_examples=examples(100), deadline=None)
 
 
 def test_string() -> None:
