@@ -15,12 +15,13 @@ import pkgutil
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from docutils import nodes
-from sphinx.addnodes import pending_xref
-from sphinx.application import Sphinx
-from sphinx.environment import BuildEnvironment
+if TYPE_CHECKING:  # scripts/docstrings imports this module without Sphinx
+    from docutils import nodes
+    from sphinx.addnodes import pending_xref
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
 
 PACKAGE = "secure_bloom"
 
