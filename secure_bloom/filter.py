@@ -119,9 +119,37 @@ def _maybe_in_block(k: int) -> float:
 class SplitBlockBloomFilter:
     """A Parquet split-block Bloom filter.
 
-    ``SplitBlockBloomFilter(num_bytes)`` makes an empty filter of ``num_bytes`` (a power of two in
-    [32, 128 MiB]); :meth:`for_ndv` sizes one as parquet-java does; :meth:`from_bytes` parses a
-    serialised header + bitset.
+    ``SplitBlockBloomFilter(num_bytes)`` makes an empty filter; :meth:`for_ndv` sizes one as
+    parquet-java does; :meth:`from_bytes` parses a serialised header + bitset. Values are hashed
+    as Parquet writers hash their plain encoding (XXH64, seed 0), so a filter built here equals
+    parquet-java's bit for bit. One filter may be shared by threads: inserts are serialised by a
+    lock of its own; checks see every insert that finished before they started.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size: a power of two in [32, 128 MiB].
+
+    Raises
+    ------
+    TypeError
+        ``num_bytes`` is not an int.
+    ValueError
+        ``num_bytes`` is not a power of two in range.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from secure_bloom import SplitBlockBloomFilter
+    >>> bf = SplitBlockBloomFilter.for_ndv(1_000, fpp=0.01)
+    >>> bf.num_bytes
+    2048
+    >>> bf.insert(pa.array(["alice@example.com", "bob@example.com", None]), "BYTE_ARRAY")
+    2
+    >>> bf.might_contain("alice@example.com", "BYTE_ARRAY"), bf.might_contain("mallory@example.com", "BYTE_ARRAY")
+    (True, False)
+    >>> SplitBlockBloomFilter.from_bytes(bf.to_bytes()) == bf
+    True
     """
 
     __slots__ = ("_words", "_view", "_tail", "_lock")
@@ -141,7 +169,27 @@ class SplitBlockBloomFilter:
 
     @classmethod
     def for_ndv(cls, ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> SplitBlockBloomFilter:
-        """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it."""
+        """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it.
+
+        Parameters
+        ----------
+        ndv : int
+            The number of distinct values to size for (>= 1).
+        fpp : float, default 0.01
+            The false-positive probability wanted, in (0, 1).
+        max_bytes : int, default 128 MiB
+            The cap on the bitset size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            An empty filter of :func:`optimal_num_bytes` bytes.
+
+        Raises
+        ------
+        ValueError
+            ``ndv`` < 1 or ``fpp`` outside (0, 1).
+        """
         return cls(optimal_num_bytes(ndv, fpp, max_bytes))
 
     @classmethod
@@ -166,8 +214,29 @@ class SplitBlockBloomFilter:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview, *,
                    return_consumed: bool = False) -> Any:
-        """Parse header + bitset. Strict: trailing bytes are an error unless ``return_consumed``,
-        in which case ``(filter, consumed)`` is returned and the rest is the caller's."""
+        """Parse header + bitset (the plaintext on-disk form).
+
+        Parameters
+        ----------
+        data : bytes-like
+            A Thrift compact ``BloomFilterHeader`` followed by its bitset.
+        return_consumed : bool, default False
+            Return ``(filter, bytes consumed)`` and leave trailing bytes to the caller, instead of
+            refusing them.
+
+        Returns
+        -------
+        SplitBlockBloomFilter or (SplitBlockBloomFilter, int)
+            The filter (a copy of the bitset), with the bytes consumed when asked.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedHeaderError
+            The header does not parse, or names an unsupported algorithm, hash or compression.
+        secure_bloom.errors.MalformedBitsetError
+            The bitset is shorter than the header says, out of range, or followed by trailing
+            bytes (without ``return_consumed``); both numbers are in the message.
+        """
         view = memoryview(data).cast("B")
         header, used = parse_header(view)
         validate_num_bytes(header.num_bytes, available=len(view) - used)
@@ -180,7 +249,18 @@ class SplitBlockBloomFilter:
         return (bf, end) if return_consumed else bf
 
     def to_bytes(self) -> bytes:
-        """Thrift compact BloomFilterHeader followed by the bitset (the plaintext on-disk form)."""
+        """Thrift compact BloomFilterHeader followed by the bitset (the plaintext on-disk form).
+
+        Returns
+        -------
+        bytes
+            What :meth:`from_bytes` parses back.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return serialize_header(self.num_bytes) + self.bitset
 
     def copy(self) -> SplitBlockBloomFilter:
@@ -290,9 +370,32 @@ class SplitBlockBloomFilter:
 
     def insert(self, values: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
         """Hash and insert values (scalar, sequence, numpy or pyarrow; nulls skipped).
-        Returns how many values were inserted. With the compiled kernel, values whose buffers
-        hold their plain encoding (:func:`~secure_bloom.values.physical.plain_arrays`) are hashed
-        and inserted in one pass, without an array of hashes."""
+
+        With the compiled kernel, values whose buffers hold their plain encoding
+        (:func:`~secure_bloom.values.physical.plain_arrays`) are hashed and inserted in one pass,
+        without an array of hashes.
+
+        Parameters
+        ----------
+        values : scalar, sequence, numpy array or pyarrow array
+            The values, in the physical type's Python form (int, float, bytes / str...).
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        int
+            How many values were inserted (nulls are not).
+
+        Raises
+        ------
+        secure_bloom.errors.InvalidValueError
+            A value does not fit the physical type (wrong type, out of range, wrong width).
+        ValueError
+            BOOLEAN (Parquet has no Bloom filter for it) or a missing ``type_length``.
+        """
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
             with self._lock:
@@ -303,14 +406,56 @@ class SplitBlockBloomFilter:
 
     def might_contain(self, value: Any, physical_type: PhysicalType | str | int, *,
                       type_length: int | None = None) -> bool:
-        """False if ``value`` is certainly absent; True if it may be present."""
+        """False if ``value`` is certainly absent; True if it may be present.
+
+        Parameters
+        ----------
+        value : object
+            One value in the physical type's Python form (not None).
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type.
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        bool
+            False only if ``value`` was never inserted.
+
+        Raises
+        ------
+        ValueError
+            ``value`` is None (filters record no nulls: use the column's null count).
+        secure_bloom.errors.InvalidValueError
+            ``value`` does not fit the physical type.
+        """
         if value is None:
             raise ValueError("Bloom filters do not record nulls; use the column's null_count")
         return self.check_hash(hash_value(value, physical_type, type_length=type_length))
 
     def might_contain_many(self, values: Any, physical_type: PhysicalType | str | int, *,
                            type_length: int | None = None) -> npt.NDArray[np.bool_]:
-        """:meth:`might_contain` for many values; nulls are skipped (one result per non-null)."""
+        """:meth:`might_contain` for many values; nulls are skipped (one result per non-null).
+
+        Parameters
+        ----------
+        values : sequence, numpy array or pyarrow array
+            The values, as for :meth:`insert`.
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type.
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One answer per non-null value, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.InvalidValueError
+            A value does not fit the physical type.
+        """
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
             return kernels.concat_parts([kernels.sbbf_check_array(self._words, part) for part in parts], np.bool_)

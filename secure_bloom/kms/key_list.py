@@ -129,7 +129,36 @@ def parse_key_list(key_list: str) -> dict[str, bytes]:
 
 
 class KeyListKms:
-    """A :class:`~secure_bloom.kms.client.KmsClient` over an explicit list of master keys."""
+    """A :class:`~secure_bloom.kms.client.KmsClient` over an explicit list of master keys.
+
+    parquet-java's key-list KMS: ``wrap_key`` is a local AES-GCM wrap under the master key, AAD
+    = the master key id, so files written with the same key list by parquet-java, pyarrow or
+    secure_bloom read anywhere. For development and tests: the master keys sit in the process.
+    Its repr names the key ids only.
+
+    Parameters
+    ----------
+    key_list : str or mapping of str to bytes
+        ``"id1:base64key1, id2:base64key2"`` (the Hadoop property ``parquet.encryption.key.list``),
+        or ``{id: key bytes}``; keys are 16, 24 or 32 bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        An entry does not parse, a key is not 16, 24 or 32 bytes, an id appears twice, or the
+        list is empty.
+
+    Examples
+    --------
+    >>> import os
+    >>> from secure_bloom.kms import KeyListKms
+    >>> kms = KeyListKms({"footer_key": os.urandom(16), "pii_key": os.urandom(16)})
+    >>> kms
+    KeyListKms(master_key_ids=['footer_key', 'pii_key'])
+    >>> data_key = os.urandom(16)
+    >>> kms.unwrap_key(kms.wrap_key(data_key, "pii_key"), "pii_key") == data_key
+    True
+    """
 
     def __init__(self, key_list: str | Mapping[str, bytes]) -> None:
         if isinstance(key_list, Mapping):

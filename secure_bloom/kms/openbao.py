@@ -67,10 +67,54 @@ def _http() -> ModuleType:
 class OpenBaoTransitKms:
     """:class:`~secure_bloom.kms.client.KmsClient` over an OpenBao/Vault transit engine.
 
-    ``token`` defaults to the first of the ``token_env`` environment variables that is set.
-    ``timeout`` is (connect, read) seconds per socket operation; ``deadline_s`` bounds each whole
-    call, retries and backoff included (see the module docstring). Redirects are refused. Thread-safe:
-    each thread gets its own HTTP session.
+    Every call returns or raises within ``deadline_s``, retries and backoff included (see the
+    module docstring); only connection errors and 5xx answers are retried; a 403 is
+    :class:`~secure_bloom.errors.KeyAccessDeniedError`. Redirects are refused, so the token only
+    goes to ``url``. Thread-safe: each thread gets its own HTTP session. The token never appears
+    in its repr, logs or messages.
+
+    Parameters
+    ----------
+    url : str
+        The server (``http://`` or ``https://``).
+    token : str, optional
+        The token; default: the first of the ``token_env`` environment variables that is set.
+    token_env : str or sequence of str, default ("VAULT_TOKEN", "BAO_TOKEN")
+        Environment variables to take the token from.
+    mount : str, default "transit"
+        The transit engine's mount path.
+    timeout : float or (float, float), default (3.0, 10.0)
+        (connect, read) seconds per socket operation.
+    retries : int, default 3
+        Retries after a connection error or a 5xx answer.
+    backoff_s : float, default 0.2
+        The first retry's wait (doubling).
+    deadline_s : float, default 30.0
+        The bound on each whole call.
+    verify : bool or str, default True
+        TLS verification, or a CA bundle path.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingDependencyError
+        hvac / requests are not installed (``pip install 'secure-bloom[vault]'``).
+    ValueError
+        ``url`` is not http(s), ``retries`` < 0 or ``deadline_s`` <= 0.
+    secure_bloom.errors.KeyAccessDeniedError
+        No token was given or found in ``token_env``.
+
+    Examples
+    --------
+    Making the client does not contact the server; ``wrap_key`` / ``unwrap_key`` do (here the
+    token comes from the environment, as in production):
+
+    >>> import os
+    >>> from secure_bloom.kms import OpenBaoTransitKms
+    >>> os.environ["BAO_TOKEN"] = "example-token-not-a-real-one"
+    >>> kms = OpenBaoTransitKms("http://127.0.0.1:8200", token_env="BAO_TOKEN", deadline_s=5)
+    >>> kms.url, kms.mount, "example-token" in repr(kms)
+    ('http://127.0.0.1:8200', 'transit', False)
+    >>> del os.environ["BAO_TOKEN"]
     """
 
     def __init__(self, url: str, token: str | None = None, *,

@@ -388,21 +388,73 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
           keys: KeyAccess = NO_KEYS, allow_footer_key: bool = False,
           progress: Progress | None = None, *, policy: Policy | None = None,
           filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> AuditReport:
-    """Audit every Parquet file under ``paths`` (files, or directories searched recursively)
-    against ``policy`` (:func:`~secure_bloom.parquet.audit.policy.load_policy`) and/or the
-    ``sensitive_columns`` (each: sensitive, filters allowed).
+    """Audit every Parquet file under ``paths`` against ``policy`` and/or ``sensitive_columns``.
 
-    ``paths`` may be object-store URIs (``s3://bucket/prefix?endpoint_override=...``), or paths
-    on ``filesystem`` (a ``pyarrow.fs`` filesystem): prefixes are listed and objects recognised
-    as locally (:func:`~secure_bloom.parquet.audit.discover.discover`), and files are read by range
-    reads only.
+    For every file and row group, each sensitive column must have no filter, or a filter
+    encrypted with that column's own key (``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN``,
+    ``SENSITIVE_COLUMN_NOT_ENCRYPTED``, ``FILTER_UNDER_FOOTER_KEY``, ``FILTER_UNREADABLE``,
+    ``ORPHANED_PLAINTEXT_FILTER``, and a policy's own codes). Files that cannot be checked are
+    reported as such, never as passes. Leftovers of an interrupted ``attach`` in the directories
+    searched are listed in ``report.notices``.
 
-    Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
-    fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
-    directories searched are listed in ``report.notices``. ``timeouts``
-    (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) bound each request to the stores of URI
-    ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
-    check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable of them
+        Files, or directories searched recursively (Parquet files recognised by content), or
+        object-store URIs (``s3://bucket/prefix?endpoint_override=...``: prefixes are listed and
+        files read by range requests only), or paths on ``filesystem``.
+    sensitive_columns : iterable of str, optional
+        Column paths that are sensitive (filters allowed, if encrypted with the column's key).
+    keys : KeyAccess, optional
+        The keys to decrypt footers and filters with (without them, encrypted files are "could
+        not check").
+    allow_footer_key : bool, default False
+        Accept filters encrypted under the footer key.
+    progress : callable, optional
+        Called with progress events (the CLI's progress bar).
+    policy : Policy, optional
+        A compliance policy (:func:`~secure_bloom.parquet.audit.policy.load_policy`).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``paths`` are on.
+    timeouts : StoreTimeouts, optional
+        Bound each request to the stores of URI ``paths`` (default: those of ``store_timeouts``):
+        a store that never answers is "could not check" (``STORAGE_UNAVAILABLE``) after about
+        ``attempts * request_s`` per file.
+
+    Returns
+    -------
+    AuditReport
+        Per file and row group; ``report.is_compliant`` is True only when every file was fully
+        checked and no rule was violated.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`.
+    TypeError
+        ``policy`` is not a :class:`~secure_bloom.parquet.audit.policy.Policy`.
+    ValueError
+        Neither ``policy`` nor ``sensitive_columns`` names a column to check.
+    FileNotFoundError
+        A path does not exist.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> from secure_bloom.parquet.audit import audit
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> (tmp / "lake").mkdir()
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": ["a@example.com", "b@example.com"]}), tmp / "lake" / "x.parquet", kms=kms,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> report = audit(tmp / "lake", ["email"], keys=KeyAccess(kms=kms))
+    >>> report.is_compliant, len(report.files), report.violations
+    (True, 1, ())
     """
     with store_timeouts(timeouts):
         return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem)

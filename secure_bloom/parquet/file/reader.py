@@ -124,23 +124,62 @@ class _ColumnKey:
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
-    ``path`` is a local path, a path on ``filesystem`` (a ``pyarrow.fs.FileSystem``: S3, GCS,
-    HDFS...), a URI (``s3://bucket/key``, ``file:///...``) or an open seekable binary file (not
-    closed by :meth:`close`). Every read is a range read of the bytes needed (tail, ColumnMetaData
-    is in the footer, filters): nothing else of the file is fetched.
-
-    ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
-    the plaintext columns of a plaintext-footer file need none. External key material is read
-    from the sidecar beside ``key_material_file`` (default: ``path`` itself), or is given as
-    ``key_material`` (a :class:`~secure_bloom.kms.KeyMaterialStore` not yet on disk).
-
-    Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
-    dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
+    Every read is a range read of the bytes needed (the tail, then filters): nothing else of the
+    file is fetched. Filters read are cached up to ``filter_cache_bytes`` of bitsets (least
+    recently used are dropped first). Plaintext filters are cached by their location, so chunks
     sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
 
-    ``opened``: the file ``path`` already opened on ``filesystem`` (an object store), by
-    :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
-    HEAD, of the reader's own) and closed by :meth:`close`.
+    Parameters
+    ----------
+    path : str, os.PathLike or binary file
+        A local path, a path on ``filesystem``, a URI (``s3://bucket/key``, ``file:///...``) or an
+        open seekable binary file (not closed by :meth:`close`).
+    keys : KeyAccess, optional
+        The key sources for encrypted files; a plaintext file or the plaintext columns of a
+        plaintext-footer file need none.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``path`` is on (S3, GCS, HDFS...).
+    key_material_file : str or os.PathLike, optional
+        Where the external key material sidecar sits beside (default: ``path`` itself).
+    filter_cache_bytes : int, default 256 MiB
+        Bitset bytes kept in memory; 0 caches nothing.
+    key_material : KeyMaterialStore, optional
+        External key material not yet on disk (:class:`~secure_bloom.kms.KeyMaterialStore`).
+    opened : pyarrow.NativeFile, optional
+        The file ``path`` already opened on ``filesystem`` by
+        :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
+        HEAD of the reader's own) and closed by :meth:`close`.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`KeyAccess`.
+    ValueError
+        ``filter_cache_bytes`` is not an int >= 0.
+    secure_bloom.errors.NotParquetError
+        The file is not Parquet (no ``PAR1`` / ``PARE`` magic, a damaged footer).
+    secure_bloom.errors.KeyManagementError
+        The footer is encrypted (or signed) and its key cannot be obtained.
+    secure_bloom.errors.AuthenticationError
+        The footer fails authentication (a wrong key, a tampered file).
+    OSError
+        The file cannot be read (``NotRegularFileError`` for a FIFO or a device).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, ParquetBloomReader, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": [f"user{i}@example.com" for i in range(2_000)]}), tmp / "users.parquet",
+    ...                 kms=kms, row_group_size=1_000, bloom_filter_options={"email": True},
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}))
+    >>> with ParquetBloomReader(tmp / "users.parquet", keys=KeyAccess(kms=kms)) as reader:
+    ...     print(reader.num_row_groups, reader.row_groups_maybe_containing("email", "user1234@example.com"))
+    2 [1]
     """
 
     def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
@@ -634,8 +673,53 @@ class ParquetBloomReader:
 
         Query semantics (:func:`~secure_bloom.values.column.query_hashes`): 0.0 finds -0.0 too,
         a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
-        unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
-        default each value's text. One answer per value, in order, duplicates kept.
+        unless ``timezone`` names its zone. A chunk without a filter answers "maybe", never
+        "absent". One answer per value, in order, duplicates kept.
+
+        Parameters
+        ----------
+        column : str or tuple of str
+            A leaf column path (dotted, or a tuple of path parts).
+        values : value or iterable of values
+            What to look for, in the column's Python form (str, int, float, Decimal, date,
+            datetime, bytes...); a single value is one query.
+        labels : sequence of str, optional
+            One name per value for the answers (default: each value's text).
+        timezone : str or tzinfo, optional
+            The zone of naive date/time values for a column of UTC instants.
+
+        Returns
+        -------
+        ProbeResult
+            Per row group, a verdict (``maybe`` / ``absent``) for each value; ``to_dict()`` is the
+            CLI's JSON shape.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            ``column`` is not a leaf of the file (``AmbiguousColumnError`` when two paths match).
+        secure_bloom.errors.InvalidValueError
+            A value cannot be stored in the column (wrong type, out of range, a naive timestamp
+            without ``timezone`` for a UTC column).
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from secure_bloom.parquet import ParquetBloomReader, attach_bloom_filters
+        >>> tmp = pathlib.Path(tempfile.mkdtemp())
+        >>> pq.write_table(pa.table({"id": list(range(2_000))}), tmp / "ids.parquet", row_group_size=1_000)
+        >>> _ = attach_bloom_filters(tmp / "ids.parquet", tmp / "ids.bloom.parquet", ["id"])
+        >>> with ParquetBloomReader(tmp / "ids.bloom.parquet") as reader:
+        ...     result = reader.probe("id", [7, 1999, -5])
+        >>> [[str(verdict) for _, verdict in rg.values] for rg in result.row_groups]
+        [['maybe', 'absent', 'absent'], ['absent', 'maybe', 'absent']]
         """
         info = self.column(column)
         if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):

@@ -244,26 +244,92 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
          count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
          partitioning: Any = "hive", columns: Sequence[str] | None = None,
          cache: PruneCache | None = None, timeouts: StoreTimeouts | None = None) -> PrunedScan:
-    """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
-    restricted dataset. ``count_reads`` routes pyarrow's reads through a
-    :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
-    ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
-    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
-    ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
-    filters of unchanged files are then not read again, and pyarrow's discovery of the source is
-    kept while the source lists the same and its first file is unchanged: :mod:`.known`; a file
-    with row groups to read is opened only if pyarrow needs a format of its own for it).
-    ``partitioning`` (a directory source only; pyarrow's
-    argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
-    a filter on a partition field is decided per file on the file's partition value, as pyarrow
-    decides it (:mod:`.partitions`), never on a column of that name inside the file.
+    """Prune ``source`` with ``filters`` and return the restricted dataset.
 
     The restricted dataset scans only the file versions its row groups were chosen from: a file
     modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
     when pyarrow opens it (:mod:`.identity`), never reads another version's row groups.
 
-    ``timeouts``: a :class:`~secure_bloom.parquet.file.sources.StoreTimeouts` for the filesystem of a
-    URI ``source`` (default: those of ``store_timeouts``)."""
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        pyarrow's filter: a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    count_reads : bool, default False
+        Route pyarrow's reads through a
+        :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
+    threads : int, optional
+        Threads pruning files (default: 1 for local files, 16 for object stores).
+    progress : bool, optional
+        A progress bar on stderr (default: when stderr is a terminal).
+    partitioning : str, list, Partitioning or None, default "hive"
+        A directory source's partitioning, as pyarrow takes it. A filter on a partition field is
+        decided per file on the file's partition value, as pyarrow decides it (:mod:`.partitions`),
+        never on a column of that name inside the file.
+    columns : list of str, optional
+        The columns that will be read (None: all): a surviving file pyarrow cannot decrypt them
+        in raises :class:`~secure_bloom.errors.UnsupportedParquetFeatureError` here, before any scan.
+    cache : PruneCache, optional
+        Kept across lookups: footers and filters of unchanged files are not read again, and
+        pyarrow's discovery of the source is kept while the source lists the same and its first
+        file is unchanged (:mod:`.known`).
+    timeouts : StoreTimeouts, optional
+        For the filesystem of a URI ``source`` (default: those of ``store_timeouts``).
+
+    Returns
+    -------
+    PrunedScan
+        The surviving row groups as a dataset, the filter, and the prune report.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> from secure_bloom.parquet import scan
+    >>> found = scan(tmp / "users.parquet", filters=[("email", "in", ["user0007@example.com", "nobody@example.com"])],
+    ...              keys=keys)
+    >>> found.to_table().column("n").to_pylist()
+    [2992]
+    >>> found.report.row_groups_total, found.report.row_groups_read
+    (3, 1)
+    """
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")
     if isinstance(columns, str):
@@ -421,10 +487,76 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
                cache: PruneCache | None = None, partitioning: Any = "hive",
                timeouts: StoreTimeouts | None = None, **pyarrow_options: Any) -> pa.Table:
     """``pyarrow.parquet.read_table(source, columns=, filters=, filesystem=)`` that skips the row
-    groups whose statistics or Bloom filters rule the filter out. Same rows, same order within
-    a file, as pyarrow's own filtered read (``pyarrow.dataset.dataset(source,
-    partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`.
-    pyarrow's ``decryption_properties=`` is refused with a pointer to ``keys=``."""
+    groups whose statistics or Bloom filters rule the filter out.
+
+    Same rows, same order within a file, as pyarrow's own filtered read
+    (``pyarrow.dataset.dataset(source, partitioning=partitioning)``). pyarrow's
+    ``decryption_properties=`` is refused with a pointer to ``keys=``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        pyarrow's filter: a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    columns : list of str, optional
+        The columns to return (default: all).
+    use_threads : bool, default True
+        pyarrow's reading threads.
+    cache, partitioning, timeouts
+        As for :func:`scan`.
+    **pyarrow_options
+        Refused (``decryption_properties=``: use ``keys=``).
+
+    Returns
+    -------
+    pyarrow.Table
+        The matching rows.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> from secure_bloom.parquet import read_table
+    >>> read_table(tmp / "users.parquet", filters=[("email", "==", "user0042@example.com")], keys=keys).to_pylist()
+    [{'email': 'user0042@example.com', 'n': 2957}]
+    """
     _refuse_pyarrow_options("read_table", pyarrow_options)
     return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,
                 columns=columns, cache=cache, timeouts=timeouts).to_table(columns, use_threads=use_threads)
@@ -435,12 +567,81 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
             progress: bool = False, timeouts: StoreTimeouts | None = None,
             **pyarrow_options: Any) -> PruningDataset:
     """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
-    row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
-    ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
-    the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
-    pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
-    (``Dataset.filter``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`; a cache is
-    useful here, since every scan prunes."""
+    row groups with their own filter.
+
+    Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's ``SELECT ... FROM ds WHERE ...``
+    and ``ds.to_table(filter=...)`` read only the row groups the filter may match (statistics,
+    then Bloom filters, encrypted or not), and get exactly pyarrow's rows. A cache is useful
+    here, since every scan prunes.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        Attached to every scan (``Dataset.filter``): a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    cache, partitioning, timeouts
+        As for :func:`scan`.
+    threads : int, optional
+        Threads pruning files (default: 1 for local files, 16 for object stores).
+    progress : bool, default False
+        A progress bar on stderr while pruning.
+    **pyarrow_options
+        Refused (``decryption_properties=``: use ``keys=``).
+
+    Returns
+    -------
+    PruningDataset
+        A ``pyarrow.dataset.Dataset``; ``last_report`` is the prune report of its latest scan.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> import pyarrow.compute as pc
+    >>> from secure_bloom.parquet import dataset
+    >>> ds = dataset(tmp / "users.parquet", keys=keys)
+    >>> ds.to_table(filter=pc.field("email") == "user0042@example.com").num_rows
+    1
+    >>> ds.last_report.row_groups_read
+    1
+    """
     _refuse_pyarrow_options("dataset", pyarrow_options)
     if keys is not None and not isinstance(keys, KeyAccess):
         raise TypeError(f"keys must be a KeyAccess, got {type(keys).__name__}")

@@ -453,13 +453,75 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
                 **kwargs: Any) -> WriteReport:
     """pyarrow's ``pq.write_table`` for an encrypted file with (encrypted) Bloom filters.
 
-    ``encryption``: ``pyarrow.parquet.encryption.EncryptionConfiguration``; ``kms``: one of our
-    KMS clients or a pyarrow ``KmsClient`` factory; ``bloom_filter_options``: pyarrow's format
-    (``{"email": {"ndv": N, "fpp": P}, "ssn": True}``; without ``ndv`` each row group's filter is
-    sized for its exact distinct count, capped at ``bloom_filter_max_bytes``; ``fpp`` defaults to 0.01).
-    ``where``: a local path, a URI (``s3://...``) or a path on ``filesystem``; ``timeouts=`` as for
-    :class:`ParquetWriter`. Other keywords go to pyarrow's writer. Returns what was written; raises
-    before writing anything for bad options.
+    One pass: pyarrow writes the encrypted pages while a second thread hashes the same values;
+    the filters (encrypted with each column's key) and a re-encrypted footer are appended, every
+    filter is read back and checked, and only then is the file published (atomically, fsynced;
+    on a pyarrow filesystem in one upload). A failure publishes nothing.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows to write.
+    where : str or os.PathLike
+        A local path, an object-store URI (``s3://bucket/key``) or a path on ``filesystem``.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration
+        Footer key, column keys and the rest of pyarrow's encryption options.
+    kms : KmsClient or callable
+        One of :mod:`secure_bloom.kms`'s clients, or a pyarrow ``KmsClient`` factory
+        (``lambda config: MyKmsClient(config)``, what ``CryptoFactory`` takes).
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        Handed to a pyarrow ``KmsClient`` factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format: ``{"email": True, "ssn": {"fpp": 0.001}, "id": {"ndv": 100_000}}``.
+        Without ``ndv`` each row group's filter is sized for its exact distinct count; ``fpp``
+        defaults to 0.01 (parquet-java's).
+    row_group_size : int, optional
+        Rows per row group (default :data:`DEFAULT_ROW_GROUP_SIZE`).
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where ``where`` is, instead of the local disk or the URI's store.
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on one filter's bitset (a power of two; parquet-java's default).
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+    **kwargs
+        ``timeouts=`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`), and pyarrow's
+        own writer options (``compression=``, ...).
+
+    Returns
+    -------
+    WriteReport
+        The file written and its filters (as :func:`attach_bloom_filters` reports them).
+
+    Raises
+    ------
+    TypeError
+        ``table`` is not a ``pyarrow.Table``, or an option has the wrong type.
+    ValueError
+        An option is out of range (``fpp`` outside (0, 1), ``ndv`` < 1, an unknown or BOOLEAN
+        column for a filter, a column key for a missing column); raised before any KMS call.
+    secure_bloom.errors.KeyManagementError
+        The KMS refused or could not wrap a data key.
+    secure_bloom.errors.WriteError
+        A filter or the footer did not verify after writing; nothing was published.
+    OSError
+        The destination could not be written (``StorageUnavailableError`` for a store that does
+        not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i}@example.com" for i in range(3_000)], "n": range(3_000)})
+    >>> report = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                      encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                            column_keys={"pii_key": ["email"]}),
+    ...                      bloom_filter_options={"email": {"fpp": 0.01}})
+    >>> [(f.row_group, f.column, f.encrypted) for f in report.filters]
+    [(0, 'email', True), (1, 'email', True), (2, 'email', True)]
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
