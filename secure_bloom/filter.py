@@ -90,7 +90,33 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
 
 
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
-    """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
+    """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``.
+
+    Parameters
+    ----------
+    ndv : int
+        Distinct values (>= 1).
+    fpp : float, default 0.01
+        False-positive probability, in (0, 1).
+    max_bytes : int, default 128 MiB
+        The cap.
+
+    Returns
+    -------
+    int
+        A power of two from 32 to ``max_bytes``.
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` < 1 or ``fpp`` outside (0, 1).
+
+    Examples
+    --------
+    >>> from secure_bloom import optimal_num_bytes
+    >>> optimal_num_bytes(10_000), optimal_num_bytes(10_000, fpp=0.001), optimal_num_bytes(10**8)
+    (16384, 32768, 134217728)
+    """
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
 
 

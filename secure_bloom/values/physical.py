@@ -103,7 +103,33 @@ def _to_float32(arr: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
 
 
 def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
-    """XXH64 (seed 0) of one value's plain encoding, as an unsigned 64-bit int."""
+    """XXH64 (seed 0) of one value's plain encoding, as an unsigned 64-bit int.
+
+    Parameters
+    ----------
+    value : object
+        One value in the physical type's Python form (int, float, bytes, str, Decimal...).
+    physical_type : PhysicalType, str or int
+        The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+    type_length : int, optional
+        The width of a FIXED_LEN_BYTE_ARRAY column.
+
+    Returns
+    -------
+    int
+        The hash Parquet writers insert for the value.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value does not fit the physical type (wrong type, out of range, wrong width).
+
+    Examples
+    --------
+    >>> from secure_bloom import hash_value
+    >>> hex(hash_value(42, "INT64"))
+    '0xb556806fb6d14353'
+    """
     return int(xxhash.xxh64_intdigest(plain_bytes(value, physical_type, type_length=type_length)))
 
 
@@ -281,8 +307,25 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
                 type_length: int | None = None) -> npt.NDArray[np.uint64]:
     """XXH64 of many values (nulls skipped) as a ``uint64`` array; equal to :func:`hash_value`.
 
-    ``values`` may be a scalar, a sequence, a numpy array (an ``(n, w)`` uint8 matrix for
-    fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.values.arrow`).
+    Parameters
+    ----------
+    values : scalar, sequence, numpy array or pyarrow array
+        A numpy array (an ``(n, w)`` uint8 matrix for fixed-width binary), or a pyarrow Array /
+        ChunkedArray (see :mod:`secure_bloom.values.arrow`), or Python values.
+    physical_type : PhysicalType, str or int
+        The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+    type_length : int, optional
+        The width of a FIXED_LEN_BYTE_ARRAY column.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A value does not fit the physical type.
     """
     ptype, width = _resolve(physical_type, type_length)
     if ptype is PhysicalType.BYTE_ARRAY and type(values) in (list, tuple):

@@ -181,7 +181,33 @@ class PruneCache:
 
     It holds decrypted Bloom filters and statistics of encrypted columns in process memory (what
     the process holding the keys could recompute), never key bytes; it is never persisted and is
-    emptied by :meth:`clear` or by dropping the object. See :mod:`.prune_cache`.
+    emptied by :meth:`clear` or by dropping the object. An entry answers only after the caller's
+    access to its keys is rechecked (a revoked caller gets ``KeyAccessDeniedError``, never a
+    cached answer). See :mod:`.prune_cache`.
+
+    Parameters
+    ----------
+    max_bytes : int, default 256 MiB
+        The bound on what is kept; 0 keeps nothing.
+
+    Raises
+    ------
+    ValueError
+        ``max_bytes`` is not an int >= 0.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from secure_bloom.parquet import PruneCache, attach_bloom_filters, read_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"id": list(range(2_000))}), tmp / "ids.parquet", row_group_size=500)
+    >>> _ = attach_bloom_filters(tmp / "ids.parquet", tmp / "ids.bloom.parquet", ["id"])
+    >>> cache = PruneCache(max_bytes=64 << 20)
+    >>> for key in (7, 8, 9):  # the first lookup reads footers and filters, the others do not
+    ...     rows = read_table(tmp / "ids.bloom.parquet", filters=[("id", "==", key)], cache=cache)
+    >>> cache.stats.hits >= 2
+    True
     """
 
     def __init__(self, max_bytes: int = DEFAULT_PRUNE_CACHE_BYTES) -> None:

@@ -157,14 +157,64 @@ def _column_hashes(table: pa.Table, column: BloomColumn) -> npt.NDArray[np.uint6
 class ParquetWriter:
     """pyarrow's ``ParquetWriter`` for encrypted files with (encrypted) Bloom filters.
 
-    ``ParquetWriter(where, schema, *, encryption, kms, kms_connection_config=None,
-    bloom_filter_options=None, filesystem=None, bloom_filter_max_bytes=1 MiB, timeouts=None, **kwargs)``;
-    ``timeouts`` (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) for the filesystem of a
-    URI ``where`` (default: those of ``store_timeouts``); ``kwargs`` go to pyarrow's writer
-    (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
     Options are checked and the data keys wrapped by the KMS when the writer is made; nothing
     appears at ``where`` until :meth:`close` has verified the complete file. Leaving a ``with``
-    block by an exception discards everything (:meth:`abort`).
+    block by an exception discards everything (:meth:`abort`). Streams bigger than memory: each
+    written batch or table becomes row groups as it comes.
+
+    Parameters
+    ----------
+    where : str or os.PathLike
+        A local path, an object-store URI or a path on ``filesystem``.
+    schema : pyarrow.Schema
+        The schema of every batch written.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration
+        Footer key, column keys and the rest of pyarrow's encryption options.
+    kms : KmsClient or callable
+        One of :mod:`secure_bloom.kms`'s clients, or a pyarrow ``KmsClient`` factory.
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        Handed to a pyarrow ``KmsClient`` factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format: ``{"email": True, "ssn": {"fpp": 0.001}, "id": {"ndv": 100_000}}``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where the destination is, instead of the local disk or a URI's store.
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on one filter's bitset.
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+    timeouts : StoreTimeouts, optional
+        For the filesystem of a URI destination (default: those of ``store_timeouts``).
+    **kwargs
+        pyarrow's writer options (``compression``, ``version``, ``use_deprecated_int96_timestamps``...).
+
+    Raises
+    ------
+    TypeError
+        An option has the wrong type.
+    ValueError
+        An option is out of range or names an unknown, BOOLEAN or map column; raised before any
+        KMS call or write.
+    secure_bloom.errors.KeyManagementError
+        The KMS refused or could not wrap a data key.
+    OSError
+        The destination cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import ParquetWriter
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i}@example.com" for i in range(3_000)]})
+    >>> with ParquetWriter(tmp / "big.parquet", table.schema, kms=kms, bloom_filter_options={"email": True},
+    ...                    encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                          column_keys={"pii_key": ["email"]})) as writer:
+    ...     for batch in table.to_batches(max_chunksize=1_000):
+    ...         writer.write_batch(batch)
+    >>> writer.report.row_groups, len(writer.report.filters)
+    (3, 3)
     """
 
     def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any, kms: Any, kms_connection_config: Any = None,
