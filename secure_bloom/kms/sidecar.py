@@ -33,7 +33,29 @@ _MAX_SIDECAR_BYTES = 64 << 20
 
 
 def sidecar_path(data_file: str | os.PathLike[str]) -> Path:
-    """``<dir>/_KEY_MATERIAL_FOR_<name>.json`` for the Parquet file ``<dir>/<name>``."""
+    """``<dir>/_KEY_MATERIAL_FOR_<name>.json`` for the Parquet file ``<dir>/<name>``.
+
+    Parameters
+    ----------
+    data_file : str or os.PathLike
+        The Parquet file.
+
+    Returns
+    -------
+    pathlib.Path
+        Where its external key material is (parquet-java's name).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+
+    Examples
+    --------
+    >>> from secure_bloom.kms import sidecar_path
+    >>> sidecar_path("lake/part-0.parquet").as_posix()
+    'lake/_KEY_MATERIAL_FOR_part-0.parquet.json'
+    """
     path = Path(data_file)
     return path.with_name(f"{SIDECAR_PREFIX}{path.name}{SIDECAR_SUFFIX}")
 

@@ -51,9 +51,26 @@ def check_ndv(ndv: Any) -> int | None:
 class ColumnSpec:
     """A column to give Bloom filters, with its own options.
 
-    ``path`` names the leaf (a dotted path, path parts, an ordinal or a ColumnInfo); ``ndv`` is
-    the distinct count to size each chunk's filter for (None: count each chunk's values);
-    ``fpp`` the false-positive rate (None: attach's ``fpp`` argument).
+    Parameters
+    ----------
+    path : str, tuple of str, int or ColumnInfo
+        The leaf: a dotted path, path parts, an ordinal or a ColumnInfo.
+    ndv : int, optional
+        The distinct count to size each chunk's filter for (None: count each chunk's values).
+    fpp : float, optional
+        The false-positive rate (None: attach's ``fpp`` argument).
+
+    Raises
+    ------
+    None
+        Nothing when made; attach and the writers check ``ndv`` >= 1 and ``fpp`` in (0, 1)
+        (``ValueError``) before they read or write anything.
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet import ColumnSpec
+    >>> ColumnSpec("ssn", fpp=0.001)
+    ColumnSpec(path='ssn', ndv=None, fpp=0.001)
     """
 
     path: ColumnRef
