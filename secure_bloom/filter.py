@@ -299,10 +299,12 @@ class SplitBlockBloomFilter:
 
     @property
     def num_bytes(self) -> int:
+        """The bitset size in bytes (tail bytes of an odd-sized file filter included)."""
         return int(self._words.nbytes) + len(self._tail)
 
     @property
     def num_blocks(self) -> int:
+        """The number of 32-byte blocks (floor(num_bytes / 32))."""
         return int(self._words.nbytes) // BYTES_PER_BLOCK
 
     @property

@@ -257,6 +257,7 @@ class AuditFixture:
 
     @property
     def keys(self) -> KeyAccess:
+        """The keys the plugin's options give (``--secure-bloom-key-list-file``...)."""
         return self._state.keys()
 
     def __call__(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

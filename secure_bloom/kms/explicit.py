@@ -127,6 +127,7 @@ class ExplicitKeys:
 
     @property
     def key_ids(self) -> tuple[str, ...]:
+        """The key ids, in the order given (never the keys)."""
         return tuple(self._keys)
 
     def key_for(self, key_metadata: bytes) -> bytes:

@@ -178,6 +178,7 @@ class KeyListKms:
 
     @property
     def master_key_ids(self) -> tuple[str, ...]:
+        """The master key ids of the list, in order (never the keys)."""
         return tuple(self._keys)
 
     def _master_key(self, master_key_identifier: str) -> bytes:

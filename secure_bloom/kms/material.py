@@ -205,6 +205,7 @@ class KeyMetadata:
 
     @property
     def internal_storage(self) -> bool:
+        """True if the key material is stored in the file (False: in the sidecar)."""
         return self.material is not None
 
     def to_bytes(self) -> bytes:

@@ -102,6 +102,7 @@ class KeyMaterialStore:
 
     @property
     def footer_material(self) -> KeyMaterial | None:
+        """The footer key's material, or None if the store has none."""
         return self._materials.get(FOOTER_KEY_REFERENCE)
 
     def references(self) -> tuple[str, ...]:

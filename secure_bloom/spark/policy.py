@@ -70,6 +70,7 @@ class KeyListKmsConfig:
 
     @property
     def master_key_ids(self) -> tuple[str, ...]:
+        """The master key ids of the key list (never the keys)."""
         return tuple(parse_key_list(self.key_list))
 
     def __repr__(self) -> str:

@@ -120,10 +120,12 @@ class Discovery:
 
     @property
     def files(self) -> tuple[str, ...]:
+        """The Parquet files found, in discovery order."""
         return tuple(e.path for e in self.entries if e.problem is None)
 
     @property
     def problems(self) -> tuple[ParquetPath, ...]:
+        """The entries that could not be read or are not Parquet (each with its problem)."""
         return tuple(e for e in self.entries if e.problem is not None)
 
 

@@ -169,6 +169,7 @@ class ColumnRule:
 
     @property
     def is_glob(self) -> bool:
+        """True if the rule names columns by a glob rather than a path."""
         return self.glob
 
     @property
@@ -178,6 +179,7 @@ class ColumnRule:
 
     @property
     def where(self) -> str:
+        """The rule as messages name it: its path and its line in the policy file."""
         return f"rule {self.path!r}" + (f" (line {self.line})" if self.line is not None else "")
 
     def matches(self, columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:

@@ -142,10 +142,12 @@ class Finding:
 
     @property
     def severity(self) -> Severity:
+        """Violation, warning or notice, from the finding's code."""
         return _SEVERITY[self.code]
 
     @property
     def message(self) -> str:
+        """One line for people: where (column, row groups), what, and the detail."""
         text = f"{location(self.leaf, self.row_groups)}: {EXPLANATIONS[self.code]}"
         return f"{text} ({self.detail})" if self.detail else text
 
@@ -171,6 +173,7 @@ class ColumnResult:
 
     @property
     def status(self) -> Status:
+        """The worst of the column's findings (violation, could not check, or ok)."""
         if any(f.severity is Severity.VIOLATION for f in self.findings):
             return Status.VIOLATION
         if self.unchecked:
@@ -206,6 +209,7 @@ class FileResult:
 
     @property
     def status(self) -> Status:
+        """The file's status: could not check (an error), violation, or ok."""
         if self.error is not None:
             return Status.COULD_NOT_CHECK
         statuses = {c.status for c in self.columns}
@@ -216,6 +220,7 @@ class FileResult:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
+        """Every finding of the file's columns, in column order."""
         return tuple(f for c in self.columns for f in c.findings)
 
     def failure_lines(self) -> list[str]:
@@ -257,18 +262,22 @@ class AuditReport:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
+        """Every finding, in file order."""
         return tuple(f for r in self.files for f in r.findings)
 
     @property
     def violations(self) -> tuple[Finding, ...]:
+        """The findings that are violations."""
         return tuple(f for f in self.findings if f.severity is Severity.VIOLATION)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
+        """The findings that are warnings."""
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
     @property
     def could_not_check(self) -> tuple[FileResult, ...]:
+        """The files that could not be checked (never counted as passes)."""
         return tuple(r for r in self.files if r.status is Status.COULD_NOT_CHECK)
 
     @property

@@ -60,22 +60,27 @@ class ColumnChunk:
 
     @property
     def path(self) -> str:
+        """The leaf column's dotted path."""
         return self.column.path
 
     @property
     def column_ordinal(self) -> int:
+        """The column's ordinal in the file (the AAD's column ordinal)."""
         return self.column.ordinal
 
     @property
     def physical_type(self) -> PhysicalType:
+        """The column's Parquet physical type."""
         return self.column.physical_type
 
     @property
     def logical_type(self) -> str | None:
+        """The column's logical type name, or None."""
         return self.column.logical_type
 
     @property
     def encrypted(self) -> bool:
+        """True if the chunk is encrypted (with the footer key or a key of its own)."""
         return self.encryption.encrypted
 
     @property

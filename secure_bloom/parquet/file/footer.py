@@ -108,6 +108,7 @@ class Footer:
 
     @property
     def encrypted(self) -> bool:
+        """True unless the file is plaintext (a signed plaintext footer counts as encrypted)."""
         return self.mode is not FooterMode.PLAINTEXT
 
     def require_file_aad(self) -> bytes:

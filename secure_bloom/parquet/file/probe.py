@@ -82,6 +82,7 @@ class ProbeResult:
 
     @property
     def any_maybe(self) -> bool:
+        """True if any row group answered "maybe" for any value."""
         return any(answer == Verdict.MAYBE for rg in self.row_groups for _, answer in rg.values)
 
 

@@ -355,20 +355,24 @@ class ParquetBloomReader:
 
     @property
     def bytes_read(self) -> int:
+        """Bytes read from the file so far (every range read counted)."""
         return sum(n for _, n in self._file.ranges)
 
     # ---------------------------------------------------------------- columns and chunks
 
     @property
     def num_row_groups(self) -> int:
+        """The number of row groups."""
         return len(self._chunks)
 
     @property
     def num_rows(self) -> int:
+        """The number of rows, as the footer says."""
         return int(self.footer.metadata.num_rows)
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
+        """The leaf columns, in schema order."""
         return self._columns
 
     def column(self, column: ColumnRef) -> ColumnInfo:

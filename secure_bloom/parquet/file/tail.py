@@ -60,6 +60,7 @@ class FileTail:
 
     @property
     def magic(self) -> bytes:
+        """The trailing magic the file has: ``PARE`` (encrypted footer) or ``PAR1``."""
         return ENCRYPTED_MAGIC if self.encrypted_footer else PLAIN_MAGIC
 
     def __repr__(self) -> str:

@@ -133,6 +133,7 @@ class KnownSource:
 
     @property
     def filesystem(self) -> pafs.FileSystem:
+        """The filesystem the source resolved to."""
         return self.resolved.filesystem
 
     def listing(self) -> tuple[Any, ...] | None:

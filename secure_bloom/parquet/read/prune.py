@@ -167,30 +167,37 @@ class PruneReport:
 
     @property
     def row_groups_total(self) -> int:
+        """Row groups in the files considered."""
         return sum(f.num_row_groups for f in self.files)
 
     @property
     def row_groups_pruned_by_statistics(self) -> int:
+        """Row groups skipped by their min/max statistics."""
         return sum(len(f.pruned_by_statistics) for f in self.files)
 
     @property
     def row_groups_pruned_by_bloom(self) -> int:
+        """Row groups skipped by their Bloom filters."""
         return sum(len(f.pruned_by_bloom) for f in self.files)
 
     @property
     def row_groups_read(self) -> int:
+        """Row groups left to read."""
         return sum(len(f.row_groups) for f in self.files)
 
     @property
     def metadata_bytes_read(self) -> int:
+        """Bytes of footers and filters read while pruning."""
         return sum(f.metadata_bytes_read for f in self.files)
 
     @property
     def bytes_read(self) -> int:
+        """Metadata bytes plus data bytes read (data: when reads are counted)."""
         return self.metadata_bytes_read + (self.data_bytes_read or 0)
 
     @property
     def files_read(self) -> int:
+        """Files with at least one row group to read."""
         return sum(1 for f in self.files if f.row_groups)
 
     def to_dict(self, *, with_files: bool = True) -> dict[str, Any]:

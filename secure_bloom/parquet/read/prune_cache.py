@@ -326,6 +326,7 @@ class PruneCache:
 
     @property
     def stats(self) -> CacheStats:
+        """Hits, misses, evictions, files and bytes held (a snapshot)."""
         with self._lock:
             self._purge_locked()
             return CacheStats(self._hits, self._misses, self._uncacheable, self._evictions, len(self._entries),

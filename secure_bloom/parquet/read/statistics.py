@@ -48,6 +48,7 @@ class Bounds:
 
     @property
     def all_null(self) -> bool:
+        """True if every value of the (top-level) chunk is null."""
         return self.top_level and self.null_count is not None and self.null_count == self.num_values
 
 

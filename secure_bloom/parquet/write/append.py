@@ -86,6 +86,7 @@ class FilterTail:
 
     @property
     def size(self) -> int:
+        """The size of the file once the filters and the footer are appended."""
         return self.start + sum(len(b) for b in self.blobs) + len(self.tail)
 
     def chunks(self) -> list[bytes]:

@@ -30,10 +30,12 @@ class Destination:
 
     @property
     def local(self) -> bool:
+        """True for a local path (False: a pyarrow filesystem)."""
         return self.filesystem is None
 
     @property
     def name(self) -> str:
+        """The file's name (the last part of its path)."""
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
     def __str__(self) -> str:

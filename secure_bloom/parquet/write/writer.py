@@ -281,10 +281,12 @@ class ParquetWriter:
 
     @property
     def schema(self) -> pa.Schema:
+        """The schema every batch must have."""
         return self.check_setup.schema
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` or :meth:`abort` ran."""
         return self._closed
 
     @property
