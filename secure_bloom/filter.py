@@ -222,8 +222,25 @@ class SplitBlockBloomFilter:
     def from_bitset(cls, bitset: bytes | bytearray | memoryview, *, copy: bool = True) -> SplitBlockBloomFilter:
         """A filter over a copy of ``bitset``: any size from 32 bytes to 128 MiB a file may hold;
         floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java).
-        ``copy=False`` with ``bytes`` (immutable): a read-only filter over them, for probing only
-        (inserting raises TypeError or ValueError)."""
+
+        Parameters
+        ----------
+        bitset : bytes-like
+            The bitset, as a file stores it.
+        copy : bool, default True
+            False with ``bytes`` (immutable): a read-only filter over them, for probing only
+            (inserting raises TypeError or ValueError).
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            The filter.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedBitsetError
+            The bitset is shorter than 32 bytes or longer than 128 MiB.
+        """
         raw = memoryview(bitset).cast("B")
         if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
             raise MalformedBitsetError(
@@ -290,6 +307,18 @@ class SplitBlockBloomFilter:
         return serialize_header(self.num_bytes) + self.bitset
 
     def copy(self) -> SplitBlockBloomFilter:
+        """An independent copy (its own bitset and lock).
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            Equal to this filter.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return SplitBlockBloomFilter.from_bitset(self.bitset)
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:  # pickles as its bitset (a lock does not pickle)
@@ -314,13 +343,36 @@ class SplitBlockBloomFilter:
             return self._words.tobytes() + self._tail
 
     def bits_set(self) -> int:
+        """The number of bits set in the blocks (tail bytes not counted).
+
+        Returns
+        -------
+        int
+            From 0 to ``8 * num_blocks * 32``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return int(np.unpackbits(self._words.view(np.uint8)).sum())  # bits of the blocks (not the tail)
 
     def effective_fpp(self) -> float:
         """The false-positive rate of this filter as it is, from the bits it has set: a random
         absent value picks a block uniformly and one bit in each of its eight words, so it is
         "maybe" with probability mean over blocks of prod_i (bits set in word i / 32). Needs no
-        distinct count; a near-zero value on a small domain means the filter answers exactly."""
+        distinct count; a near-zero value on a small domain means the filter answers exactly.
+
+        Returns
+        -------
+        float
+            In [0, 1]; a policy's ``min_fpp`` is checked against it.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if self.num_blocks == 0:
             return 1.0
         counts = np.unpackbits(self._words.view(np.uint8).reshape(self.num_blocks, 8, 4), axis=2).sum(axis=2)
@@ -332,6 +384,21 @@ class SplitBlockBloomFilter:
         A block holding k values answers a random probe "maybe" with probability
         (1 - (31/32)^k)^8; the values per block follow Binomial(n, 1/z) exactly (one block: all n
         in it), so the estimate also holds for the smallest filters.
+
+        Parameters
+        ----------
+        n_inserted : int
+            Distinct values inserted (>= 0).
+
+        Returns
+        -------
+        float
+            The expected rate, in [0, 1].
+
+        Raises
+        ------
+        ValueError
+            ``n_inserted`` < 0.
         """
         if n_inserted < 0:
             raise ValueError("n_inserted must be >= 0")
@@ -359,6 +426,18 @@ class SplitBlockBloomFilter:
         return ((h >> 32) * self.num_blocks) >> 32, h & 0xFFFFFFFF
 
     def insert_hash(self, h: int) -> None:
+        """Insert one hash (bit-exact: :func:`~secure_bloom.values.physical.hash_value`'s output).
+
+        Parameters
+        ----------
+        h : int
+            An unsigned 64-bit hash.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``h`` is not an int in the 64-bit range.
+        """
         block, key = self._block_and_key(h)
         words = self._words
         base = block * 8
@@ -369,7 +448,23 @@ class SplitBlockBloomFilter:
     def check_hash(self, h: int) -> bool:
         """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
         spec's filter is: the hash of +0.0 does not find -0.0, nor one NaN another. A query for a
-        value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe)."""
+        value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe).
+
+        Parameters
+        ----------
+        h : int
+            An unsigned 64-bit hash.
+
+        Returns
+        -------
+        bool
+            False only if ``h`` was never inserted.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``h`` is not an int in the 64-bit range.
+        """
         h = int(h)
         if not 0 <= h < (1 << 64):
             raise ValueError(f"hash must be an unsigned 64-bit integer, got {h}")
@@ -384,14 +479,45 @@ class SplitBlockBloomFilter:
     # ---------------------------------------------------------------- batch hash level
 
     def insert_hashes(self, hashes: Any) -> None:
-        """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
+        """Insert every hash of a uint64 array (repeats and shared blocks are handled).
+
+        Parameters
+        ----------
+        hashes : array-like of uint64
+            A numpy array (int64 is reinterpreted), or a list of ints.
+
+        Raises
+        ------
+        TypeError
+            ``hashes`` is not an integer array (or list of ints).
+        ValueError
+            A hash is outside the 64-bit range.
+        """
         h = _check_hash_array(hashes)
         with self._lock:
             kernels.sbbf_insert(self._words, h)
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
-        like :meth:`check_hash`."""
+        like :meth:`check_hash`.
+
+        Parameters
+        ----------
+        hashes : array-like of uint64
+            A numpy array (int64 is reinterpreted), or a list of ints.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One answer per hash.
+
+        Raises
+        ------
+        TypeError
+            ``hashes`` is not an integer array (or list of ints).
+        ValueError
+            A hash is outside the 64-bit range.
+        """
         return kernels.sbbf_check(self._words, _check_hash_array(hashes))
 
     # ---------------------------------------------------------------- value level
@@ -492,7 +618,25 @@ class SplitBlockBloomFilter:
     # ---------------------------------------------------------------- set operations
 
     def union(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:
-        """A filter of both sets: the OR of two filters of equal size."""
+        """A filter of both sets: the OR of two filters of equal size.
+
+        Parameters
+        ----------
+        other : SplitBlockBloomFilter
+            A filter of the same size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            A new filter; neither input changes.
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a SplitBlockBloomFilter.
+        ValueError
+            The sizes differ.
+        """
         if not isinstance(other, SplitBlockBloomFilter):
             raise TypeError(f"can only union with a SplitBlockBloomFilter, not {type(other).__name__}")
         if other.num_bytes != self.num_bytes:

@@ -172,7 +172,25 @@ class KeyListKms:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> KeyListKms:
-        """Read a key list from a text file (same syntax; one entry per line is fine)."""
+        """Read a key list from a text file (same syntax; one entry per line is fine; ``#`` comments).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The key list file.
+
+        Returns
+        -------
+        KeyListKms
+            A client over its keys.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The file does not parse (messages name entry numbers, never key text).
+        OSError
+            The file cannot be read.
+        """
         with open(path, encoding="utf-8") as f:
             return cls(f.read())
 
@@ -190,11 +208,52 @@ class KeyListKms:
                 f"(known ids: {', '.join(sorted(self._keys))})") from None
 
     def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
-        """Base64(nonce | AES-GCM(key) | tag) under the master key, AAD = its id (UTF-8)."""
+        """Base64(nonce | AES-GCM(key) | tag) under the master key, AAD = its id (UTF-8).
+
+        Parameters
+        ----------
+        key_bytes : bytes
+            The key to wrap (a data key or KEK).
+        master_key_identifier : str
+            The master key's id.
+
+        Returns
+        -------
+        str
+            The wrapped key, as parquet-java's key material stores it.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The id is not in the list.
+        """
         master = self._master_key(master_key_identifier)
         return wrap_locally(key_bytes, master, master_key_identifier.encode("utf-8"))
 
     def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        """The key :meth:`wrap_key` wrapped (or parquet-java's key-list KMS).
+
+        Parameters
+        ----------
+        wrapped_key : str
+            What :meth:`wrap_key` returned.
+        master_key_identifier : str
+            The master key's id.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The id is not in the list.
+        secure_bloom.errors.AuthenticationError
+            The wrapped key does not authenticate under that master key.
+        secure_bloom.errors.MalformedKeyMaterialError
+            ``wrapped_key`` is not Base64 of a wrapped key.
+        """
         master = self._master_key(master_key_identifier)
         return unwrap_locally(wrapped_key, master, master_key_identifier.encode("utf-8"),
                               wrapped_under=f"master key {master_key_identifier!r}")

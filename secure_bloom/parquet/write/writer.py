@@ -229,6 +229,25 @@ class ParquetWriter:
 
     @classmethod
     def with_setup(cls, setup: WriteSetup, dest: Destination) -> ParquetWriter:
+        """A writer from options already checked (``write_to_dataset`` writes many files with one).
+
+        Parameters
+        ----------
+        setup : WriteSetup
+            The checked options and wrapped keys (:func:`~secure_bloom.parquet.write.setup.check_setup`).
+        dest : Destination
+            Where the file goes.
+
+        Returns
+        -------
+        ParquetWriter
+            An open writer.
+
+        Raises
+        ------
+        OSError
+            The spool file cannot be made.
+        """
         writer = cls.__new__(cls)
         writer._closed = True
         writer._dest, writer.check_setup = dest, setup
@@ -295,7 +314,26 @@ class ParquetWriter:
         return self._report
 
     def write(self, table_or_batch: pa.Table | pa.RecordBatch, row_group_size: int | None = None) -> None:
-        """Write a Table or RecordBatch (see :meth:`write_table`)."""
+        """Write a Table or RecordBatch (see :meth:`write_table`).
+
+        Parameters
+        ----------
+        table_or_batch : pyarrow.Table or pyarrow.RecordBatch
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         if isinstance(table_or_batch, pa.RecordBatch):
             self.write_batch(table_or_batch, row_group_size)
         elif isinstance(table_or_batch, pa.Table):
@@ -304,13 +342,51 @@ class ParquetWriter:
             raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(table_or_batch).__name__}")
 
     def write_batch(self, batch: pa.RecordBatch, row_group_size: int | None = None) -> None:
-        """Write one RecordBatch (as pyarrow: at least one row group of its own)."""
+        """Write one RecordBatch (as pyarrow: at least one row group of its own).
+
+        Parameters
+        ----------
+        batch : pyarrow.RecordBatch
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         self.write_table(pa.Table.from_batches([batch], schema=batch.schema), row_group_size)
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
         """Write ``table`` as row groups of at most ``row_group_size`` rows (default 1 Mi rows),
         each with its Bloom filters; pyarrow's ``write_table`` semantics (an empty table is one
-        empty row group)."""
+        empty row group).
+
+        Parameters
+        ----------
+        table : pyarrow.Table
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         if self._closed:
             raise ValueError("write to a closed ParquetWriter")
         if not isinstance(table, pa.Table):
@@ -349,8 +425,22 @@ class ParquetWriter:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> WriteReport:
-        """Finish the file: append the filters, rewrite the footer, verify, publish. Returns the
-        report (also :attr:`report`); calling again returns the same report."""
+        """Finish the file: append the filters, rewrite the footer, verify, publish.
+
+        Returns
+        -------
+        WriteReport
+            Also :attr:`report`; calling again returns the same report.
+
+        Raises
+        ------
+        secure_bloom.errors.WriteError
+            The writer was aborted, or a filter or the footer did not verify (nothing published).
+        secure_bloom.errors.KeyManagementError
+            External key material could not be published with its keys.
+        OSError
+            The file could not be written, synced or linked into place (nothing published).
+        """
         if self._report is not None:
             return self._report
         if self._closed:
@@ -369,7 +459,13 @@ class ParquetWriter:
         return self._report
 
     def abort(self) -> None:
-        """Discard everything written so far; nothing is published."""
+        """Discard everything written so far; nothing is published.
+
+        Raises
+        ------
+        None
+            Nothing of its own (cleanup errors are swallowed: nothing was published).
+        """
         self._discard()
 
     def _stop_pool(self) -> None:
