@@ -116,7 +116,23 @@ class ExplicitKeys:
 
     @classmethod
     def from_specs(cls, specs: Iterable[str]) -> ExplicitKeys:
-        """From ``ID=base64:...|hex:...|text:...`` strings; an id given twice is an error."""
+        """From ``ID=base64:...|hex:...|text:...`` strings (what ``--key`` takes).
+
+        Parameters
+        ----------
+        specs : iterable of str
+            The key specs (:func:`parse_key_spec`).
+
+        Returns
+        -------
+        ExplicitKeys
+            Their keys.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            A spec does not parse, or an id is given twice.
+        """
         keys: dict[str, bytes] = {}
         for spec in specs:
             key_id, key = parse_key_spec(spec)
@@ -131,7 +147,23 @@ class ExplicitKeys:
         return tuple(self._keys)
 
     def key_for(self, key_metadata: bytes) -> bytes:
-        """The key whose id is ``key_metadata`` (UTF-8). Raises :class:`MissingKeyError`."""
+        """The key whose id is ``key_metadata`` (UTF-8).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            No key for that id (the message lists the ids given, never keys).
+        """
         try:
             key_id = bytes(key_metadata).decode("utf-8")
         except (UnicodeDecodeError, binascii.Error):

@@ -147,7 +147,31 @@ class OpenBaoTransitKms:
     # --- KmsClient ----------------------------------------------------------------------------
 
     def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
-        """Encrypt ``key_bytes`` with the latest version of transit key ``master_key_identifier``."""
+        """Encrypt ``key_bytes`` with the latest version of transit key ``master_key_identifier``.
+
+        Parameters
+        ----------
+        key_bytes : bytes
+            The key to wrap (16, 24 or 32 bytes).
+        master_key_identifier : str
+            The transit key's name.
+
+        Returns
+        -------
+        str
+            ``vault:vN:...``, as the key material stores it.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        ValueError
+            ``key_bytes`` is not an AES key length.
+        """
         key = check_key(key_bytes, "key_bytes")
         name = self._key_name(master_key_identifier)
         deadline = time.monotonic() + self.deadline_s  # one bound for both requests
@@ -161,7 +185,31 @@ class OpenBaoTransitKms:
         return ciphertext
 
     def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
-        """Decrypt a ``vault:vN:...`` wrapped key with transit key ``master_key_identifier``."""
+        """Decrypt a ``vault:vN:...`` wrapped key with transit key ``master_key_identifier``.
+
+        Parameters
+        ----------
+        wrapped_key : str
+            What :meth:`wrap_key` returned.
+        master_key_identifier : str
+            The transit key's name.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        secure_bloom.errors.MalformedKeyMaterialError
+            ``wrapped_key`` is not a str, or the answer is not an AES key.
+        """
         name = self._key_name(master_key_identifier)
         if not isinstance(wrapped_key, str):
             raise MalformedKeyMaterialError(f"wrapped key for master key {name!r} must be str")
@@ -176,24 +224,87 @@ class OpenBaoTransitKms:
     # --- key administration (examples, tests, operations) ----------------------------------------
 
     def create_key(self, name: str, key_type: str = "aes256-gcm96") -> None:
-        """Create transit key ``name`` (no-op if it exists, as transit does)."""
+        """Create transit key ``name`` (no-op if it exists, as transit does).
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+        key_type : str, default "aes256-gcm96"
+            The transit key type.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         self._call("create key", name, lambda t: t.create_key(name, key_type=key_type, mount_point=self.mount))
 
     def rotate_key(self, name: str) -> int:
-        """Add a new version to key ``name``; returns the new latest version."""
+        """Add a new version to key ``name`` (old versions still unwrap).
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+
+        Returns
+        -------
+        int
+            The new latest version.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         self._call("rotate", name, lambda t: t.rotate_key(name, mount_point=self.mount))
         return self.latest_version(name)
 
     def latest_version(self, name: str) -> int:
-        """The version new wraps use."""
+        """The version new wraps use.
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+
+        Returns
+        -------
+        int
+            The latest version of the key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         response = self._call("read key", name, lambda t: t.read_key(name, mount_point=self.mount))
         return int(_data(response)["latest_version"])
 
     def close(self) -> None:
-        """Close this thread's HTTP session."""
+        """Close this thread's HTTP session.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         client = getattr(self._local, "client", None)
         if client is not None:
             client.adapter.close()
