@@ -26,8 +26,20 @@ ABSENT = Verdict.ABSENT
 
 @dataclass(frozen=True)
 class RowGroupProbe:
-    """Answers for one row group: ``values`` holds a (label, :class:`Verdict`) pair per value
-    probed, in the caller's order (duplicates and equal labels kept)."""
+    """Answers for one row group.
+
+    Parameters
+    ----------
+    row_group : int
+        The row group's ordinal.
+    has_bloom_filter : bool
+        False: every answer is "maybe".
+    encrypted : bool
+        The filter is encrypted.
+    values : tuple of (str, Verdict)
+        A (label, :class:`~secure_bloom.types.Verdict`) pair per value probed, in the caller's
+        order (duplicates and equal labels kept).
+    """
 
     row_group: int
     has_bloom_filter: bool
@@ -52,6 +64,15 @@ class ProbeResult:
     label (by default the value's text, :func:`~secure_bloom.values.text.display_value`). A
     list, not a mapping: two values with the same label (``-nan`` and ``nan``, or a value given
     twice) each keep their own answer.
+
+    Parameters
+    ----------
+    file, column : str
+        What was probed.
+    row_groups : tuple of RowGroupProbe
+        One per row group, in order.
+    labels : tuple of str
+        The values' labels, in the caller's order.
     """
 
     file: str

@@ -102,8 +102,24 @@ DEFAULT_ROW_GROUP_SIZE = 1024 * 1024
 
 @dataclass(frozen=True)
 class WriteReport:
-    """What :func:`write_table` / :meth:`ParquetWriter.close` wrote (``filters`` as attach reports
-    them: size, distinct values, expected false-positive rate, whether ``max_bytes`` capped it)."""
+    """What :func:`write_table` / :meth:`ParquetWriter.close` wrote.
+
+    Parameters
+    ----------
+    path : str
+        The file published.
+    footer_mode : str
+        Its footer mode.
+    num_rows, row_groups : int
+        Rows and row groups written.
+    filters : tuple of AttachedFilter
+        As attach reports them: size, distinct values, expected false-positive rate, whether
+        ``bloom_filter_max_bytes`` capped it.
+    size : int
+        The file's size.
+    verified_values : int
+        Values read back and found in their filters before publishing.
+    """
 
     path: str
     footer_mode: str
