@@ -137,8 +137,36 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
     :meth:`~secure_bloom.parquet.ParquetBloomReader.probe`: a naive ``datetime`` (what PySpark's
     ``collect()`` returns, in the session's local zone) for a column of UTC instants needs
     ``timezone`` (a zone name or tzinfo). A file that cannot be read gives one row with ``error``
-    and ``error_kind`` (an :class:`~secure_bloom.errors.ErrorKind` string) set. Returned as a list
-    of dicts, or a DataFrame with ``as_dataframe``.
+    and ``error_kind`` (an :class:`~secure_bloom.errors.ErrorKind` string) set.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories (searched for Parquet files on the driver).
+    column : str
+        The leaf column.
+    values : sequence
+        The values to probe for.
+    keys : WorkerKeys
+        Key sources the executors rebuild their ``KeyAccess`` from.
+    as_dataframe : bool, default False
+        Return a DataFrame instead of a list of dicts.
+    timezone : str or tzinfo, optional
+        The zone of naive date/time values for columns of UTC instants.
+
+    Returns
+    -------
+    list of dict or pyspark.sql.DataFrame
+        One row per (file, row group, value).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path does not exist.
+    secure_bloom.errors.InvalidValueError
+        A value cannot be stored in the column (raised on the driver when the first file says so).
     """
     files = dataset_files(paths)
     frozen = tuple(values)
@@ -181,6 +209,29 @@ def prune_dataset(spark: SparkSession, paths: Any, filters: Any, keys: WorkerKey
     ``pruned_by_bloom``; a file that cannot be read has ``error`` / ``error_kind`` set (never an
     empty ``row_groups``). Literals are taken in each file's own column type (no dataset schema
     on the workers); a literal that does not convert exactly prunes nothing.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories (searched for Parquet files on the driver).
+    filters : list or pyarrow.compute.Expression
+        The filter, in :func:`~secure_bloom.parquet.read.api.read_table`'s syntax.
+    keys : WorkerKeys
+        Key sources the executors rebuild their ``KeyAccess`` from.
+
+    Returns
+    -------
+    list of dict
+        One per file: ``row_groups``, ``pruned_by_statistics``, ``pruned_by_bloom`` (or ``error``).
+
+    Raises
+    ------
+    ValueError
+        ``filters`` is malformed (refused on the driver).
+    FileNotFoundError
+        A path does not exist.
     """
     from ..parquet.read.predicate import to_expression
 
