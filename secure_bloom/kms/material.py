@@ -101,6 +101,31 @@ class KeyMaterial:
 
     :meth:`to_json` emits the fields in parquet-java's order, compact, so a parquet-java file's
     material re-serialises to the same bytes.
+
+    Parameters
+    ----------
+    master_key_id : str
+        ``masterKeyID``.
+    wrapped_dek : str
+        ``wrappedDEK``.
+    is_footer_key : bool
+        ``isFooterKey``.
+    double_wrapping : bool
+        ``doubleWrapping``.
+    kek_id : str, optional
+        ``keyEncryptionKeyID`` (double wrapping only).
+    wrapped_kek : str, optional
+        ``wrappedKEK`` (double wrapping only).
+    kms_instance_id, kms_instance_url : str, optional
+        ``kmsInstanceID`` / ``kmsInstanceURL`` (footer key only).
+    internal_storage : bool, default True
+        ``internalStorage`` (False: the material sits in the sidecar).
+
+    Raises
+    ------
+    ValueError
+        An empty ``master_key_id`` or ``wrapped_dek``, or KEK fields that do not match
+        ``double_wrapping``.
     """
 
     master_key_id: str
@@ -190,6 +215,19 @@ class KeyMetadata:
     * ``key_reference``: external storage; the bytes are
       ``{"keyMaterialType":"PKMT1","internalStorage":false,"keyReference":"footerKey"|"columnKey<N>"}``
       and the material sits in the sidecar ``_KEY_MATERIAL_FOR_<file>.json`` under that reference.
+
+    Parameters
+    ----------
+    material : KeyMaterial, optional
+        Internal storage.
+    key_reference : str, optional
+        External storage: ``footerKey`` or ``columnKey<N>``.
+
+    Raises
+    ------
+    ValueError
+        Neither or both are given, internal material with ``internal_storage=False``, or an
+        empty ``key_reference``.
     """
 
     material: KeyMaterial | None = None

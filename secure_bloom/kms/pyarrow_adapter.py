@@ -21,7 +21,13 @@ __all__ = ["PyArrowKmsClient", "pyarrow_kms_client_factory", "takes_connection_c
 
 
 class PyArrowKmsClient(pe.KmsClient):  # type: ignore[misc]
-    """A ``pyarrow.parquet.encryption.KmsClient`` that delegates to one of our clients."""
+    """A ``pyarrow.parquet.encryption.KmsClient`` that delegates to one of our clients.
+
+    Parameters
+    ----------
+    kms : KmsClient
+        The client ``wrap_key`` / ``unwrap_key`` go to.
+    """
 
     def __init__(self, kms: KmsClient) -> None:
         super().__init__()

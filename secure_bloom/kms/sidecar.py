@@ -66,6 +66,11 @@ class KeyMaterialStore:
     Writers :meth:`add` material (the footer's under ``footerKey``, columns' under
     ``columnKey0``, ``columnKey1``, ... in order) and :meth:`save`; readers :meth:`load` and
     :meth:`get`. Holds wrapped keys only, never key bytes.
+
+    Parameters
+    ----------
+    materials : mapping of str to KeyMaterial, optional
+        Material by reference.
     """
 
     def __init__(self, materials: Mapping[str, KeyMaterial] | None = None) -> None:

@@ -42,6 +42,15 @@ class DataKey:
     """A data key and the key_metadata that lets a reader recover it.
 
     Unpacks as ``dek, key_metadata = wrapper.column_key(...)``. ``repr`` shows no key bytes.
+
+    Parameters
+    ----------
+    key : bytes
+        The data key.
+    key_metadata : bytes
+        What the file stores for it.
+    master_key_id : str
+        The master key it is wrapped under.
     """
 
     key: bytes = field(repr=False)
@@ -67,8 +76,25 @@ class _Kek:
 class FileKeyWrapper:
     """Makes and wraps data keys for footers and columns.
 
-    ``kms`` is the client for the KMS instance ``kms_instance_id`` / ``kms_instance_url``, which
-    footer key material records. One wrapper may serve many files; it is thread-safe.
+    One wrapper may serve many files; it is thread-safe. Data keys come from ``os.urandom``.
+
+    Parameters
+    ----------
+    kms : KmsClient
+        The client for the KMS instance ``kms_instance_id`` / ``kms_instance_url``.
+    kms_instance_id, kms_instance_url : str
+        What footer key material records (parquet-java's defaults).
+    double_wrapping : bool, default True
+        Wrap data keys under a KEK that the KMS wraps (one KMS call per KEK, not per key).
+    kek_lifetime_s : float, default 600
+        How long one KEK per master key is reused.
+    dek_length_bits : int, default 128
+        Data key length: 128, 192 or 256.
+
+    Raises
+    ------
+    ValueError
+        ``dek_length_bits`` is not 128, 192 or 256.
     """
 
     def __init__(self, kms: KmsClient, *, kms_instance_id: str = DEFAULT_KMS_INSTANCE_ID,
