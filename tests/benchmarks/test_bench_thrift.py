@@ -1,4 +1,4 @@
-"""``secure-bloom bench-thrift``: prints the decoder in use and, per footer, the
+"""``python -m benchmarks bench-thrift``: prints the decoder in use and, per footer, the
 parse time of both decoders and their ratio (figures only; no timing is asserted)."""
 
 from __future__ import annotations

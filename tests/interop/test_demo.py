@@ -1,4 +1,4 @@
-"""The README's main job runs to completion (issue 6): `secure-bloom demo` on a small table."""
+"""The README's main job runs to completion (issue 6): `python -m benchmarks demo` on a small table."""
 
 from __future__ import annotations
 
