@@ -35,7 +35,23 @@ __all__ = ["WorkerKeys", "probe_dataset", "prune_dataset", "attach_dataset", "au
 
 @dataclass(frozen=True)
 class WorkerKeys:
-    """A picklable, hashable description of key sources for Spark tasks. Its repr shows no secrets."""
+    """A picklable, hashable description of key sources for Spark tasks. Its repr shows no secrets.
+
+    Parameters
+    ----------
+    key_list : str, optional
+        A key list (``KeyListKms``).
+    explicit : tuple of (str, bytes), optional
+        Explicit keys by id.
+    aad_prefix : bytes, optional
+        The AAD prefix of files that do not store theirs.
+    transit_url : str, optional
+        An OpenBao / Vault transit server.
+    transit_token_env : str, optional
+        The variable holding its token on the workers (None: VAULT_TOKEN, then BAO_TOKEN).
+    transit_mount : str, default "transit"
+        The transit mount.
+    """
 
     key_list: str | None = field(default=None, repr=False)
     explicit: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)

@@ -61,7 +61,18 @@ _SEPARATORS = set(",;:#\n=")
 class KeyListKmsConfig:
     """Master keys given inline as a key list ("id:base64, ..."; see
     :func:`secure_bloom.kms.key_list.parse_key_list`), served on the JVM by
-    io.securebloom.KeyListKmsClient. Its repr shows the master key ids only."""
+    io.securebloom.KeyListKmsClient. Its repr shows the master key ids only.
+
+    Parameters
+    ----------
+    key_list : str
+        The key list (``#`` comment lines allowed).
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        The key list does not parse (messages name ids only).
+    """
 
     key_list: str = field(repr=False)
 
@@ -86,7 +97,22 @@ class KeyListKmsConfig:
 @dataclass(frozen=True)
 class TransitKmsConfig:
     """OpenBao / Vault transit at ``url``; the token is read from the environment variable
-    ``token_env`` when the Hadoop conf is built (its value is never stored)."""
+    ``token_env`` when the Hadoop conf is built (its value is never stored).
+
+    Parameters
+    ----------
+    url : str
+        The server (``http://`` or ``https://``).
+    token_env : str, default "VAULT_TOKEN"
+        The environment variable holding the token.
+    mount : str, default "transit"
+        The transit engine's mount path.
+
+    Raises
+    ------
+    ValueError
+        ``url`` is not http(s), or ``token_env`` is empty.
+    """
 
     url: str
     token_env: str = "VAULT_TOKEN"
@@ -115,7 +141,20 @@ Kms = Union[KeyListKmsConfig, TransitKmsConfig]
 @dataclass(frozen=True)
 class BloomFilterSpec:
     """Per-column Bloom filter sizing: expected distinct values and false-positive probability.
-    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01)."""
+    Unset values fall back to parquet-java's defaults (no ndv: the max size; fpp 0.01).
+
+    Parameters
+    ----------
+    ndv : int, optional
+        Expected distinct values per file.
+    fpp : float, optional
+        False-positive probability, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` <= 0 or ``fpp`` outside (0, 1).
+    """
 
     ndv: int | None = None
     fpp: float | None = None
@@ -180,6 +219,47 @@ class EncryptionPolicy:
     The former shape ``{column: key id}`` is still read, with a DeprecationWarning. ``bloom_filters`` maps column paths to a
     :class:`BloomFilterSpec` (an iterable of paths means default sizing). Columns with a Bloom
     filter but no key stay plaintext, and so do their filters.
+
+    Parameters
+    ----------
+    footer_key : str
+        The footer's master key id.
+    kms : KeyListKmsConfig or TransitKmsConfig
+        The KMS parquet-java's workers use.
+    column_keys : mapping of str to sequence of str, optional
+        Master key id -> the column paths it encrypts.
+    bloom_filters : mapping of str to BloomFilterSpec, or iterable of str, optional
+        Columns to give Bloom filters.
+    plaintext_footer : bool, default False
+        A signed plaintext footer instead of an encrypted one.
+    algorithm : {"AES_GCM_V1", "AES_GCM_CTR_V1"}
+        The file's algorithm (Bloom filters are GCM under both).
+    double_wrapping : bool, default True
+        Wrap data keys under KEKs.
+    data_key_length_bits : int, default 128
+        128, 192 or 256.
+    bloom_filter_max_bytes : int, optional
+        ``parquet.bloom.filter.max.bytes``.
+
+    Raises
+    ------
+    TypeError
+        A ``bloom_filters`` value is not a :class:`BloomFilterSpec`, or ``kms`` is neither config.
+    ValueError
+        An unknown algorithm, a bad data key length, a non-positive ``bloom_filter_max_bytes``,
+        or a master key id that is not a valid transit key name.
+    secure_bloom.errors.KeyNotFoundError
+        A master key id is not in the key list.
+
+    Examples
+    --------
+    >>> import base64, os
+    >>> from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    >>> key_list = ", ".join(f"{k}:{base64.b64encode(os.urandom(16)).decode()}" for k in ("footer_key", "pii_key"))
+    >>> policy = EncryptionPolicy(footer_key="footer_key", kms=KeyListKmsConfig(key_list=key_list),
+    ...                           column_keys={"pii_key": ["email"]}, bloom_filters={"email": BloomFilterSpec(ndv=10_000)})
+    >>> policy.write_options()["parquet.bloom.filter.enabled#email"]
+    'true'
     """
 
     footer_key: str
