@@ -53,7 +53,7 @@ class ColumnType(Protocol):
 
     @property
     def time_unit(self) -> str | None:
-        """A TIME / TIMESTAMP column's unit (``MILLIS``, ``MICROS``, ``NANOS``), else None."""
+        """A TIME / TIMESTAMP column's unit (``millis``, ``micros``, ``nanos``), else None."""
 
     @property
     def is_adjusted_to_utc(self) -> bool | None:

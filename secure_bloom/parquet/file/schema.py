@@ -47,6 +47,37 @@ class ColumnInfo:
     ``time_unit`` is ``millis``/``micros``/``nanos`` for TIMESTAMP and TIME; ``int_bits`` /
     ``int_signed`` for INTEGER. ``encrypted`` and ``key_id`` describe the column's chunks
     (``key_id`` is a printable id: the explicit key id, the master key id, or ``footer``).
+
+    Parameters
+    ----------
+    path : str
+        The dotted path.
+    path_in_schema : tuple of str
+        The path parts.
+    ordinal : int
+        The leaf index.
+    physical_type : PhysicalType
+        The physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+    repetition : str, optional
+        ``REQUIRED``, ``OPTIONAL`` or ``REPEATED``.
+    logical_type, converted_type : str, optional
+        The annotations' names.
+    scale, precision : int, optional
+        DECIMAL's.
+    time_unit : str, optional
+        TIMESTAMP / TIME's unit.
+    is_adjusted_to_utc : bool, optional
+        TIMESTAMP / TIME: values are UTC instants.
+    int_bits : int, optional
+        INTEGER's bit width.
+    int_signed : bool, optional
+        INTEGER's signedness.
+    encrypted : bool, default False
+        The column's chunks are encrypted.
+    key_id : str, optional
+        A printable id of the column's key.
     """
 
     path: str
