@@ -225,7 +225,22 @@ def _conflict(a: ColumnRule, b: ColumnRule) -> str | None:
 
 @dataclass(frozen=True)
 class Policy:
-    """A compliance policy: column rules and the footer-key allowance. ``source`` names the file."""
+    """A compliance policy: column rules and the footer-key allowance (:func:`load_policy` reads one).
+
+    Parameters
+    ----------
+    rules : tuple of ColumnRule
+        The ``[[column]]`` rules, in file order.
+    allow_footer_key : bool, default False
+        Accept filters encrypted under the footer key.
+    source : str, optional
+        The policy file (messages name ``file:line``).
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        No rule, or two rules that repeat or contradict each other.
+    """
 
     rules: tuple[ColumnRule, ...]
     allow_footer_key: bool = False

@@ -48,6 +48,8 @@ class Code(str, Enum):
 
 
 class Severity(str, Enum):
+    """How bad a finding is: a violation fails the audit (exit 1); a warning is reported only."""
+
     VIOLATION = "violation"
     WARNING = "warning"
 
@@ -130,7 +132,20 @@ def format_row_groups(numbers: Sequence[int]) -> str:
 class Finding:
     """One problem with one sensitive column of one file, over the row groups where it occurs.
 
-    ``leaf`` is the leaf column path (a sensitive group name expands to its leaves).
+    Parameters
+    ----------
+    code : Code
+        What is wrong (``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN``, ...).
+    file : str
+        The file, as shown (no URI credentials).
+    column : str
+        The sensitive column or rule as given.
+    leaf : str
+        The leaf column path (a sensitive group name expands to its leaves).
+    row_groups : tuple of int
+        Where it occurs.
+    detail : str, default ""
+        More about it (a key id, a size).
     """
 
     code: Code
@@ -161,8 +176,18 @@ class Finding:
 class ColumnResult:
     """The check of one sensitive column in one file.
 
-    ``leaves`` are the leaf columns the name matched; ``unchecked`` says, for a could-not-check
-    result, what was missing (e.g. the column key), row groups included.
+    Parameters
+    ----------
+    column : str
+        The sensitive column or rule as given.
+    leaves : tuple of str
+        The leaf columns the name matched.
+    findings : tuple of Finding
+        What is wrong with them.
+    unchecked : tuple of str
+        For a could-not-check result, what was missing (e.g. the column key), row groups included.
+    filters_checked : int
+        Filters read and checked.
     """
 
     column: str
@@ -191,8 +216,23 @@ class ColumnResult:
 
 @dataclass(frozen=True)
 class FileResult:
-    """The audit of one file. ``error`` (with ``error_kind``) is set when the file could not be
-    opened or its footer read; then ``columns`` is empty."""
+    """The audit of one file.
+
+    Parameters
+    ----------
+    file : str
+        The file, as shown.
+    columns : tuple of ColumnResult
+        One per sensitive column or rule.
+    row_groups : int
+        Row groups in the file.
+    error, error_kind : str, optional
+        Set when the file could not be opened or its footer read (then ``columns`` is empty).
+    footer_mode, algorithm : str, optional
+        ``plaintext`` / ``signed`` / ``encrypted`` and ``AES_GCM_V1`` / ``AES_GCM_CTR_V1``.
+    bytes_read : int
+        Bytes of the file the audit read.
+    """
 
     file: str
     columns: tuple[ColumnResult, ...] = ()
@@ -247,7 +287,23 @@ class FileResult:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """Everything :func:`secure_bloom.parquet.audit.auditor.audit` found, in file order."""
+    """Everything :func:`secure_bloom.parquet.audit.auditor.audit` found, in file order.
+
+    Parameters
+    ----------
+    files : tuple of FileResult
+        One per file checked.
+    sensitive_columns : tuple of str
+        The ``sensitive_columns`` given.
+    allow_footer_key : bool, default False
+        Whether filters under the footer key were accepted.
+    skipped : tuple of (str, str)
+        ``(path, reason)`` of each file found under a directory and not read (not Parquet).
+    policy : Policy, optional
+        The policy checked.
+    notices : tuple of str
+        Things worth knowing that are no verdict (leftovers of an interrupted attach).
+    """
 
     files: tuple[FileResult, ...]
     sensitive_columns: tuple[str, ...]

@@ -92,7 +92,22 @@ class StoreTimeouts:
     accepts connections and never answers fails a request after about
     ``attempts * (request_s + backoff)``: ~7 s by default. On S3 all three apply; on GCS the
     retries stop after ``attempts * request_s``; other filesystems (HDFS...) keep their own. S3
-    over curl counts ``request_s`` in whole seconds (at least 1)."""
+    over curl counts ``request_s`` in whole seconds (at least 1).
+
+    Parameters
+    ----------
+    connect_s : float, default 2.0
+        Seconds to wait for a connection.
+    request_s : float, default 2.0
+        Seconds without a byte of an answer.
+    attempts : int, default 3
+        Tries per request.
+
+    Raises
+    ------
+    ValueError
+        A time is not > 0 and finite, or ``attempts`` < 1.
+    """
 
     connect_s: float = 2.0
     request_s: float = 2.0

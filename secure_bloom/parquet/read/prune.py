@@ -116,7 +116,29 @@ _PRUNE_FILTER_CACHE = 8 << 20
 
 @dataclass(frozen=True)
 class FilePrune:
-    """One file's outcome: the row groups to read and why the others were skipped."""
+    """One file's outcome: the row groups to read and why the others were skipped.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    num_row_groups : int
+        Its row groups.
+    row_groups : tuple of int
+        The row groups to read.
+    pruned_by_statistics, pruned_by_bloom : tuple of int
+        The row groups skipped, and why.
+    metadata_bytes_read, metadata_requests : int
+        Footer and filter bytes read, in how many requests.
+    file_size : int, optional
+        The file's size.
+    from_cache : bool, optional
+        None: no cache; True: answered from a :class:`PruneCache`; False: a miss.
+    identity : tuple, optional
+        The version of the file these row groups were chosen from.
+    shared_format_opens : bool, default False
+        pyarrow's shared format opens this version (a cached answer).
+    """
 
     path: str
     num_row_groups: int
@@ -145,7 +167,21 @@ class FilePrune:
 class PruneReport:
     """What a pruned read did: files, row groups (total / skipped by statistics / skipped by Bloom
     filters / read) and bytes read (footers and filters by the pruner; ``data_bytes_read``: what
-    pyarrow's scan read, its dataset discovery's footer read included)."""
+    pyarrow's scan read, its dataset discovery's footer read included).
+
+    Parameters
+    ----------
+    files : list of FilePrune
+        One per file considered.
+    files_skipped_by_partition : int
+        Files a partition filter ruled out.
+    data_bytes_read, data_requests : int, optional
+        What pyarrow's scan read (when reads are counted).
+    rows : int, optional
+        Rows returned (once read).
+    cache : CacheStats, optional
+        The cache's counts after pruning, when one was used.
+    """
 
     files: list[FilePrune] = field(default_factory=list)
     files_skipped_by_partition: int = 0

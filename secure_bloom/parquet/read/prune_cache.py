@@ -143,7 +143,17 @@ class DatasetFacts:
 class CacheStats:
     """Counts since creation (or :meth:`PruneCache.clear`): files answered at least partly from
     the cache (hits), files not found or changed (misses), files whose identity could not be
-    determined (uncacheable), entries dropped to stay within the bound, and the current size."""
+    determined (uncacheable), entries dropped to stay within the bound, and the current size.
+
+    Parameters
+    ----------
+    hits, misses, uncacheable, evictions : int
+        The counts.
+    files, bytes : int
+        What the cache holds now.
+    max_bytes : int
+        Its bound.
+    """
 
     hits: int = 0
     misses: int = 0
