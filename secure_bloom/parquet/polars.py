@@ -174,7 +174,54 @@ def scan_parquet(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
     the columns the query uses. ``cache``: a :class:`~secure_bloom.parquet.PruneCache` for
     repeated queries. To see what pruning did, build the dataset yourself
     (:func:`secure_bloom.parquet.dataset`), scan it with :func:`scan_dataset` and read its
-    ``last_report``."""
+    ``last_report``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A Parquet file, a directory with hive partitions, a list of files, or a URI.
+    keys : KeyAccess, optional
+        Keys for encrypted files.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    cache : PruneCache, optional
+        Kept across queries (footers and filters of unchanged files are not read again).
+    partitioning : str, list, Partitioning or None, default "hive"
+        As :func:`~secure_bloom.parquet.read.api.scan` takes it.
+
+    Returns
+    -------
+    polars.LazyFrame
+        Rows exactly as Polars' own filter gives them; what the predicate translation cannot
+        express is not pruned, never refused.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`.
+    secure_bloom.errors.KeyManagementError
+        A footer's key cannot be obtained when the source is discovered.
+    OSError
+        The source cannot be listed or read.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)}),
+    ...                 tmp / "users.parquet", kms=kms, row_group_size=1_000, bloom_filter_options={"email": True},
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}))
+    >>> import polars as pl
+    >>> from secure_bloom.parquet.polars import scan_parquet
+    >>> lazy = scan_parquet(tmp / "users.parquet", keys=KeyAccess(kms=kms))
+    >>> lazy.filter(pl.col("email") == "user0042@example.com").select("n").collect().to_series().to_list()
+    [2957]
+    """
     return scan_dataset(dataset(source, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning))
 
 

@@ -405,7 +405,38 @@ def _filter_requirement(value: Any) -> FilterRequirement:
 
 
 def parse_policy(text: str, source: str = "<policy>") -> Policy:
-    """A :class:`Policy` from TOML text; :class:`PolicyError` names ``source`` and the line."""
+    """A :class:`Policy` from TOML text.
+
+    Parameters
+    ----------
+    text : str
+        The policy, as TOML.
+    source : str, default "<policy>"
+        What messages call it.
+
+    Returns
+    -------
+    Policy
+        The validated policy.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        As :func:`load_policy` (naming ``source`` and the line).
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet.audit.policy import parse_policy
+    >>> policy = parse_policy('''
+    ... version = 1
+    ... [[column]]
+    ... path = "email"
+    ... master_keys = ["pii_key"]
+    ... filter = "required"
+    ... ''')
+    >>> [(rule.path, rule.filter.value, rule.master_keys) for rule in policy.rules]
+    [('email', 'required', ('pii_key',))]
+    """
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -431,7 +462,26 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read and validate a policy file (UTF-8 TOML)."""
+    """Read and validate a policy file (UTF-8 TOML).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The policy file.
+
+    Returns
+    -------
+    Policy
+        The validated policy.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        Not TOML, an unknown key, a bad glob, a wrong type or contradictory rules (named by
+        ``file:line``).
+    OSError
+        The file cannot be read.
+    """
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:

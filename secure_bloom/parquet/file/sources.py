@@ -137,7 +137,23 @@ _TIMEOUTS: contextvars.ContextVar[StoreTimeouts] = contextvars.ContextVar("store
 @contextmanager
 def store_timeouts(timeouts: StoreTimeouts | None) -> Iterator[StoreTimeouts]:
     """Every filesystem built from a URI in this block (and this thread or task) gets ``timeouts``
-    (None: keep the ones in force). Filesystems passed in by the caller keep their own."""
+    (None: keep the ones in force). Filesystems passed in by the caller keep their own.
+
+    Parameters
+    ----------
+    timeouts : StoreTimeouts or None
+        The timeouts for the block.
+
+    Yields
+    ------
+    StoreTimeouts
+        The timeouts in force inside the block.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if timeouts is None:
         yield _TIMEOUTS.get()
         return
@@ -176,7 +192,32 @@ def filesystem_from_uri(text: str, timeouts: StoreTimeouts | None = None) -> tup
     ``endpoint_override=``, ``scheme=``, ``region=``...); the filesystem gets ``timeouts`` (default:
     those of :func:`store_timeouts`, else :data:`DEFAULT_STORE_TIMEOUTS`). A URI it cannot open is
     a :class:`~secure_bloom.errors.ConfigurationError` naming it by
-    :func:`~secure_bloom.display.display_uri` (no credentials, no options)."""
+    :func:`~secure_bloom.display.display_uri` (no credentials, no options).
+
+    Parameters
+    ----------
+    text : str
+        The URI (``s3://bucket/key?endpoint_override=host:port&scheme=http``, ``gs://``, ``file://``).
+    timeouts : StoreTimeouts, optional
+        For the filesystem built.
+
+    Returns
+    -------
+    (pyarrow.fs.FileSystem, str)
+        The filesystem and the path on it.
+
+    Raises
+    ------
+    secure_bloom.errors.ConfigurationError
+        pyarrow cannot open the URI.
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet.file.sources import filesystem_from_uri
+    >>> fs, path = filesystem_from_uri("file:///tmp/lake/x.parquet")
+    >>> type(fs).__name__, path
+    ('LocalFileSystem', '/tmp/lake/x.parquet')
+    """
     try:
         filesystem, path = pafs.FileSystem.from_uri(text)
     except (ValueError, TypeError) as e:  # pyarrow.ArrowInvalid
