@@ -311,7 +311,13 @@ class ParquetBloomReader:
 
     def close(self) -> None:
         """Close the file and drop every key, decrypted metadata and filter this reader holds
-        (the footer key included: :attr:`footer` keeps everything but it)."""
+        (the footer key included: :attr:`footer` keeps everything but it).
+
+        Raises
+        ------
+        None
+            Nothing of its own; closing twice is fine.
+        """
         self._file.close()
         self._column_keys.clear()
         self._footer_contexts.clear()
@@ -377,11 +383,47 @@ class ParquetBloomReader:
 
     def column(self, column: ColumnRef) -> ColumnInfo:
         """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
-        ColumnInfo; a dotted path two leaves share raises :class:`AmbiguousColumnError`."""
+        ColumnInfo.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        ColumnInfo
+            The leaf.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
         return find_column(self._columns, column, self.path)
 
     def chunk(self, row_group: int, column: ColumnRef) -> ColumnChunk:
-        """The chunk of ``column`` in row group ``row_group`` (its position in the footer)."""
+        """The chunk of ``column`` in row group ``row_group`` (its position in the footer).
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        ColumnChunk
+            The chunk, as the footer describes it.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
         info = self.column(column)
         if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
             raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
@@ -485,7 +527,23 @@ class ParquetBloomReader:
         return context
 
     def key_available(self, chunk: ColumnChunk) -> bool:
-        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
+        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk.
+
+        Returns
+        -------
+        bool
+            Whether the caller's keys open it.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS failed for another reason than a missing key (a missing key is False).
+        """
         if not chunk.encrypted:
             return True
         try:
@@ -549,7 +607,35 @@ class ParquetBloomReader:
         self._cached_bytes += size
 
     def bloom_filter(self, row_group: int, column: ColumnRef) -> SplitBlockBloomFilter | None:
-        """The chunk's filter, decrypted if needed; None if the chunk has none."""
+        """The chunk's filter, decrypted if needed; None if the chunk has none.
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        SplitBlockBloomFilter or None
+            The filter (cached up to ``filter_cache_bytes``).
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         chunk = self.chunk(row_group, column)
         location = self.filter_location(chunk)
         if location is None:
@@ -641,12 +727,46 @@ class ParquetBloomReader:
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
         """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and
-        authenticates it, if encrypted) to report its size; bitsets are not read."""
+        authenticates it, if encrypted) to report its size; bitsets are not read.
+
+        Parameters
+        ----------
+        with_sizes : bool, default True
+            Read each filter's header for its size.
+
+        Returns
+        -------
+        list of ChunkInfo
+            In row group, then column order.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         return [self.chunk_info(chunk, with_sizes=with_sizes) for chunk in self.column_chunks()]
 
     def chunk_info(self, chunk: ColumnChunk, *, with_sizes: bool = True) -> ChunkInfo:
         """:class:`ChunkInfo` of one chunk; a chunk whose metadata or filter cannot be read
-        reports why in ``filter_error`` instead of raising."""
+        reports why in ``filter_error`` instead of raising.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk.
+        with_sizes : bool, default True
+            Read the filter's header (authenticating it) for its size.
+
+        Returns
+        -------
+        ChunkInfo
+            Its Bloom filter facts.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         available = self.key_available(chunk)
         error = None
         try:
@@ -737,13 +857,67 @@ class ParquetBloomReader:
     def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
                                     timezone: TimeZoneLike | None = None) -> list[int]:
         """Row groups whose filter may hold ``value`` (every group without a filter is included);
-        query semantics as :meth:`probe`."""
+        query semantics as :meth:`probe`.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        value : object
+            The value looked for.
+        timezone : str or tzinfo, optional
+            The zone of a naive date/time for a column of UTC instants.
+
+        Returns
+        -------
+        list of int
+            The row groups to read, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.InvalidValueError
+            ``value`` cannot be stored in the column.
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         info = self.column(column)
         query = [query_hashes(value, info, timezone=timezone)]
         return [rg for rg, bf in self.iter_filters(info) if maybe_in(bf, query)[0]]
 
     def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
-        """(row group, filter or None) for every row group of ``column``."""
+        """(row group, filter or None) for every row group of ``column``.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Yields
+        ------
+        (int, SplitBlockBloomFilter or None)
+            Each row group and its filter.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         info = self.column(column)
         ahead = self.read_ahead(self.column_chunks(info))  # object stores: filters side by side in one read
         for rg in range(self.num_row_groups):
@@ -753,7 +927,23 @@ class ParquetBloomReader:
     # ---------------------------------------------------------------- describe
 
     def describe(self, *, with_sizes: bool = True) -> dict[str, Any]:
-        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks."""
+        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks.
+
+        Parameters
+        ----------
+        with_sizes : bool, default True
+            Read each filter's header for its size.
+
+        Returns
+        -------
+        dict
+            The ``inspect`` document.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         footer = self.footer
         md = footer.metadata
         signature = None
