@@ -131,8 +131,30 @@ class PrunedScan:
 
     def to_table(self, columns: Sequence[str] | None = None, *, use_threads: bool = True) -> pa.Table:
         """The matching rows (pyarrow applies the exact filter); fills ``report.rows`` and, when
-        reads are counted, ``report.data_bytes_read``. ``columns`` defaults to the scan's; a
-        scan made for some columns (``scan(columns=...)``) reads only those."""
+        reads are counted, ``report.data_bytes_read``.
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns to return (default: the scan's; a scan made for some columns,
+            ``scan(columns=...)``, reads only those).
+        use_threads : bool, default True
+            pyarrow's reading threads.
+
+        Returns
+        -------
+        pyarrow.Table
+            The rows pyarrow's own filtered read returns.
+
+        Raises
+        ------
+        ValueError
+            ``columns`` asks for columns the scan was not made for.
+        secure_bloom.errors.FileChangedError
+            A file was modified or replaced since it was pruned.
+        OSError
+            pyarrow cannot read a file.
+        """
         if columns is None:
             columns = self.columns
         elif self.columns is not None and not set(columns) <= set(self.columns):

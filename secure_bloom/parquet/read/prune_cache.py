@@ -239,7 +239,23 @@ class PruneCache:
     def scope(self, keys: Any) -> int:
         """The scope of entries read with ``keys`` (a KeyAccess or None): its id, held without
         holding the object. When a KeyAccess is collected its entries are dropped at the cache's
-        next use, before its id can name another object."""
+        next use, before its id can name another object.
+
+        Parameters
+        ----------
+        keys : KeyAccess or None
+            The caller's keys.
+
+        Returns
+        -------
+        int
+            The scope.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if keys is None:
             return 0
         scope = id(keys)
@@ -264,7 +280,27 @@ class PruneCache:
 
     def get(self, scope: int, path: str, identity: Identity | None) -> FileFacts | None:
         """The facts of this version of the file, or None (counted as a miss, or as uncacheable
-        when ``identity`` is None). An entry of another version of the file is dropped."""
+        when ``identity`` is None). An entry of another version of the file is dropped.
+
+        Parameters
+        ----------
+        scope : int
+            A :meth:`scope`.
+        path : str
+            The file.
+        identity : tuple or None
+            The version of the file (None: unknown, never cached).
+
+        Returns
+        -------
+        FileFacts or None
+            What pruning derived from that version.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._purge_locked()
             if identity is None:
@@ -282,7 +318,24 @@ class PruneCache:
 
     def put(self, scope: int, path: str, identity: Identity | None, facts: FileFacts) -> None:
         """Keep ``facts`` for this version of the file (replacing what was kept), then drop the
-        least recently used files beyond ``max_bytes``; facts larger than the bound are not kept."""
+        least recently used files beyond ``max_bytes``; facts larger than the bound are not kept.
+
+        Parameters
+        ----------
+        scope : int
+            A :meth:`scope`.
+        path : str
+            The file.
+        identity : tuple or None
+            The version of the file (None: unknown, never cached).
+        facts : FileFacts
+            What pruning derived from it.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if identity is None:
             return
         size = facts.nbytes
@@ -305,7 +358,23 @@ class PruneCache:
                 self._evictions += 1
 
     def dataset(self, key: tuple[Any, ...]) -> DatasetFacts | None:
-        """The discovery kept under ``key`` (its first part: a :meth:`scope`), or None."""
+        """The discovery kept under ``key`` (its first part: a :meth:`scope`), or None.
+
+        Parameters
+        ----------
+        key : tuple
+            The source's key.
+
+        Returns
+        -------
+        DatasetFacts or None
+            pyarrow's discovery of the source.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._purge_locked()
             found = self._datasets.get(key)
@@ -315,7 +384,20 @@ class PruneCache:
 
     def keep_dataset(self, key: tuple[Any, ...], facts: DatasetFacts | None) -> None:
         """Keep a discovery under ``key`` (None: forget it), the least recently used beyond
-        :data:`MAX_DATASETS` dropped."""
+        :data:`MAX_DATASETS` dropped.
+
+        Parameters
+        ----------
+        key : tuple
+            The source's key.
+        facts : DatasetFacts or None
+            The discovery.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._datasets.pop(key, None)
             if facts is None:
@@ -325,7 +407,13 @@ class PruneCache:
                 self._datasets.popitem(last=False)
 
     def clear(self) -> None:
-        """Drop every entry (the filters and statistics they hold) and reset the counts."""
+        """Drop every entry (the filters and statistics they hold) and reset the counts.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._entries.clear()
             self._scopes.clear()
