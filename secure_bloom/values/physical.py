@@ -61,7 +61,27 @@ def _int_bits(value: Any, bits: int) -> int:
 
 
 def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> bytes:
-    """The bytes Parquet hashes for ``value``: its PLAIN encoding without a length prefix."""
+    """The bytes Parquet hashes for ``value``: its PLAIN encoding without a length prefix.
+
+    Parameters
+    ----------
+    value : object
+        One value in the physical type's Python form.
+    physical_type : PhysicalType, str or int
+        The column's physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+
+    Returns
+    -------
+    bytes
+        The plain encoding (little-endian numbers, raw bytes).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value does not fit the physical type.
+    """
     ptype, width = _resolve(physical_type, type_length)
     if ptype in _INT_RANGES:
         bits = _INT_RANGES[ptype]
@@ -276,6 +296,25 @@ def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
     converts (in C) to int64 for INT64, or to strings or binaries for BYTE_ARRAY where the compiled
     kernels are missing (``None`` as null; with them, :func:`hash_values` hashes str and bytes
     objects in place: ``secure_bloom.kernels.xxh64_objects``).
+
+    Parameters
+    ----------
+    values : object
+        The values.
+    physical_type : PhysicalType, str or int
+        The column's physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+
+    Returns
+    -------
+    list or None
+        Arrays the kernels hash as they are, or None.
+
+    Raises
+    ------
+    None
+        Nothing of its own: what it cannot take directly is None.
     """
     ptype, width = _resolve(physical_type, type_length)
     if _is_arrow(values):

@@ -49,7 +49,23 @@ def _split_nanos(body: str) -> tuple[str, int]:
 
 def parse_timestamp_text(text: str) -> Any:
     """ISO-8601 text -> ``datetime``, or :class:`NanoTimestamp` for 7-9 fractional digits; naive
-    or aware as written (converted to UTC when encoded)."""
+    or aware as written (converted to UTC when encoded).
+
+    Parameters
+    ----------
+    text : str
+        ``2024-01-02T03:04:05.123456789+01:00`` and its shorter forms.
+
+    Returns
+    -------
+    datetime.datetime or NanoTimestamp
+        The instant, every digit kept.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse as ISO-8601.
+    """
     body, extra = _split_nanos(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     try:
         value = dt.datetime.fromisoformat(body)
@@ -66,7 +82,25 @@ def parse_time_text(text: str, *, adjusted_to_utc: bool | None) -> Any:
     (ns) when it has 7-9 fractional digits. A UTC offset (``12:00+02:00``, ``Z``) is converted to
     UTC for a UTC-adjusted TIME column (``adjusted_to_utc``) and refused for a local one
     (:func:`~secure_bloom.values.logical.time_of_day_nanos`): the result is the time of day the
-    column stores."""
+    column stores.
+
+    Parameters
+    ----------
+    text : str
+        ``12:00``, ``12:00:00.123456789``, with an optional offset.
+    adjusted_to_utc : bool or None
+        The TIME column's ``isAdjustedToUTC``.
+
+    Returns
+    -------
+    datetime.time or numpy.timedelta64
+        The time of day the column stores.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse , or has an offset for a local TIME column.
+    """
     body, extra = _split_nanos(text.strip())
     try:
         value = dt.time.fromisoformat(body)
@@ -144,7 +178,25 @@ def _from_text(text: str, column: ColumnType) -> Any:
 
 def parse_text(text: str, column: ColumnType) -> Any:
     """Parse ``text`` into a value for ``column`` (not yet checked against the column's range:
-    :func:`secure_bloom.values.column.value_from_text` does both)."""
+    :func:`secure_bloom.values.column.value_from_text` does both).
+
+    Parameters
+    ----------
+    text : str
+        The value as typed.
+    column : ColumnType
+        The column the text is for.
+
+    Returns
+    -------
+    object
+        A str, int, float, Decimal, date, datetime, time or bytes, as the column's type wants.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse for the column.
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
     try:
@@ -154,7 +206,23 @@ def parse_text(text: str, column: ColumnType) -> Any:
 
 
 def display_value(value: Any) -> str:
-    """The key a value gets in a :class:`~secure_bloom.parquet.file.reader.ProbeResult`."""
+    """The label a value gets in a :class:`~secure_bloom.parquet.file.probe.ProbeResult`.
+
+    Parameters
+    ----------
+    value : object
+        A probed value.
+
+    Returns
+    -------
+    str
+        Its text (``-nan`` and ``nan`` told apart, bytes as ``hex:...``), safe to show.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
