@@ -102,8 +102,8 @@ def resolve_file_aad(params: EncryptionParams, supplied_prefix: bytes | None, wh
     secure_bloom.errors.MissingKeyError
         The file withholds its prefix and none was supplied.
     secure_bloom.errors.AuthenticationError
-        A supplied prefix differs from the one the file stores, or is given to a file that
-        stores its own and says not to supply one.
+        A supplied prefix differs from the one the file stores, or is given for a file written
+        without one.
     """
     stored = params.aad_prefix_stored
     if supplied_prefix is not None:
