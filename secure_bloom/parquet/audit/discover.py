@@ -64,7 +64,23 @@ PROBLEM_KINDS = ("FILE_NOT_FOUND", "NO_PARQUET_FILES", "UNREADABLE_DIRECTORY", "
 
 
 def is_parquet_name(name: str) -> bool:
-    """True for file names that say "Parquet data file" (a walk also finds files by content)."""
+    """True for file names that say "Parquet data file" (a walk also finds files by content).
+
+    Parameters
+    ----------
+    name : str
+        A file name.
+
+    Returns
+    -------
+    bool
+        Whether the name says Parquet.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if name.startswith((".", "_")):
         return False
     lower = name.lower()
@@ -80,7 +96,25 @@ def _quiet_name(name: str) -> bool:
 
 def has_parquet_magic(head: bytes, tail: bytes) -> bool:
     """True when a file's first or last four bytes are a Parquet magic (either end suffices, so
-    that a truncated or damaged Parquet file is still read, and reported, not skipped)."""
+    that a truncated or damaged Parquet file is still read, and reported, not skipped).
+
+    Parameters
+    ----------
+    head : bytes
+        The file's first bytes.
+    tail : bytes
+        Its last bytes.
+
+    Returns
+    -------
+    bool
+        Whether either is a Parquet magic.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return head in _MAGICS or tail in _MAGICS
 
 
@@ -302,6 +336,23 @@ def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) ->
     filesystem). Arguments that cannot contribute a file are returned with ``problem`` set
     instead of being dropped, so that a mistyped path or an empty directory is reported, never
     silently passed.
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        Local paths and URIs, or paths on ``filesystem``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem.
+
+    Returns
+    -------
+    Discovery
+        The files found and the problems.
+
+    Raises
+    ------
+    secure_bloom.errors.StorageUnavailableError
+        A store that does not answer.
     """
     out: list[ParquetPath] = []
     skipped: list[Skipped] = []
@@ -340,5 +391,21 @@ def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) ->
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[ParquetPath]:
-    """The entries of :func:`discover`: files to read and problems (``problem`` set)."""
+    """The entries of :func:`discover`: files to read and problems (``problem`` set).
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        Local paths.
+
+    Returns
+    -------
+    list of ParquetPath
+        Files and problems.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return list(discover(paths).entries)

@@ -74,7 +74,23 @@ __all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedS
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
-    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set."""
+    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set.
+
+    Parameters
+    ----------
+    keys : KeyAccess or None
+        The caller's keys.
+
+    Returns
+    -------
+    pyarrow.dataset.ParquetFileFormat
+        The format.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if keys is None or keys.kms is None:
         return ds.ParquetFileFormat()
     kms = keys.kms
@@ -107,7 +123,29 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
     """The format pyarrow scans the open file with: ``shared`` (plaintext, or pyarrow's KMS path)
     or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
     are what the scan reads, filter columns included: the columns that need keys of their own
-    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The open file.
+    keys : KeyAccess or None
+        The caller's keys.
+    shared : pyarrow.dataset.ParquetFileFormat
+        The dataset's shared format.
+    columns : sequence of str, optional
+        What the scan reads.
+
+    Returns
+    -------
+    pyarrow.dataset.ParquetFileFormat
+        The format for this file.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        Columns under keys of their own that pyarrow cannot be given.
+    """
     if shared_format_opens(reader):
         return shared
     footer = reader.footer
@@ -257,7 +295,33 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
                  ) -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
     """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
     fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
-    opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
+    opens; scan files with explicit keys through :func:`scan`, which gives each its own.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        Files, a directory or a URI.
+    keys : KeyAccess, optional
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem.
+    partitioning : str, list, Partitioning or None
+        As :func:`scan` takes it.
+    timeouts : StoreTimeouts, optional
+        For a URI's filesystem.
+
+    Returns
+    -------
+    (pyarrow.dataset.FileSystemDataset, pyarrow.fs.FileSystem)
+        The dataset and its files' filesystem.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A footer's key cannot be obtained.
+    OSError
+        The source cannot be listed or read.
+    """
     base, fs, _, _ = _discover(source, keys, filesystem, None, partitioning, timeouts)
     return base, fs
 
@@ -416,7 +480,45 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
-    columns the scan reads: see :func:`scan`."""
+    columns the scan reads: see :func:`scan`.
+
+    Parameters
+    ----------
+    base : pyarrow.dataset.FileSystemDataset
+        The discovered dataset.
+    fs : pyarrow.fs.FileSystem
+        Its filesystem.
+    fmt : pyarrow.dataset.ParquetFileFormat
+        The shared format.
+    expression : pyarrow.compute.Expression or None
+        The filter.
+    keys : KeyAccess or None
+        The caller's keys.
+    columns : sequence of str, optional
+        The columns the scan reads.
+    threads : int, optional
+        Pruning threads.
+    progress : bool, optional
+        A progress bar.
+    cache : PruneCache, optional
+        Kept across lookups.
+    counter : ReadCounter, optional
+        Counts the scan's reads.
+
+    Returns
+    -------
+    (pyarrow.dataset.FileSystemDataset, Node, PruneReport)
+        The restricted dataset, the pruning tree, the report.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        A surviving file pyarrow cannot decrypt ``columns`` in.
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file.
+    """
     restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
                                             progress=progress, cache=cache, counter=counter)
     return restricted, tree, report
