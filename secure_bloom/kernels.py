@@ -133,6 +133,7 @@ def forced_backend(name: str) -> Iterator[None]:
 
 def kernel_info() -> dict[str, Any]:
     """Which backend runs, why the native one does not (if so), and how it was built.
+
     Returns
     -------
     dict
@@ -153,6 +154,7 @@ def kernel_info() -> dict[str, Any]:
 def kernel_summary() -> str:
     """One line naming the backend in use, e.g. ``native (avx2; gcc 12.2.0 -O3)`` or
     ``numpy fallback (SECURE_BLOOM_KERNEL=numpy)`` (for ``--version`` and benchmark output).
+
     Returns
     -------
     str
