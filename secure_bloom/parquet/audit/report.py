@@ -378,6 +378,18 @@ class AuditReport:
         return 0 if self.is_compliant else 2
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values (``audit --json``: ``summary``, ``files``, ``violations``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {
             "compliant": self.is_compliant,
             "exit_code": self.exit_code,
@@ -403,6 +415,23 @@ class AuditReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text.
+
+        Parameters
+        ----------
+        indent : int or None, default 2
+            Passed to ``json.dumps``.
+
+        Returns
+        -------
+        str
+            The ``audit --json`` result.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def to_junit_xml(self) -> str:

@@ -165,4 +165,16 @@ class ChunkInfo:
     filter_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The chunk's facts as JSON-able values (``inspect --json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return dataclasses.asdict(self)

@@ -47,6 +47,18 @@ class RowGroupProbe:
     values: tuple[tuple[str, Verdict], ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """The row group's answers as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"row_group": self.row_group, "has_bloom_filter": self.has_bloom_filter,
                 "encrypted": self.encrypted,
                 "values": [{"value": label, "answer": answer} for label, answer in self.values]}
@@ -81,10 +93,39 @@ class ProbeResult:
     labels: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The probe as JSON-able values (``probe --json``; shape above).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"file": self.file, "column": self.column, "values": list(self.labels),
                 "row_groups": [rg.to_dict() for rg in self.row_groups]}
 
     def to_json(self, **kwargs: Any) -> str:
+        """The probe as JSON text.
+
+        Parameters
+        ----------
+        **kwargs : keyword arguments
+            Passed to ``json.dumps``.
+
+        Returns
+        -------
+        str
+            ``json.dumps(self.to_dict(), **kwargs)``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def maybe_row_groups(self, index: int) -> list[int]:

@@ -157,6 +157,18 @@ class FilePrune:
     shared_format_opens: bool = field(default=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The file's outcome as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
                 "pruned_by_statistics": list(self.pruned_by_statistics),
                 "pruned_by_bloom": list(self.pruned_by_bloom), "metadata_bytes_read": self.metadata_bytes_read,
@@ -237,6 +249,18 @@ class PruneReport:
         return sum(1 for f in self.files if f.row_groups)
 
     def to_dict(self, *, with_files: bool = True) -> dict[str, Any]:
+        """The report as JSON-able values (``query --explain --format json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         out: dict[str, Any] = {
             "files": len(self.files) + self.files_skipped_by_partition,
             "files_skipped_by_partition": self.files_skipped_by_partition,

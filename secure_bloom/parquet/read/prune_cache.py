@@ -164,6 +164,18 @@ class CacheStats:
     max_bytes: int = 0
 
     def to_dict(self) -> dict[str, int]:
+        """The counts as a dict.
+
+        Returns
+        -------
+        dict of str to int
+            The counts.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable,
                 "evictions": self.evictions, "files": self.files, "bytes": self.bytes, "max_bytes": self.max_bytes}
 

@@ -163,6 +163,18 @@ class AttachReport:
     verified_values: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values (``attach --json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         out = dataclasses.asdict(self)
         out["filters"] = [dataclasses.asdict(f) for f in self.filters]
         return out

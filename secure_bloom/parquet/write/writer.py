@@ -130,6 +130,18 @@ class WriteReport:
     verified_values: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"path": self.path, "footer_mode": str(self.footer_mode), "num_rows": self.num_rows,
                 "row_groups": self.row_groups, "filters": [vars(f).copy() for f in self.filters],
                 "size": self.size, "verified_values": self.verified_values}
