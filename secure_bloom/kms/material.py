@@ -149,7 +149,18 @@ class KeyMaterial:
             raise ValueError("only footer key material names the KMS instance")
 
     def to_json(self) -> str:
-        """The material as parquet-java writes it (``KeyMaterial.createSerialized``)."""
+        """The material as parquet-java writes it (``KeyMaterial.createSerialized``).
+
+        Returns
+        -------
+        str
+            Compact JSON, parquet-java's field order.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         items: list[tuple[str, object]] = [("keyMaterialType", KEY_MATERIAL_TYPE)]
         if self.internal_storage:
             items.append(("internalStorage", True))
@@ -164,11 +175,44 @@ class KeyMaterial:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> KeyMaterial:
-        """Parse material JSON (any field order). Raises :class:`MalformedKeyMaterialError`."""
+        """Parse material JSON (any field order). Raises :class:`MalformedKeyMaterialError`.
+
+        Parameters
+        ----------
+        text : str or bytes
+            The material JSON.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         return cls.from_dict(_load_object(text, "key material"))
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> KeyMaterial:
+        """Material from a parsed JSON object (the sidecar's values).
+
+        Parameters
+        ----------
+        obj : dict
+            The JSON object.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         get = obj.get
         is_footer, double, internal = get("isFooterKey"), get("doubleWrapping"), get("internalStorage")
         master, dek = get("masterKeyID"), get("wrappedDEK")
@@ -247,6 +291,18 @@ class KeyMetadata:
         return self.material is not None
 
     def to_bytes(self) -> bytes:
+        """The key_metadata bytes a file stores.
+
+        Returns
+        -------
+        bytes
+            Compact JSON.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if self.material is not None:
             return self.material.to_json().encode("utf-8")
         items: list[tuple[str, object]] = [("keyMaterialType", KEY_MATERIAL_TYPE),
@@ -255,12 +311,44 @@ class KeyMetadata:
 
     @staticmethod
     def looks_like_key_tools(key_metadata: bytes) -> bool:
-        """True if the bytes are a JSON object (key tools), False for a plain key id."""
+        """True if the bytes are a JSON object (key tools), False for a plain key id.
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        bool
+            Whether it is key tools metadata.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return bytes(key_metadata[:64]).lstrip().startswith(b"{")
 
     @classmethod
     def from_bytes(cls, key_metadata: bytes) -> KeyMetadata:
-        """Parse a file's key_metadata. Raises :class:`MalformedKeyMaterialError`."""
+        """Parse a file's key_metadata. Raises :class:`MalformedKeyMaterialError`.
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        KeyMetadata
+            Internal material or a key reference.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         obj = _load_object(bytes(key_metadata), "key metadata")
         internal = obj.get("internalStorage")
         if type(internal) is not bool:

@@ -112,6 +112,29 @@ class KeyUnwrapper:
 
         ``store`` is the file's external key material (needed for a ``keyReference``);
         ``footer_material`` supplies the KMS instance for column material (optional).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+        store : KeyMaterialStore, optional
+            The file's external key material.
+        footer_material : KeyMaterial, optional
+            Supplies the KMS instance for column material.
+
+        Returns
+        -------
+        bytes
+            The data key.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            No source for the key (no KMS, an unknown explicit id, no sidecar).
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
         """
         return self._unwrap(bytes(key_metadata), lambda: store, footer_material)[0]
 
@@ -188,11 +211,34 @@ class KeyUnwrapper:
         ``load_sidecar`` when given, e.g. from an object store, else from the local file
         :func:`~secure_bloom.kms.sidecar_path` names), and remembers the footer's KMS instance
         for the file's column keys.
+
+        Parameters
+        ----------
+        data_file : str or os.PathLike, optional
+            The Parquet file.
+        load_sidecar : callable, optional
+            Loads its sidecar instead.
+
+        Returns
+        -------
+        FileKeyUnwrapper
+            The per-file callable.
+
+        Raises
+        ------
+        None
+            Nothing until a key is asked for.
         """
         return FileKeyUnwrapper(self, data_file, load_sidecar)
 
     def clear_caches(self) -> None:
-        """Forget cached KEKs and KMS clients (e.g. after revoking access)."""
+        """Forget cached KEKs and KMS clients (e.g. after revoking access).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self._keks.clear()
         self._clients.clear()
 

@@ -113,12 +113,48 @@ class FileKeyWrapper:
         self._keks: ExpiringCache[str, _Kek] = ExpiringCache(kek_lifetime_s, _clock)
 
     def footer_key(self, master_key_id: str, *, store: KeyMaterialStore | None = None) -> DataKey:
-        """A new footer DEK wrapped under ``master_key_id``."""
+        """A new footer DEK wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        master_key_id : str
+            The master key's id.
+        store : KeyMaterialStore, optional
+            External key material goes here (None: internal).
+
+        Returns
+        -------
+        DataKey
+            The key and its key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        """
         dek = os.urandom(self.dek_length_bits // 8)
         return DataKey(dek, self.wrap(dek, master_key_id, is_footer_key=True, store=store), master_key_id)
 
     def column_key(self, master_key_id: str, *, store: KeyMaterialStore | None = None) -> DataKey:
-        """A new column DEK wrapped under ``master_key_id``."""
+        """A new column DEK wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        master_key_id : str
+            The master key's id.
+        store : KeyMaterialStore, optional
+            External key material goes here (None: internal).
+
+        Returns
+        -------
+        DataKey
+            The key and its key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        """
         dek = os.urandom(self.dek_length_bits // 8)
         return DataKey(dek, self.wrap(dek, master_key_id, is_footer_key=False, store=store), master_key_id)
 
@@ -128,6 +164,29 @@ class FileKeyWrapper:
 
         Without ``store`` the material is the key_metadata (internal storage); with it, the
         material goes into the store and the key_metadata is its reference.
+
+        Parameters
+        ----------
+        dek : bytes
+            The data key.
+        master_key_id : str
+            The master key's id.
+        is_footer_key : bool
+            The footer's key (its material records the KMS instance).
+        store : KeyMaterialStore, optional
+            External key material goes here.
+
+        Returns
+        -------
+        bytes
+            The key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        ValueError
+            ``dek`` is not an AES key length, or an empty ``master_key_id``.
         """
         material = self.key_material(dek, master_key_id, is_footer_key=is_footer_key,
                                      internal_storage=store is None)
@@ -137,7 +196,31 @@ class FileKeyWrapper:
 
     def key_material(self, dek: bytes, master_key_id: str, *, is_footer_key: bool,
                      internal_storage: bool = True) -> KeyMaterial:
-        """The :class:`KeyMaterial` of ``dek`` wrapped under ``master_key_id``."""
+        """The :class:`KeyMaterial` of ``dek`` wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        dek : bytes
+            The data key.
+        master_key_id : str
+            The master key's id.
+        is_footer_key : bool
+            The footer's key.
+        internal_storage : bool, default True
+            The material goes in the file.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        ValueError
+            ``dek`` is not an AES key length, or an empty ``master_key_id``.
+        """
         dek = check_key(dek, "dek")
         if not isinstance(master_key_id, str) or not master_key_id:
             raise ValueError("master_key_id must be a non-empty str")
