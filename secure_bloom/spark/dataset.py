@@ -80,7 +80,20 @@ class WorkerKeys:
         return f"WorkerKeys({', '.join(parts)})"
 
     def key_access(self) -> KeyAccess:
-        """The KeyAccess these keys describe (one per process and description)."""
+        """The KeyAccess these keys describe (one per process and description).
+
+        Returns
+        -------
+        KeyAccess
+            Cached per process.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            A transit token variable is not set on the worker.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The key list does not parse.
+        """
         return _key_access(self)
 
 

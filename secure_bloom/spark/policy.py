@@ -88,6 +88,18 @@ class KeyListKmsConfig:
         return f"KeyListKmsConfig(master_key_ids={self.master_key_ids!r})"
 
     def hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop properties of this KMS (the key list included: a secret).
+
+        Returns
+        -------
+        dict of str to str
+            The properties.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         canonical = ", ".join(f"{key_id}:{base64.b64encode(key).decode()}"
                               for key_id, key in parse_key_list(self.key_list).items())
         return {"parquet.encryption.kms.client.class": KEY_LIST_CLIENT,
@@ -125,6 +137,18 @@ class TransitKmsConfig:
             raise ValueError("token_env must name an environment variable")
 
     def hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop properties of this KMS, the token read from ``token_env`` now.
+
+        Returns
+        -------
+        dict of str to str
+            The properties (the token included: a secret).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            ``token_env`` is not set.
+        """
         token = os.environ.get(self.token_env)
         if not token:
             raise KeyAccessDeniedError(
@@ -319,11 +343,33 @@ class EncryptionPolicy:
         """The non-secret properties (everything but the key list and token), fit for
         ``DataFrameWriter.options(**...)``. Spark copies writer options into the write's Hadoop
         conf; secrets must come from the session's Hadoop conf (:func:`apply_policy`), since writer
-        options show up in query plans."""
+        options show up in query plans.
+
+        Returns
+        -------
+        dict of str to str
+            Properties without secrets.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {k: v for k, v in self.hadoop_conf().items() if k not in SECRET_PROPERTIES}
 
     def hadoop_conf(self) -> HadoopConf:
-        """All Hadoop properties for writing and reading with this policy, secrets included."""
+        """All Hadoop properties for writing and reading with this policy, secrets included.
+
+        Returns
+        -------
+        dict of str to str
+            Every property (secrets included).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            A transit KMS's token variable is not set.
+        """
         conf = HadoopConf({"parquet.crypto.factory.class": CRYPTO_FACTORY})
         conf.update(self.kms.hadoop_conf())
         if self.column_keys:

@@ -267,7 +267,25 @@ class Policy:
 
     @classmethod
     def from_sensitive(cls, names: Iterable[str], *, allow_footer_key: bool = False) -> Policy:
-        """The policy ``--sensitive a,b`` means: each name sensitive, filters allowed."""
+        """The policy ``--sensitive a,b`` means: each name sensitive, filters allowed.
+
+        Parameters
+        ----------
+        names : iterable of str
+            Sensitive column names.
+        allow_footer_key : bool, default False
+            Accept filters under the footer key.
+
+        Returns
+        -------
+        Policy
+            One rule per name.
+
+        Raises
+        ------
+        ValueError
+            No name (duplicates and blank names are dropped).
+        """
         rules = tuple(ColumnRule(path=name) for name in dict.fromkeys(n.strip() for n in names) if name)
         if not rules:
             raise ValueError("sensitive_columns names no column")
@@ -279,7 +297,23 @@ class Policy:
         return tuple(r.path for r in self.rules)
 
     def conflict(self, leaf: str) -> str | None:
-        """Why the rules covering the leaf ``leaf`` cannot all hold (two globs), or None."""
+        """Why the rules covering the leaf ``leaf`` cannot all hold (two globs), or None.
+
+        Parameters
+        ----------
+        leaf : str
+            A leaf column path.
+
+        Returns
+        -------
+        str or None
+            The reason, or None.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         covering = [r for r in self.rules if r.covers_path(leaf)]
         for i, a in enumerate(covering):
             for b in covering[i + 1:]:
@@ -289,12 +323,40 @@ class Policy:
         return None
 
     def with_rules(self, extra: Iterable[ColumnRule]) -> Policy:
-        """This policy plus ``extra`` rules (e.g. ``--sensitive`` names next to ``--policy``)."""
+        """This policy plus ``extra`` rules (e.g. ``--sensitive`` names next to ``--policy``).
+
+        Parameters
+        ----------
+        extra : iterable of ColumnRule
+            The rules to add.
+
+        Returns
+        -------
+        Policy
+            A new policy.
+
+        Raises
+        ------
+        secure_bloom.errors.PolicyError
+            The rules together repeat or contradict each other.
+        """
         known = {(r.path, r.glob) for r in self.rules}  # a literal path is not the glob of the same text
         return Policy(rules=self.rules + tuple(r for r in extra if (r.path, r.glob) not in known),
                       allow_footer_key=self.allow_footer_key, source=self.source)
 
     def to_dict(self) -> dict[str, Any]:
+        """The policy as JSON-able values (reports name it).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"source": self.source, "allow_footer_key": self.allow_footer_key,
                 "rules": [r.to_dict() for r in self.rules]}
 

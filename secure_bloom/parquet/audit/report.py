@@ -442,6 +442,16 @@ class AuditReport:
         sensitive name that matched no column in any file is one more ``<error>`` testcase.
         Every name and message is passed through :func:`~secure_bloom.display.visible`, so the
         XML is well-formed whatever bytes a file name holds.
+
+        Returns
+        -------
+        str
+            Well-formed XML, whatever the file names hold.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
         """
         suite = ET.Element("testsuite", name="secure-bloom audit")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

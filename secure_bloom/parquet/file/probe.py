@@ -129,14 +129,46 @@ class ProbeResult:
         return json.dumps(self.to_dict(), **kwargs)
 
     def maybe_row_groups(self, index: int) -> list[int]:
-        """Row groups where the ``index``-th value probed may be present."""
+        """Row groups where the ``index``-th value probed may be present.
+
+        Parameters
+        ----------
+        index : int
+            The value's position in the probe.
+
+        Returns
+        -------
+        list of int
+            The row groups, in order.
+
+        Raises
+        ------
+        IndexError
+            No value at ``index``.
+        """
         if not -len(self.labels) <= index < len(self.labels):
             raise IndexError(f"value index {index} out of range: {len(self.labels)} values were probed")
         return [rg.row_group for rg in self.row_groups if rg.values[index][1] == Verdict.MAYBE]
 
     def row_groups_maybe_containing(self, label: str) -> list[int]:
         """Row groups where the value labelled ``label`` may be present; the label must name
-        exactly one value probed (else use :meth:`maybe_row_groups` with its position)."""
+        exactly one value probed (else use :meth:`maybe_row_groups` with its position).
+
+        Parameters
+        ----------
+        label : str
+            The value's label.
+
+        Returns
+        -------
+        list of int
+            The row groups, in order.
+
+        Raises
+        ------
+        KeyError
+            No value, or several, with that label.
+        """
         found = [i for i, shown in enumerate(self.labels) if shown == label]
         if len(found) != 1:
             raise KeyError(f"{len(found)} values probed are labelled {label!r}; use maybe_row_groups(index)")

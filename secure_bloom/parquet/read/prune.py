@@ -283,7 +283,18 @@ class PruneReport:
         return out
 
     def summary(self) -> str:
-        """A few lines for a person (``query --explain``)."""
+        """A few lines for a person (``query --explain``).
+
+        Returns
+        -------
+        str
+            Files, row groups (total / by statistics / by Bloom filters / read), bytes, rows.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         files = len(self.files) + self.files_skipped_by_partition
         lines = [f"files: {files} ({self.files_skipped_by_partition} skipped by partition, {self.files_read} read)",
                  f"row groups: {self.row_groups_total} total, {self.row_groups_pruned_by_statistics} pruned by "
