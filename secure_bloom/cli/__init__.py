@@ -94,7 +94,24 @@ def _exit_now(code: int, out: TextIO, err: TextIO) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script exits with it)."""
+    """Run the CLI; returns the exit code (the console script exits with it).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code (``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    None
+        Every error becomes a one-line message on stderr and an exit code (a traceback only
+        with ``--debug``).
+    """
     args_list = list(sys.argv[1:] if argv is None else argv)
     redact = Redactor.from_invocation(args_list, os.environ)
     debug = "--debug" in args_list

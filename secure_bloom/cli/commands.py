@@ -112,6 +112,26 @@ def _local_output(option: str, path: str | None) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    """``inspect``: row groups, columns and their Bloom filters (a table or ``--json``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.file.describe import describe_with_storage
 
     keys = key_access_from_args(args)
@@ -129,6 +149,26 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
+    """``probe``: each row group's filter asked for each ``--value``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet import value_from_text
 
     keys = key_access_from_args(args)
@@ -152,6 +192,26 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
+    """``attach``: a copy of a file with (encrypted) Bloom filters added.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet import attach_bloom_filters
 
     if not args.bloom:
@@ -264,6 +324,26 @@ def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> tuple[list[tuple[str,
 
 
 def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
+    """``encrypt``: an encrypted copy of Parquet files with encrypted Bloom filters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet import ParquetWriter
     from ..parquet.file.arrow_source import open_arrow_file
     from ..parquet.file.sources import is_store_uri
@@ -318,6 +398,26 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``audit``: every file checked against ``--sensitive`` names and / or a ``--policy``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.audit.auditor import audit
     from ..parquet.audit.policy import load_policy
 
@@ -358,6 +458,26 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    """``query``: the rows matching ``--where``, pruned by statistics and Bloom filters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     import sys
 
     from ..parquet.read.api import open_dataset, scan
@@ -471,7 +591,26 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
 
 
 def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
-    """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered."""
+    """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.file.leftovers import clean_leftovers, find_leftovers
 
     directories: list[str] = []
@@ -493,7 +632,26 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_dev_keys(args: argparse.Namespace, out: TextIO) -> int:
-    """``dev-keys``: write a throwaway development key list (no key bytes are printed)."""
+    """``dev-keys``: write a throwaway development key list (no key bytes are printed).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..kms.key_list import DEVELOPMENT_KEY_IDS, write_development_key_list
 
     ids = tuple(args.key_ids) or DEVELOPMENT_KEY_IDS
@@ -518,7 +676,26 @@ def run_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run the parsed command on ``out``; paths it could not check (under a directory) make it
     fail after its output, with at least EXIT_USAGE. With a deadline
     (:func:`~secure_bloom.cli.deadline.deadline_of`) the command runs on a worker thread and its
-    report reaches ``out`` only if it finished in time (:mod:`secure_bloom.cli.deadline`)."""
+    report reaches ``out`` only if it finished in time (:mod:`secure_bloom.cli.deadline`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     seconds = deadline_of(args)
     if seconds is None:
         return _run_command(args, out)

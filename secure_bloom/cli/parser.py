@@ -271,7 +271,18 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full ``secure-bloom`` parser (also used to render ``--help``)."""
+    """The full ``secure-bloom`` parser (also used to render ``--help``).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; its subcommands are the commands.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     keys = key_options_parent()
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -548,7 +559,27 @@ def _hide_values(message: str, args_list: list[str], vocabulary: set[str]) -> st
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed (after :func:`attach_data_arguments`); a usage error is a :class:`CliError`
-    that names unknown options but shows no argument value."""
+    that names unknown options but shows no argument value.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        From :func:`build_parser`.
+    argv : list of str
+        The arguments.
+
+    Returns
+    -------
+    argparse.Namespace
+        The parsed arguments.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A usage error (no argument value shown).
+    SystemExit
+        ``--help`` or ``--version`` (after printing).
+    """
     args_list = attach_data_arguments(argv)
     vocabulary = _vocabulary(parser)
     try:
