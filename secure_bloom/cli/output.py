@@ -1,8 +1,8 @@
 """What reaches stdout and stderr: filtered streams, redacted library logging, progress bars.
 
 Human-readable output passes through :func:`~secure_bloom.display.visible_lines` (no terminal
-escape from a column or file name reaches the terminal); a delegated command's streams and every
-library log record pass through the :class:`~secure_bloom.cli.keys.Redactor`. Progress bars are
+escape from a column or file name reaches the terminal); every library log record passes through
+the :class:`~secure_bloom.cli.keys.Redactor`. Progress bars are
 drawn on stderr only when it is a terminal.
 """
 
@@ -19,7 +19,7 @@ from ..display import json_safe
 from .exits import PROG
 from .keys import Redactor
 
-__all__ = ["FilteredStream", "redacted_std_streams", "library_logging", "progress_bar", "print_json"]
+__all__ = ["FilteredStream", "library_logging", "progress_bar", "print_json"]
 
 
 class FilteredStream:
@@ -38,18 +38,6 @@ class FilteredStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
-
-
-@contextmanager
-def redacted_std_streams(redact: Redactor) -> Iterator[None]:
-    """``sys.stdout`` and ``sys.stderr`` redacted, for a delegate that prints on its own."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout = FilteredStream(saved[0], redact)
-    sys.stderr = FilteredStream(saved[1], redact)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
 
 
 class _RedactingFormatter(logging.Formatter):
