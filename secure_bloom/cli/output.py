@@ -52,7 +52,27 @@ class _RedactingFormatter(logging.Formatter):
 @contextmanager
 def library_logging(debug: bool, redact: Redactor, err: TextIO) -> Iterator[None]:
     """Library log records (e.g. KMS retries) reach stderr, redacted, only with --debug; otherwise
-    they would break the one-line error convention."""
+    they would break the one-line error convention.
+
+    Parameters
+    ----------
+    debug : bool
+        ``--debug`` was given.
+    redact : Redactor
+        Scrubs secrets from every record.
+    err : TextIO
+        stderr.
+
+    Yields
+    ------
+    None
+        Inside the block, library logging is routed.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     logger = logging.getLogger("secure_bloom")
     saved = logger.level, logger.propagate, list(logger.handlers)
     handler = logging.StreamHandler(err) if debug else logging.NullHandler()
@@ -82,7 +102,27 @@ def progress_bar(desc: str, unit: str, stage_units: dict[str, str] | None = None
     """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
     terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
     under its name, counting in ``stage_units[stage]`` (default ``unit``); a unit ``"B"``
-    counts bytes, shown scaled (kB, MB, GB)."""
+    counts bytes, shown scaled (kB, MB, GB).
+
+    Parameters
+    ----------
+    desc : str
+        The bar's label.
+    unit : str
+        What is counted.
+    stage_units : dict of str to str, optional
+        A unit per stage.
+
+    Yields
+    ------
+    callable or None
+        The progress callback, or None off a terminal.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not _progress_enabled():
         yield None
         return
@@ -123,7 +163,22 @@ def envelope(command: str, result: Any) -> dict[str, Any]:
 
 def print_json(obj: Any, out: TextIO, command: str | None = None) -> None:
     """``obj`` as indented JSON, made safe for a terminal (:func:`~secure_bloom.display.json_safe`);
-    in the :func:`envelope` of ``command`` when one is named."""
+    in the :func:`envelope` of ``command`` when one is named.
+
+    Parameters
+    ----------
+    obj : object
+        JSON-able values.
+    out : TextIO
+        Where to print.
+    command : str, optional
+        Wrap ``obj`` in that command's envelope.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if command is not None:
         obj = envelope(command, obj)
     out.write(json_safe(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False)))

@@ -436,7 +436,23 @@ def _fpp(text: str) -> float:
 
 def column_arg(text: str) -> str | tuple[str, ...]:
     """A --column path: dotted text, or a JSON array of path parts (``["a.b"]`` names a column
-    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``)."""
+    whose own name is ``a.b``, ``["a", "b"]`` the field ``b`` of group ``a``).
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+
+    Returns
+    -------
+    str or tuple of str
+        A dotted path or path parts.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.UsageError
+        A JSON array that is not a list of non-empty names.
+    """
     if not text.lstrip().startswith("["):
         return text
     try:
@@ -450,7 +466,23 @@ def column_arg(text: str) -> str | tuple[str, ...]:
 
 def parse_column_spec(spec: str) -> tuple[str | tuple[str, ...], int | None, float | None]:
     """``PATH[:ndv=N][:fpp=P]`` -> (path, ndv, fpp); options are the trailing ``:k=v`` parts;
-    PATH may be a JSON array of path parts (:func:`column_arg`)."""
+    PATH may be a JSON array of path parts (:func:`column_arg`).
+
+    Parameters
+    ----------
+    spec : str
+        ``PATH[:ndv=N][:fpp=P]``.
+
+    Returns
+    -------
+    (str or tuple of str, int or None, float or None)
+        The path, ndv and fpp.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.UsageError
+        An unknown option, or a value out of range.
+    """
     parts = spec.split(":")
     ndv: int | None = None
     fpp: float | None = None
@@ -496,7 +528,23 @@ _DATA_OPTIONS = ("--value", "--column")
 
 def attach_data_arguments(argv: list[str]) -> list[str]:
     """``--value X`` -> ``--value=X``: like getopt, an option that takes an argument takes the
-    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option)."""
+    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option).
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments.
+
+    Returns
+    -------
+    list of str
+        The arguments, data options joined to their values.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -594,7 +642,18 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
 
 
 def refuse_key_shaped_paths(args: argparse.Namespace) -> None:
-    """A key list given where a path goes would be echoed in a report on stdout: refuse it."""
+    """A key list given where a path goes would be echoed in a report on stdout: refuse it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A path argument shaped like key material (not shown).
+    """
     given = [getattr(args, name, None) for name in ("file", "src", "dst")] + list(getattr(args, "paths", None) or [])
     for path in given:
         if isinstance(path, str) and not os.path.lexists(path) and looks_like_key_material(path):
