@@ -243,7 +243,13 @@ def _decode_any(text: str) -> Iterable[bytes]:
 
 
 class Redactor:
-    """Replaces every known secret (and its raw, hex and Base64 forms) in text with ``<redacted>``."""
+    """Replaces every known secret (and its raw, hex and Base64 forms) in text with ``<redacted>``.
+
+    Parameters
+    ----------
+    secrets : iterable of str, optional
+        Secrets to start with (:meth:`from_invocation` collects an invocation's).
+    """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
@@ -251,7 +257,18 @@ class Redactor:
             self.add_text(s)
 
     def add_text(self, secret: str) -> None:
-        """A secret given as text: it, and every byte string it may encode, in every form."""
+        """A secret given as text: it, and every byte string it may encode, in every form.
+
+        Parameters
+        ----------
+        secret : str
+            A secret, in the form given.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if not secret:
             return
         self._add(secret)
@@ -262,7 +279,18 @@ class Redactor:
                     self._add(form)
 
     def add_key_spec(self, spec: str) -> None:
-        """``ID=enc:VALUE`` (or anything that might be one): the spec, its value and the key."""
+        """``ID=enc:VALUE`` (or anything that might be one): the spec, its value and the key.
+
+        Parameters
+        ----------
+        spec : str
+            An ``ID=base64:...|hex:...|text:...`` spec.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self.add_text(spec)
         match = _KEY_SPEC.match(spec.strip())
         if match:
@@ -271,7 +299,18 @@ class Redactor:
             self.add_text(spec.split("=", 1)[1])
 
     def add_key_list(self, key_list: str) -> None:
-        """``id:base64, ...``: the whole text and each entry's key part."""
+        """``id:base64, ...``: the whole text and each entry's key part.
+
+        Parameters
+        ----------
+        key_list : str
+            A key list (``id:base64, ...``).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self.add_text(key_list)
         for line in key_list.splitlines():
             for entry in line.split(","):
@@ -310,6 +349,23 @@ class Redactor:
         any argument shaped like a key spec (also a misspelt option's value), the credentials of
         any URI argument (user info, ``secret_key=``-like options), the key-list environment
         variable and file, and the KMS token variable.
+
+        Parameters
+        ----------
+        argv : sequence of str
+            The command line.
+        environ : mapping
+            The environment.
+
+        Returns
+        -------
+        Redactor
+            Every secret of the invocation.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
         """
         red = cls()
         argv = list(argv)
