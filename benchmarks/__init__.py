@@ -21,6 +21,7 @@ import importlib.machinery
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _prefer_installed_package() -> None:
@@ -38,3 +39,26 @@ def _prefer_installed_package() -> None:
 
 
 _prefer_installed_package()
+
+#: Run first in every worker process of :func:`process_pool`: registers this package from its
+#: folder, so the workers import ``benchmarks.*`` without the checkout on ``sys.path``.
+_REGISTER = f"""
+import importlib.util, sys
+if "benchmarks" not in sys.modules:
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks", {str(Path(__file__).resolve())!r}, submodule_search_locations=[{str(Path(__file__).resolve().parent)!r}])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["benchmarks"] = module
+    spec.loader.exec_module(module)
+"""
+
+
+def process_pool(max_workers: int) -> Any:
+    """A pool of fresh (spawned) processes that can unpickle this package's functions: the
+    checkout is not on their ``sys.path`` (it would shadow the installed secure_bloom), so each
+    worker first registers ``benchmarks`` from its folder (``exec`` of :data:`_REGISTER`)."""
+    import concurrent.futures
+    import multiprocessing
+
+    return concurrent.futures.ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=exec, initargs=(_REGISTER,))

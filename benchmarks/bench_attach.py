@@ -32,13 +32,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import process_pool
 from secure_bloom.cli.output import envelope
 from secure_bloom import kernels
 from secure_bloom.spec import DEFAULT_FPP, WRITER_DEFAULT_MAX_BYTES
@@ -154,7 +153,7 @@ def _phase(name: str, src: str, dst: str, key_list: str) -> dict[str, Any]:
 
 
 def _in_fresh_process(name: str, src: Path, dst: Path, key_list: str) -> dict[str, Any]:
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+    with process_pool(1) as pool:
         result: dict[str, Any] = pool.submit(_phase, name, str(src), str(dst), key_list).result()
     return result
 

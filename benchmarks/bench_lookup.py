@@ -140,12 +140,11 @@ def generate_dataset(root: Path, size_mb: float, files: int, row_groups: int = 5
     if workers <= 1 or files <= files_per_task:
         present = _write_files(root, master, 0, files, rows, row_groups, seed + 1, plaintext)
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from . import process_pool
 
         starts = range(0, files, files_per_task)
         # spawned, not forked: a fork of a process whose Arrow threads hold locks may hang
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with process_pool(workers) as pool:
             parts = pool.map(_write_files, *zip(*[(root, master, start, min(files_per_task, files - start), rows,
                                                    row_groups, seed + 1 + start, plaintext, True) for start in starts]))
             present = [key for part in parts for key in part]
