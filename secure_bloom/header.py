@@ -38,7 +38,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class BloomFilterHeaderInfo:
-    """A validated header. Algorithm, hash and compression are the only supported values."""
+    """A validated header. Algorithm, hash and compression are the only supported values.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size.
+    algorithm, hash, compression : str
+        ``BLOCK``, ``XXHASH``, ``UNCOMPRESSED``.
+    """
 
     num_bytes: int
     algorithm: str = "BLOCK"

@@ -92,7 +92,20 @@ class GcmKey:
     """One key's AES-GCM context, made once and reused for every module it opens (making one
     costs more than decrypting a small module with it). For :func:`decrypt` and :func:`sign`
     (signature checks) only: never for :func:`encrypt`, which counts each key's invocations.
-    Holds the key as long as it lives (keep it no longer than the key); its repr never shows it."""
+    Holds the key as long as it lives (keep it no longer than the key); its repr never shows it.
+
+    Parameters
+    ----------
+    key : bytes
+        An AES key (16, 24 or 32 bytes).
+
+    Raises
+    ------
+    TypeError
+        The key is not bytes.
+    ValueError
+        The key is not 16, 24 or 32 bytes.
+    """
 
     __slots__ = ("_aead", "_length")
 

@@ -122,6 +122,35 @@ class ColumnRule:
     ``line`` is where it starts in its file (None when built in code).
 
     ``filter_master_keys`` None means "as ``master_keys``"; ``master_keys`` None means any key.
+
+    Parameters
+    ----------
+    path : str
+        A column path or glob.
+    glob : bool, default False
+        ``path`` is a glob.
+    sensitive : bool, default True
+        Encryption is required.
+    master_keys : tuple of str, optional
+        The master keys the column key may be wrapped by.
+    filter : FilterRequirement, default ALLOWED
+        Required, allowed or forbidden.
+    filter_master_keys : tuple of str, optional
+        The master keys a filter's key may be wrapped by.
+    min_fpp : float, optional
+        The lowest effective false-positive rate a filter may have.
+    max_bitset_bytes : int, optional
+        The largest filter allowed.
+    description : str, default ""
+        Shown in reports.
+    line : int, optional
+        Where the rule starts in its file.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        Contradictory settings (a forbidden filter with filter options, ``sensitive = false``
+        with master keys, a bad glob).
     """
 
     path: str

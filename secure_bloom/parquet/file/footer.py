@@ -93,6 +93,29 @@ class Footer:
     ``metadata_thrift`` is the FileMetaData's exact Thrift (decrypted, without padding).
     ``file_aad`` is None only for a plaintext-footer file whose withheld AAD prefix was not
     supplied (``aad_error`` then says why); ``footer_key`` is None when it is not available.
+
+    Parameters
+    ----------
+    mode : FooterMode
+        Plaintext, signed plaintext or encrypted.
+    metadata : FileMetaData
+        The parsed footer.
+    metadata_thrift : bytes
+        Its exact Thrift.
+    crypto_metadata : FileCryptoMetaData, optional
+        An encrypted footer's crypto metadata.
+    params : EncryptionParams, optional
+        Algorithm, AAD prefix and file unique.
+    file_aad : bytes, optional
+        The file's AAD (never in the repr).
+    aad_error : str, optional
+        Why ``file_aad`` is None.
+    footer_key : bytes, optional
+        The footer key, when available (never in the repr).
+    footer_key_metadata : bytes, optional
+        The footer key's metadata.
+    signature_verified : bool, optional
+        A signed plaintext footer: True once verified; None when it could not be.
     """
 
     mode: FooterMode

@@ -170,8 +170,17 @@ def recover_journal(journal: Path) -> str:
 
 @dataclass(frozen=True)
 class Leftover:
-    """One file an interrupted attach left: ``kind`` is ``journal``, ``temporary`` or
-    ``orphaned_sidecar``; ``live`` when a running attach still holds it (never removed)."""
+    """One file an interrupted attach left.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    kind : str
+        ``journal``, ``temporary`` or ``orphaned_sidecar``.
+    live : bool, default False
+        A running attach still holds it (never removed).
+    """
 
     path: str
     kind: str

@@ -158,7 +158,23 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
 
 @dataclass
 class PrunedScan:
-    """The surviving row groups as a dataset, the filter, and what pruning did."""
+    """The surviving row groups as a dataset, the filter, and what pruning did.
+
+    Parameters
+    ----------
+    dataset : pyarrow.dataset.Dataset
+        The surviving row groups (each file pinned to the version pruned).
+    expression : pyarrow.compute.Expression or None
+        The filter pyarrow applies when reading.
+    tree : Node
+        The predicate tree the pruner evaluated.
+    report : PruneReport
+        What pruning did.
+    counter : ReadCounter, optional
+        Counts the scan's reads (``count_reads=True``).
+    columns : tuple of str, optional
+        The columns the scan was made for.
+    """
 
     dataset: ds.Dataset
     expression: Any
