@@ -337,7 +337,9 @@ def prune_costs_of(data: dict[str, Any], key: str, row_groups: int, repeat: int 
     n = len(paths)
     return {"files": n, "row_groups": row_groups, "fast_s": round(fast[0], 5), "fast_cpu_s": round(fast[1], 5),
             "reference_s": round(reference[0], 5), "reference_cpu_s": round(reference[1], 5),
-            "io_floor_s": round(io[0], 5), "io_floor_cpu_s": round(io[1], 5),
+            # to 0.1 us: the I/O floor of a few small files is a few microseconds (rounded to 10 us it
+            # read 0.0 on a quiet machine)
+            "io_floor_s": round(io[0], 7), "io_floor_cpu_s": round(io[1], 7),
             "beyond_io_us_per_file": round(1e6 * (fast[0] - io[0]) / n, 1),
             "beyond_io_cpu_us_per_file": round(1e6 * (fast[1] - io[1]) / n, 1)}
 
