@@ -122,7 +122,16 @@ def has_parquet_magic(head: bytes, tail: bytes) -> bool:
 class ParquetPath:
     """One path to read, or (``problem`` set) one that could not be searched or read.
 
-    ``origin`` is the argument it came from; ``kind`` is one of :data:`PROBLEM_KINDS`.
+    Parameters
+    ----------
+    path : str
+        The path (never shown with URI credentials).
+    origin : str
+        The argument it came from.
+    problem : str, optional
+        Why it could not be searched or read.
+    kind : str, optional
+        One of :data:`PROBLEM_KINDS`.
     """
 
     path: str
@@ -138,7 +147,15 @@ class ParquetPath:
 @dataclass(frozen=True)
 class Skipped:
     """A file found under a directory and not read, with the reason (not a failure: it was
-    looked at and is not Parquet, or it is a second path to a directory already searched)."""
+    looked at and is not Parquet, or it is a second path to a directory already searched).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    reason : str
+        Why it was not read.
+    """
 
     path: str
     reason: str
@@ -146,8 +163,15 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Discovery:
-    """Everything :func:`discover` found: ``entries`` (files and problems, in order) and
-    ``skipped``."""
+    """Everything :func:`discover` found.
+
+    Parameters
+    ----------
+    entries : tuple of ParquetPath
+        Files and problems, in order.
+    skipped : tuple of Skipped
+        Files looked at and not read.
+    """
 
     entries: tuple[ParquetPath, ...]
     skipped: tuple[Skipped, ...] = ()

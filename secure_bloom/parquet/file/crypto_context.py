@@ -55,7 +55,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class EncryptionParams:
-    """``EncryptionAlgorithm`` of a file: which algorithm, and its AAD fields."""
+    """``EncryptionAlgorithm`` of a file: which algorithm, and its AAD fields.
+
+    Parameters
+    ----------
+    algorithm : str
+        ``AES_GCM_V1`` or ``AES_GCM_CTR_V1``.
+    aad_file_unique : bytes
+        The file's unique AAD part.
+    aad_prefix_stored : bytes or None
+        The AAD prefix, when the file stores it.
+    supply_aad_prefix : bool
+        The reader must supply the prefix (the file withholds it).
+    """
 
     algorithm: str                 # "AES_GCM_V1" or "AES_GCM_CTR_V1"
     aad_file_unique: bytes

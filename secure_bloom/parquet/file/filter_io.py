@@ -62,6 +62,15 @@ class FilterStorage:
     ``form`` is :attr:`FilterForm.PLAINTEXT` (Thrift header + bitset), ``ENCRYPTED`` (two GCM
     modules with plausible length prefixes) or ``GARBAGE`` (neither, or outside the data region);
     ``num_bytes`` is the bitset size the framing implies (None for garbage).
+
+    Parameters
+    ----------
+    form : FilterForm
+        Plaintext, encrypted or garbage.
+    num_bytes : int, optional
+        The bitset size the framing implies.
+    detail : str, default ""
+        Why it is garbage.
     """
 
     form: FilterForm

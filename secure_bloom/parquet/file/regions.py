@@ -41,7 +41,17 @@ _HEADER_MAX = 20  # the longest match of _HEADER
 
 @dataclass(frozen=True)
 class OrphanFilter:
-    """A plaintext Bloom filter (header + bitset) at ``offset``, ``length`` bytes in all."""
+    """A plaintext Bloom filter (header + bitset) at ``offset``, ``length`` bytes in all.
+
+    Parameters
+    ----------
+    offset : int
+        Where it starts.
+    length : int
+        Header and bitset bytes.
+    num_bytes : int
+        The bitset size.
+    """
 
     offset: int
     length: int

@@ -48,6 +48,21 @@ class FileTail:
 
     ``footer_offset`` is the file offset of the first footer byte (FileMetaData, or
     FileCryptoMetaData in encrypted-footer mode); everything before it is the file's data region.
+
+    Parameters
+    ----------
+    path : str
+        The file, as shown.
+    file_size : int
+        Its size.
+    encrypted_footer : bool
+        ``PARE`` (encrypted footer) rather than ``PAR1``.
+    footer_offset : int
+        The first footer byte.
+    footer : bytes
+        The footer's bytes.
+    window : bytes
+        The speculative read of the file's end (empty when none).
     """
 
     path: str
