@@ -157,7 +157,25 @@ class _Translate:
 
 def arrow_predicate(predicate: pl.Expr, schema: pa.Schema) -> pc.Expression | None:
     """A pyarrow Expression that every row matching the Polars ``predicate`` satisfies (over a
-    dataset of ``schema``), for pruning; None when no part of it translates."""
+    dataset of ``schema``), for pruning; None when no part of it translates.
+
+    Parameters
+    ----------
+    predicate : polars.Expr
+        The query's predicate.
+    schema : pyarrow.Schema
+        The dataset's schema.
+
+    Returns
+    -------
+    pyarrow.compute.Expression or None
+        A filter every matching row satisfies.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # noqa: BLE001 - an expression Polars cannot serialise: not pruned
@@ -226,7 +244,23 @@ def scan_parquet(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
 
 
 def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
-    """:func:`scan_parquet` over a dataset already built (``secure_bloom.parquet.dataset``)."""
+    """:func:`scan_parquet` over a dataset already built (``secure_bloom.parquet.dataset``).
+
+    Parameters
+    ----------
+    data : PruningDataset
+        From :func:`secure_bloom.parquet.dataset`.
+
+    Returns
+    -------
+    polars.LazyFrame
+        A frame whose scans prune with the query's predicate.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not isinstance(data, PruningDataset):
         raise TypeError(f"data must be a PruningDataset (secure_bloom.parquet.dataset), got {type(data).__name__}")
     arrow_schema = data.schema

@@ -116,7 +116,23 @@ def _key_access(spec: WorkerKeys) -> KeyAccess:
 
 def dataset_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
     """The Parquet files under ``paths`` (files, or directories searched recursively), sorted.
-    A path that yields no file (missing, or a directory without Parquet files) is an error."""
+    A path that yields no file (missing, or a directory without Parquet files) is an error.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable
+        Files or directories.
+
+    Returns
+    -------
+    list of str
+        The Parquet files, sorted.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path yields no file.
+    """
     from ..parquet.audit.discover import expand_paths
 
     if isinstance(paths, (str, os.PathLike)):
@@ -290,7 +306,33 @@ def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], f
 def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
                    columns: Sequence[str], keys: WorkerKeys, *, fpp: float = DEFAULT_FPP) -> list[dict[str, Any]]:
     """Attach Bloom filters for ``columns`` to every Parquet file under ``src_dir``, writing each
-    to the same relative path under ``dst_dir`` (one file per task; each write is atomic)."""
+    to the same relative path under ``dst_dir`` (one file per task; each write is atomic).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    src_dir : str or os.PathLike
+        The source directory.
+    dst_dir : str or os.PathLike
+        Where the copies go.
+    columns : sequence of str
+        The columns to give filters.
+    keys : WorkerKeys
+        Key sources for the executors.
+    fpp : float, default 0.01
+        The false-positive probability.
+
+    Returns
+    -------
+    list of dict
+        One attach report (or error) per file.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``src_dir`` holds no Parquet file.
+    """
     root, dst_root = str(Path(src_dir)), str(Path(dst_dir))
     if os.path.realpath(root) == os.path.realpath(dst_root):
         raise ValueError("dst_dir must differ from src_dir")
@@ -312,7 +354,31 @@ def _audit_file(path: str, sensitive: tuple[str, ...], allow_footer_key: bool,
 def audit_dataset(spark: SparkSession, paths: Any, sensitive_columns: Sequence[str], keys: WorkerKeys, *,
                   allow_footer_key: bool = False) -> list[dict[str, Any]]:
     """Audit every Parquet file under ``paths`` (one file per task): one entry per file with
-    ``compliant`` and the file's full audit report."""
+    ``compliant`` and the file's full audit report.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories.
+    sensitive_columns : sequence of str
+        The sensitive columns.
+    keys : WorkerKeys
+        Key sources for the executors.
+    allow_footer_key : bool, default False
+        Accept filters under the footer key.
+
+    Returns
+    -------
+    list of dict
+        One entry per file (``compliant``, the report).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path yields no Parquet file.
+    """
     files = dataset_files(paths)
     cols = tuple(sensitive_columns)
     return sorted(_one_task_per_file(spark, files, lambda p: _audit_file(p, cols, allow_footer_key, keys)),

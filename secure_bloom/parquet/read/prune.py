@@ -106,7 +106,25 @@ def default_prune_threads(paths: Sequence[str], filesystem: Any) -> int:
     CPU-bound work that mostly holds the GIL: the native reads, decrypts and probes are about a
     tenth of it, and every GIL release hands it over, so threads only contend: 50 encrypted files
     x 5 row groups took 12.5 ms on one thread, 16 ms on two, on 2 cores), else
-    :data:`DEFAULT_PRUNE_THREADS` (latency-bound range requests)."""
+    :data:`DEFAULT_PRUNE_THREADS` (latency-bound range requests).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files.
+    filesystem : pyarrow.fs.FileSystem or None
+        Their filesystem.
+
+    Returns
+    -------
+    int
+        The thread count.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if paths and not is_local_source(paths[0], filesystem):  # one filesystem for all the paths
         return DEFAULT_PRUNE_THREADS
     return 1
@@ -868,7 +886,33 @@ def _uses_bloom(tree: Node) -> bool:
 def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | None = None,
                  row_groups: Iterable[int] | None = None) -> FilePrune:
     """The row groups of an open file that may hold matching rows (among ``row_groups``, default
-    all), and those skipped by statistics and by Bloom filters."""
+    all), and those skipped by statistics and by Bloom filters.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The open file.
+    tree : Node
+        The predicate tree (:func:`~secure_bloom.parquet.read.predicate.predicate_tree`).
+    schema : pyarrow.Schema, optional
+        The dataset's schema (the type Arrow compares in).
+    row_groups : iterable of int, optional
+        The row groups to consider (default all).
+
+    Returns
+    -------
+    FilePrune
+        The outcome.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file, or a filter that fails authentication.
+    OSError
+        A file cannot be read.
+    """
     return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
@@ -1070,7 +1114,53 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
     format opens it, or pruned by the fast path from a footer that says so, is not opened for
-    ``on_reader`` (its result says ``shared_format_opens``)."""
+    ``on_reader`` (its result says ``shared_format_opens``).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files.
+    tree : Node
+        The predicate tree.
+    keys : KeyAccess, optional
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The files' filesystem.
+    schema : pyarrow.Schema, optional
+        The dataset's schema.
+    row_groups : sequence, optional
+        Per file, the row groups to consider.
+    threads : int, optional
+        Threads (default :func:`default_prune_threads`).
+    progress : bool, optional
+        A progress bar (default: on a TTY).
+    on_done : callable, optional
+        Called with each result.
+    on_reader : callable, optional
+        ``on_reader(path, reader, result)`` while the reader is open.
+    cache : PruneCache, optional
+        Kept across lookups.
+    trees : sequence of Node, optional
+        One tree per path.
+    fast_path : bool, default True
+        Prune local files through :mod:`.fast_prune`.
+    on_reader_unless_shared : bool, default False
+        Skip ``on_reader`` for files pyarrow's shared format opens.
+
+    Returns
+    -------
+    list of FilePrune
+        One per path, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file, or a filter that fails authentication.
+    OSError
+        A file cannot be read.
+    """
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),

@@ -712,7 +712,23 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any, kms: Any, kms_c
 
 
 def check_row_group_size(row_group_size: Any) -> int:
-    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1."""
+    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1.
+
+    Parameters
+    ----------
+    row_group_size : int or None
+        The value given.
+
+    Returns
+    -------
+    int
+        The size.
+
+    Raises
+    ------
+    ValueError
+        Not an int >= 1.
+    """
     size = DEFAULT_ROW_GROUP_SIZE if row_group_size is None else row_group_size
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"row_group_size must be an int >= 1, got {row_group_size!r}")
@@ -720,7 +736,23 @@ def check_row_group_size(row_group_size: Any) -> int:
 
 
 def iter_row_groups(path: str | os.PathLike[str]) -> Iterable[pa.Table]:
-    """The row groups of a plaintext Parquet file, one Table each (for re-writing it)."""
+    """The row groups of a plaintext Parquet file, one Table each (for re-writing it).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A plaintext Parquet file.
+
+    Yields
+    ------
+    pyarrow.Table
+        One row group.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
     with pq.ParquetFile(os.fspath(path)) as source:
         for i in range(source.num_row_groups):
             yield source.read_row_group(i)
