@@ -52,7 +52,23 @@ class ColumnHashing:
 
 
 def decimal_flba_width(precision: int) -> int:
-    """Bytes Spark gives a FIXED_LEN_BYTE_ARRAY decimal of ``precision`` digits."""
+    """Bytes Spark gives a FIXED_LEN_BYTE_ARRAY decimal of ``precision`` digits.
+
+    Parameters
+    ----------
+    precision : int
+        The decimal's precision.
+
+    Returns
+    -------
+    int
+        The width in bytes.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     width = 1
     while 2 ** (8 * width - 1) < 10**precision:
         width += 1
@@ -60,7 +76,27 @@ def decimal_flba_width(precision: int) -> int:
 
 
 def spark_column_hashing(data_type: Any, output_timestamp_type: str = "INT96") -> ColumnHashing:
-    """The :class:`ColumnHashing` for a ``pyspark.sql.types.DataType``."""
+    """The :class:`ColumnHashing` for a ``pyspark.sql.types.DataType``.
+
+    Parameters
+    ----------
+    data_type : pyspark.sql.types.DataType
+        The column's Spark type.
+    output_timestamp_type : str, default "INT96"
+        ``spark.sql.parquet.outputTimestampType``.
+
+    Returns
+    -------
+    ColumnHashing
+        How parquet-java stores and hashes the column.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A type with no Parquet Bloom filter (BOOLEAN, nested).
+    ValueError
+        An unknown ``output_timestamp_type``.
+    """
     from pyspark.sql import types as T
 
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.DateType)):

@@ -93,7 +93,23 @@ def encode_string(value: str) -> bytes:
 
 
 def minimal_twos_complement(unscaled: int) -> bytes:
-    """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``)."""
+    """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``).
+
+    Parameters
+    ----------
+    unscaled : int
+        A DECIMAL's unscaled value.
+
+    Returns
+    -------
+    bytes
+        The fewest bytes.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     magnitude = unscaled if unscaled >= 0 else ~unscaled  # Java bitLength(): -128 fits one byte
     length = max(1, (magnitude.bit_length() + 8) // 8)
     return unscaled.to_bytes(length, "big", signed=True)
@@ -347,7 +363,25 @@ def int96_bytes(days: int, nanos_of_day: int) -> bytes:
 
 
 def int96_rows(days: npt.NDArray[np.int64], nanos_of_day: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
-    """:func:`int96_bytes` of many values, as an ``(n, 12)`` uint8 matrix."""
+    """:func:`int96_bytes` of many values, as an ``(n, 12)`` uint8 matrix.
+
+    Parameters
+    ----------
+    days : numpy.ndarray of int64
+        Days since 1970-01-01.
+    nanos_of_day : numpy.ndarray of uint64
+        Nanoseconds of each day.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (n, 12)
+        The stored bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A Julian day outside the 32-bit range.
+    """
     julian = days.astype(np.int64) + JULIAN_DAY_OF_UNIX_EPOCH
     if julian.size and (julian.min() < 0 or julian.max() >= (1 << 32)):
         raise InvalidValueError(f"timestamp is {_INT96_RANGE}")
