@@ -57,6 +57,23 @@ def optimal_num_bits(ndv: int, fpp: float) -> int:
 
     ``m = -8 ndv / ln(1 - fpp^(1/8))``, truncated, capped at 2^30, then ``(m + 255) & ~256`` (the
     writer's rounding, which clears only bit 8), at least 256.
+
+    Parameters
+    ----------
+    ndv : int
+        Distinct values (>= 0).
+    fpp : float
+        False-positive probability, in (0, 1).
+
+    Returns
+    -------
+    int
+        Bits.
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` < 0 or ``fpp`` outside (0, 1).
     """
     if not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be in (0, 1), got {fpp}")
@@ -77,6 +94,23 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
     (parquet-java would use the cap itself, which may not even be whole blocks, and Arrow C++
     refuses such filters; we never write one). A ``max_bytes`` of 32 or less is ignored (the cap
     is 128 MiB), as parquet-java ignores it.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The size wanted.
+    max_bytes : int, default 128 MiB
+        The cap.
+
+    Returns
+    -------
+    int
+        A power of two from 32 to the cap.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
     """
     if not 0 < max_bytes <= SPEC_MAX_BITSET_BYTES:
         raise ValueError(f"max_bytes must be in [1, {SPEC_MAX_BITSET_BYTES}], got {max_bytes}")
@@ -95,7 +129,7 @@ def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_
     Parameters
     ----------
     ndv : int
-        Distinct values (>= 1).
+        Distinct values (>= 0).
     fpp : float, default 0.01
         False-positive probability, in (0, 1).
     max_bytes : int, default 128 MiB
@@ -109,7 +143,7 @@ def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_
     Raises
     ------
     ValueError
-        ``ndv`` < 1 or ``fpp`` outside (0, 1).
+        ``ndv`` < 0 or ``fpp`` outside (0, 1).
 
     Examples
     --------
@@ -200,7 +234,7 @@ class SplitBlockBloomFilter:
         Parameters
         ----------
         ndv : int
-            The number of distinct values to size for (>= 1).
+            The number of distinct values to size for (>= 0).
         fpp : float, default 0.01
             The false-positive probability wanted, in (0, 1).
         max_bytes : int, default 128 MiB
@@ -214,7 +248,7 @@ class SplitBlockBloomFilter:
         Raises
         ------
         ValueError
-            ``ndv`` < 1 or ``fpp`` outside (0, 1).
+            ``ndv`` < 0 or ``fpp`` outside (0, 1).
         """
         return cls(optimal_num_bytes(ndv, fpp, max_bytes))
 

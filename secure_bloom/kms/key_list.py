@@ -98,6 +98,31 @@ def parse_key_list(key_list: str) -> dict[str, bytes]:
     Entries are separated by commas or newlines; blank entries and lines starting with ``#`` are
     skipped. Each entry is ``id:base64`` with exactly one ``:``; keys are 16, 24 or 32 bytes; ids
     are unique. Errors name the entry number (and the id of a duplicate), never key text.
+
+    Parameters
+    ----------
+    key_list : str
+        The key list.
+
+    Returns
+    -------
+    dict of str to bytes
+        Master key id -> key.
+
+    Raises
+    ------
+    TypeError
+        ``key_list`` is not a str.
+    secure_bloom.errors.MalformedKeyMaterialError
+        An entry that does not parse, a key that is not 16, 24 or 32 bytes, an id given twice,
+        or no entry at all.
+
+    Examples
+    --------
+    >>> import base64
+    >>> from secure_bloom.kms.key_list import parse_key_list
+    >>> list(parse_key_list("# a comment\\nfooter_key:" + base64.b64encode(bytes(16)).decode()))
+    ['footer_key']
     """
     if not isinstance(key_list, str):
         raise TypeError(f"key_list must be str, got {type(key_list).__name__}")

@@ -159,6 +159,35 @@ def key_access_from_sources(*, key_list: str | None = None, key_list_file: str |
     -> OpenBao/Vault transit; without either, ``SECURE_BLOOM_KEY_LIST`` then
     ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are ``ID=base64:...|hex:...|text:...``.
     :class:`~secure_bloom.errors.ConfigurationError` names what is wrong, never a secret.
+
+    Parameters
+    ----------
+    key_list : str, optional
+        ``id:BASE64, ...``.
+    key_list_file : str, optional
+        A key list file.
+    key_specs : sequence of str
+        ``ID=base64:...|hex:...|text:...``.
+    aad_prefix : str, optional
+        The AAD prefix.
+    kms_url : str, optional
+        An OpenBao / Vault server.
+    kms_token_env : str, optional
+        The variable holding its token.
+    kms_mount : str, default "transit"
+        The transit mount.
+    environ : mapping, optional
+        The environment (default ``os.environ``).
+
+    Returns
+    -------
+    KeyAccess
+        The caller's keys.
+
+    Raises
+    ------
+    secure_bloom.errors.ConfigurationError
+        Conflicting options, an unreadable key list file, a missing token (never a secret).
     """
     env = os.environ if environ is None else environ
     text = _key_list_text(key_list, key_list_file, kms_url, env)

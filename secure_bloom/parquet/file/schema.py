@@ -164,7 +164,23 @@ def _logical(el: Any) -> dict[str, Any]:
 
 
 def leaf_columns(schema: Sequence[Any]) -> list[ColumnInfo]:
-    """The leaves of a flattened schema (``FileMetaData.schema``), in column order."""
+    """The leaves of a flattened schema (``FileMetaData.schema``), in column order.
+
+    Parameters
+    ----------
+    schema : sequence of SchemaElement
+        ``FileMetaData.schema``.
+
+    Returns
+    -------
+    list of ColumnInfo
+        The leaves.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedThriftError
+        An empty schema, or one whose children counts or group shapes do not add up.
+    """
     if not schema:
         raise MalformedThriftError("FileMetaData.schema is empty")
     leaves: list[ColumnInfo] = []
@@ -216,6 +232,27 @@ def find_column(columns: Sequence[ColumnInfo], column: ColumnRef, where: str) ->
     A dotted path that more than one leaf has (a column named ``a.b`` and the field ``b`` of a
     group ``a``) raises :class:`AmbiguousColumnError` naming each by its path parts; a
     ColumnInfo or a list/tuple of parts always names one leaf. ``where`` prefixes messages.
+
+    Parameters
+    ----------
+    columns : sequence of ColumnInfo
+        The file's leaves.
+    column : str, tuple of str, int or ColumnInfo
+        The leaf wanted.
+    where : str
+        Prefixes messages.
+
+    Returns
+    -------
+    ColumnInfo
+        The leaf.
+
+    Raises
+    ------
+    secure_bloom.errors.ColumnNotFoundError
+        No such leaf.
+    secure_bloom.errors.AmbiguousColumnError
+        A dotted path two leaves share.
     """
     if isinstance(column, ColumnInfo):
         column = column.path_in_schema

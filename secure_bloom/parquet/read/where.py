@@ -34,7 +34,23 @@ Condition = tuple[str, str, list[str]]
 
 
 def parse_condition(text: str) -> Condition:
-    """``(column, op, value texts)`` of one condition; :class:`InvalidValueError` if malformed."""
+    """``(column, op, value texts)`` of one condition; :class:`InvalidValueError` if malformed.
+
+    Parameters
+    ----------
+    text : str
+        A ``--where`` condition (``email = a``, ``ssn in (a, b)``).
+
+    Returns
+    -------
+    (str, str, list of str)
+        Column, operator, value texts.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A malformed condition.
+    """
     match = _PATTERN.match(text)
     if match is None:
         raise InvalidValueError(f"cannot read condition {text[:80]!r}: expected COLUMN OP VALUE with OP one of "
@@ -118,7 +134,31 @@ def _cast(scalar: Any, arrow_type: pa.DataType | None) -> Any:
 def conditions_expression(conditions: Sequence[Condition], columns: Sequence[ColumnInfo], schema: pa.Schema, *,
                           timezone: TimeZoneLike | None = None) -> pc.Expression | None:
     """The AND of ``conditions`` as an Expression over ``schema`` (the dataset's), values parsed
-    for the file's ``columns`` (or, for partition fields, for the field's Arrow type)."""
+    for the file's ``columns`` (or, for partition fields, for the field's Arrow type).
+
+    Parameters
+    ----------
+    conditions : sequence of (str, str, list of str)
+        From :func:`parse_condition`.
+    columns : sequence of ColumnInfo
+        A file's leaves.
+    schema : pyarrow.Schema
+        The dataset's schema.
+    timezone : str or tzinfo, optional
+        For naive date/time values.
+
+    Returns
+    -------
+    pyarrow.compute.Expression or None
+        The AND of the conditions.
+
+    Raises
+    ------
+    secure_bloom.errors.ColumnNotFoundError
+        A condition on a column in neither the file nor the partitions.
+    secure_bloom.errors.InvalidValueError
+        A value that does not parse for its column.
+    """
     parts = []
     for name, op, texts in conditions:
         if schema.get_field_index(name) < 0:
