@@ -1,7 +1,7 @@
 """Per-key probes of many keys over an encrypted dataset: the API, the CLI and the kernel (issue 29).
 
 The question: "which of these files and row groups may hold each of 10,000 keys". The dataset is
-``secure-bloom bench-lookup``'s (secure_bloom.tools.bench_lookup.generate_dataset): ``--files``
+``python -m benchmarks bench-lookup``'s (benchmarks.bench_lookup.generate_dataset): ``--files``
 files (default 50) of ``--row-groups`` row groups (default 5), written by pyarrow with Parquet
 Modular Encryption (the key column under its own key, double wrapping, a key list KMS) and given
 encrypted Bloom filters on the key column by ``attach_bloom_filters``. The keys: the dataset's
@@ -47,7 +47,7 @@ import numpy as np
 from secure_bloom.filter import SplitBlockBloomFilter
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, ProbeValues
-from secure_bloom.tools.bench_lookup import generate_dataset
+from benchmarks.bench_lookup import generate_dataset
 
 _BASELINE = r"""
 import sys, time

@@ -45,23 +45,87 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """``text`` with every control, bidi-override and undecodable character escaped."""
+    """``text`` with every control, bidi-override and undecodable character escaped.
+
+    Parameters
+    ----------
+    text : str
+        Text from a file or a user.
+
+    Returns
+    -------
+    str
+        The text, safe to show on a terminal.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return _UNSAFE.sub(_escape, text)
 
 
 def visible_lines(text: str) -> str:
-    """:func:`visible` line by line: the newlines of ``text`` are kept, nothing else is."""
+    """:func:`visible` line by line: the newlines of ``text`` are kept, nothing else is.
+
+    Parameters
+    ----------
+    text : str
+        Lines of text.
+
+    Returns
+    -------
+    str
+        The lines, each made :func:`visible`.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return "\n".join(visible(line) for line in text.split("\n"))
 
 
 def json_safe(json_text: str) -> str:
     """JSON text with the characters of ``_JSON_UNSAFE`` written as ``\\uXXXX`` escapes: the same
-    JSON value, printable and encodable (such characters can only occur inside JSON strings)."""
+    JSON value, printable and encodable (such characters can only occur inside JSON strings).
+
+    Parameters
+    ----------
+    json_text : str
+        A JSON document.
+
+    Returns
+    -------
+    str
+        The same JSON value, printable.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 
 def is_uri(text: str) -> bool:
-    """True for ``scheme://...`` text (``s3://``, ``gs://``, ``file://``, ``hdfs://``...)."""
+    """True for ``scheme://...`` text (``s3://``, ``gs://``, ``file://``, ``hdfs://``...).
+
+    Parameters
+    ----------
+    text : str
+        A path or URI.
+
+    Returns
+    -------
+    bool
+        Whether it is a URI.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return bool(_URI.match(text))
 
 
@@ -69,7 +133,23 @@ def display_uri(text: str) -> str:
     """How ``text`` (a path or URI) is shown anywhere: a URI without user info or query options
     (``s3://KEY:SECRET@bucket/key?endpoint_override=...&secret_key=...`` is
     ``s3://bucket/key``); scheme, host or bucket and path are kept. A local path, or a
-    ``file://`` URI, is shown as it is (a local name may hold '?' or '@')."""
+    ``file://`` URI, is shown as it is (a local name may hold '?' or '@').
+
+    Parameters
+    ----------
+    text : str
+        A path or URI.
+
+    Returns
+    -------
+    str
+        What may be shown (no credentials, no options).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not is_uri(text) or text[:7].lower() == "file://":
         return text
     scheme, rest = text.split("://", 1)
@@ -87,7 +167,23 @@ def uri_secrets(text: str) -> list[str]:
     """What of a URI may be secret, longest first: its user info (whole, and the part after the
     ':') and the value of every option named like a credential (``secret_key=``, ``access_key=``,
     ``session_token=``, ``password=``...), each also percent-decoded. What a message quoting the
-    URI (or a parser's complaint about it) must not repeat; empty for anything but a URI."""
+    URI (or a parser's complaint about it) must not repeat; empty for anything but a URI.
+
+    Parameters
+    ----------
+    text : str
+        A path or URI.
+
+    Returns
+    -------
+    list of str
+        The secrets a message must not repeat.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not is_uri(text):
         return []
     rest = text.split("://", 1)[1]

@@ -82,6 +82,53 @@ def encrypt_bloom_filter(bf: SplitBlockBloomFilter, key: bytes | None = None, fi
     """Header module followed by bitset module, each with its 4-byte length prefix.
 
     The result is what ``bloom_filter_offset`` points at; its length is ``bloom_filter_length``.
+    Each module is AES-GCM with a fresh random nonce, AAD module types 8 (header) and 9 (bitset).
+
+    Parameters
+    ----------
+    bf : SplitBlockBloomFilter
+        The filter to encrypt.
+    key : bytes, optional
+        The column's data key (16, 24 or 32 bytes); with ``file_aad`` and both ordinals, instead of
+        ``context``.
+    file_aad : bytes, optional
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int, optional
+        The row group's ordinal in the file (the AAD binds the filter to it).
+    column_ordinal : int, optional
+        The column's ordinal in the file.
+    context : ChunkCryptoContext, optional
+        Key, file AAD and ordinals in one value.
+
+    Returns
+    -------
+    bytes
+        The two modules, as a file stores them.
+
+    Raises
+    ------
+    TypeError
+        ``bf`` is not a :class:`~secure_bloom.filter.SplitBlockBloomFilter`, or neither a
+        ``context`` nor a complete key / AAD / ordinals set is given.
+    ValueError
+        The key is not 16, 24 or 32 bytes, or an ordinal is out of range.
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
+
+    Examples
+    --------
+    >>> import os
+    >>> from secure_bloom import SplitBlockBloomFilter, decrypt_bloom_filter, encrypt_bloom_filter
+    >>> bf = SplitBlockBloomFilter.for_ndv(100)
+    >>> _ = bf.insert([1, 2, 3], "INT64")
+    >>> key, file_aad = os.urandom(16), os.urandom(8)
+    >>> blob = encrypt_bloom_filter(bf, key, file_aad, row_group_ordinal=0, column_ordinal=2)
+    >>> decrypt_bloom_filter(blob, key, file_aad, 0, 2) == bf
+    True
+    >>> decrypt_bloom_filter(blob, key, file_aad, 1, 2)  # moved to another row group
+    Traceback (most recent call last):
+    ...
+    secure_bloom.errors.ModuleAuthenticationError: ...
     """
     if not isinstance(bf, SplitBlockBloomFilter):
         raise TypeError(f"bf must be a SplitBlockBloomFilter, got {type(bf).__name__}")
@@ -120,7 +167,41 @@ def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes | None
                                      column_ordinal: int | None = None, *,
                                      context: ChunkCryptoContext | None = None
                                      ) -> tuple[SplitBlockBloomFilter, int]:
-    """Decrypt an encrypted filter at the start of ``data``; returns ``(filter, bytes consumed)``."""
+    """Decrypt an encrypted filter at the start of ``data``.
+
+    Parameters
+    ----------
+    data : bytes-like
+        Starts with the header and bitset modules; what follows is the caller's.
+    key : bytes, optional
+        The column's data key (16, 24 or 32 bytes); with ``file_aad`` and both ordinals, instead of
+        ``context``.
+    file_aad : bytes, optional
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int, optional
+        The row group's ordinal in the file (the AAD binds the filter to it).
+    column_ordinal : int, optional
+        The column's ordinal in the file.
+    context : ChunkCryptoContext, optional
+        Key, file AAD and ordinals in one value.
+
+    Returns
+    -------
+    (SplitBlockBloomFilter, int)
+        The filter and the bytes its two modules took.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Neither a ``context`` nor a complete key / AAD / ordinals set, or a key of the wrong length.
+    secure_bloom.errors.ModuleAuthenticationError
+        A module fails authentication: a wrong key, a filter of another chunk or file, a flipped
+        byte (one error that does not say which).
+    secure_bloom.errors.MalformedModuleError
+        Length prefixes or sizes do not add up (``TruncatedModuleError`` for short data).
+    secure_bloom.errors.MalformedHeaderError
+        The decrypted header does not parse or names an unsupported algorithm.
+    """
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     view = memoryview(data).cast("B")
     num_bytes, used = _open_header(view, ctx)
@@ -149,7 +230,43 @@ def _decrypt_exact(view: memoryview, ctx: ChunkCryptoContext, what: str) -> Spli
 def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, file_aad: bytes | None = None,
                          row_group_ordinal: int | None = None, column_ordinal: int | None = None, *,
                          context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
-    """Decrypt an encrypted filter that fills ``data`` exactly (trailing bytes are an error)."""
+    """Decrypt an encrypted filter that fills ``data`` exactly (trailing bytes are an error).
+
+    Parameters
+    ----------
+    data : bytes-like
+        The header and bitset modules (:func:`encrypt_bloom_filter`'s output).
+    key : bytes, optional
+        The column's data key (16, 24 or 32 bytes); with ``file_aad`` and both ordinals, instead of
+        ``context``.
+    file_aad : bytes, optional
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int, optional
+        The row group's ordinal in the file (the AAD binds the filter to it).
+    column_ordinal : int, optional
+        The column's ordinal in the file.
+    context : ChunkCryptoContext, optional
+        Key, file AAD and ordinals in one value.
+
+    Returns
+    -------
+    SplitBlockBloomFilter
+        The filter.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Neither a ``context`` nor a complete key / AAD / ordinals set, or a key of the wrong length.
+    secure_bloom.errors.ModuleAuthenticationError
+        A module fails authentication: a wrong key, a filter of another chunk or file, a flipped
+        byte (one error that does not say which).
+    secure_bloom.errors.MalformedModuleError
+        Length prefixes or sizes do not add up (``TruncatedModuleError`` for short data).
+    secure_bloom.errors.MalformedHeaderError
+        The decrypted header does not parse or names an unsupported algorithm.
+    secure_bloom.errors.MalformedBitsetError
+        Bytes follow the bitset module.
+    """
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     view = memoryview(data).cast("B")
     return _decrypt_exact(view, ctx, f"the data ({len(view)} bytes)")
@@ -212,6 +329,45 @@ def read_encrypted_bloom_filter(stream: BinaryIO, offset: int, key: bytes | None
     header module is read first (one speculative read that also holds the bitset module's length
     prefix), the bitset module's prefix must be exactly ``28 + numBytes``, and only then is the
     rest of the bitset read.
+
+    Parameters
+    ----------
+    stream : binary file
+        Seekable, opened for reading.
+    offset : int
+        Where the filter starts (``bloom_filter_offset``).
+    key : bytes, optional
+        The column's data key (16, 24 or 32 bytes); with ``file_aad`` and both ordinals, instead of
+        ``context``.
+    file_aad : bytes, optional
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int, optional
+        The row group's ordinal in the file (the AAD binds the filter to it).
+    column_ordinal : int, optional
+        The column's ordinal in the file.
+    context : ChunkCryptoContext, optional
+        Key, file AAD and ordinals in one value.
+    length : int, optional
+        ``bloom_filter_length`` when the file stores it.
+
+    Returns
+    -------
+    SplitBlockBloomFilter
+        The filter.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Neither a ``context`` nor a complete key / AAD / ordinals set, or a key of the wrong length.
+    secure_bloom.errors.ModuleAuthenticationError
+        A module fails authentication: a wrong key, a filter of another chunk or file, a flipped
+        byte (one error that does not say which).
+    secure_bloom.errors.MalformedModuleError
+        Length prefixes or sizes do not add up (``TruncatedModuleError`` for short data).
+    secure_bloom.errors.MalformedHeaderError
+        The decrypted header does not parse or names an unsupported algorithm.
+    OSError
+        The stream cannot be read.
     """
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     if length is not None and offset >= 0 and length <= COALESCED_FILTER_BYTES:

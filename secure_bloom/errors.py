@@ -185,7 +185,29 @@ _BUILTIN_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
 def error_kind(error: BaseException) -> ErrorKind:
     """The kind of any exception: its ``kind`` (every secure_bloom error has one), else the
     builtin's (FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError, other
-    OSError), else ``INTERNAL_ERROR``."""
+    OSError), else ``INTERNAL_ERROR``.
+
+    Parameters
+    ----------
+    error : BaseException
+        Any exception.
+
+    Returns
+    -------
+    ErrorKind
+        Its kind (exit code, audit status, Spark rows).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+
+    Examples
+    --------
+    >>> from secure_bloom.errors import KeyNotFoundError, error_kind
+    >>> error_kind(KeyNotFoundError("no such key")).name, error_kind(FileNotFoundError()).name
+    ('KEY_NOT_FOUND', 'FILE_NOT_FOUND')
+    """
     kind = getattr(error, "kind", None)
     if isinstance(kind, ErrorKind):
         return kind

@@ -38,7 +38,23 @@ _BINARY = getattr(os, "O_BINARY", 0)
 
 
 def file_kind(mode: int) -> str:
-    """``regular file``, ``directory``, ``FIFO``, ``socket``, ... for an ``st_mode``."""
+    """``regular file``, ``directory``, ``FIFO``, ``socket``, ... for an ``st_mode``.
+
+    Parameters
+    ----------
+    mode : int
+        An ``st_mode``.
+
+    Returns
+    -------
+    str
+        The kind, as messages name it.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     for test, name in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"),
                        (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
                        (stat.S_ISBLK, "block device"), (stat.S_ISLNK, "symbolic link")):
@@ -53,12 +69,49 @@ def open_regular_fd(path: str | os.PathLike[str]) -> int:
     Raises :class:`~secure_bloom.errors.NotRegularFileError` for a FIFO, socket or device,
     ``IsADirectoryError`` for a directory and the usual ``OSError`` (``FileNotFoundError``,
     ``PermissionError``) otherwise; never blocks. The caller closes the descriptor.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    int
+        A read-only descriptor (the caller closes it).
+
+    Raises
+    ------
+    secure_bloom.errors.NotRegularFileError
+        A FIFO, socket or device.
+    IsADirectoryError
+        A directory.
+    OSError
+        Any other failure to open it.
     """
     return open_regular_stat(path)[0]
 
 
 def open_regular_stat(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
-    """:func:`open_regular_fd` and the ``fstat`` of the descriptor (taken once, at the open)."""
+    """:func:`open_regular_fd` and the ``fstat`` of the descriptor (taken once, at the open).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    (int, os.stat_result)
+        The descriptor and its ``fstat``.
+
+    Raises
+    ------
+    secure_bloom.errors.NotRegularFileError
+        A FIFO, socket or device.
+    OSError
+        Any other failure to open it.
+    """
     name = os.fspath(path)
     fd = os.open(name, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
     try:
@@ -77,7 +130,27 @@ def open_regular_stat(path: str | os.PathLike[str]) -> tuple[int, os.stat_result
 
 
 def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """:func:`open_regular_fd` as a binary file object."""
+    """:func:`open_regular_fd` as a binary file object.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    binary file
+        Open for reading.
+
+    Raises
+    ------
+    secure_bloom.errors.NotRegularFileError
+        A FIFO, socket or device.
+    IsADirectoryError
+        A directory.
+    OSError
+        Any other failure to open it.
+    """
     fd = open_regular_fd(path)
     try:
         return os.fdopen(fd, "rb")
@@ -186,7 +259,18 @@ class RecordingFile:
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
-    """fsync a directory so a rename or link in it survives a crash (best effort)."""
+    """fsync a directory so a rename or link in it survives a crash (best effort).
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The directory.
+
+    Raises
+    ------
+    None
+        Best effort: failures are ignored.
+    """
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -58,6 +58,23 @@ def optimal_num_bits(ndv: int, fpp: float) -> int:
 
     ``m = -8 ndv / ln(1 - fpp^(1/8))``, truncated, capped at 2^30, then ``(m + 255) & ~256`` (the
     writer's rounding, which clears only bit 8), at least 256.
+
+    Parameters
+    ----------
+    ndv : int
+        Distinct values (>= 0).
+    fpp : float
+        False-positive probability, in (0, 1).
+
+    Returns
+    -------
+    int
+        Bits.
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` < 0 or ``fpp`` outside (0, 1).
     """
     if not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be in (0, 1), got {fpp}")
@@ -78,6 +95,23 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
     (parquet-java would use the cap itself, which may not even be whole blocks, and Arrow C++
     refuses such filters; we never write one). A ``max_bytes`` of 32 or less is ignored (the cap
     is 128 MiB), as parquet-java ignores it.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The size wanted.
+    max_bytes : int, default 128 MiB
+        The cap.
+
+    Returns
+    -------
+    int
+        A power of two from 32 to the cap.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
     """
     if not 0 < max_bytes <= SPEC_MAX_BITSET_BYTES:
         raise ValueError(f"max_bytes must be in [1, {SPEC_MAX_BITSET_BYTES}], got {max_bytes}")
@@ -91,7 +125,33 @@ def round_num_bytes(num_bytes: int, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> i
 
 
 def optimal_num_bytes(ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> int:
-    """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``."""
+    """Bitset bytes parquet-java allocates for ``ndv`` distinct values at false-positive rate ``fpp``.
+
+    Parameters
+    ----------
+    ndv : int
+        Distinct values (>= 0).
+    fpp : float, default 0.01
+        False-positive probability, in (0, 1).
+    max_bytes : int, default 128 MiB
+        The cap.
+
+    Returns
+    -------
+    int
+        A power of two from 32 to ``max_bytes``.
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` < 0 or ``fpp`` outside (0, 1).
+
+    Examples
+    --------
+    >>> from secure_bloom import optimal_num_bytes
+    >>> optimal_num_bytes(10_000), optimal_num_bytes(10_000, fpp=0.001), optimal_num_bytes(10**8)
+    (16384, 32768, 134217728)
+    """
     return round_num_bytes(optimal_num_bits(ndv, fpp) // 8, max_bytes)
 
 
@@ -166,9 +226,37 @@ def _maybe_in_block(k: int) -> float:
 class SplitBlockBloomFilter:
     """A Parquet split-block Bloom filter.
 
-    ``SplitBlockBloomFilter(num_bytes)`` makes an empty filter of ``num_bytes`` (a power of two in
-    [32, 128 MiB]); :meth:`for_ndv` sizes one as parquet-java does; :meth:`from_bytes` parses a
-    serialised header + bitset.
+    ``SplitBlockBloomFilter(num_bytes)`` makes an empty filter; :meth:`for_ndv` sizes one as
+    parquet-java does; :meth:`from_bytes` parses a serialised header + bitset. Values are hashed
+    as Parquet writers hash their plain encoding (XXH64, seed 0), so a filter built here equals
+    parquet-java's bit for bit. One filter may be shared by threads: inserts are serialised by a
+    lock of its own; checks see every insert that finished before they started.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size: a power of two in [32, 128 MiB].
+
+    Raises
+    ------
+    TypeError
+        ``num_bytes`` is not an int.
+    ValueError
+        ``num_bytes`` is not a power of two in range.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from secure_bloom import SplitBlockBloomFilter
+    >>> bf = SplitBlockBloomFilter.for_ndv(1_000, fpp=0.01)
+    >>> bf.num_bytes
+    2048
+    >>> bf.insert(pa.array(["alice@example.com", "bob@example.com", None]), "BYTE_ARRAY")
+    2
+    >>> bf.might_contain("alice@example.com", "BYTE_ARRAY"), bf.might_contain("mallory@example.com", "BYTE_ARRAY")
+    (True, False)
+    >>> SplitBlockBloomFilter.from_bytes(bf.to_bytes()) == bf
+    True
     """
 
     __slots__ = ("_words", "_view", "_tail", "_lock")
@@ -188,15 +276,52 @@ class SplitBlockBloomFilter:
 
     @classmethod
     def for_ndv(cls, ndv: int, fpp: float = DEFAULT_FPP, max_bytes: int = SPEC_MAX_BITSET_BYTES) -> SplitBlockBloomFilter:
-        """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it."""
+        """An empty filter sized for ``ndv`` distinct values at ``fpp``, exactly as parquet-java sizes it.
+
+        Parameters
+        ----------
+        ndv : int
+            The number of distinct values to size for (>= 0).
+        fpp : float, default 0.01
+            The false-positive probability wanted, in (0, 1).
+        max_bytes : int, default 128 MiB
+            The cap on the bitset size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            An empty filter of :func:`optimal_num_bytes` bytes.
+
+        Raises
+        ------
+        ValueError
+            ``ndv`` < 0 or ``fpp`` outside (0, 1).
+        """
         return cls(optimal_num_bytes(ndv, fpp, max_bytes))
 
     @classmethod
     def from_bitset(cls, bitset: bytes | bytearray | memoryview, *, copy: bool = True) -> SplitBlockBloomFilter:
         """A filter over a copy of ``bitset``: any size from 32 bytes to 128 MiB a file may hold;
         floor(size / 32) blocks are used and the tail bytes are kept as they are (parquet-java).
-        ``copy=False`` with ``bytes`` (immutable): a read-only filter over them, for probing only
-        (inserting raises TypeError or ValueError)."""
+
+        Parameters
+        ----------
+        bitset : bytes-like
+            The bitset, as a file stores it.
+        copy : bool, default True
+            False with ``bytes`` (immutable): a read-only filter over them, for probing only
+            (inserting raises TypeError or ValueError).
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            The filter.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedBitsetError
+            The bitset is shorter than 32 bytes or longer than 128 MiB.
+        """
         raw = memoryview(bitset).cast("B")
         if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
             raise MalformedBitsetError(
@@ -213,8 +338,29 @@ class SplitBlockBloomFilter:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview, *,
                    return_consumed: bool = False) -> Any:
-        """Parse header + bitset. Strict: trailing bytes are an error unless ``return_consumed``,
-        in which case ``(filter, consumed)`` is returned and the rest is the caller's."""
+        """Parse header + bitset (the plaintext on-disk form).
+
+        Parameters
+        ----------
+        data : bytes-like
+            A Thrift compact ``BloomFilterHeader`` followed by its bitset.
+        return_consumed : bool, default False
+            Return ``(filter, bytes consumed)`` and leave trailing bytes to the caller, instead of
+            refusing them.
+
+        Returns
+        -------
+        SplitBlockBloomFilter or (SplitBlockBloomFilter, int)
+            The filter (a copy of the bitset), with the bytes consumed when asked.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedHeaderError
+            The header does not parse, or names an unsupported algorithm, hash or compression.
+        secure_bloom.errors.MalformedBitsetError
+            The bitset is shorter than the header says, out of range, or followed by trailing
+            bytes (without ``return_consumed``); both numbers are in the message.
+        """
         view = memoryview(data).cast("B")
         header, used = parse_header(view)
         validate_num_bytes(header.num_bytes, available=len(view) - used)
@@ -227,10 +373,33 @@ class SplitBlockBloomFilter:
         return (bf, end) if return_consumed else bf
 
     def to_bytes(self) -> bytes:
-        """Thrift compact BloomFilterHeader followed by the bitset (the plaintext on-disk form)."""
+        """Thrift compact BloomFilterHeader followed by the bitset (the plaintext on-disk form).
+
+        Returns
+        -------
+        bytes
+            What :meth:`from_bytes` parses back.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return serialize_header(self.num_bytes) + self.bitset
 
     def copy(self) -> SplitBlockBloomFilter:
+        """An independent copy (its own bitset and lock).
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            Equal to this filter.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return SplitBlockBloomFilter.from_bitset(self.bitset)
 
     def folded(self, num_bytes: int) -> SplitBlockBloomFilter:
@@ -277,10 +446,12 @@ class SplitBlockBloomFilter:
 
     @property
     def num_bytes(self) -> int:
+        """The bitset size in bytes (tail bytes of an odd-sized file filter included)."""
         return int(self._words.nbytes) + len(self._tail)
 
     @property
     def num_blocks(self) -> int:
+        """The number of 32-byte blocks (floor(num_bytes / 32))."""
         return int(self._words.nbytes) // BYTES_PER_BLOCK
 
     @property
@@ -290,13 +461,36 @@ class SplitBlockBloomFilter:
             return self._words.tobytes() + self._tail
 
     def bits_set(self) -> int:
+        """The number of bits set in the blocks (tail bytes not counted).
+
+        Returns
+        -------
+        int
+            From 0 to ``8 * num_blocks * 32``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return int(np.unpackbits(self._words.view(np.uint8)).sum())  # bits of the blocks (not the tail)
 
     def effective_fpp(self) -> float:
         """The false-positive rate of this filter as it is, from the bits it has set: a random
         absent value picks a block uniformly and one bit in each of its eight words, so it is
         "maybe" with probability mean over blocks of prod_i (bits set in word i / 32). Needs no
-        distinct count; a near-zero value on a small domain means the filter answers exactly."""
+        distinct count; a near-zero value on a small domain means the filter answers exactly.
+
+        Returns
+        -------
+        float
+            In [0, 1]; a policy's ``min_fpp`` is checked against it.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if self.num_blocks == 0:
             return 1.0
         counts = np.unpackbits(self._words.view(np.uint8).reshape(self.num_blocks, 8, 4), axis=2).sum(axis=2)
@@ -308,6 +502,21 @@ class SplitBlockBloomFilter:
         A block holding k values answers a random probe "maybe" with probability
         (1 - (31/32)^k)^8; the values per block follow Binomial(n, 1/z) exactly (one block: all n
         in it), so the estimate also holds for the smallest filters.
+
+        Parameters
+        ----------
+        n_inserted : int
+            Distinct values inserted (>= 0).
+
+        Returns
+        -------
+        float
+            The expected rate, in [0, 1].
+
+        Raises
+        ------
+        ValueError
+            ``n_inserted`` < 0.
         """
         if n_inserted < 0:
             raise ValueError("n_inserted must be >= 0")
@@ -335,6 +544,18 @@ class SplitBlockBloomFilter:
         return ((h >> 32) * self.num_blocks) >> 32, h & 0xFFFFFFFF
 
     def insert_hash(self, h: int) -> None:
+        """Insert one hash (bit-exact: :func:`~secure_bloom.values.physical.hash_value`'s output).
+
+        Parameters
+        ----------
+        h : int
+            An unsigned 64-bit hash.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``h`` is not an int in the 64-bit range.
+        """
         block, key = self._block_and_key(h)
         words = self._words
         base = block * 8
@@ -345,7 +566,23 @@ class SplitBlockBloomFilter:
     def check_hash(self, h: int) -> bool:
         """Whether the filter may contain hash ``h`` (False = certainly absent). Bit-exact, as the
         spec's filter is: the hash of +0.0 does not find -0.0, nor one NaN another. A query for a
-        value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe)."""
+        value uses :func:`secure_bloom.values.column.query_hashes` (both zeros, NaN always maybe).
+
+        Parameters
+        ----------
+        h : int
+            An unsigned 64-bit hash.
+
+        Returns
+        -------
+        bool
+            False only if ``h`` was never inserted.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``h`` is not an int in the 64-bit range.
+        """
         h = int(h)
         if not 0 <= h < (1 << 64):
             raise ValueError(f"hash must be an unsigned 64-bit integer, got {h}")
@@ -360,14 +597,45 @@ class SplitBlockBloomFilter:
     # ---------------------------------------------------------------- batch hash level
 
     def insert_hashes(self, hashes: Any) -> None:
-        """Insert every hash of a uint64 array (repeats and shared blocks are handled)."""
+        """Insert every hash of a uint64 array (repeats and shared blocks are handled).
+
+        Parameters
+        ----------
+        hashes : array-like of uint64
+            A numpy array (int64 is reinterpreted), or a list of ints.
+
+        Raises
+        ------
+        TypeError
+            ``hashes`` is not an integer array (or list of ints).
+        ValueError
+            A hash is outside the 64-bit range.
+        """
         h = _check_hash_array(hashes)
         with self._lock:
             kernels.sbbf_insert(self._words, h)
 
     def check_hashes(self, hashes: Any) -> npt.NDArray[np.bool_]:
         """For each hash, whether the filter may contain it (False = certainly absent); bit-exact
-        like :meth:`check_hash`."""
+        like :meth:`check_hash`.
+
+        Parameters
+        ----------
+        hashes : array-like of uint64
+            A numpy array (int64 is reinterpreted), or a list of ints.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One answer per hash.
+
+        Raises
+        ------
+        TypeError
+            ``hashes`` is not an integer array (or list of ints).
+        ValueError
+            A hash is outside the 64-bit range.
+        """
         return kernels.sbbf_check(self._words, _check_hash_array(hashes))
 
     @staticmethod
@@ -401,9 +669,32 @@ class SplitBlockBloomFilter:
 
     def insert(self, values: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
         """Hash and insert values (scalar, sequence, numpy or pyarrow; nulls skipped).
-        Returns how many values were inserted. With the compiled kernel, values whose buffers
-        hold their plain encoding (:func:`~secure_bloom.values.physical.plain_arrays`) are hashed
-        and inserted in one pass, without an array of hashes."""
+
+        With the compiled kernel, values whose buffers hold their plain encoding
+        (:func:`~secure_bloom.values.physical.plain_arrays`) are hashed and inserted in one pass,
+        without an array of hashes.
+
+        Parameters
+        ----------
+        values : scalar, sequence, numpy array or pyarrow array
+            The values, in the physical type's Python form (int, float, bytes / str...).
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        int
+            How many values were inserted (nulls are not).
+
+        Raises
+        ------
+        secure_bloom.errors.InvalidValueError
+            A value does not fit the physical type (wrong type, out of range, wrong width).
+        ValueError
+            BOOLEAN (Parquet has no Bloom filter for it) or a missing ``type_length``.
+        """
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
             with self._lock:
@@ -414,14 +705,56 @@ class SplitBlockBloomFilter:
 
     def might_contain(self, value: Any, physical_type: PhysicalType | str | int, *,
                       type_length: int | None = None) -> bool:
-        """False if ``value`` is certainly absent; True if it may be present."""
+        """False if ``value`` is certainly absent; True if it may be present.
+
+        Parameters
+        ----------
+        value : object
+            One value in the physical type's Python form (not None).
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type.
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        bool
+            False only if ``value`` was never inserted.
+
+        Raises
+        ------
+        ValueError
+            ``value`` is None (filters record no nulls: use the column's null count).
+        secure_bloom.errors.InvalidValueError
+            ``value`` does not fit the physical type.
+        """
         if value is None:
             raise ValueError("Bloom filters do not record nulls; use the column's null_count")
         return self.check_hash(hash_value(value, physical_type, type_length=type_length))
 
     def might_contain_many(self, values: Any, physical_type: PhysicalType | str | int, *,
                            type_length: int | None = None) -> npt.NDArray[np.bool_]:
-        """:meth:`might_contain` for many values; nulls are skipped (one result per non-null)."""
+        """:meth:`might_contain` for many values; nulls are skipped (one result per non-null).
+
+        Parameters
+        ----------
+        values : sequence, numpy array or pyarrow array
+            The values, as for :meth:`insert`.
+        physical_type : PhysicalType, str or int
+            The column's Parquet physical type.
+        type_length : int, optional
+            The width of a FIXED_LEN_BYTE_ARRAY column.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One answer per non-null value, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.InvalidValueError
+            A value does not fit the physical type.
+        """
         parts = plain_arrays(values, physical_type, type_length=type_length) if kernels.BACKEND == "native" else None
         if parts is not None:
             return kernels.concat_parts([kernels.sbbf_check_array(self._words, part) for part in parts], np.bool_)
@@ -430,7 +763,25 @@ class SplitBlockBloomFilter:
     # ---------------------------------------------------------------- set operations
 
     def union(self, other: SplitBlockBloomFilter) -> SplitBlockBloomFilter:
-        """A filter of both sets: the OR of two filters of equal size."""
+        """A filter of both sets: the OR of two filters of equal size.
+
+        Parameters
+        ----------
+        other : SplitBlockBloomFilter
+            A filter of the same size.
+
+        Returns
+        -------
+        SplitBlockBloomFilter
+            A new filter; neither input changes.
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a SplitBlockBloomFilter.
+        ValueError
+            The sizes differ.
+        """
         if not isinstance(other, SplitBlockBloomFilter):
             raise TypeError(f"can only union with a SplitBlockBloomFilter, not {type(other).__name__}")
         if other.num_bytes != self.num_bytes:

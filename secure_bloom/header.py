@@ -38,7 +38,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class BloomFilterHeaderInfo:
-    """A validated header. Algorithm, hash and compression are the only supported values."""
+    """A validated header. Algorithm, hash and compression are the only supported values.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size.
+    algorithm, hash, compression : str
+        ``BLOCK``, ``XXHASH``, ``UNCOMPRESSED``.
+    """
 
     num_bytes: int
     algorithm: str = "BLOCK"
@@ -47,7 +55,25 @@ class BloomFilterHeaderInfo:
 
 
 def validate_num_bytes(num_bytes: int, available: int | None = None) -> int:
-    """Check a declared bitset size before anything is allocated for it."""
+    """Check a declared bitset size before anything is allocated for it.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The declared size.
+    available : int, optional
+        The bytes there are.
+
+    Returns
+    -------
+    int
+        ``num_bytes``.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedHeaderError
+        Bad Thrift, an unsupported algorithm / hash / compression, or numBytes out of range.
+    """
     if not 0 < num_bytes <= SPEC_MAX_BITSET_BYTES:
         raise MalformedHeaderError(f"numBytes {num_bytes} outside 1..{SPEC_MAX_BITSET_BYTES}")
     if num_bytes < BYTES_PER_BLOCK:
@@ -60,7 +86,23 @@ def validate_num_bytes(num_bytes: int, available: int | None = None) -> int:
 
 
 def serialize_header(num_bytes: int) -> bytes:
-    """The exact compact-protocol header every writer emits for a bitset of ``num_bytes``."""
+    """The exact compact-protocol header every writer emits for a bitset of ``num_bytes``.
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size.
+
+    Returns
+    -------
+    bytes
+        The Thrift compact header.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedHeaderError
+        Bad Thrift, an unsupported algorithm / hash / compression, or numBytes out of range.
+    """
     validate_num_bytes(num_bytes)
     m = thrift_codec.idl()
     header = m.BloomFilterHeader(
@@ -77,6 +119,21 @@ def parse_header(data: bytes | memoryview) -> tuple[BloomFilterHeaderInfo, int]:
 
     Validates the unions and numBytes (not against the data left: the caller knows where the
     bitset lives and checks that with :func:`validate_num_bytes`).
+
+    Parameters
+    ----------
+    data : bytes-like
+        Starts with a header.
+
+    Returns
+    -------
+    (BloomFilterHeaderInfo, int)
+        The header and the bytes it took.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedHeaderError
+        Bad Thrift, an unsupported algorithm / hash / compression, or numBytes out of range.
     """
     view = memoryview(data)[:MAX_HEADER_BYTES]
     m = thrift_codec.idl()
@@ -95,7 +152,23 @@ def parse_header_plaintext(plaintext: bytes) -> BloomFilterHeaderInfo:
     """Parse a decrypted header module: Thrift, then only zero padding (parquet-java) or nothing.
 
     The few distinct headers of a dataset (one per bitset size) are parsed once each: the result
-    depends on the bytes alone, and a header that fails raises every time (nothing is cached)."""
+    depends on the bytes alone, and a header that fails raises every time (nothing is cached).
+
+    Parameters
+    ----------
+    plaintext : bytes
+        A decrypted header module.
+
+    Returns
+    -------
+    BloomFilterHeaderInfo
+        The header.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedHeaderError
+        Bad Thrift, an unsupported algorithm / hash / compression, or numBytes out of range.
+    """
     return _parse_header_plaintext(bytes(plaintext))
 
 

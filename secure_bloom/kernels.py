@@ -102,7 +102,23 @@ BACKEND = "native" if _native is not None else "numpy"
 def forced_backend(name: str) -> Iterator[None]:
     """Run the block on one backend, ``"numpy"`` or ``"native"`` (where it loaded), whatever
     :data:`BACKEND` was: for benchmarks and tests that compare them in one process. Process-wide
-    and not thread-safe: other threads see the switch too."""
+    and not thread-safe: other threads see the switch too.
+
+    Parameters
+    ----------
+    name : str
+        ``"numpy"`` or ``"native"``.
+
+    Yields
+    ------
+    None
+        Inside the block, the backend is ``name``.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend, or ``native`` where it did not load.
+    """
     global _native, BACKEND
     if name not in ("native", "numpy"):
         raise ValueError(f"backend must be native or numpy, got {name!r}")
@@ -117,7 +133,18 @@ def forced_backend(name: str) -> Iterator[None]:
 
 
 def kernel_info() -> dict[str, Any]:
-    """Which backend runs, why the native one does not (if so), and how it was built."""
+    """Which backend runs, why the native one does not (if so), and how it was built.
+
+    Returns
+    -------
+    dict
+        ``backend``, ``reason``, build details.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     why = _why_not if _loaded is None or _native is not None else "forced_backend('numpy')"
     info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": why}
     if _native is not None:
@@ -127,7 +154,18 @@ def kernel_info() -> dict[str, Any]:
 
 def kernel_summary() -> str:
     """One line naming the backend in use, e.g. ``native (avx2; gcc 12.2.0 -O3)`` or
-    ``numpy fallback (SECURE_BLOOM_KERNEL=numpy)`` (for ``--version`` and benchmark output)."""
+    ``numpy fallback (SECURE_BLOOM_KERNEL=numpy)`` (for ``--version`` and benchmark output).
+
+    Returns
+    -------
+    str
+        The line.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     info = kernel_info()
     if info["backend"] == "native":
         return f"native ({info.get('simd')}; {info.get('compiler')} {info.get('flags')})"
@@ -366,7 +404,33 @@ def _run(op: str, kind: str, bitset: Any, src: tuple[Any, ...], validity: Any, v
 # ---------------------------------------------------------------------- public API
 
 def xxh64_fixed(data: Any, width: int, *, validity: Any = None, validity_offset: int = 0) -> Hashes:
-    """XXH64 (seed 0) of each consecutive ``width``-byte value of ``data`` (nulls skipped)."""
+    """XXH64 (seed 0) of each consecutive ``width``-byte value of ``data`` (nulls skipped).
+
+    Parameters
+    ----------
+    data : buffer
+        The values' bytes.
+    width : int
+        Bytes per value.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     result: Hashes = _run("hash", "fixed", None, (data, width), validity, validity_offset)
     return result
 
@@ -374,14 +438,68 @@ def xxh64_fixed(data: Any, width: int, *, validity: Any = None, validity_offset:
 def xxh64_binary(offsets: Any, data: Any, offset_width: int = 4, *, validity: Any = None,
                  validity_offset: int = 0) -> Hashes:
     """XXH64 of each Arrow binary value ``data[offsets[i]:offsets[i + 1]]`` (``offsets``: n + 1
-    little-endian int32, or int64 with ``offset_width=8`` for large_binary / large_string)."""
+    little-endian int32, or int64 with ``offset_width=8`` for large_binary / large_string).
+
+    Parameters
+    ----------
+    offsets : buffer
+        n + 1 little-endian offsets into ``data``.
+    data : buffer
+        The values' bytes.
+    offset_width : int, default 4
+        4 (int32 offsets) or 8 (large_binary / large_string).
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     result: Hashes = _run("hash", "binary", None, (offsets, data, offset_width), validity, validity_offset)
     return result
 
 
 def xxh64_binary_view(views: Any, data_buffers: Sequence[Any], *, validity: Any = None,
                       validity_offset: int = 0) -> Hashes:
-    """XXH64 of each value of an Arrow binary_view / string_view (16-byte views + data buffers)."""
+    """XXH64 of each value of an Arrow binary_view / string_view (16-byte views + data buffers).
+
+    Parameters
+    ----------
+    views : buffer
+        Arrow's 16-byte views.
+    data_buffers : sequence of buffers
+        The view type's data buffers.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     result: Hashes = _run("hash", "view", None, (views, data_buffers), validity, validity_offset)
     return result
 
@@ -401,7 +519,24 @@ def xxh64_objects(values: list[Any] | tuple[Any, ...]) -> Hashes | None:
 
 
 def sbbf_insert(bitset: Any, hashes: Any) -> None:
-    """Insert 64-bit hashes into a writable bitset (``floor(len / 32)`` blocks, words little-endian)."""
+    """Insert 64-bit hashes into a writable bitset (``floor(len / 32)`` blocks, words little-endian).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    hashes : array-like of uint64
+        64-bit hashes.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     view = _bitset_view(bitset, writable=True)
     h = _as_hashes(hashes)
     if _native is not None:
@@ -411,7 +546,29 @@ def sbbf_insert(bitset: Any, hashes: Any) -> None:
 
 
 def sbbf_check(bitset: Any, hashes: Any) -> Flags:
-    """For each hash, whether the bitset may contain it (False = certainly absent)."""
+    """For each hash, whether the bitset may contain it (False = certainly absent).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    hashes : array-like of uint64
+        64-bit hashes.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     view = _bitset_view(bitset, writable=False)
     h = _as_hashes(hashes)
     if _native is None:
@@ -459,41 +616,213 @@ def sbbf_check_many(bitsets: Sequence[Any], hashes: Any) -> npt.NDArray[np.bool_
 
 
 def sbbf_insert_fixed(bitset: Any, data: Any, width: int, *, validity: Any = None, validity_offset: int = 0) -> int:
-    """Hash each ``width``-byte value and insert it; returns the number inserted (non-null values)."""
+    """Hash each ``width``-byte value and insert it; returns the number inserted (non-null values).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    data : buffer
+        The values' bytes.
+    width : int
+        Bytes per value.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    int
+        The number of values (non-null) inserted or counted.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     count: int = _run("insert", "fixed", bitset, (data, width), validity, validity_offset)
     return count
 
 
 def sbbf_check_fixed(bitset: Any, data: Any, width: int, *, validity: Any = None, validity_offset: int = 0) -> Flags:
-    """Hash each ``width``-byte value and check it (one flag per non-null value)."""
+    """Hash each ``width``-byte value and check it (one flag per non-null value).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    data : buffer
+        The values' bytes.
+    width : int
+        Bytes per value.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     flags: Flags = _run("check", "fixed", bitset, (data, width), validity, validity_offset)
     return flags
 
 
 def sbbf_insert_binary(bitset: Any, offsets: Any, data: Any, offset_width: int = 4, *, validity: Any = None,
                        validity_offset: int = 0) -> int:
-    """Hash each Arrow binary value and insert it; returns the number inserted."""
+    """Hash each Arrow binary value and insert it; returns the number inserted.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    offsets : buffer
+        n + 1 little-endian offsets into ``data``.
+    data : buffer
+        The values' bytes.
+    offset_width : int, default 4
+        4 (int32 offsets) or 8 (large_binary / large_string).
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    int
+        The number of values (non-null) inserted or counted.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     count: int = _run("insert", "binary", bitset, (offsets, data, offset_width), validity, validity_offset)
     return count
 
 
 def sbbf_check_binary(bitset: Any, offsets: Any, data: Any, offset_width: int = 4, *, validity: Any = None,
                       validity_offset: int = 0) -> Flags:
-    """Hash each Arrow binary value and check it (one flag per non-null value)."""
+    """Hash each Arrow binary value and check it (one flag per non-null value).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    offsets : buffer
+        n + 1 little-endian offsets into ``data``.
+    data : buffer
+        The values' bytes.
+    offset_width : int, default 4
+        4 (int32 offsets) or 8 (large_binary / large_string).
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     flags: Flags = _run("check", "binary", bitset, (offsets, data, offset_width), validity, validity_offset)
     return flags
 
 
 def sbbf_insert_binary_view(bitset: Any, views: Any, data_buffers: Sequence[Any], *, validity: Any = None,
                             validity_offset: int = 0) -> int:
-    """Hash each Arrow binary_view value and insert it; returns the number inserted."""
+    """Hash each Arrow binary_view value and insert it; returns the number inserted.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    views : buffer
+        Arrow's 16-byte views.
+    data_buffers : sequence of buffers
+        The view type's data buffers.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    int
+        The number of values (non-null) inserted or counted.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     count: int = _run("insert", "view", bitset, (views, data_buffers), validity, validity_offset)
     return count
 
 
 def sbbf_check_binary_view(bitset: Any, views: Any, data_buffers: Sequence[Any], *, validity: Any = None,
                            validity_offset: int = 0) -> Flags:
-    """Hash each Arrow binary_view value and check it (one flag per non-null value)."""
+    """Hash each Arrow binary_view value and check it (one flag per non-null value).
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    views : buffer
+        Arrow's 16-byte views.
+    data_buffers : sequence of buffers
+        The view type's data buffers.
+    validity : buffer, optional
+        Arrow's validity bitmap (nulls are skipped).
+    validity_offset : int, default 0
+        The first value's bit in ``validity``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     flags: Flags = _run("check", "view", bitset, (views, data_buffers), validity, validity_offset)
     return flags
 
@@ -503,6 +832,25 @@ def count_distinct_hashes(hashes: Any) -> int:
 
     Native: partition by the top bits, then a cache-sized hash table per part (heap sort for a
     part whose probing runs long); extra memory is one copy of the hashes. numpy: ``np.unique``.
+
+    Parameters
+    ----------
+    hashes : array-like of uint64
+        64-bit hashes.
+
+    Returns
+    -------
+    int
+        The number of distinct hashes.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
     """
     h = _as_hashes(hashes)
     if _native is not None:
@@ -575,17 +923,81 @@ def _arrow_run(op: str, bitset: Any, array: Any) -> list[Any]:
 
 
 def xxh64_arrow(array: Any) -> Hashes:
-    """XXH64 of each non-null value of a pyarrow Array / ChunkedArray (the bytes Arrow stores)."""
+    """XXH64 of each non-null value of a pyarrow Array / ChunkedArray (the bytes Arrow stores).
+
+    Parameters
+    ----------
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     return concat_parts(_arrow_run("hash", None, array), np.uint64)
 
 
 def sbbf_insert_arrow(bitset: Any, array: Any) -> int:
-    """Hash and insert each non-null value of a pyarrow Array / ChunkedArray; returns the count."""
+    """Hash and insert each non-null value of a pyarrow Array / ChunkedArray; returns the count.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+
+    Returns
+    -------
+    int
+        The number of values (non-null) inserted or counted.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     return int(sum(_arrow_run("insert", bitset, array)))
 
 
 def sbbf_check_arrow(bitset: Any, array: Any) -> Flags:
-    """Hash and check each non-null value of a pyarrow Array / ChunkedArray."""
+    """Hash and check each non-null value of a pyarrow Array / ChunkedArray.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     return concat_parts(_arrow_run("check", bitset, array), np.bool_)
 
 
@@ -613,19 +1025,83 @@ def _run_plain(op: str, bitset: Any, part: Any) -> Any:
 
 def xxh64_array(part: Any) -> Hashes:
     """XXH64 of each value of a numpy array (its bytes, one value per item or row) or of each
-    non-null value of a pyarrow Array (the bytes Arrow stores)."""
+    non-null value of a pyarrow Array (the bytes Arrow stores).
+
+    Parameters
+    ----------
+    part : numpy.ndarray or pyarrow.Array
+        One part of :func:`~secure_bloom.values.physical.plain_arrays`.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     result: Hashes = _run_plain("hash", None, part)
     return result
 
 
 def sbbf_insert_array(bitset: Any, part: Any) -> int:
-    """:func:`xxh64_array` fused with :func:`sbbf_insert`; returns the number inserted."""
+    """:func:`xxh64_array` fused with :func:`sbbf_insert`; returns the number inserted.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    part : numpy.ndarray or pyarrow.Array
+        One part of :func:`~secure_bloom.values.physical.plain_arrays`.
+
+    Returns
+    -------
+    int
+        The number of values (non-null) inserted or counted.
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     count: int = _run_plain("insert", bitset, part)
     return count
 
 
 def sbbf_check_array(bitset: Any, part: Any) -> Flags:
-    """:func:`xxh64_array` fused with :func:`sbbf_check`."""
+    """:func:`xxh64_array` fused with :func:`sbbf_check`.
+
+    Parameters
+    ----------
+    bitset : writable buffer
+        The filter's bitset (``floor(len / 32)`` blocks, words little-endian).
+    part : numpy.ndarray or pyarrow.Array
+        One part of :func:`~secure_bloom.values.physical.plain_arrays`.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per non-null value (False: certainly absent).
+
+    Raises
+    ------
+    TypeError
+        A buffer of the wrong type, or a read-only ``bitset``.
+    ValueError
+        A size that does not add up (width, offsets, bitset shorter than one block).
+    secure_bloom.errors.MalformedInputError
+        Offsets or views outside their buffers, or input that changed while being read.
+    """
     flags: Flags = _run_plain("check", bitset, part)
     return flags
 

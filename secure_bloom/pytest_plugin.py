@@ -55,6 +55,18 @@ _KEYS = ("key_list_file", "key", "aad_prefix", "kms_url", "kms_token_env", "kms_
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest hook: the plugin's command-line options (``--secure-bloom-audit``, ``--secure-bloom-policy``, key options).
+
+    Parameters
+    ----------
+    parser : pytest.Parser
+        pytest's option parser.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     group = parser.getgroup("secure-bloom", "secure-bloom compliance audit of Parquet files")
     group.addoption("--secure-bloom-audit", action="append", default=[], metavar="PATH",
                     help="audit the Parquet files at PATH (a file, a directory searched recursively, or an "
@@ -85,6 +97,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest hook: registers the ``secure_bloom_audit`` marker.
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The run's configuration.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     config.addinivalue_line("markers", f"{MARKER}: a secure-bloom compliance audit of one Parquet file")
 
 
@@ -234,6 +258,22 @@ def _targets(paths: Iterable[str]) -> Iterator[tuple[str, str | None, str | None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest hook: with ``--secure-bloom-audit``, one test per Parquet file found and a policy-coverage test.
+
+    Parameters
+    ----------
+    session : pytest.Session
+        The session.
+    config : pytest.Config
+        The run's configuration.
+    items : list of pytest.Item
+        The collected items (extended in place).
+
+    Raises
+    ------
+    pytest.UsageError
+        Bad plugin options (a policy file that does not load, conflicting key options).
+    """
     paths = config.getoption("secure_bloom_audit")
     if not paths:
         return
@@ -272,6 +312,7 @@ class AuditFixture:
 
     @property
     def keys(self) -> KeyAccess:
+        """The keys the plugin's options give (``--secure-bloom-key-list-file``...)."""
         return self._state.keys()
 
     def __call__(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

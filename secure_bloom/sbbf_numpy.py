@@ -49,7 +49,25 @@ Hashes = npt.NDArray[np.uint64]
 
 def insert_strategy(num_bytes: int, count: int) -> str:
     """Which insert :func:`insert_hashes` uses for ``count`` hashes into ``num_bytes`` of whole
-    blocks: ``"scatter"`` or ``"blocks"`` (module docstring)."""
+    blocks: ``"scatter"`` or ``"blocks"`` (module docstring).
+
+    Parameters
+    ----------
+    num_bytes : int
+        The bitset size.
+    count : int
+        Hashes to insert.
+
+    Returns
+    -------
+    str
+        ``"scatter"`` or ``"blocks"``.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if num_bytes <= _SCATTER_MAX_BYTES and count * 8 >= num_bytes // 4:
         return "scatter"
     return "blocks"
@@ -80,7 +98,20 @@ def _whole_blocks(words: Words) -> int:
 
 
 def insert_hashes(words: Words, hashes: Hashes) -> None:
-    """Insert every uint64 hash into ``words`` in place (repeats and shared blocks handled)."""
+    """Insert every uint64 hash into ``words`` in place (repeats and shared blocks handled).
+
+    Parameters
+    ----------
+    words : numpy.ndarray of uint32
+        The bitset's words (writable).
+    hashes : numpy.ndarray of uint64
+        The hashes.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     _whole_blocks(words)
     if hashes.size == 0:
         return
@@ -150,7 +181,25 @@ def _insert_blocks(words: Words, h: Hashes) -> None:
 
 
 def check_hashes(words: Words, hashes: Hashes) -> npt.NDArray[np.bool_]:
-    """For each uint64 hash, whether ``words`` may contain it (False = certainly absent)."""
+    """For each uint64 hash, whether ``words`` may contain it (False = certainly absent).
+
+    Parameters
+    ----------
+    words : numpy.ndarray of uint32
+        The bitset's words.
+    hashes : numpy.ndarray of uint64
+        The hashes.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One answer per hash.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     z = _whole_blocks(words)
     out = np.empty(hashes.size, dtype=bool)
     blocks = words.reshape(-1, 8)

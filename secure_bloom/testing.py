@@ -70,7 +70,31 @@ def _need_hypothesis() -> None:
 def audit_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                  policy: Policy | str | os.PathLike[str] | None, keys: KeyAccess | None = None, *,
                  sensitive: Iterable[str] = ()) -> AuditReport:
-    """The audit of ``paths`` against ``policy`` (a Policy or a TOML file) and ``sensitive`` names."""
+    """The audit of ``paths`` against ``policy`` (a Policy or a TOML file) and ``sensitive`` names.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable of them
+        Files or directories (searched as :func:`~secure_bloom.parquet.audit.auditor.audit` does).
+    policy : Policy, str, os.PathLike or None
+        A policy, or a TOML policy file (:func:`~secure_bloom.parquet.audit.policy.load_policy`).
+    keys : KeyAccess, optional
+        The keys to decrypt footers and filters with.
+    sensitive : iterable of str, optional
+        Sensitive column names, beside (or instead of) the policy.
+
+    Returns
+    -------
+    AuditReport
+        What :func:`~secure_bloom.parquet.audit.auditor.audit` returns.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        The policy file is invalid (the message names ``file:line``).
+    TypeError, ValueError
+        As :func:`~secure_bloom.parquet.audit.auditor.audit` raises them.
+    """
     from .parquet.audit.auditor import audit
     from .parquet.file.keys import NO_KEYS
     from .parquet.audit.policy import Policy, load_policy
@@ -82,7 +106,46 @@ def audit_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
 def assert_compliant(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                      policy: Policy | str | os.PathLike[str] | None, keys: KeyAccess | None = None, *,
                      sensitive: Iterable[str] = ()) -> AuditReport:
-    """Fail with one line per violation or could-not-check result unless every file complies."""
+    """Fail with one line per violation or could-not-check result unless every file complies.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable of them
+        Files or directories (searched as :func:`~secure_bloom.parquet.audit.auditor.audit` does).
+    policy : Policy, str, os.PathLike or None
+        A policy, or a TOML policy file (:func:`~secure_bloom.parquet.audit.policy.load_policy`).
+    keys : KeyAccess, optional
+        The keys to decrypt footers and filters with.
+    sensitive : iterable of str, optional
+        Sensitive column names, beside (or instead of) the policy.
+
+    Returns
+    -------
+    AuditReport
+        The report, when every file complies.
+
+    Raises
+    ------
+    AssertionError
+        A violation, or a file that could not be checked (never a pass).
+    secure_bloom.errors.PolicyError
+        The policy file is invalid.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from secure_bloom.parquet import attach_bloom_filters
+    >>> from secure_bloom.testing import assert_compliant
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"ssn": ["123-45-6789"]}), tmp / "plain.parquet")
+    >>> _ = attach_bloom_filters(tmp / "plain.parquet", tmp / "leaky.parquet", ["ssn"])
+    >>> (tmp / "plain.parquet").unlink()
+    >>> assert_compliant(tmp, None, sensitive=["ssn"])
+    Traceback (most recent call last):
+    ...
+    AssertionError: ...SENSITIVE_COLUMN_NOT_ENCRYPTED...
+    """
     from .parquet.audit.report import Severity
 
     report = audit_report(paths, policy, keys, sensitive=sensitive)
@@ -106,7 +169,27 @@ def assert_filter_encrypted(path: str | os.PathLike[str], column: Any, keys: Key
                             master_key: str | None = None) -> None:
     """Every row group of ``column`` has a Bloom filter that decrypts with the column's own key
     (not plaintext, not under the footer key unless the column itself is), under ``master_key``
-    (its id in the key material) if given."""
+    (its id in the key material) if given.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Parquet file.
+    column : str or tuple of str
+        The leaf column.
+    keys : KeyAccess
+        Keys that open the file.
+    master_key : str, optional
+        The master key id the column key must be wrapped under.
+
+    Raises
+    ------
+    AssertionError
+        A row group without a filter, a plaintext filter, a filter under another key, or
+        another master key.
+    secure_bloom.errors.SecureBloomError
+        The file cannot be read with ``keys``.
+    """
     from .parquet.audit.auditor import audit_file
     from .parquet.audit.report import Status
     from .parquet.audit.policy import ColumnRule, FilterRequirement, Policy
@@ -125,7 +208,28 @@ def assert_filter_encrypted(path: str | os.PathLike[str], column: Any, keys: Key
 def assert_probe(path: str | os.PathLike[str], column: Any, value: Any, expected_row_groups: Sequence[int],
                  keys: KeyAccess | None = None) -> None:
     """The row groups whose filters may hold ``value`` are exactly ``expected_row_groups``
-    (a row group without a filter always may)."""
+    (a row group without a filter always may).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Parquet file.
+    column : str or tuple of str
+        The leaf column.
+    value : object
+        The value to probe for.
+    expected_row_groups : sequence of int
+        The row groups that must answer "maybe" (and no other).
+    keys : KeyAccess, optional
+        Keys for an encrypted file.
+
+    Raises
+    ------
+    AssertionError
+        Other row groups answer "maybe".
+    secure_bloom.errors.SecureBloomError
+        The file or its filters cannot be read.
+    """
     from .parquet.file.reader import ParquetBloomReader
 
     with ParquetBloomReader(path, keys=keys) as reader:
@@ -143,7 +247,23 @@ _INT64 = (-(2**63), 2**64 - 1)
 
 
 def physical_types(max_width: int = 40) -> st.SearchStrategy[tuple[PhysicalType, int | None]]:
-    """``(physical_type, type_length)``; type_length is set for FIXED_LEN_BYTE_ARRAY and INT96."""
+    """``(physical_type, type_length)``; type_length is set for FIXED_LEN_BYTE_ARRAY and INT96.
+
+    Parameters
+    ----------
+    max_width : int, default 40
+        The widest FIXED_LEN_BYTE_ARRAY.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of ``(PhysicalType, int or None)``.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    """
     _need_hypothesis()
     plain = st.sampled_from([PhysicalType.INT32, PhysicalType.INT64, PhysicalType.FLOAT, PhysicalType.DOUBLE,
                              PhysicalType.BYTE_ARRAY]).map(lambda t: (t, None))
@@ -154,7 +274,29 @@ def physical_types(max_width: int = 40) -> st.SearchStrategy[tuple[PhysicalType,
 def physical_values(physical_type: PhysicalType | str, type_length: int | None = None,
                     max_size: int = 100) -> st.SearchStrategy[Any]:
     """Valid values of ``physical_type`` as Python objects, including the edge cases writers
-    meet: -0.0, NaN, infinities, subnormals, empty and long byte strings, full integer ranges."""
+    meet: -0.0, NaN, infinities, subnormals, empty and long byte strings, full integer ranges.
+
+    Parameters
+    ----------
+    physical_type : PhysicalType or str
+        The type.
+    type_length : int, optional
+        The width of FIXED_LEN_BYTE_ARRAY.
+    max_size : int, default 100
+        The longest BYTE_ARRAY value.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of values :meth:`SplitBlockBloomFilter.insert <secure_bloom.filter.SplitBlockBloomFilter.insert>` takes.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    ValueError
+        A FIXED_LEN_BYTE_ARRAY without ``type_length``, or BOOLEAN.
+    """
     _need_hypothesis()
     ptype = PhysicalType.coerce(physical_type)
     if ptype is PhysicalType.INT32:
@@ -179,7 +321,25 @@ def physical_values(physical_type: PhysicalType | str, type_length: int | None =
 def populated_filters(max_values: int = 200, max_log2_bytes: int = 12
                       ) -> st.SearchStrategy[tuple[SplitBlockBloomFilter, PhysicalType, int | None, list[Any]]]:
     """``(filter, physical_type, type_length, values)``: a filter of 32 B .. 2^max_log2_bytes B
-    with ``values`` inserted (small filters put many values in one block)."""
+    with ``values`` inserted (small filters put many values in one block).
+
+    Parameters
+    ----------
+    max_values : int, default 200
+        The most values inserted.
+    max_log2_bytes : int, default 12
+        The largest filter, as a power of two.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of ``(filter, physical_type, type_length, values)``.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    """
     _need_hypothesis()
 
     @st.composite
@@ -195,18 +355,51 @@ def populated_filters(max_values: int = 200, max_log2_bytes: int = 12
 
 
 def aes_keys() -> st.SearchStrategy[bytes]:
-    """AES-128, -192 or -256 keys."""
+    """AES-128, -192 or -256 keys.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of 16, 24 or 32 random bytes.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    """
     _need_hypothesis()
     return st.sampled_from([16, 24, 32]).flatmap(lambda n: st.binary(min_size=n, max_size=n))
 
 
 def ordinals() -> st.SearchStrategy[int]:
-    """Row-group / column ordinals as the AAD allows them (0..32767)."""
+    """Row-group / column ordinals as the AAD allows them (0..32767).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of int.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    """
     _need_hypothesis()
     return st.integers(0, MAX_ORDINAL)
 
 
 def file_aads() -> st.SearchStrategy[bytes]:
-    """``aad_prefix | aad_file_unique``: an optional prefix and 8 unique bytes."""
+    """``aad_prefix | aad_file_unique``: an optional prefix and 8 unique bytes.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Of bytes.
+
+    Raises
+    ------
+    ImportError
+        hypothesis is not installed.
+    """
     _need_hypothesis()
     return st.tuples(st.binary(max_size=32), st.binary(min_size=8, max_size=8)).map(lambda t: t[0] + t[1])

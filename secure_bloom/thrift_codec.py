@@ -22,7 +22,7 @@ the extension is not built or ``SECURE_BLOOM_THRIFT=python`` is set. :data:`BACK
 one runs and :func:`thrift_info` why. Both create the same thriftpy2 objects (``cls()`` then one
 attribute per field), consume the same bytes and fail with the same messages.
 
-``secure-bloom bench-thrift [FILE.parquet ...]`` prints the time per footer parse
+``python -m benchmarks bench-thrift [FILE.parquet ...]`` (from a checkout) prints the time per footer parse
 of both decoders.
 """
 

@@ -53,6 +53,7 @@ class ChunkEncryption(_StrEnum):
 
     @property
     def encrypted(self) -> bool:
+        """True unless the chunk is plaintext."""
         return self is not ChunkEncryption.PLAINTEXT
 
 

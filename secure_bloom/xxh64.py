@@ -78,7 +78,23 @@ def _avalanche_inplace(h: ArrayU64, scratch: ArrayU64) -> None:
 
 
 def xxh64_u64(lanes: npt.NDArray[np.uint64]) -> ArrayU64:
-    """XXH64 of each 8-byte little-endian value (the uint64 view of INT64 / DOUBLE plain bytes)."""
+    """XXH64 of each 8-byte little-endian value (the uint64 view of INT64 / DOUBLE plain bytes).
+
+    Parameters
+    ----------
+    lanes : numpy.ndarray of uint64
+        The values.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per value.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     lanes = np.ascontiguousarray(lanes, dtype=np.uint64)
     out = np.empty(lanes.shape[0], dtype=np.uint64)
     scratch = np.empty(min(lanes.shape[0], _CHUNK), dtype=np.uint64)
@@ -98,7 +114,23 @@ def xxh64_u64(lanes: npt.NDArray[np.uint64]) -> ArrayU64:
 
 
 def xxh64_u32(lanes: npt.NDArray[np.uint32]) -> ArrayU64:
-    """XXH64 of each 4-byte little-endian value (the uint32 view of INT32 / FLOAT plain bytes)."""
+    """XXH64 of each 4-byte little-endian value (the uint32 view of INT32 / FLOAT plain bytes).
+
+    Parameters
+    ----------
+    lanes : numpy.ndarray of uint32
+        The values.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per value.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     lanes = np.ascontiguousarray(lanes, dtype=np.uint32)
     out = np.empty(lanes.shape[0], dtype=np.uint64)
     scratch = np.empty(min(lanes.shape[0], _CHUNK), dtype=np.uint64)
@@ -166,6 +198,25 @@ def xxh64_short(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
     bytes, then the avalanche. Each row's 32-byte window is gathered once; every row then runs every
     step and keeps the result only where its length has that step (``np.copyto(..., where=)``), so
     no grouping by length is needed.
+
+    Parameters
+    ----------
+    data : numpy.ndarray of uint8
+        The bytes.
+    starts : numpy.ndarray of int64
+        Where each input starts.
+    lengths : numpy.ndarray of int64
+        Each input's length (< 32).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per input.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
     """
     n = starts.shape[0]
     out = np.empty(n, dtype=np.uint64)
@@ -224,7 +275,23 @@ def _lanes64(mat: npt.NDArray[np.uint8], start: int, count: int) -> ArrayU64:
 
 
 def xxh64_rows(mat: npt.NDArray[np.uint8]) -> ArrayU64:
-    """XXH64 of each row of an ``(n, L)`` uint8 matrix (all inputs of length L)."""
+    """XXH64 of each row of an ``(n, L)`` uint8 matrix (all inputs of length L).
+
+    Parameters
+    ----------
+    mat : numpy.ndarray of uint8, shape (n, L)
+        One input per row.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per row.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if mat.ndim != 2:
         raise ValueError("xxh64_rows expects a 2-D (n, L) uint8 matrix")
     n, length = mat.shape
@@ -276,6 +343,23 @@ def hash_binary_arrays(offsets: npt.NDArray[np.integer[Any]], data: npt.NDArray[
 
     Values under 32 bytes go through :func:`xxh64_short` in one pass; longer ones are grouped by
     length and each group is hashed as a ``(count, length)`` matrix.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray of int
+        n + 1 offsets into ``data``.
+    data : numpy.ndarray of uint8
+        The values' bytes.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per value.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
     """
     offs: npt.NDArray[np.int64] = np.asarray(offsets, dtype=np.int64)
     n = offs.shape[0] - 1

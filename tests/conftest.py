@@ -62,9 +62,10 @@ def dev_key_list_file() -> Any:
     return path
 
 
-# Hypothesis profiles (tests/robustness/test_robustness_*.py and the other property suites). CI and a plain
-# `pytest` use "ci" (bounded example counts); HYPOTHESIS_PROFILE=fuzz runs 20x more examples;
-# "sanitizer" a quarter of them, for the instrumented run; "pythons" a fifth, for scripts/pythons.
+# Hypothesis profiles: every property test scales its example count by the loaded profile
+# (tests/support/profiles.py: examples(n)). CI and a plain `pytest` use "ci" (bounded example counts);
+# the default tier (scripts/test-fast) "dev", a quarter of them; HYPOTHESIS_PROFILE=fuzz runs 20x more;
+# "sanitizer" a quarter, for the instrumented run; "pythons" a fifth, for scripts/pythons.
 def _register_hypothesis_profiles() -> None:
     import os
 
@@ -72,6 +73,8 @@ def _register_hypothesis_profiles() -> None:
 
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
     settings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=quiet,
+                              print_blob=True)
+    settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=quiet,
                               print_blob=True)
     settings.register_profile("fuzz", max_examples=2000, deadline=None, suppress_health_check=quiet,
                               print_blob=True)

@@ -2,7 +2,7 @@
 # Copied from the issue-22 profiling kit.
 import pickle, sys
 from pathlib import Path
-from secure_bloom.tools.bench_lookup import generate_dataset
+from benchmarks.bench_lookup import generate_dataset
 root = Path(sys.argv[1]); files=int(sys.argv[2]); rgs=int(sys.argv[3]); mb=float(sys.argv[4])
 import shutil; shutil.rmtree(root, ignore_errors=True); root.mkdir(parents=True)
 d = generate_dataset(root, mb, files, rgs)

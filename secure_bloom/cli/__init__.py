@@ -10,7 +10,7 @@ environment *before* anything is parsed; key material given in argv draws a one-
 
 :func:`main` runs one invocation. The parts: :mod:`~secure_bloom.cli.parser` (options, argv
 handling, usage errors without values), :mod:`~secure_bloom.cli.commands` (one function per
-command; ``bench``, ``bench-spark`` and ``demo`` run :mod:`secure_bloom.tools`),
+command),
 :mod:`~secure_bloom.cli.render` (tables and summaries), :mod:`~secure_bloom.cli.keys` (key
 options, redaction), :mod:`~secure_bloom.cli.output` (filtered streams, logging, progress) and
 :mod:`~secure_bloom.cli.exits` (exit codes).
@@ -26,7 +26,7 @@ from typing import TextIO, cast
 
 from ..display import visible_lines
 from ..errors import SecureBloomError
-from .commands import COMMANDS, run_command, run_delegated
+from .commands import COMMANDS, run_command
 from .deadline import abandoned
 from .exits import (
     EXIT_BROKEN_PIPE,
@@ -43,18 +43,14 @@ from .exits import (
     exit_code,
 )
 from .keys import Redactor, argv_key_options, argv_key_warning
-from .output import FilteredStream, library_logging, redacted_std_streams
-from .parser import build_parser, column_arg, parse_args, parse_column_spec, refuse_key_shaped_paths, split_delegated
+from .output import FilteredStream, library_logging
+from .parser import build_parser, column_arg, parse_args, parse_column_spec, refuse_key_shaped_paths
 
 __all__ = ["main", "build_parser", "parse_column_spec", "column_arg", "EXIT_OK", "EXIT_FOUND_PROBLEMS",
            "EXIT_USAGE", "EXIT_ERROR", "EXIT_CODES_HELP"]
 
 
 def _dispatch(args_list: list[str], redact: Redactor, out: TextIO, err: TextIO) -> int:
-    _, delegated, rest = split_delegated(args_list)
-    if delegated is not None:
-        with redacted_std_streams(redact):
-            return run_delegated(delegated, rest)
     parser = build_parser()
     try:
         args = parse_args(parser, args_list)
@@ -98,7 +94,24 @@ def _exit_now(code: int, out: TextIO, err: TextIO) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script exits with it)."""
+    """Run the CLI; returns the exit code (the console script exits with it).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code (``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    None
+        Every error becomes a one-line message on stderr and an exit code (a traceback only
+        with ``--debug``).
+    """
     args_list = list(sys.argv[1:] if argv is None else argv)
     redact = Redactor.from_invocation(args_list, os.environ)
     debug = "--debug" in args_list

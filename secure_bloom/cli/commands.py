@@ -1,5 +1,5 @@
-"""The ``secure-bloom`` commands: inspect, probe, attach and audit (one function each), and the
-commands delegated to :mod:`secure_bloom.tools` (demo, bench, bench-spark).
+"""The ``secure-bloom`` commands: inspect, probe, attach, audit, query, encrypt, doctor and
+dev-keys (one function each).
 
 Each command takes the parsed arguments and the stream for its report and returns the exit
 code; a problem with a file is raised as a one-line :class:`~secure_bloom.cli.exits.CliError`
@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import contextvars
-import importlib
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -27,10 +26,9 @@ from .deadline import checkpoint, deadline_of, publish, run_within
 from .exits import EXIT_OK, EXIT_USAGE, PROG, CliError, UsageError, describe
 from .keys import key_access_from_args
 from .output import envelope, print_json, progress_bar
-from .parser import DELEGATED
 
-__all__ = ["COMMANDS", "run_command", "run_delegated", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
-           "cmd_encrypt", "cmd_doctor"]
+__all__ = ["COMMANDS", "run_command", "cmd_inspect", "cmd_probe", "cmd_attach", "cmd_audit",
+           "cmd_encrypt", "cmd_doctor", "cmd_dev_keys"]
 
 
 # What a command could not check (paths under a directory it could not read): reported on stderr
@@ -113,6 +111,26 @@ def _local_output(option: str, path: str | None) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    """``inspect``: row groups, columns and their Bloom filters (a table or ``--json``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.file.describe import describe_with_storage
 
     keys = key_access_from_args(args)
@@ -159,6 +177,26 @@ def _probe_texts(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
+    """``probe``: each row group's filter asked for each ``--value``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.file.probe import ProbeValues
 
     texts = _probe_texts(args)  # one answer per value, labelled as typed
@@ -184,6 +222,26 @@ def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_attach(args: argparse.Namespace, out: TextIO) -> int:
+    """``attach``: a copy of a file with (encrypted) Bloom filters added.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet import attach_bloom_filters
 
     if not args.bloom:
@@ -302,6 +360,26 @@ def _encrypt_pairs(src: str, dst: str, overwrite: bool) -> tuple[list[tuple[str,
 
 
 def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
+    """``encrypt``: an encrypted copy of Parquet files with encrypted Bloom filters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet import ParquetWriter
     from ..parquet.file.arrow_source import open_arrow_file
     from ..parquet.file.sources import is_store_uri
@@ -358,6 +436,26 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """``audit``: every file checked against ``--sensitive`` names and / or a ``--policy``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.audit.auditor import audit
     from ..parquet.audit.policy import load_policy
 
@@ -399,6 +497,26 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    """``query``: the rows matching ``--where``, pruned by statistics and Bloom filters.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     import sys
 
     from ..parquet.read.api import open_dataset, scan
@@ -522,7 +640,26 @@ def _write_rows(table: Any, args: argparse.Namespace, out: TextIO, report: dict[
 
 
 def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
-    """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered."""
+    """Leftovers of interrupted attaches: listed (exit 1 if any), or with --fix recovered.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     from ..parquet.file.leftovers import clean_leftovers, find_leftovers
 
     directories: list[str] = []
@@ -543,36 +680,71 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if remaining else EXIT_OK
 
 
-def run_delegated(name: str, argv: list[str]) -> int:
-    """Run a :data:`~secure_bloom.cli.parser.DELEGATED` command's ``main(argv)``; its exit code."""
-    module_name = DELEGATED[name]
+def cmd_dev_keys(args: argparse.Namespace, out: TextIO) -> int:
+    """``dev-keys``: write a throwaway development key list (no key bytes are printed).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
+    from ..kms.key_list import DEVELOPMENT_KEY_IDS, write_development_key_list
+
+    ids = tuple(args.key_ids) or DEVELOPMENT_KEY_IDS
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            raise CliError(f"{name}: not available in this installation ({module_name} is missing)",
-                           ErrorKind.ERROR) from e
-        raise
-    entry = getattr(module, "main", None)
-    if not callable(entry):
-        raise CliError(f"{name}: {module_name} has no main(argv)", ErrorKind.ERROR)
-    try:
-        return int(entry(argv) or 0)
-    except SystemExit as e:  # the delegate's own argparse (--help, usage errors)
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+        path = write_development_key_list(args.path, ids)
+    except SecureBloomError as e:
+        raise CliError(visible(str(e)), error_kind(e)) from e
+    except OSError as e:
+        raise CliError(describe(args.path, e), ErrorKind.IO_ERROR) from e
+    out.write(f"wrote throwaway development keys ({', '.join(ids)}) to {visible(str(path))}: never for real data\n")
+    return EXIT_OK
 
 
-#: The parsed commands, by name (the delegated ones run before parsing: :func:`run_delegated`).
+#: The commands, by name.
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "inspect": cmd_inspect, "probe": cmd_probe, "attach": cmd_attach, "audit": cmd_audit, "query": cmd_query,
-    "encrypt": cmd_encrypt, "doctor": cmd_doctor}
+    "encrypt": cmd_encrypt, "doctor": cmd_doctor,
+    "dev-keys": cmd_dev_keys}
 
 
 def run_command(args: argparse.Namespace, out: TextIO) -> int:
     """Run the parsed command on ``out``; paths it could not check (under a directory) make it
     fail after its output, with at least EXIT_USAGE. With a deadline
     (:func:`~secure_bloom.cli.deadline.deadline_of`) the command runs on a worker thread and its
-    report reaches ``out`` only if it finished in time (:mod:`secure_bloom.cli.deadline`)."""
+    report reaches ``out`` only if it finished in time (:mod:`secure_bloom.cli.deadline`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    out : TextIO
+        Where the report goes (stdout).
+
+    Returns
+    -------
+    int
+        The exit code (0 success, 1 violations or leftovers found, 2 usage error or could not
+        check, 3 any other error: ``secure-bloom --help`` lists them).
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A problem with a file or an option, as one line naming it (its exit code from its kind).
+    """
     seconds = deadline_of(args)
     if seconds is None:
         return _run_command(args, out)

@@ -40,7 +40,13 @@ T = TypeVar("T")
 
 class Deadline:
     """``seconds`` from now. :meth:`expire` (the waiting thread) and :meth:`publish` (the worker)
-    take one lock, so a publication is either done before the deadline is declared or refused."""
+    take one lock, so a publication is either done before the deadline is declared or refused.
+
+    Parameters
+    ----------
+    seconds : float
+        The time allowed.
+    """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -50,32 +56,100 @@ class Deadline:
         self._finished = False
 
     def remaining(self) -> float:
+        """Seconds left (0 once passed).
+
+        Returns
+        -------
+        float
+            At least 0.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return max(self.end - time.monotonic(), 0.0)
 
     def error(self) -> DeadlineExceededError:
+        """The error a passed deadline raises (``STORAGE_UNAVAILABLE``).
+
+        Returns
+        -------
+        DeadlineExceededError
+            Not raised: returned.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return DeadlineExceededError(
             f"STORAGE_UNAVAILABLE: the command did not finish within its deadline of {self.seconds:g} s "
             "(--deadline): an object store that does not answer; nothing was written")
 
     def check(self) -> None:
-        """Raise :class:`DeadlineExceededError` once the deadline has passed."""
+        """Raise :class:`DeadlineExceededError` once the deadline has passed.
+
+        Raises
+        ------
+        secure_bloom.errors.DeadlineExceededError
+            The deadline has passed.
+        """
         if self._expired or time.monotonic() >= self.end:
             raise self.error()
 
     def publish(self, action: Callable[[], T]) -> T:
-        """``action()`` (a local publication: a rename, a small write) unless the deadline passed."""
+        """``action()`` (a local publication: a rename, a small write) unless the deadline passed.
+
+        Parameters
+        ----------
+        action : callable
+            The publication.
+
+        Returns
+        -------
+        object
+            What ``action`` returns.
+
+        Raises
+        ------
+        secure_bloom.errors.DeadlineExceededError
+            The deadline has passed.
+        """
         with self._lock:
             self.check()
             return action()
 
     def finish(self) -> bool:
-        """The worker is done: True unless the deadline was declared first."""
+        """The worker is done: True unless the deadline was declared first.
+
+        Returns
+        -------
+        bool
+            Whether the worker's result counts.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._finished = not self._expired
             return self._finished
 
     def expire(self) -> bool:
-        """The waiting thread gives up: True unless the worker finished first."""
+        """The waiting thread gives up: True unless the worker finished first.
+
+        Returns
+        -------
+        bool
+            Whether the deadline was declared.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._expired = not self._finished
             return self._expired
@@ -85,21 +159,59 @@ _CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("dead
 
 
 def checkpoint() -> None:
-    """Stop the command here if its deadline has passed (between files, row groups...)."""
+    """Stop the command here if its deadline has passed (between files, row groups...).
+
+    Raises
+    ------
+    secure_bloom.errors.DeadlineExceededError
+        The command's deadline has passed.
+    """
     deadline = _CURRENT.get()
     if deadline is not None:
         deadline.check()
 
 
 def publish(action: Callable[[], T]) -> T:
-    """``action()``, refused once the command's deadline has passed (no deadline: just run it)."""
+    """``action()``, refused once the command's deadline has passed (no deadline: just run it).
+
+    Parameters
+    ----------
+    action : callable
+        The publication.
+
+    Returns
+    -------
+    object
+        What ``action`` returns.
+
+    Raises
+    ------
+    secure_bloom.errors.DeadlineExceededError
+        The command's deadline has passed.
+    """
     deadline = _CURRENT.get()
     return action() if deadline is None else deadline.publish(action)
 
 
 def deadline_of(args: argparse.Namespace) -> float | None:
     """The command's deadline in seconds, or None: ``--deadline`` (0: none), else
-    :data:`DEFAULT_DEADLINE_S` when a path argument is an object-store URI."""
+    :data:`DEFAULT_DEADLINE_S` when a path argument is an object-store URI.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    float or None
+        Seconds, or None for no deadline.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     given = getattr(args, "deadline", None)
     if given is not None:
         return float(given) if given > 0 else None
@@ -126,14 +238,45 @@ _ABANDONED: list[threading.Thread] = []
 
 
 def abandoned() -> bool:
-    """True while a worker thread left behind by a passed deadline is still running."""
+    """True while a worker thread left behind by a passed deadline is still running.
+
+    Returns
+    -------
+    bool
+        Whether one is still running.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return any(thread.is_alive() for thread in _ABANDONED)
 
 
 def run_within(seconds: float, work: Callable[[], T]) -> T:
     """``work()`` on a daemon thread (in a copy of this context, the store timeouts shortened to
     ``seconds``); its result or exception, or :class:`DeadlineExceededError` after ``seconds``
-    (the thread is then left behind: :func:`abandoned`)."""
+    (the thread is then left behind: :func:`abandoned`).
+
+    Parameters
+    ----------
+    seconds : float
+        The time allowed.
+    work : callable
+        The command's work.
+
+    Returns
+    -------
+    object
+        What ``work`` returns.
+
+    Raises
+    ------
+    secure_bloom.errors.DeadlineExceededError
+        ``work`` did not finish in time.
+    Exception
+        Whatever ``work`` raised.
+    """
     from ..parquet.file.sources import store_timeouts
 
     deadline = Deadline(seconds)

@@ -52,13 +52,47 @@ class CliError(Exception):
 
 
 def exit_code(error: BaseException | ErrorKind) -> int:
-    """:data:`EXIT_USAGE` when the error (or kind) is the caller's to fix, else :data:`EXIT_ERROR`."""
+    """:data:`EXIT_USAGE` when the error (or kind) is the caller's to fix, else :data:`EXIT_ERROR`.
+
+    Parameters
+    ----------
+    error : BaseException or ErrorKind
+        The error, or its kind.
+
+    Returns
+    -------
+    int
+        The exit code.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     kind = error if isinstance(error, ErrorKind) else error_kind(error)
     return EXIT_USAGE if kind.caller_fixable else EXIT_ERROR
 
 
 def describe(path: str | None, error: BaseException) -> str:
-    """``<file>: <what>``, naming the file once (library messages often name it already)."""
+    """``<file>: <what>``, naming the file once (library messages often name it already).
+
+    Parameters
+    ----------
+    path : str or None
+        The file the error is about.
+    error : BaseException
+        The error.
+
+    Returns
+    -------
+    str
+        One line to show.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(error, OSError) and not isinstance(error, SecureBloomError):
         # the system's errors: strerror and the file; an OSError raised with a message (the
         # library's and its tools' own, written to be shown): that message

@@ -58,7 +58,23 @@ _SECRET_OPTION_WORDS = ("key", "token", "secret", "password", "passwd", "credent
 
 
 def argv_key_options(args: argparse.Namespace) -> list[str]:
-    """The key options that carried key material on the command line (``--key-list``, ``--key``)."""
+    """The key options that carried key material on the command line (``--key-list``, ``--key``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Returns
+    -------
+    list of str
+        The option names.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     given = (("--key-list", getattr(args, "key_list", None) is not None), ("--key", bool(getattr(args, "key", None))))
     return [option for option, present in given if present]
 
@@ -66,7 +82,23 @@ def argv_key_options(args: argparse.Namespace) -> list[str]:
 def argv_key_warning(options: Sequence[str]) -> str:
     """The one-line warning printed whenever key material arrives in argv: it names the options,
     never their values. Always printed, as scripts and CI are where argv is most exposed (``ps``,
-    logs, shell history)."""
+    logs, shell history).
+
+    Parameters
+    ----------
+    options : sequence of str
+        The option names.
+
+    Returns
+    -------
+    str
+        The warning.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return (f"key material given on the command line ({', '.join(options)}) is visible to other local users "
             f"(ps) and may be kept in shell history and CI logs; prefer --key-list-file PATH or ${ENV_KEY_LIST_FILE}")
 
@@ -87,7 +119,23 @@ def _is_key_bytes_text(text: str) -> bool:
 
 def looks_like_key_material(text: str) -> bool:
     """True for a word shaped like a key spec, a key list (entry), AES key bytes or a KMS token.
-    (Bare Base64 counts only with upper case, lower case and digits, as random keys have.)"""
+    (Bare Base64 counts only with upper case, lower case and digits, as random keys have.)
+
+    Parameters
+    ----------
+    text : str
+        A word from the command line.
+
+    Returns
+    -------
+    bool
+        Whether to treat it as secret.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     text = text.strip()
     mixed = all(any(test(c) for c in text) for test in (str.isupper, str.islower, str.isdigit))
     if _KEY_SPEC.match(text) or _TOKEN.match(text) or _HEX.match(text) or (mixed and _is_key_bytes_text(text)):
@@ -97,7 +145,18 @@ def looks_like_key_material(text: str) -> bool:
 
 
 def key_options_parent() -> argparse.ArgumentParser:
-    """The argparse parent that gives every command the same key options."""
+    """The argparse parent that gives every command the same key options.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        A parent parser (``add_help=False``).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group(
         "keys", "How to decrypt encrypted files. Key material given here is never printed.")
@@ -134,7 +193,29 @@ def _kms_services() -> Any:
 
 def key_access_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Any:
     """A :class:`secure_bloom.parquet.KeyAccess` from the parsed key options
-    (:func:`secure_bloom.parquet.file.keys.key_access_from_sources`)."""
+    (:func:`secure_bloom.parquet.file.keys.key_access_from_sources`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    environ : mapping, optional
+        The environment (default: ``os.environ``).
+
+    Returns
+    -------
+    KeyAccess
+        The caller's keys.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.UsageError
+        Conflicting or invalid key options (values never shown).
+    secure_bloom.errors.MalformedKeyMaterialError
+        A key list or key spec that does not parse.
+    OSError
+        ``--key-list-file`` cannot be read.
+    """
     from ..errors import ConfigurationError
     from ..parquet.file.keys import key_access_from_sources
 
@@ -182,7 +263,13 @@ def _decode_any(text: str) -> Iterable[bytes]:
 
 
 class Redactor:
-    """Replaces every known secret (and its raw, hex and Base64 forms) in text with ``<redacted>``."""
+    """Replaces every known secret (and its raw, hex and Base64 forms) in text with ``<redacted>``.
+
+    Parameters
+    ----------
+    secrets : iterable of str, optional
+        Secrets to start with (:meth:`from_invocation` collects an invocation's).
+    """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
@@ -190,7 +277,18 @@ class Redactor:
             self.add_text(s)
 
     def add_text(self, secret: str) -> None:
-        """A secret given as text: it, and every byte string it may encode, in every form."""
+        """A secret given as text: it, and every byte string it may encode, in every form.
+
+        Parameters
+        ----------
+        secret : str
+            A secret, in the form given.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if not secret:
             return
         self._add(secret)
@@ -201,7 +299,18 @@ class Redactor:
                     self._add(form)
 
     def add_key_spec(self, spec: str) -> None:
-        """``ID=enc:VALUE`` (or anything that might be one): the spec, its value and the key."""
+        """``ID=enc:VALUE`` (or anything that might be one): the spec, its value and the key.
+
+        Parameters
+        ----------
+        spec : str
+            An ``ID=base64:...|hex:...|text:...`` spec.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self.add_text(spec)
         match = _KEY_SPEC.match(spec.strip())
         if match:
@@ -210,7 +319,18 @@ class Redactor:
             self.add_text(spec.split("=", 1)[1])
 
     def add_key_list(self, key_list: str) -> None:
-        """``id:base64, ...``: the whole text and each entry's key part."""
+        """``id:base64, ...``: the whole text and each entry's key part.
+
+        Parameters
+        ----------
+        key_list : str
+            A key list (``id:base64, ...``).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self.add_text(key_list)
         for line in key_list.splitlines():
             for entry in line.split(","):
@@ -249,6 +369,23 @@ class Redactor:
         any argument shaped like a key spec (also a misspelt option's value), the credentials of
         any URI argument (user info, ``secret_key=``-like options), the key-list environment
         variable and file, and the KMS token variable.
+
+        Parameters
+        ----------
+        argv : sequence of str
+            The command line.
+        environ : mapping
+            The environment.
+
+        Returns
+        -------
+        Redactor
+            Every secret of the invocation.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
         """
         red = cls()
         argv = list(argv)

@@ -1,8 +1,8 @@
 """What reaches stdout and stderr: filtered streams, redacted library logging, progress bars.
 
 Human-readable output passes through :func:`~secure_bloom.display.visible_lines` (no terminal
-escape from a column or file name reaches the terminal); a delegated command's streams and every
-library log record pass through the :class:`~secure_bloom.cli.keys.Redactor`. Progress bars are
+escape from a column or file name reaches the terminal); every library log record passes through
+the :class:`~secure_bloom.cli.keys.Redactor`. Progress bars are
 drawn on stderr only when it is a terminal.
 """
 
@@ -19,7 +19,7 @@ from ..display import json_safe
 from .exits import PROG
 from .keys import Redactor
 
-__all__ = ["FilteredStream", "redacted_std_streams", "library_logging", "progress_bar", "print_json"]
+__all__ = ["FilteredStream", "library_logging", "progress_bar", "print_json"]
 
 
 class FilteredStream:
@@ -40,18 +40,6 @@ class FilteredStream:
         return getattr(self._stream, name)
 
 
-@contextmanager
-def redacted_std_streams(redact: Redactor) -> Iterator[None]:
-    """``sys.stdout`` and ``sys.stderr`` redacted, for a delegate that prints on its own."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout = FilteredStream(saved[0], redact)
-    sys.stderr = FilteredStream(saved[1], redact)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
 class _RedactingFormatter(logging.Formatter):
     def __init__(self, redact: Redactor) -> None:
         super().__init__(f"{PROG}: %(levelname)s: %(message)s")
@@ -64,7 +52,27 @@ class _RedactingFormatter(logging.Formatter):
 @contextmanager
 def library_logging(debug: bool, redact: Redactor, err: TextIO) -> Iterator[None]:
     """Library log records (e.g. KMS retries) reach stderr, redacted, only with --debug; otherwise
-    they would break the one-line error convention."""
+    they would break the one-line error convention.
+
+    Parameters
+    ----------
+    debug : bool
+        ``--debug`` was given.
+    redact : Redactor
+        Scrubs secrets from every record.
+    err : TextIO
+        stderr.
+
+    Yields
+    ------
+    None
+        Inside the block, library logging is routed.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     logger = logging.getLogger("secure_bloom")
     saved = logger.level, logger.propagate, list(logger.handlers)
     handler = logging.StreamHandler(err) if debug else logging.NullHandler()
@@ -94,7 +102,27 @@ def progress_bar(desc: str, unit: str, stage_units: dict[str, str] | None = None
     """A ``progress(done, total, stage=None)`` callback drawing a tqdm bar when stderr is a
     terminal; None otherwise (pipes and CI logs stay clean). A new ``stage`` restarts the bar
     under its name, counting in ``stage_units[stage]`` (default ``unit``); a unit ``"B"``
-    counts bytes, shown scaled (kB, MB, GB)."""
+    counts bytes, shown scaled (kB, MB, GB).
+
+    Parameters
+    ----------
+    desc : str
+        The bar's label.
+    unit : str
+        What is counted.
+    stage_units : dict of str to str, optional
+        A unit per stage.
+
+    Yields
+    ------
+    callable or None
+        The progress callback, or None off a terminal.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not _progress_enabled():
         yield None
         return
@@ -136,7 +164,24 @@ def envelope(command: str, result: Any) -> dict[str, Any]:
 def print_json(obj: Any, out: TextIO, command: str | None = None, *, compact: bool = False) -> None:
     """``obj`` as indented JSON (``compact``: on one line, for large documents), made safe for a
     terminal (:func:`~secure_bloom.display.json_safe`); in the :func:`envelope` of ``command``
-    when one is named."""
+    when one is named.
+
+    Parameters
+    ----------
+    obj : object
+        JSON-able values.
+    out : TextIO
+        Where to print.
+    command : str, optional
+        Wrap ``obj`` in that command's envelope.
+    compact : bool
+        On one line (large documents).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if command is not None:
         obj = envelope(command, obj)
     text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False) if compact \

@@ -1,7 +1,6 @@
 """The ``secure-bloom`` command line parser: commands, options, option types and help texts.
 
-Also what happens to argv around argparse: delegated commands (``bench``, ``bench-spark``,
-``demo``) are split off before parsing; ``--value X`` becomes ``--value=X`` (a value may start with
+Also what happens to argv around argparse: ``--value X`` becomes ``--value=X`` (a value may start with
 '-'); and a usage error never echoes an argument's value (:func:`parse_args`), because a misspelt
 option's value is often a key or token. Stdlib argparse only.
 """
@@ -24,16 +23,9 @@ from .deadline import DEFAULT_DEADLINE_S
 from .exits import EXIT_CODES_HELP, PROG, CliError, UsageError
 from .keys import key_options_parent, looks_like_key_material
 
-__all__ = ["DELEGATED", "NOT_SHOWN", "build_parser", "version_line", "parse_args", "column_arg", "parse_column_spec",
-           "parse_bloom_spec", "split_delegated", "attach_data_arguments", "refuse_key_shaped_paths"]
+__all__ = ["NOT_SHOWN", "build_parser", "version_line", "parse_args", "column_arg", "parse_column_spec",
+           "parse_bloom_spec", "attach_data_arguments", "refuse_key_shaped_paths"]
 
-#: Commands handed to another module's ``main(argv)`` with the rest of the command line.
-DELEGATED = {"bench": "secure_bloom.tools.bench", "bench-spark": "secure_bloom.tools.bench_spark",
-             "bench-lookup": "secure_bloom.tools.bench_lookup",
-             "bench-write": "secure_bloom.tools.bench_write",
-             "bench-attach": "secure_bloom.tools.bench_attach", "bench-thrift": "secure_bloom.tools.bench_thrift",
-             "demo": "secure_bloom.tools.demo",
-             "vectors": "secure_bloom.tools.vectors"}
 NOT_SHOWN = "<not shown>"
 
 
@@ -156,6 +148,17 @@ $SECURE_BLOOM_KEY_LIST, not with --key-list/--key: a command line is visible to 
 Run '{PROG} COMMAND --help' for a command's options and examples.
 
 {EXIT_CODES_HELP}"""
+
+_DEV_KEYS_EPILOG = f"""\
+The keys are random (os.urandom) and the file is owner-only; its first line says it holds
+throwaway development keys. Files encrypted under them read with this file and nothing else.
+For real data use a KMS (--kms-url, OpenBao / Vault transit).
+
+examples:
+  {PROG} dev-keys dev-keys.txt
+  export SECURE_BLOOM_KEY_LIST_FILE=dev-keys.txt
+  {PROG} encrypt in.parquet out.parquet --footer-key footer_key --column-key pii_key:email --bloom email
+"""
 
 _INSPECT_EPILOG = f"""\
 Shows, per row group and leaf column: whether a Bloom filter exists, whether it is encrypted, the
@@ -334,7 +337,18 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full ``secure-bloom`` parser (also used to render ``--help``)."""
+    """The full ``secure-bloom`` parser (also used to render ``--help``).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; its subcommands are the commands.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     keys = key_options_parent()
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -458,10 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "temporary files and orphaned sidecars")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
 
-    for name, module in DELEGATED.items():
-        p = sub.add_parser(name, help=f"run {module}.main with the remaining arguments "
-                                      f"('{PROG} {name} --help' for its options)", add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
+    help_text = "write a throwaway development key list (fresh random keys, marked as such) to try the library"
+    p = sub.add_parser("dev-keys", help=help_text, description=help_text, epilog=_DEV_KEYS_EPILOG,
+                       formatter_class=_formatter, allow_abbrev=False)
+    p.add_argument("path", metavar="PATH", help="the key list file to write (kept if it already is one)")
+    p.add_argument("--key-id", action="append", default=[], metavar="ID", dest="key_ids",
+                   help="a master key id to make a key for; repeatable (default: footer_key, pii_key, finance_key)")
     return parser
 
 
@@ -638,24 +654,29 @@ def _timezone(name: str) -> Any:
 # --- argv around argparse ---------------------------------------------------------------------
 
 
-def split_delegated(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
-    """(global options, delegated command or None, its arguments)."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("-"):
-            continue
-        if arg in DELEGATED:
-            return argv[:i], arg, argv[i + 1:]
-        break
-    return argv, None, []
-
-
 # Options whose argument is user data that may start with '-' (--value -1e5, --value -abc).
 _DATA_OPTIONS = ("--value", "--column")
 
 
 def attach_data_arguments(argv: list[str]) -> list[str]:
     """``--value X`` -> ``--value=X``: like getopt, an option that takes an argument takes the
-    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option)."""
+    next word whatever it starts with (argparse would read ``-1e5`` or ``-abc`` as an option).
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments.
+
+    Returns
+    -------
+    list of str
+        The arguments, data options joined to their values.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -718,7 +739,27 @@ def _hide_values(message: str, args_list: list[str], vocabulary: set[str]) -> st
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed (after :func:`attach_data_arguments`); a usage error is a :class:`CliError`
-    that names unknown options but shows no argument value."""
+    that names unknown options but shows no argument value.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        From :func:`build_parser`.
+    argv : list of str
+        The arguments.
+
+    Returns
+    -------
+    argparse.Namespace
+        The parsed arguments.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A usage error (no argument value shown).
+    SystemExit
+        ``--help`` or ``--version`` (after printing).
+    """
     args_list = attach_data_arguments(argv)
     vocabulary = _vocabulary(parser)
     try:
@@ -743,7 +784,18 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
 
 
 def refuse_key_shaped_paths(args: argparse.Namespace) -> None:
-    """A key list given where a path goes would be echoed in a report on stdout: refuse it."""
+    """A key list given where a path goes would be echoed in a report on stdout: refuse it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+
+    Raises
+    ------
+    secure_bloom.cli.exits.CliError
+        A path argument shaped like key material (not shown).
+    """
     given = [getattr(args, name, None) for name in ("file", "src", "dst")] + list(getattr(args, "paths", None) or [])
     for path in given:
         if isinstance(path, str) and not os.path.lexists(path) and looks_like_key_material(path):

@@ -26,7 +26,27 @@ def _cell(value: Any) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> str:
-    """Left-aligned columns separated by two spaces; cells are flattened to one line."""
+    """Left-aligned columns separated by two spaces; cells are flattened to one line.
+
+    Parameters
+    ----------
+    headers : sequence of str
+        Column titles.
+    rows : sequence of sequences
+        The cells.
+    indent : str, default two spaces
+        Prefix of every line.
+
+    Returns
+    -------
+    str
+        The table, lines ending in a newline.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     cells = [[_cell(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
@@ -39,7 +59,23 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
 
 
 def jsonable(obj: Any) -> Any:
-    """Make a ``describe()`` result JSON-serialisable (bytes as hex, tuples as lists)."""
+    """Make a ``describe()`` result JSON-serialisable (bytes as hex, tuples as lists).
+
+    Parameters
+    ----------
+    obj : object
+        A ``describe()`` result.
+
+    Returns
+    -------
+    object
+        JSON-serialisable values.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -88,7 +124,23 @@ def _encryption_label(chunk: dict[str, Any]) -> str:
 
 
 def inspect_table(desc: dict[str, Any]) -> str:
-    """``inspect`` without ``--json``: file facts, the columns, then one row per chunk."""
+    """``inspect`` without ``--json``: file facts, the columns, then one row per chunk.
+
+    Parameters
+    ----------
+    desc : dict
+        What :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.describe` returns.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out = [f"file: {visible(str(desc.get('file')))} ({desc.get('file_size')} bytes, {desc.get('num_rows')} rows, "
            f"{_plural(int(desc.get('num_row_groups') or 0), 'row group')})\n",
            _footer_line(desc.get("footer") or {}) + "\n"]
@@ -140,12 +192,34 @@ def _stored(chunk: dict[str, Any]) -> str:
 
 
 def probe_json(file: str, column: str, texts: Sequence[str], result: Any) -> dict[str, Any]:
-    """The probe JSON, ``ProbeResult.to_dict()`` with each answer labelled by the value as typed
-    (one answer per ``--value``, in order, duplicates kept)::
+    """The probe JSON: ``ProbeResult.to_dict()`` with each answer labelled by the value as typed.
+
+    One answer per ``--value``, in order, duplicates kept::
 
         {"file", "column", "values": [V, ...],
          "row_groups": [{"row_group", "has_bloom_filter", "encrypted",
                          "values": [{"value": V, "answer": "maybe" | "absent"}, ...]}]}
+
+    Parameters
+    ----------
+    file : str
+        The file, as shown.
+    column : str
+        The column.
+    texts : sequence of str
+        The ``--value`` texts.
+    result : ProbeResult
+        The probe.
+
+    Returns
+    -------
+    dict
+        The document.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
     """
     groups = []
     for rg in result.row_groups:
@@ -190,7 +264,23 @@ def _maybe_groups(doc: dict[str, Any], index: int) -> list[int]:
 
 
 def probe_summary(doc: dict[str, Any]) -> list[str]:
-    """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value."""
+    """``value X: may be in row groups 0, 3; absent from 6 of 8`` for each value.
+
+    Parameters
+    ----------
+    doc : dict
+        What :func:`probe_json` returns.
+
+    Returns
+    -------
+    list of str
+        One line per value.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     from ..parquet.audit.report import format_row_groups  # lazily: keeps --help free of pyarrow
 
     n = len(doc["row_groups"])
@@ -207,6 +297,23 @@ def probe_summary(doc: dict[str, Any]) -> list[str]:
 
 
 def probe_table(doc: dict[str, Any]) -> str:
+    """``probe`` without ``--json``: one row per row group, one column per value.
+
+    Parameters
+    ----------
+    doc : dict
+        What :func:`probe_json` returns.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     groups = doc["row_groups"]
     out = [f"file: {doc['file']}\ncolumn: {doc['column']}\n\n"]
     rows = [[g["row_group"], "yes" if g["has_bloom_filter"] else "no (maybe)",
@@ -223,7 +330,25 @@ def probe_table(doc: dict[str, Any]) -> str:
 
 def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> str:
     """Probe of a directory: one line per file and value with the row groups that may hold it,
-    then per value how many files and row groups can be skipped."""
+    then per value how many files and row groups can be skipped.
+
+    Parameters
+    ----------
+    docs : sequence of dict
+        One :func:`probe_json` document per file.
+    texts : sequence of str
+        The ``--value`` texts.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     from ..parquet.audit.report import format_row_groups
 
     rows = []
@@ -245,7 +370,29 @@ def probe_files_table(docs: Sequence[dict[str, Any]], texts: Sequence[str]) -> s
 
 
 def attach_summary(src: str, dst: str, columns: Sequence[str], result: Any) -> str:
-    """One line per filter written when the attach result says, else one summary line."""
+    """One line per filter written when the attach result says, else one summary line.
+
+    Parameters
+    ----------
+    src : str
+        The source.
+    dst : str
+        The file written.
+    columns : sequence of str
+        The ``--bloom`` columns.
+    result : AttachReport
+        The report.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     lines = [f"wrote {dst} from {src}: Bloom filters for {', '.join(columns)}\n"]
     to_dict = getattr(result, "to_dict", None)
     info = to_dict() if callable(to_dict) else result if isinstance(result, dict) else None
@@ -287,7 +434,23 @@ def doctor_text(found: Any, fixed: Any, fix: bool) -> str:
 
 
 def audit_text(report: Any) -> str:
-    """Per file: PASS / FAIL / COULD NOT CHECK with the reasons, then a summary and the verdict."""
+    """Per file: PASS / FAIL / COULD NOT CHECK with the reasons, then a summary and the verdict.
+
+    Parameters
+    ----------
+    report : AuditReport
+        The audit.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     what = (f"policy {visible(report.policy.source or '(in code)')}: rules for"
             if report.policy is not None else "sensitive columns:")
     out = [f"audit of {_plural(len(report.files), 'file')}; {what} "

@@ -24,7 +24,30 @@ _CHUNK_MODULES = {t: bytes([t]) for t in ModuleType
 
 @dataclass(frozen=True, eq=False)
 class ChunkCryptoContext:
-    """Key, file AAD and ordinals of one column chunk; :meth:`aad` gives its modules' AADs."""
+    """Key, file AAD and ordinals of one column chunk; :meth:`aad` gives its modules' AADs.
+
+    Parameters
+    ----------
+    key : bytes
+        The chunk's data key (16, 24 or 32 bytes; never in the repr).
+    file_aad : bytes
+        AAD prefix + file unique.
+    row_group_ordinal, column_ordinal : int
+        The chunk's ordinals (0..32767).
+
+    Raises
+    ------
+    ValueError
+        A key of the wrong length, or an ordinal out of range.
+
+    Examples
+    --------
+    >>> import os
+    >>> from secure_bloom import ChunkCryptoContext, ModuleType
+    >>> ctx = ChunkCryptoContext(os.urandom(16), b"unique!!", row_group_ordinal=1, column_ordinal=2)
+    >>> ctx.aad(ModuleType.BLOOM_FILTER_HEADER).hex()  # file AAD | type 8 | rg 1 | column 2 (int16 LE)
+    '756e6971756521210801000200'
+    """
 
     key: bytes = field(repr=False)
     file_aad: bytes = field(repr=False)

@@ -35,7 +35,27 @@ GCM_INVOCATION_LIMIT = 2**32
 
 
 def check_key(key: object, name: str = "key") -> bytes:
-    """Validate an AES key argument; the message names the argument and length, never the bytes."""
+    """Validate an AES key argument; the message names the argument and length, never the bytes.
+
+    Parameters
+    ----------
+    key : object
+        The argument.
+    name : str, default "key"
+        Its name, for messages.
+
+    Returns
+    -------
+    bytes
+        The key.
+
+    Raises
+    ------
+    TypeError
+        Not bytes.
+    ValueError
+        Not 16, 24 or 32 bytes.
+    """
     if not isinstance(key, (bytes, bytearray, memoryview)):
         raise TypeError(f"{name} must be bytes, got {type(key).__name__}")
     key_bytes = bytes(key)
@@ -81,7 +101,31 @@ _COUNTER = _InvocationCounter()
 
 def encrypt(key: bytes, plaintext: bytes, aad: bytes, *, _nonce: bytes | None = None) -> bytes:
     """``nonce | ciphertext | tag`` of ``plaintext`` under ``key`` with a fresh nonce; counts one
-    invocation of ``key``. ``_nonce`` exists for known-answer tests only."""
+    invocation of ``key``. ``_nonce`` exists for known-answer tests only.
+
+    Parameters
+    ----------
+    key : bytes
+        The AES key.
+    plaintext : bytes
+        What to encrypt.
+    aad : bytes
+        The AAD.
+    _nonce : bytes, optional
+        For known-answer tests only.
+
+    Returns
+    -------
+    bytes
+        ``nonce | ciphertext | tag``.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
+    TypeError, ValueError
+        A key of the wrong type or length.
+    """
     key_bytes = check_key(key)
     nonce = os.urandom(NONCE_LENGTH) if _nonce is None else _check_nonce(_nonce)
     _COUNTER.take(key_bytes)
@@ -92,7 +136,20 @@ class GcmKey:
     """One key's AES-GCM context, made once and reused for every module it opens (making one
     costs more than decrypting a small module with it). For :func:`decrypt` and :func:`sign`
     (signature checks) only: never for :func:`encrypt`, which counts each key's invocations.
-    Holds the key as long as it lives (keep it no longer than the key); its repr never shows it."""
+    Holds the key as long as it lives (keep it no longer than the key); its repr never shows it.
+
+    Parameters
+    ----------
+    key : bytes
+        An AES key (16, 24 or 32 bytes).
+
+    Raises
+    ------
+    TypeError
+        The key is not bytes.
+    ValueError
+        The key is not 16, 24 or 32 bytes.
+    """
 
     __slots__ = ("_aead", "_length")
 
@@ -109,7 +166,29 @@ def decrypt(key: bytes | GcmKey, sealed: bytes | bytearray | memoryview, aad: by
             error: Callable[[], AuthenticationError]) -> bytes:
     """The plaintext of ``nonce | ciphertext | tag``; raises ``error()`` if the tag does not verify
     (wrong key, wrong AAD or tampered data: deliberately not said which). ``key`` is the key's
-    bytes or its reusable :class:`GcmKey`."""
+    bytes or its reusable :class:`GcmKey`.
+
+    Parameters
+    ----------
+    key : bytes or GcmKey
+        The key.
+    sealed : bytes-like
+        ``nonce | ciphertext | tag``.
+    aad : bytes
+        The AAD.
+    error : callable
+        Makes the error for a failed tag.
+
+    Returns
+    -------
+    bytes
+        The plaintext.
+
+    Raises
+    ------
+    secure_bloom.errors.AuthenticationError
+        ``error()``: the tag does not verify.
+    """
     aead = key._aead if isinstance(key, GcmKey) else AESGCM(check_key(key))
     view = memoryview(sealed)
     try:
@@ -121,7 +200,29 @@ def decrypt(key: bytes | GcmKey, sealed: bytes | bytearray | memoryview, aad: by
 def sign(key: bytes | GcmKey, plaintext: bytes, aad: bytes, nonce: bytes) -> bytes:
     """``nonce | tag`` of ``plaintext`` encrypted with the given nonce (the ciphertext is dropped):
     a GCM signature, as the plaintext footer's (Encryption.md, "Plaintext footer mode").
-    Verification recomputes it with the stored nonce; a writer passes a fresh one."""
+    Verification recomputes it with the stored nonce; a writer passes a fresh one.
+
+    Parameters
+    ----------
+    key : bytes or GcmKey
+        The key.
+    plaintext : bytes
+        What to sign.
+    aad : bytes
+        The AAD.
+    nonce : bytes
+        12 bytes.
+
+    Returns
+    -------
+    bytes
+        ``nonce | tag`` (28 bytes).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A nonce that is not 12 bytes, or a key of the wrong type or length.
+    """
     aead = key._aead if isinstance(key, GcmKey) else AESGCM(check_key(key))
     nonce = _check_nonce(nonce)
     return nonce + aead.encrypt(nonce, bytes(plaintext), bytes(aad))[-TAG_LENGTH:]

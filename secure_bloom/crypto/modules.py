@@ -88,7 +88,25 @@ _PACK_ORDINALS = struct.Struct("<hh").pack
 
 def chunk_ordinals(row_group_ordinal: int, column_ordinal: int) -> bytes:
     """The AAD tail ``row_group_ordinal | column_ordinal`` (int16 LE each) of a chunk's modules,
-    validated as :func:`module_aad` validates them (same errors)."""
+    validated as :func:`module_aad` validates them (same errors).
+
+    Parameters
+    ----------
+    row_group_ordinal : int
+        The row group's ordinal (0..32767).
+    column_ordinal : int
+        The column's ordinal (0..32767).
+
+    Returns
+    -------
+    bytes
+        Four bytes.
+
+    Raises
+    ------
+    ValueError
+        An ordinal is out of range.
+    """
     if type(row_group_ordinal) is int and type(column_ordinal) is int \
             and 0 <= row_group_ordinal <= MAX_ORDINAL and 0 <= column_ordinal <= MAX_ORDINAL:
         return _PACK_ORDINALS(row_group_ordinal, column_ordinal)
@@ -131,6 +149,29 @@ def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal
 
     The footer takes no ordinals; every other module takes the row-group and column ordinals;
     only data pages and data page headers take a page ordinal.
+
+    Parameters
+    ----------
+    file_aad : bytes
+        AAD prefix + file unique.
+    module_type : ModuleType or int
+        The module's type (8: Bloom filter header, 9: bitset...).
+    row_group_ordinal : int, optional
+        The row group's ordinal (0..32767).
+    column_ordinal : int, optional
+        The column's ordinal (0..32767).
+    page_ordinal : int, optional
+        A data page's ordinal.
+
+    Returns
+    -------
+    bytes
+        ``file_aad | type | [row group | column | [page]]`` (int16 little-endian ordinals).
+
+    Raises
+    ------
+    ValueError
+        An ordinal is missing, not allowed for the type, or out of range.
     """
     chunk_type = _CHUNK_TYPE_BYTE.get(module_type) if page_ordinal is None else None  # type: ignore[call-overload]
     if chunk_type is not None and type(file_aad) is bytes and type(row_group_ordinal) is int \
@@ -154,24 +195,95 @@ def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal
 
 
 def footer_aad(file_aad: bytes) -> bytes:
-    """AAD of the footer module: ``file_aad | 0x00``."""
+    """AAD of the footer module: ``file_aad | 0x00``.
+
+    Parameters
+    ----------
+    file_aad : bytes
+        AAD prefix + file unique.
+
+    Returns
+    -------
+    bytes
+        The footer's AAD.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return module_aad(file_aad, ModuleType.FOOTER)
 
 
 def ciphertext_length(plaintext_len: int) -> int:
-    """Value of the length prefix for a plaintext of ``plaintext_len`` bytes (nonce+ct+tag)."""
+    """Value of the length prefix for a plaintext of ``plaintext_len`` bytes (nonce+ct+tag).
+
+    Parameters
+    ----------
+    plaintext_len : int
+        Plaintext bytes.
+
+    Returns
+    -------
+    int
+        ``12 + plaintext_len + 16``.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return NONCE_LENGTH + plaintext_len + TAG_LENGTH
 
 
 def plaintext_length(length_prefix: int) -> int:
-    """Plaintext bytes inside a module whose length prefix is ``length_prefix``."""
+    """Plaintext bytes inside a module whose length prefix is ``length_prefix``.
+
+    Parameters
+    ----------
+    length_prefix : int
+        The module's length prefix.
+
+    Returns
+    -------
+    int
+        ``length_prefix - 28`` (negative for a prefix too short to be a module).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return length_prefix - NONCE_LENGTH - TAG_LENGTH
 
 
 def encrypt_module(plaintext: bytes, key: bytes, aad: bytes, *, _nonce: bytes | None = None) -> bytes:
     """Encrypt ``plaintext`` into one serialised module: ``length | nonce | ciphertext | tag``.
 
-    ``_nonce`` exists for known-answer tests only; production callers never pass it.
+    The nonce is fresh from ``os.urandom``; a per-key counter refuses more than 2^32 encryptions.
+
+    Parameters
+    ----------
+    plaintext : bytes
+        What to encrypt.
+    key : bytes
+        The AES key (16, 24 or 32 bytes).
+    aad : bytes
+        The module's AAD (:func:`module_aad`).
+    _nonce : bytes, optional
+        For known-answer tests only; production callers never pass it.
+
+    Returns
+    -------
+    bytes
+        ``length | nonce | ciphertext | tag``.
+
+    Raises
+    ------
+    ValueError
+        The key is not 16, 24 or 32 bytes.
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
     """
     sealed = gcm.encrypt(key, plaintext, aad, _nonce=_nonce)
     if len(sealed) > 0x7FFFFFFF:
@@ -209,6 +321,35 @@ def decrypt_module(buffer: bytes | memoryview, key: bytes | gcm.GcmKey, aad: byt
     ``consumed`` includes the 4-byte length prefix. ``module_type`` only labels errors (the AAD
     already binds it). ``max_plaintext`` rejects a module larger than its type allows before any
     copy is made.
+
+    Parameters
+    ----------
+    buffer : bytes-like
+        Starts with the module's length prefix.
+    key : bytes or GcmKey
+        The key's bytes or its reusable :class:`~secure_bloom.crypto.gcm.GcmKey`.
+    aad : bytes
+        The module's AAD.
+    module_type : ModuleType, optional
+        Names the module in errors.
+    max_plaintext : int, optional
+        The most plaintext bytes the module may hold.
+
+    Returns
+    -------
+    (bytes, int)
+        The plaintext and the bytes consumed (the 4-byte prefix included).
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        The module fails authentication (wrong key, wrong AAD or tampered bytes: one error that
+        does not say which).
+    secure_bloom.errors.TruncatedModuleError
+        Fewer bytes than the length prefix says.
+    secure_bloom.errors.MalformedModuleError
+        The length prefix is shorter than nonce + tag, or above ``max_plaintext`` /
+        ``expected_length``.
     """
     key_bytes = key if isinstance(key, gcm.GcmKey) else gcm.check_key(key)
     view = memoryview(buffer)
@@ -245,7 +386,39 @@ def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: Module
 
     Reads the prefix, validates it (against ``max_plaintext`` and ``expected_length``, the exact
     length prefix required, if given) *before* reading the body, then reads only the body.
-    Returns ``(plaintext, consumed)``.
+
+    Parameters
+    ----------
+    stream : binary file
+        Positioned at the module's length prefix.
+    key : bytes
+        The AES key.
+    aad : bytes
+        The module's AAD.
+    module_type : ModuleType, optional
+        Names the module in errors.
+    max_plaintext : int, optional
+        The most plaintext bytes the module may hold.
+    expected_length : int, optional
+        The exact length prefix required.
+
+    Returns
+    -------
+    (bytes, int)
+        The plaintext and the bytes consumed.
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        The module fails authentication (wrong key, wrong AAD or tampered bytes: one error that
+        does not say which).
+    secure_bloom.errors.TruncatedModuleError
+        Fewer bytes than the length prefix says.
+    secure_bloom.errors.MalformedModuleError
+        The length prefix is shorter than nonce + tag, or above ``max_plaintext`` /
+        ``expected_length``.
+    OSError
+        The stream cannot be read.
     """
     key_bytes = gcm.check_key(key)
     label = module_type.name if module_type is not None else "module"

@@ -46,7 +46,7 @@ from typing import Any
 from .aws import AwsKms
 from .client import DEFAULT_KMS_INSTANCE_ID, DEFAULT_KMS_INSTANCE_URL, KmsClient, KmsClientFactory
 from .explicit import ExplicitKeys, parse_key_spec
-from .key_list import KeyListKms
+from .key_list import KeyListKms, write_development_key_list
 from .material import KeyMaterial, KeyMetadata
 from .openbao import OpenBaoTransitKms
 from .rotation import rewrap_external_key_material
@@ -57,7 +57,7 @@ from .wrapper import DataKey, FileKeyWrapper
 __all__ = [
     "KeyGrant",
     "KmsClient", "KmsClientFactory", "DEFAULT_KMS_INSTANCE_ID", "DEFAULT_KMS_INSTANCE_URL",
-    "KeyListKms", "OpenBaoTransitKms", "AwsKms", "ExplicitKeys", "parse_key_spec",
+    "KeyListKms", "write_development_key_list", "OpenBaoTransitKms", "AwsKms", "ExplicitKeys", "parse_key_spec",
     "KeyMaterial", "KeyMetadata", "KeyMaterialStore", "sidecar_path",
     "FileKeyWrapper", "DataKey", "KeyUnwrapper", "FileKeyUnwrapper",
     "rewrap_external_key_material", "pyarrow_kms_client_factory", "PyArrowKmsClient",

@@ -39,6 +39,27 @@ def parse_key_spec(spec: str) -> tuple[str, bytes]:
     """Parse ``"ID=base64:..."``, ``"ID=hex:..."`` or ``"ID=text:..."`` into ``(id, key)``.
 
     Messages name the id only once the spec's shape is recognised, and never the key text.
+
+    Parameters
+    ----------
+    spec : str
+        The key spec (what ``--key`` takes).
+
+    Returns
+    -------
+    (str, bytes)
+        The key id and the key.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        The spec does not have the shape, does not decode, or the key is not 16, 24 or 32 bytes.
+
+    Examples
+    --------
+    >>> from secure_bloom.kms import parse_key_spec
+    >>> parse_key_spec("kf=text:0123456789abcdef")
+    ('kf', b'0123456789abcdef')
     """
     if not isinstance(spec, str):
         raise TypeError(f"spec must be str, got {type(spec).__name__}")
@@ -68,14 +89,50 @@ def parse_key_spec(spec: str) -> tuple[str, bytes]:
 
 
 class ExplicitKeys:
-    """Key ids -> keys, for key_metadata that is a plain key id."""
+    """Key ids -> keys, for key_metadata that is a plain key id.
+
+    Its repr names the key ids only, never key bytes.
+
+    Parameters
+    ----------
+    keys : mapping of str to bytes
+        Key id -> AES key (16, 24 or 32 bytes).
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        A key is not 16, 24 or 32 bytes (the message names the id, not the key).
+
+    Examples
+    --------
+    >>> import os
+    >>> from secure_bloom.kms import ExplicitKeys
+    >>> ExplicitKeys.from_specs(["kf=hex:" + os.urandom(16).hex()])
+    ExplicitKeys(key_ids=['kf'])
+    """
 
     def __init__(self, keys: Mapping[str, bytes]) -> None:
         self._keys = {str(k): _check_length(str(k), bytes(v)) for k, v in keys.items()}
 
     @classmethod
     def from_specs(cls, specs: Iterable[str]) -> ExplicitKeys:
-        """From ``ID=base64:...|hex:...|text:...`` strings; an id given twice is an error."""
+        """From ``ID=base64:...|hex:...|text:...`` strings (what ``--key`` takes).
+
+        Parameters
+        ----------
+        specs : iterable of str
+            The key specs (:func:`parse_key_spec`).
+
+        Returns
+        -------
+        ExplicitKeys
+            Their keys.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            A spec does not parse, or an id is given twice.
+        """
         keys: dict[str, bytes] = {}
         for spec in specs:
             key_id, key = parse_key_spec(spec)
@@ -86,10 +143,27 @@ class ExplicitKeys:
 
     @property
     def key_ids(self) -> tuple[str, ...]:
+        """The key ids, in the order given (never the keys)."""
         return tuple(self._keys)
 
     def key_for(self, key_metadata: bytes) -> bytes:
-        """The key whose id is ``key_metadata`` (UTF-8). Raises :class:`MissingKeyError`."""
+        """The key whose id is ``key_metadata`` (UTF-8).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            No key for that id (the message lists the ids given, never keys).
+        """
         try:
             key_id = bytes(key_metadata).decode("utf-8")
         except (UnicodeDecodeError, binascii.Error):

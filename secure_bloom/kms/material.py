@@ -102,6 +102,31 @@ class KeyMaterial:
 
     :meth:`to_json` emits the fields in parquet-java's order, compact, so a parquet-java file's
     material re-serialises to the same bytes.
+
+    Parameters
+    ----------
+    master_key_id : str
+        ``masterKeyID``.
+    wrapped_dek : str
+        ``wrappedDEK``.
+    is_footer_key : bool
+        ``isFooterKey``.
+    double_wrapping : bool
+        ``doubleWrapping``.
+    kek_id : str, optional
+        ``keyEncryptionKeyID`` (double wrapping only).
+    wrapped_kek : str, optional
+        ``wrappedKEK`` (double wrapping only).
+    kms_instance_id, kms_instance_url : str, optional
+        ``kmsInstanceID`` / ``kmsInstanceURL`` (footer key only).
+    internal_storage : bool, default True
+        ``internalStorage`` (False: the material sits in the sidecar).
+
+    Raises
+    ------
+    ValueError
+        An empty ``master_key_id`` or ``wrapped_dek``, or KEK fields that do not match
+        ``double_wrapping``.
     """
 
     master_key_id: str
@@ -125,7 +150,18 @@ class KeyMaterial:
             raise ValueError("only footer key material names the KMS instance")
 
     def to_json(self) -> str:
-        """The material as parquet-java writes it (``KeyMaterial.createSerialized``)."""
+        """The material as parquet-java writes it (``KeyMaterial.createSerialized``).
+
+        Returns
+        -------
+        str
+            Compact JSON, parquet-java's field order.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         items: list[tuple[str, object]] = [("keyMaterialType", KEY_MATERIAL_TYPE)]
         if self.internal_storage:
             items.append(("internalStorage", True))
@@ -140,11 +176,44 @@ class KeyMaterial:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> KeyMaterial:
-        """Parse material JSON (any field order). Raises :class:`MalformedKeyMaterialError`."""
+        """Parse material JSON (any field order). Raises :class:`MalformedKeyMaterialError`.
+
+        Parameters
+        ----------
+        text : str or bytes
+            The material JSON.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         return cls.from_dict(_load_object(text, "key material"))
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> KeyMaterial:
+        """Material from a parsed JSON object (the sidecar's values).
+
+        Parameters
+        ----------
+        obj : dict
+            The JSON object.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         get = obj.get
         is_footer, double, internal = get("isFooterKey"), get("doubleWrapping"), get("internalStorage")
         master, dek = get("masterKeyID"), get("wrappedDEK")
@@ -191,6 +260,19 @@ class KeyMetadata:
     * ``key_reference``: external storage; the bytes are
       ``{"keyMaterialType":"PKMT1","internalStorage":false,"keyReference":"footerKey"|"columnKey<N>"}``
       and the material sits in the sidecar ``_KEY_MATERIAL_FOR_<file>.json`` under that reference.
+
+    Parameters
+    ----------
+    material : KeyMaterial, optional
+        Internal storage.
+    key_reference : str, optional
+        External storage: ``footerKey`` or ``columnKey<N>``.
+
+    Raises
+    ------
+    ValueError
+        Neither or both are given, internal material with ``internal_storage=False``, or an
+        empty ``key_reference``.
     """
 
     material: KeyMaterial | None = None
@@ -206,9 +288,22 @@ class KeyMetadata:
 
     @property
     def internal_storage(self) -> bool:
+        """True if the key material is stored in the file (False: in the sidecar)."""
         return self.material is not None
 
     def to_bytes(self) -> bytes:
+        """The key_metadata bytes a file stores.
+
+        Returns
+        -------
+        bytes
+            Compact JSON.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if self.material is not None:
             return self.material.to_json().encode("utf-8")
         items: list[tuple[str, object]] = [("keyMaterialType", KEY_MATERIAL_TYPE),
@@ -217,7 +312,23 @@ class KeyMetadata:
 
     @staticmethod
     def looks_like_key_tools(key_metadata: bytes) -> bool:
-        """True if the bytes are a JSON object (key tools), False for a plain key id."""
+        """True if the bytes are a JSON object (key tools), False for a plain key id.
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        bool
+            Whether it is key tools metadata.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return bytes(key_metadata[:64]).lstrip().startswith(b"{")
 
     @classmethod

@@ -67,10 +67,54 @@ def _http() -> ModuleType:
 class OpenBaoTransitKms:
     """:class:`~secure_bloom.kms.client.KmsClient` over an OpenBao/Vault transit engine.
 
-    ``token`` defaults to the first of the ``token_env`` environment variables that is set.
-    ``timeout`` is (connect, read) seconds per socket operation; ``deadline_s`` bounds each whole
-    call, retries and backoff included (see the module docstring). Redirects are refused. Thread-safe:
-    each thread gets its own HTTP session.
+    Every call returns or raises within ``deadline_s``, retries and backoff included (see the
+    module docstring); only connection errors and 5xx answers are retried; a 403 is
+    :class:`~secure_bloom.errors.KeyAccessDeniedError`. Redirects are refused, so the token only
+    goes to ``url``. Thread-safe: each thread gets its own HTTP session. The token never appears
+    in its repr, logs or messages.
+
+    Parameters
+    ----------
+    url : str
+        The server (``http://`` or ``https://``).
+    token : str, optional
+        The token; default: the first of the ``token_env`` environment variables that is set.
+    token_env : str or sequence of str, default ("VAULT_TOKEN", "BAO_TOKEN")
+        Environment variables to take the token from.
+    mount : str, default "transit"
+        The transit engine's mount path.
+    timeout : float or (float, float), default (3.0, 10.0)
+        (connect, read) seconds per socket operation.
+    retries : int, default 3
+        Retries after a connection error or a 5xx answer.
+    backoff_s : float, default 0.2
+        The first retry's wait (doubling).
+    deadline_s : float, default 30.0
+        The bound on each whole call.
+    verify : bool or str, default True
+        TLS verification, or a CA bundle path.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingDependencyError
+        hvac / requests are not installed (``pip install 'secure-bloom[vault]'``).
+    ValueError
+        ``url`` is not http(s), ``retries`` < 0 or ``deadline_s`` <= 0.
+    secure_bloom.errors.KeyAccessDeniedError
+        No token was given or found in ``token_env``.
+
+    Examples
+    --------
+    Making the client does not contact the server; ``wrap_key`` / ``unwrap_key`` do (here the
+    token comes from the environment, as in production):
+
+    >>> import os
+    >>> from secure_bloom.kms import OpenBaoTransitKms
+    >>> os.environ["BAO_TOKEN"] = "example-token-not-a-real-one"
+    >>> kms = OpenBaoTransitKms("http://127.0.0.1:8200", token_env="BAO_TOKEN", deadline_s=5)
+    >>> kms.url, kms.mount, "example-token" in repr(kms)
+    ('http://127.0.0.1:8200', 'transit', False)
+    >>> del os.environ["BAO_TOKEN"]
     """
 
     def __init__(self, url: str, token: str | None = None, *,
@@ -103,7 +147,31 @@ class OpenBaoTransitKms:
     # --- KmsClient ----------------------------------------------------------------------------
 
     def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
-        """Encrypt ``key_bytes`` with the latest version of transit key ``master_key_identifier``."""
+        """Encrypt ``key_bytes`` with the latest version of transit key ``master_key_identifier``.
+
+        Parameters
+        ----------
+        key_bytes : bytes
+            The key to wrap (16, 24 or 32 bytes).
+        master_key_identifier : str
+            The transit key's name.
+
+        Returns
+        -------
+        str
+            ``vault:vN:...``, as the key material stores it.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        ValueError
+            ``key_bytes`` is not an AES key length.
+        """
         key = check_key(key_bytes, "key_bytes")
         name = self._key_name(master_key_identifier)
         deadline = time.monotonic() + self.deadline_s  # one bound for both requests
@@ -117,7 +185,31 @@ class OpenBaoTransitKms:
         return ciphertext
 
     def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
-        """Decrypt a ``vault:vN:...`` wrapped key with transit key ``master_key_identifier``."""
+        """Decrypt a ``vault:vN:...`` wrapped key with transit key ``master_key_identifier``.
+
+        Parameters
+        ----------
+        wrapped_key : str
+            What :meth:`wrap_key` returned.
+        master_key_identifier : str
+            The transit key's name.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        secure_bloom.errors.MalformedKeyMaterialError
+            ``wrapped_key`` is not a str, or the answer is not an AES key.
+        """
         name = self._key_name(master_key_identifier)
         if not isinstance(wrapped_key, str):
             raise MalformedKeyMaterialError(f"wrapped key for master key {name!r} must be str")
@@ -132,24 +224,87 @@ class OpenBaoTransitKms:
     # --- key administration (examples, tests, operations) ----------------------------------------
 
     def create_key(self, name: str, key_type: str = "aes256-gcm96") -> None:
-        """Create transit key ``name`` (no-op if it exists, as transit does)."""
+        """Create transit key ``name`` (no-op if it exists, as transit does).
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+        key_type : str, default "aes256-gcm96"
+            The transit key type.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         self._call("create key", name, lambda t: t.create_key(name, key_type=key_type, mount_point=self.mount))
 
     def rotate_key(self, name: str) -> int:
-        """Add a new version to key ``name``; returns the new latest version."""
+        """Add a new version to key ``name`` (old versions still unwrap).
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+
+        Returns
+        -------
+        int
+            The new latest version.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         self._call("rotate", name, lambda t: t.rotate_key(name, mount_point=self.mount))
         return self.latest_version(name)
 
     def latest_version(self, name: str) -> int:
-        """The version new wraps use."""
+        """The version new wraps use.
+
+        Parameters
+        ----------
+        name : str
+            The transit key's name.
+
+        Returns
+        -------
+        int
+            The latest version of the key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            The server refused the token (403).
+        secure_bloom.errors.KeyNotFoundError
+            No transit key of that name.
+        secure_bloom.errors.KmsUnavailableError
+            No answer within ``deadline_s`` (retries included), or a 5xx after the retries.
+        """
         name = self._key_name(name)
         response = self._call("read key", name, lambda t: t.read_key(name, mount_point=self.mount))
         return int(_data(response)["latest_version"])
 
     def close(self) -> None:
-        """Close this thread's HTTP session."""
+        """Close this thread's HTTP session.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         client = getattr(self._local, "client", None)
         if client is not None:
             client.adapter.close()

@@ -21,7 +21,13 @@ __all__ = ["PyArrowKmsClient", "pyarrow_kms_client_factory", "takes_connection_c
 
 
 class PyArrowKmsClient(pe.KmsClient):  # type: ignore[misc]
-    """A ``pyarrow.parquet.encryption.KmsClient`` that delegates to one of our clients."""
+    """A ``pyarrow.parquet.encryption.KmsClient`` that delegates to one of our clients.
+
+    Parameters
+    ----------
+    kms : KmsClient
+        The client ``wrap_key`` / ``unwrap_key`` go to.
+    """
 
     def __init__(self, kms: KmsClient) -> None:
         super().__init__()
@@ -43,9 +49,35 @@ def pyarrow_kms_client_factory(
         kms: KmsClient | Callable[[Any], KmsClient]) -> Callable[[Any], PyArrowKmsClient]:
     """A ``kms_client_factory`` for ``pyarrow.parquet.encryption.CryptoFactory``.
 
-    ``kms`` is one client used for every connection, or ``f(KmsConnectionConfig) -> KmsClient``
-    (e.g. to build an :class:`~secure_bloom.kms.openbao.OpenBaoTransitKms` from
-    ``config.kms_instance_url`` and ``config.key_access_token``).
+    Parameters
+    ----------
+    kms : KmsClient or callable
+        One client used for every connection, or ``f(KmsConnectionConfig) -> KmsClient`` (e.g. to
+        build an :class:`~secure_bloom.kms.openbao.OpenBaoTransitKms` from
+        ``config.kms_instance_url`` and ``config.key_access_token``).
+
+    Returns
+    -------
+    callable
+        ``KmsConnectionConfig -> pyarrow.parquet.encryption.KmsClient``.
+
+    Raises
+    ------
+    TypeError
+        ``kms`` is neither a client (``wrap_key`` / ``unwrap_key``) nor callable.
+
+    Examples
+    --------
+    >>> import os
+    >>> import pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, pyarrow_kms_client_factory
+    >>> kms = KeyListKms({"footer_key": os.urandom(16), "pii_key": os.urandom(16)})
+    >>> crypto = pe.CryptoFactory(pyarrow_kms_client_factory(kms))  # pyarrow's own encryption, our KMS
+    >>> props = crypto.file_encryption_properties(
+    ...     pe.KmsConnectionConfig(), pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                          column_keys={"pii_key": ["email"]}))
+    >>> type(props).__name__
+    'FileEncryptionProperties'
     """
     if is_kms_client(kms):
         return lambda _config: PyArrowKmsClient(kms)  # type: ignore[arg-type]

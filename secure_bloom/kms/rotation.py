@@ -28,11 +28,35 @@ def rewrap_external_key_material(sidecar: str | os.PathLike[str], kms: KmsClient
                                  unwrap_kms: KmsClient | None = None,
                                  double_wrapping: bool | None = None) -> int:
     """Re-wrap the key material in the sidecar file ``sidecar`` under the current master key
-    versions; returns the number of keys re-wrapped.
+    versions (after a transit key rotation), without touching the data file.
 
-    ``kms`` wraps (and, unless ``unwrap_kms`` is given, also unwraps the old material).
-    ``double_wrapping`` defaults to what each material used. Master key ids and the footer's KMS
-    instance are kept. Nothing is written unless every key re-wrapped and verified.
+    Master key ids and the footer's KMS instance are kept. Nothing is written unless every key
+    re-wrapped and verified; the sidecar is replaced atomically.
+
+    Parameters
+    ----------
+    sidecar : str or os.PathLike
+        The ``_KEY_MATERIAL_FOR_<file>.json`` file.
+    kms : KmsClient
+        Wraps the keys (and, unless ``unwrap_kms`` is given, also unwraps the old material).
+    unwrap_kms : KmsClient, optional
+        Unwraps the old material.
+    double_wrapping : bool, optional
+        Wrap data keys under a KEK (default: what each material used).
+
+    Returns
+    -------
+    int
+        The number of keys re-wrapped.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        The sidecar does not parse.
+    secure_bloom.errors.KeyManagementError
+        The KMS cannot unwrap or wrap a key.
+    OSError
+        The sidecar cannot be read or replaced.
     """
     path = Path(sidecar)
     old = KeyMaterialStore.load(path)

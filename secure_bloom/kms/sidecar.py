@@ -33,7 +33,29 @@ _MAX_SIDECAR_BYTES = 64 << 20
 
 
 def sidecar_path(data_file: str | os.PathLike[str]) -> Path:
-    """``<dir>/_KEY_MATERIAL_FOR_<name>.json`` for the Parquet file ``<dir>/<name>``."""
+    """``<dir>/_KEY_MATERIAL_FOR_<name>.json`` for the Parquet file ``<dir>/<name>``.
+
+    Parameters
+    ----------
+    data_file : str or os.PathLike
+        The Parquet file.
+
+    Returns
+    -------
+    pathlib.Path
+        Where its external key material is (parquet-java's name).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+
+    Examples
+    --------
+    >>> from secure_bloom.kms import sidecar_path
+    >>> sidecar_path("lake/part-0.parquet").as_posix()
+    'lake/_KEY_MATERIAL_FOR_part-0.parquet.json'
+    """
     path = Path(data_file)
     return path.with_name(f"{SIDECAR_PREFIX}{path.name}{SIDECAR_SUFFIX}")
 
@@ -44,6 +66,11 @@ class KeyMaterialStore:
     Writers :meth:`add` material (the footer's under ``footerKey``, columns' under
     ``columnKey0``, ``columnKey1``, ... in order) and :meth:`save`; readers :meth:`load` and
     :meth:`get`. Holds wrapped keys only, never key bytes.
+
+    Parameters
+    ----------
+    materials : mapping of str to KeyMaterial, optional
+        Material by reference.
     """
 
     def __init__(self, materials: Mapping[str, KeyMaterial] | None = None) -> None:
@@ -63,7 +90,23 @@ class KeyMaterialStore:
             self._next_column = max(self._next_column, int(match.group(1)) + 1)
 
     def add(self, material: KeyMaterial) -> str:
-        """Store ``material``; returns its reference (``footerKey`` or the next ``columnKey<N>``)."""
+        """Store ``material``; returns its reference (``footerKey`` or the next ``columnKey<N>``).
+
+        Parameters
+        ----------
+        material : KeyMaterial
+            The material to store.
+
+        Returns
+        -------
+        str
+            Its reference.
+
+        Raises
+        ------
+        ValueError
+            Its reference is already in the store (a second footer material).
+        """
         if material.is_footer_key:
             reference = FOOTER_KEY_REFERENCE
         else:
@@ -72,6 +115,23 @@ class KeyMaterialStore:
         return reference
 
     def get(self, reference: str) -> KeyMaterial:
+        """The material stored under ``reference``.
+
+        Parameters
+        ----------
+        reference : str
+            ``footerKey`` or ``columnKey<N>``.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            No material under that reference.
+        """
         try:
             return self._materials[reference]
         except KeyError:
@@ -80,23 +140,78 @@ class KeyMaterialStore:
 
     @property
     def footer_material(self) -> KeyMaterial | None:
+        """The footer key's material, or None if the store has none."""
         return self._materials.get(FOOTER_KEY_REFERENCE)
 
     def references(self) -> tuple[str, ...]:
+        """The references, in insertion order.
+
+        Returns
+        -------
+        tuple of str
+            The references.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return tuple(self._materials)
 
     def items(self) -> Iterator[tuple[str, KeyMaterial]]:
+        """(reference, material) pairs, in insertion order.
+
+        Returns
+        -------
+        iterator of (str, KeyMaterial)
+            The pairs.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return iter(list(self._materials.items()))
 
     def __len__(self) -> int:
         return len(self._materials)
 
     def to_json(self) -> str:
-        """The sidecar text, byte for byte as parquet-java writes it."""
+        """The sidecar text, byte for byte as parquet-java writes it.
+
+        Returns
+        -------
+        str
+            The sidecar's text.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return java_hashmap_json([(ref, m.to_json()) for ref, m in self._materials.items()])
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str | os.PathLike[str] | None = None) -> KeyMaterialStore:
+        """Parse a sidecar's text.
+
+        Parameters
+        ----------
+        text : str or bytes
+            The sidecar's text.
+        source : str or os.PathLike, optional
+            What messages call it.
+
+        Returns
+        -------
+        KeyMaterialStore
+            The store.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         what = f"key material file {source}" if source is not None else "key material file"
         try:
             obj = json.loads(text)
@@ -116,7 +231,25 @@ class KeyMaterialStore:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> KeyMaterialStore:
-        """Read a sidecar file. A missing file raises :class:`KeyNotFoundError`."""
+        """Read a sidecar file. A missing file raises :class:`KeyNotFoundError`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The sidecar file.
+
+        Returns
+        -------
+        KeyMaterialStore
+            The store.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            No such file.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         try:
             with open_regular_file(path) as f:
                 return cls.read_from(f, os.fspath(path))
@@ -126,7 +259,25 @@ class KeyMaterialStore:
     @classmethod
     def read_from(cls, file: BinaryIO, source: str) -> KeyMaterialStore:
         """Read a sidecar from an open binary file (e.g. an object on a ``pyarrow.fs``
-        filesystem), named ``source`` in messages; at most 64 MiB are read."""
+        filesystem), named ``source`` in messages; at most 64 MiB are read.
+
+        Parameters
+        ----------
+        file : binary file
+            Open for reading.
+        source : str
+            What messages call it.
+
+        Returns
+        -------
+        KeyMaterialStore
+            The store.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         data = file.read(_MAX_SIDECAR_BYTES + 1)
         if len(data) > _MAX_SIDECAR_BYTES:
             raise MalformedKeyMaterialError(f"key material file {source} is over {_MAX_SIDECAR_BYTES} bytes")
@@ -134,11 +285,45 @@ class KeyMaterialStore:
 
     @classmethod
     def for_data_file(cls, data_file: str | os.PathLike[str]) -> KeyMaterialStore:
-        """Load the sidecar of the Parquet file ``data_file``."""
+        """Load the sidecar of the Parquet file ``data_file``.
+
+        Parameters
+        ----------
+        data_file : str or os.PathLike
+            The Parquet file.
+
+        Returns
+        -------
+        KeyMaterialStore
+            The store.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The file has no sidecar.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         return cls.load(sidecar_path(data_file))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the sidecar atomically; an existing file keeps its permission bits."""
+        """Write the sidecar atomically; an existing file keeps its permission bits.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Where to write it.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        OSError
+            The file cannot be written.
+        """
         target = Path(path)
         data = self.to_json().encode("utf-8")
         out = AtomicOutput(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"), 0o666)

@@ -46,7 +46,17 @@ class KeyGrant:
     ``key_metadata`` and, for key tools metadata, the key material it named and the footer's
     (which gives the KMS instance). Only what the file or its sidecar stores (wrapped keys, master
     key ids): never a key. Caches of facts derived with a key keep its grant, so they answer only
-    while the key would still be given (a KMS that revokes access revokes the cached answers too)."""
+    while the key would still be given (a KMS that revokes access revokes the cached answers too).
+
+    Parameters
+    ----------
+    key_metadata : bytes
+        The key's metadata, as the file stores it.
+    material : KeyMaterial, optional
+        The key material it names (key tools metadata).
+    footer_material : KeyMaterial, optional
+        The footer's key material (which gives the KMS instance).
+    """
 
     key_metadata: bytes
     material: KeyMaterial | None = None
@@ -61,7 +71,19 @@ class KeyGrant:
 class KeyUnwrapper:
     """Turns key_metadata into data keys, with a thread-safe, expiring KEK cache shared by every
     file read with the same KMS credentials (parquet-java keeps the same caches per access token).
-    :meth:`for_file` gives the per-file :class:`FileKeyUnwrapper`."""
+    :meth:`for_file` gives the per-file :class:`FileKeyUnwrapper`.
+
+    Parameters
+    ----------
+    kms : KmsClient or KmsClientFactory, optional
+        A client, or a factory ``(kms_instance_id, kms_instance_url) -> KmsClient``.
+    explicit_keys : ExplicitKeys or mapping, optional
+        Keys for key metadata that is a plain key id.
+    cache_lifetime_s : float, default 600
+        How long unwrapped KEKs are kept (0: every unwrap asks the KMS).
+    kms_instance_id, kms_instance_url : str, optional
+        Override the instance the key material records.
+    """
 
     def __init__(self, kms: KmsClient | KmsClientFactory | None = None, *,
                  explicit_keys: ExplicitKeys | Mapping[str, bytes] | None = None,
@@ -90,6 +112,29 @@ class KeyUnwrapper:
 
         ``store`` is the file's external key material (needed for a ``keyReference``);
         ``footer_material`` supplies the KMS instance for column material (optional).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+        store : KeyMaterialStore, optional
+            The file's external key material.
+        footer_material : KeyMaterial, optional
+            Supplies the KMS instance for column material.
+
+        Returns
+        -------
+        bytes
+            The data key.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            No source for the key (no KMS, an unknown explicit id, no sidecar).
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
         """
         return self._unwrap(bytes(key_metadata), lambda: store, footer_material)[0]
 
@@ -166,11 +211,34 @@ class KeyUnwrapper:
         ``load_sidecar`` when given, e.g. from an object store, else from the local file
         :func:`~secure_bloom.kms.sidecar_path` names), and remembers the footer's KMS instance
         for the file's column keys.
+
+        Parameters
+        ----------
+        data_file : str or os.PathLike, optional
+            The Parquet file.
+        load_sidecar : callable, optional
+            Loads its sidecar instead.
+
+        Returns
+        -------
+        FileKeyUnwrapper
+            The per-file callable.
+
+        Raises
+        ------
+        None
+            Nothing until a key is asked for.
         """
         return FileKeyUnwrapper(self, data_file, load_sidecar)
 
     def clear_caches(self) -> None:
-        """Forget cached KEKs and KMS clients (e.g. after revoking access)."""
+        """Forget cached KEKs and KMS clients (e.g. after revoking access).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         self._keks.clear()
         self._clients.clear()
 
@@ -245,7 +313,17 @@ class _Kek:
 
 class FileKeyUnwrapper:
     """``unwrapper(key_metadata) -> key`` for the keys of one Parquet file, as parquet-java's
-    FileKeyUnwrapper (its DecryptionKeyRetriever). Thread-safe."""
+    FileKeyUnwrapper (its DecryptionKeyRetriever). Thread-safe.
+
+    Parameters
+    ----------
+    unwrapper : KeyUnwrapper
+        The shared unwrapper (its KEK cache).
+    data_file : str, os.PathLike or None
+        The Parquet file (its sidecar holds external key material).
+    load_sidecar : callable, optional
+        Loads the sidecar instead (an object store, material not yet on disk).
+    """
 
     def __init__(self, unwrapper: KeyUnwrapper, data_file: str | os.PathLike[str] | None,
                  load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> None:

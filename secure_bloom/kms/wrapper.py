@@ -42,6 +42,15 @@ class DataKey:
     """A data key and the key_metadata that lets a reader recover it.
 
     Unpacks as ``dek, key_metadata = wrapper.column_key(...)``. ``repr`` shows no key bytes.
+
+    Parameters
+    ----------
+    key : bytes
+        The data key.
+    key_metadata : bytes
+        What the file stores for it.
+    master_key_id : str
+        The master key it is wrapped under.
     """
 
     key: bytes = field(repr=False)
@@ -67,8 +76,25 @@ class _Kek:
 class FileKeyWrapper:
     """Makes and wraps data keys for footers and columns.
 
-    ``kms`` is the client for the KMS instance ``kms_instance_id`` / ``kms_instance_url``, which
-    footer key material records. One wrapper may serve many files; it is thread-safe.
+    One wrapper may serve many files; it is thread-safe. Data keys come from ``os.urandom``.
+
+    Parameters
+    ----------
+    kms : KmsClient
+        The client for the KMS instance ``kms_instance_id`` / ``kms_instance_url``.
+    kms_instance_id, kms_instance_url : str
+        What footer key material records (parquet-java's defaults).
+    double_wrapping : bool, default True
+        Wrap data keys under a KEK that the KMS wraps (one KMS call per KEK, not per key).
+    kek_lifetime_s : float, default 600
+        How long one KEK per master key is reused.
+    dek_length_bits : int, default 128
+        Data key length: 128, 192 or 256.
+
+    Raises
+    ------
+    ValueError
+        ``dek_length_bits`` is not 128, 192 or 256.
     """
 
     def __init__(self, kms: KmsClient, *, kms_instance_id: str = DEFAULT_KMS_INSTANCE_ID,
@@ -87,12 +113,48 @@ class FileKeyWrapper:
         self._keks: ExpiringCache[str, _Kek] = ExpiringCache(kek_lifetime_s, _clock)
 
     def footer_key(self, master_key_id: str, *, store: KeyMaterialStore | None = None) -> DataKey:
-        """A new footer DEK wrapped under ``master_key_id``."""
+        """A new footer DEK wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        master_key_id : str
+            The master key's id.
+        store : KeyMaterialStore, optional
+            External key material goes here (None: internal).
+
+        Returns
+        -------
+        DataKey
+            The key and its key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        """
         dek = os.urandom(self.dek_length_bits // 8)
         return DataKey(dek, self.wrap(dek, master_key_id, is_footer_key=True, store=store), master_key_id)
 
     def column_key(self, master_key_id: str, *, store: KeyMaterialStore | None = None) -> DataKey:
-        """A new column DEK wrapped under ``master_key_id``."""
+        """A new column DEK wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        master_key_id : str
+            The master key's id.
+        store : KeyMaterialStore, optional
+            External key material goes here (None: internal).
+
+        Returns
+        -------
+        DataKey
+            The key and its key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        """
         dek = os.urandom(self.dek_length_bits // 8)
         return DataKey(dek, self.wrap(dek, master_key_id, is_footer_key=False, store=store), master_key_id)
 
@@ -102,6 +164,29 @@ class FileKeyWrapper:
 
         Without ``store`` the material is the key_metadata (internal storage); with it, the
         material goes into the store and the key_metadata is its reference.
+
+        Parameters
+        ----------
+        dek : bytes
+            The data key.
+        master_key_id : str
+            The master key's id.
+        is_footer_key : bool
+            The footer's key (its material records the KMS instance).
+        store : KeyMaterialStore, optional
+            External key material goes here.
+
+        Returns
+        -------
+        bytes
+            The key_metadata.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        ValueError
+            ``dek`` is not an AES key length, or an empty ``master_key_id``.
         """
         material = self.key_material(dek, master_key_id, is_footer_key=is_footer_key,
                                      internal_storage=store is None)
@@ -111,7 +196,31 @@ class FileKeyWrapper:
 
     def key_material(self, dek: bytes, master_key_id: str, *, is_footer_key: bool,
                      internal_storage: bool = True) -> KeyMaterial:
-        """The :class:`KeyMaterial` of ``dek`` wrapped under ``master_key_id``."""
+        """The :class:`KeyMaterial` of ``dek`` wrapped under ``master_key_id``.
+
+        Parameters
+        ----------
+        dek : bytes
+            The data key.
+        master_key_id : str
+            The master key's id.
+        is_footer_key : bool
+            The footer's key.
+        internal_storage : bool, default True
+            The material goes in the file.
+
+        Returns
+        -------
+        KeyMaterial
+            The material.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...).
+        ValueError
+            ``dek`` is not an AES key length, or an empty ``master_key_id``.
+        """
         dek = check_key(dek, "dek")
         if not isinstance(master_key_id, str) or not master_key_id:
             raise ValueError("master_key_id must be a non-empty str")

@@ -27,8 +27,60 @@ def register(con: Any, name: str, source: Any, *, keys: KeyAccess | None = None,
     """Register ``source`` (a Parquet file, a directory with hive partitions, a list of files, a
     URI; on ``filesystem``), plaintext or encrypted (``keys``), as the view ``name`` of the DuckDB
     connection ``con``; queries on it read only the row groups their WHERE clause may match and
-    only the columns they use. Returns the dataset (its ``last_report`` says what the latest
-    query's pruning did)."""
+    only the columns they use.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection.
+    name : str
+        The view's name.
+    source : str, os.PathLike or list
+        A Parquet file, a directory with hive partitions, a list of files, or a URI.
+    keys : KeyAccess, optional
+        Keys for encrypted files.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    cache : PruneCache, optional
+        Kept across queries (footers and filters of unchanged files are not read again).
+    partitioning : str, list, Partitioning or None, default "hive"
+        As :func:`~secure_bloom.parquet.read.api.scan` takes it.
+
+    Returns
+    -------
+    PruningDataset
+        The dataset behind the view; its ``last_report`` says what the latest query's pruning did.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`.
+    secure_bloom.errors.KeyManagementError
+        A footer's key cannot be obtained when the source is discovered.
+    OSError
+        The source cannot be listed or read.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)}),
+    ...                 tmp / "users.parquet", kms=kms, row_group_size=1_000, bloom_filter_options={"email": True},
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}))
+    >>> import duckdb
+    >>> from secure_bloom.parquet.duckdb import register
+    >>> con = duckdb.connect()
+    >>> view = register(con, "users", tmp / "users.parquet", keys=KeyAccess(kms=kms))
+    >>> con.execute("SELECT n FROM users WHERE email = ?", ["user0042@example.com"]).fetchall()
+    [(2957,)]
+    >>> view.last_report.row_groups_read
+    1
+    """
     if not isinstance(name, str) or not name:
         raise TypeError("name must be a non-empty str")
     data = dataset(source, keys=keys, filesystem=filesystem, cache=cache, partitioning=partitioning)

@@ -52,7 +52,23 @@ class ColumnHashing:
 
 
 def decimal_flba_width(precision: int) -> int:
-    """Bytes Spark gives a FIXED_LEN_BYTE_ARRAY decimal of ``precision`` digits."""
+    """Bytes Spark gives a FIXED_LEN_BYTE_ARRAY decimal of ``precision`` digits.
+
+    Parameters
+    ----------
+    precision : int
+        The decimal's precision.
+
+    Returns
+    -------
+    int
+        The width in bytes.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     width = 1
     while 2 ** (8 * width - 1) < 10**precision:
         width += 1
@@ -60,7 +76,27 @@ def decimal_flba_width(precision: int) -> int:
 
 
 def spark_column_hashing(data_type: Any, output_timestamp_type: str = "INT96") -> ColumnHashing:
-    """The :class:`ColumnHashing` for a ``pyspark.sql.types.DataType``."""
+    """The :class:`ColumnHashing` for a ``pyspark.sql.types.DataType``.
+
+    Parameters
+    ----------
+    data_type : pyspark.sql.types.DataType
+        The column's Spark type.
+    output_timestamp_type : str, default "INT96"
+        ``spark.sql.parquet.outputTimestampType``.
+
+    Returns
+    -------
+    ColumnHashing
+        How parquet-java stores and hashes the column.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A type with no Parquet Bloom filter (BOOLEAN, nested).
+    ValueError
+        An unknown ``output_timestamp_type``.
+    """
     from pyspark.sql import types as T
 
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.DateType)):
@@ -158,6 +194,40 @@ def build_bloom_filter(df: DataFrame, column: str, *, num_bytes: int | None = No
     driver), so the result is bit-identical to a single-process build of the same values. Size: ``num_bytes`` if given, else parquet-java's sizing for ``ndv`` (or Spark's
     ``approx_count_distinct`` when ``ndv`` is None) at ``fpp``, capped at ``bloom_filter_max_bytes`` (``max_bytes``: its deprecated name; parquet-java's
     default cap is 1 MiB). Nulls are skipped.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The data.
+    column : str
+        A top-level column of ``df``.
+    num_bytes : int, optional
+        The bitset size (a power of two); overrides ``ndv`` / ``fpp``.
+    ndv : int, optional
+        Distinct values to size for (default: Spark's ``approx_count_distinct``).
+    fpp : float, default 0.01
+        The false-positive probability.
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on the size.
+    hashing : ColumnHashing, optional
+        How to hash the column (default: from its Spark type, as parquet-java stores it).
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+
+    Returns
+    -------
+    SplitBlockBloomFilter
+        Bit-identical to a single-process build of the same values.
+
+    Raises
+    ------
+    KeyError
+        ``column`` is not in ``df``'s schema.
+    secure_bloom.errors.InvalidValueError
+        The column's Spark type has no Parquet Bloom filter (BOOLEAN, nested types).
+    ValueError
+        ``num_bytes``, ``ndv`` or ``fpp`` is out of range, or an unknown
+        ``spark.sql.parquet.outputTimestampType``.
     """
     from pyspark.sql import functions as F
 

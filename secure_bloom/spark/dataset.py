@@ -35,7 +35,23 @@ __all__ = ["WorkerKeys", "probe_dataset", "prune_dataset", "attach_dataset", "au
 
 @dataclass(frozen=True)
 class WorkerKeys:
-    """A picklable, hashable description of key sources for Spark tasks. Its repr shows no secrets."""
+    """A picklable, hashable description of key sources for Spark tasks. Its repr shows no secrets.
+
+    Parameters
+    ----------
+    key_list : str, optional
+        A key list (``KeyListKms``).
+    explicit : tuple of (str, bytes), optional
+        Explicit keys by id.
+    aad_prefix : bytes, optional
+        The AAD prefix of files that do not store theirs.
+    transit_url : str, optional
+        An OpenBao / Vault transit server.
+    transit_token_env : str, optional
+        The variable holding its token on the workers (None: VAULT_TOKEN, then BAO_TOKEN).
+    transit_mount : str, default "transit"
+        The transit mount.
+    """
 
     key_list: str | None = field(default=None, repr=False)
     explicit: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
@@ -70,7 +86,20 @@ class WorkerKeys:
         return f"WorkerKeys({', '.join(parts)})"
 
     def key_access(self) -> KeyAccess:
-        """The KeyAccess these keys describe (one per process and description)."""
+        """The KeyAccess these keys describe (one per process and description).
+
+        Returns
+        -------
+        KeyAccess
+            Cached per process.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            A transit token variable is not set on the worker.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The key list does not parse.
+        """
         return _key_access(self)
 
 
@@ -95,7 +124,23 @@ def _key_access(spec: WorkerKeys) -> KeyAccess:
 
 def dataset_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
     """The Parquet files under ``paths`` (files, or directories searched recursively), sorted.
-    A path that yields no file (missing, or a directory without Parquet files) is an error."""
+    A path that yields no file (missing, or a directory without Parquet files) is an error.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable
+        Files or directories.
+
+    Returns
+    -------
+    list of str
+        The Parquet files, sorted.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path yields no file.
+    """
     from ..parquet.audit.discover import expand_paths
 
     if isinstance(paths, (str, os.PathLike)):
@@ -146,8 +191,36 @@ def probe_dataset(spark: SparkSession, paths: Any, column: str, values: Sequence
     :meth:`~secure_bloom.parquet.ParquetBloomReader.probe`: a naive ``datetime`` (what PySpark's
     ``collect()`` returns, in the session's local zone) for a column of UTC instants needs
     ``timezone`` (a zone name or tzinfo). A file that cannot be read gives one row with ``error``
-    and ``error_kind`` (an :class:`~secure_bloom.errors.ErrorKind` string) set. Returned as a list
-    of dicts, or a DataFrame with ``as_dataframe``.
+    and ``error_kind`` (an :class:`~secure_bloom.errors.ErrorKind` string) set.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories (searched for Parquet files on the driver).
+    column : str
+        The leaf column.
+    values : sequence
+        The values to probe for.
+    keys : WorkerKeys
+        Key sources the executors rebuild their ``KeyAccess`` from.
+    as_dataframe : bool, default False
+        Return a DataFrame instead of a list of dicts.
+    timezone : str or tzinfo, optional
+        The zone of naive date/time values for columns of UTC instants.
+
+    Returns
+    -------
+    list of dict or pyspark.sql.DataFrame
+        One row per (file, row group, value).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path does not exist.
+    secure_bloom.errors.InvalidValueError
+        A value cannot be stored in the column (raised on the driver when the first file says so).
     """
     files = dataset_files(paths)
     frozen = tuple(values)
@@ -190,6 +263,29 @@ def prune_dataset(spark: SparkSession, paths: Any, filters: Any, keys: WorkerKey
     ``pruned_by_bloom``; a file that cannot be read has ``error`` / ``error_kind`` set (never an
     empty ``row_groups``). Literals are taken in each file's own column type (no dataset schema
     on the workers); a literal that does not convert exactly prunes nothing.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories (searched for Parquet files on the driver).
+    filters : list or pyarrow.compute.Expression
+        The filter, in :func:`~secure_bloom.parquet.read.api.read_table`'s syntax.
+    keys : WorkerKeys
+        Key sources the executors rebuild their ``KeyAccess`` from.
+
+    Returns
+    -------
+    list of dict
+        One per file: ``row_groups``, ``pruned_by_statistics``, ``pruned_by_bloom`` (or ``error``).
+
+    Raises
+    ------
+    ValueError
+        ``filters`` is malformed (refused on the driver).
+    FileNotFoundError
+        A path does not exist.
     """
     from ..parquet.read.predicate import to_expression
 
@@ -219,7 +315,33 @@ def _attach_file(src: str, root: str, dst_root: str, columns: tuple[str, ...], f
 def attach_dataset(spark: SparkSession, src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
                    columns: Sequence[str], keys: WorkerKeys, *, fpp: float = DEFAULT_FPP) -> list[dict[str, Any]]:
     """Attach Bloom filters for ``columns`` to every Parquet file under ``src_dir``, writing each
-    to the same relative path under ``dst_dir`` (one file per task; each write is atomic)."""
+    to the same relative path under ``dst_dir`` (one file per task; each write is atomic).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    src_dir : str or os.PathLike
+        The source directory.
+    dst_dir : str or os.PathLike
+        Where the copies go.
+    columns : sequence of str
+        The columns to give filters.
+    keys : WorkerKeys
+        Key sources for the executors.
+    fpp : float, default 0.01
+        The false-positive probability.
+
+    Returns
+    -------
+    list of dict
+        One attach report (or error) per file.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``src_dir`` holds no Parquet file.
+    """
     root, dst_root = str(Path(src_dir)), str(Path(dst_dir))
     if os.path.realpath(root) == os.path.realpath(dst_root):
         raise ValueError("dst_dir must differ from src_dir")
@@ -241,7 +363,31 @@ def _audit_file(path: str, sensitive: tuple[str, ...], allow_footer_key: bool,
 def audit_dataset(spark: SparkSession, paths: Any, sensitive_columns: Sequence[str], keys: WorkerKeys, *,
                   allow_footer_key: bool = False) -> list[dict[str, Any]]:
     """Audit every Parquet file under ``paths`` (one file per task): one entry per file with
-    ``compliant`` and the file's full audit report."""
+    ``compliant`` and the file's full audit report.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose executors run the tasks.
+    paths : str, os.PathLike or list
+        Files or directories.
+    sensitive_columns : sequence of str
+        The sensitive columns.
+    keys : WorkerKeys
+        Key sources for the executors.
+    allow_footer_key : bool, default False
+        Accept filters under the footer key.
+
+    Returns
+    -------
+    list of dict
+        One entry per file (``compliant``, the report).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path yields no Parquet file.
+    """
     files = dataset_files(paths)
     cols = tuple(sensitive_columns)
     return sorted(_one_task_per_file(spark, files, lambda p: _audit_file(p, cols, allow_footer_key, keys)),

@@ -2,7 +2,7 @@
 
 The production jar holds only what Spark needs on its class path: the ``.java`` files under
 ``secure_bloom/spark/java/`` (package ``io.securebloom``: the KMS clients parquet-java loads by
-class name). Other source trees (the reference harnesses of :mod:`secure_bloom.tools.parquet_java`)
+class name). Other source trees (the reference harnesses of the checkout's ``benchmarks/parquet_java.py``)
 compile into jars of their own with :func:`compiled_jar` and never reach Spark's class path.
 
 A jar is cached by content at ``<cache root>/jars/<sha256>.jar``. The digest covers the sources,
@@ -54,7 +54,18 @@ _DEFAULT_JVM_ARGS = ("-XX:+UseSerialGC", "-Xss4m")
 
 
 def cache_root() -> Path:
-    """$SECURE_BLOOM_CACHE, else $XDG_CACHE_HOME/secure-bloom, else ~/.cache/secure-bloom."""
+    """$SECURE_BLOOM_CACHE, else $XDG_CACHE_HOME/secure-bloom, else ~/.cache/secure-bloom.
+
+    Returns
+    -------
+    pathlib.Path
+        Where jars and harness binaries are cached.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     explicit = os.environ.get("SECURE_BLOOM_CACHE")
     if explicit:
         return Path(explicit)
@@ -63,7 +74,18 @@ def cache_root() -> Path:
 
 
 def spark_jars_dir() -> Path:
-    """The directory of Spark's jars: $SPARK_HOME/jars if it exists, else pyspark's bundled jars."""
+    """The directory of Spark's jars: $SPARK_HOME/jars if it exists, else pyspark's bundled jars.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    """
     home = os.environ.get("SPARK_HOME")
     if home and (Path(home) / "jars").is_dir():
         return Path(home) / "jars"
@@ -78,7 +100,18 @@ def spark_jars_dir() -> Path:
 
 
 def spark_version() -> str:
-    """Spark's version, read from the spark-core jar's name (pyspark's version as a fallback)."""
+    """Spark's version, read from the spark-core jar's name (pyspark's version as a fallback).
+
+    Returns
+    -------
+    str
+        Spark's version.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    """
     for jar in sorted(spark_jars_dir().glob("spark-core_*.jar")):
         return jar.stem.split("-", 2)[-1]
     import pyspark
@@ -87,7 +120,23 @@ def spark_version() -> str:
 
 
 def find_java(tool: str = "java") -> Path:
-    """``tool`` (java or javac) from $JAVA_HOME/bin, else from PATH."""
+    """``tool`` (java or javac) from $JAVA_HOME/bin, else from PATH.
+
+    Parameters
+    ----------
+    tool : str, default "java"
+        ``java`` or ``javac``.
+
+    Returns
+    -------
+    pathlib.Path
+        The executable.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        Neither $JAVA_HOME/bin nor PATH has it.
+    """
     home = os.environ.get("JAVA_HOME")
     if home:
         candidate = Path(home) / "bin" / tool
@@ -103,7 +152,23 @@ def find_java(tool: str = "java") -> Path:
 
 
 def java_sources(source_root: Path = _SOURCES) -> list[Path]:
-    """The ``.java`` files under ``source_root`` (default: the production KMS clients), sorted."""
+    """The ``.java`` files under ``source_root`` (default: the production KMS clients), sorted.
+
+    Parameters
+    ----------
+    source_root : pathlib.Path
+        Where to look (default: the production KMS clients).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The ``.java`` files, sorted.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     sources = sorted(Path(source_root).rglob("*.java"))
     if not sources:
         raise JavaNotFoundError(f"no Java sources under {source_root} (broken installation?)")
@@ -158,6 +223,23 @@ def secure_bloom_jar(cache_dir: Path | None = None) -> Path:
 
     ``cache_dir`` overrides ``cache_root() / "jars"``. Raises JavaNotFoundError without javac or
     pyspark, JvmError if compilation fails.
+
+    Parameters
+    ----------
+    cache_dir : pathlib.Path, optional
+        Overrides ``cache_root() / "jars"``.
+
+    Returns
+    -------
+    pathlib.Path
+        The jar.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    secure_bloom.errors.JvmError
+        Compilation failed.
     """
     return compiled_jar(_SOURCES, cache_dir=cache_dir)
 
@@ -166,7 +248,29 @@ def compiled_jar(source_root: Path, *, cache_dir: Path | None = None,
                  extra_classpath: Sequence[Path] = ()) -> Path:
     """The ``.java`` files under ``source_root`` compiled against Spark's jars (and
     ``extra_classpath``) into a jar cached by content; built under a file lock, renamed into
-    place, so concurrent processes never see a half-written jar."""
+    place, so concurrent processes never see a half-written jar.
+
+    Parameters
+    ----------
+    source_root : pathlib.Path
+        Where the ``.java`` files are.
+    cache_dir : pathlib.Path, optional
+        Overrides ``cache_root() / "jars"``.
+    extra_classpath : sequence of pathlib.Path
+        More jars to compile against.
+
+    Returns
+    -------
+    pathlib.Path
+        The cached jar.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    secure_bloom.errors.JvmError
+        javac failed (its output in the message).
+    """
     jars_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "jars"
     digest = _digest(Path(source_root), extra_classpath)
     final = jars_dir / f"{digest}.jar"
@@ -196,7 +300,23 @@ def compiled_jar(source_root: Path, *, cache_dir: Path | None = None,
 
 def classpath(jars: Sequence[Path] | None = None) -> str:
     """``jars`` (default: the production jar), then every jar of Spark (parquet-java, hadoop,
-    slf4j/log4j)."""
+    slf4j/log4j).
+
+    Parameters
+    ----------
+    jars : sequence of pathlib.Path, optional
+        Jars first on the class path (default: the production jar).
+
+    Returns
+    -------
+    str
+        The class path, ``os.pathsep``-separated.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    """
     ours = list(jars) if jars is not None else [secure_bloom_jar()]
     return os.pathsep.join([*map(str, ours), str(spark_jars_dir() / "*")])
 

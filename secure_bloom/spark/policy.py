@@ -93,7 +93,18 @@ _SEPARATORS = set(",;:#\n=")
 class KeyListKmsConfig:
     """Master keys given inline as a key list ("id:base64, ..."; see
     :func:`secure_bloom.kms.key_list.parse_key_list`), served on the JVM by
-    io.securebloom.KeyListKmsClient. Its repr shows the master key ids only."""
+    io.securebloom.KeyListKmsClient. Its repr shows the master key ids only.
+
+    Parameters
+    ----------
+    key_list : str
+        The key list (``#`` comment lines allowed).
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedKeyMaterialError
+        The key list does not parse (messages name ids only).
+    """
 
     key_list: str = field(repr=False)
 
@@ -102,12 +113,25 @@ class KeyListKmsConfig:
 
     @property
     def master_key_ids(self) -> tuple[str, ...]:
+        """The master key ids of the key list (never the keys)."""
         return tuple(parse_key_list(self.key_list))
 
     def __repr__(self) -> str:
         return f"KeyListKmsConfig(master_key_ids={self.master_key_ids!r})"
 
     def hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop properties of this KMS (the key list included: a secret).
+
+        Returns
+        -------
+        dict of str to str
+            The properties.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         canonical = ", ".join(f"{key_id}:{base64.b64encode(key).decode()}"
                               for key_id, key in parse_key_list(self.key_list).items())
         return {"parquet.encryption.kms.client.class": KEY_LIST_CLIENT,
@@ -117,7 +141,22 @@ class KeyListKmsConfig:
 @dataclass(frozen=True)
 class TransitKmsConfig:
     """OpenBao / Vault transit at ``url``; the token is read from the environment variable
-    ``token_env`` when the Hadoop conf is built (its value is never stored)."""
+    ``token_env`` when the Hadoop conf is built (its value is never stored).
+
+    Parameters
+    ----------
+    url : str
+        The server (``http://`` or ``https://``).
+    token_env : str, default "VAULT_TOKEN"
+        The environment variable holding the token.
+    mount : str, default "transit"
+        The transit engine's mount path.
+
+    Raises
+    ------
+    ValueError
+        ``url`` is not http(s), or ``token_env`` is empty.
+    """
 
     url: str
     token_env: str = "VAULT_TOKEN"
@@ -130,6 +169,18 @@ class TransitKmsConfig:
             raise ValueError("token_env must name an environment variable")
 
     def hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop properties of this KMS, the token read from ``token_env`` now.
+
+        Returns
+        -------
+        dict of str to str
+            The properties (the token included: a secret).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            ``token_env`` is not set.
+        """
         token = os.environ.get(self.token_env)
         if not token:
             raise KeyAccessDeniedError(
@@ -302,6 +353,47 @@ class EncryptionPolicy:
     The former shape ``{column: key id}`` is still read, with a DeprecationWarning. ``bloom_filters`` maps column paths to a
     :class:`BloomFilterSpec` (an iterable of paths means default sizing). Columns with a Bloom
     filter but no key stay plaintext, and so do their filters.
+
+    Parameters
+    ----------
+    footer_key : str
+        The footer's master key id.
+    kms : KeyListKmsConfig or TransitKmsConfig
+        The KMS parquet-java's workers use.
+    column_keys : mapping of str to sequence of str, optional
+        Master key id -> the column paths it encrypts.
+    bloom_filters : mapping of str to BloomFilterSpec, or iterable of str, optional
+        Columns to give Bloom filters.
+    plaintext_footer : bool, default False
+        A signed plaintext footer instead of an encrypted one.
+    algorithm : {"AES_GCM_V1", "AES_GCM_CTR_V1"}
+        The file's algorithm (Bloom filters are GCM under both).
+    double_wrapping : bool, default True
+        Wrap data keys under KEKs.
+    data_key_length_bits : int, default 128
+        128, 192 or 256.
+    bloom_filter_max_bytes : int, optional
+        ``parquet.bloom.filter.max.bytes``.
+
+    Raises
+    ------
+    TypeError
+        A ``bloom_filters`` value is not a :class:`BloomFilterSpec`, or ``kms`` is neither config.
+    ValueError
+        An unknown algorithm, a bad data key length, a non-positive ``bloom_filter_max_bytes``,
+        or a master key id that is not a valid transit key name.
+    secure_bloom.errors.KeyNotFoundError
+        A master key id is not in the key list.
+
+    Examples
+    --------
+    >>> import base64, os
+    >>> from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
+    >>> key_list = ", ".join(f"{k}:{base64.b64encode(os.urandom(16)).decode()}" for k in ("footer_key", "pii_key"))
+    >>> policy = EncryptionPolicy(footer_key="footer_key", kms=KeyListKmsConfig(key_list=key_list),
+    ...                           column_keys={"pii_key": ["email"]}, bloom_filters={"email": BloomFilterSpec(ndv=10_000)})
+    >>> policy.write_options()["parquet.bloom.filter.enabled#email"]
+    'true'
     """
 
     footer_key: str
@@ -372,11 +464,33 @@ class EncryptionPolicy:
         """The non-secret properties (everything but the key list and token), fit for
         ``DataFrameWriter.options(**...)``. Spark copies writer options into the write's Hadoop
         conf; secrets must come from the session's Hadoop conf (:func:`apply_policy`), since writer
-        options show up in query plans."""
+        options show up in query plans.
+
+        Returns
+        -------
+        dict of str to str
+            Properties without secrets.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {k: v for k, v in self.hadoop_conf().items() if k not in SECRET_PROPERTIES}
 
     def hadoop_conf(self) -> HadoopConf:
-        """All Hadoop properties for writing and reading with this policy, secrets included."""
+        """All Hadoop properties for writing and reading with this policy, secrets included.
+
+        Returns
+        -------
+        dict of str to str
+            Every property (secrets included).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            A transit KMS's token variable is not set.
+        """
         conf = HadoopConf({"parquet.crypto.factory.class": CRYPTO_FACTORY})
         conf.update(self.kms.hadoop_conf())
         if self.column_keys:

@@ -48,6 +48,25 @@ def configure_spark(builder: Any, policy: EncryptionPolicy | None = None) -> Any
     parquet-java's class loading finds it) and on spark.jars (which ships it to executors of a
     cluster). spark.redaction.regex is widened to hide the key list in logs and the UI.
     The key list / token are not set here: call :func:`apply_policy` once the session exists.
+
+    Parameters
+    ----------
+    builder : pyspark.sql.SparkSession.Builder
+        The builder to configure.
+    policy : EncryptionPolicy, optional
+        Its non-secret properties become ``spark.hadoop.*`` options.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession.Builder
+        ``builder``.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK to compile the jar with (the first time; it is cached by content).
+    secure_bloom.errors.JvmError
+        The jar did not compile.
     """
     jar = str(secure_bloom_jar())
     _prepend_path(builder, "spark.driver.extraClassPath", jar)
@@ -67,7 +86,18 @@ def _hadoop_conf(spark: SparkSession) -> Any:
 
 def clear_policy(spark: SparkSession) -> None:
     """Remove every encryption, Bloom filter and KMS property from the session's Hadoop conf and
-    drop parquet-java's cached KMS clients and keys, so later writes are plaintext."""
+    drop parquet-java's cached KMS clients and keys, so later writes are plaintext.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session.
+
+    Raises
+    ------
+    AssertionError
+        The session has no JVM gateway (stopped).
+    """
     conf = _hadoop_conf(spark)
     for prefix in _POLICY_PREFIXES:
         for suffix in list(conf.getPropsWithPrefix(prefix).keySet().toArray()):
@@ -87,7 +117,21 @@ def _forget_cached_keys(spark: SparkSession) -> None:
 
 def apply_policy(spark: SparkSession, policy: EncryptionPolicy | None) -> None:
     """Make ``policy`` the session's: later Parquet writes encrypt and write Bloom filters as it
-    says, and reads decrypt with its KMS. Replaces any earlier policy; None clears it."""
+    says, and reads decrypt with its KMS. Replaces any earlier policy; None clears it.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session.
+    policy : EncryptionPolicy or None
+        The policy (secrets included: the key list or token go into the Hadoop conf, which
+        ``spark.redaction.regex`` hides).
+
+    Raises
+    ------
+    AssertionError
+        The session has no JVM gateway (stopped).
+    """
     clear_policy(spark)
     if policy is None:
         return
@@ -99,7 +143,25 @@ def apply_policy(spark: SparkSession, policy: EncryptionPolicy | None) -> None:
 @contextmanager
 def applied_policy(spark: SparkSession, policy: EncryptionPolicy | None) -> Iterator[SparkSession]:
     """``with applied_policy(spark, policy):`` - the policy holds inside the block and is cleared
-    on exit (sessions shared between tests stay plaintext by default)."""
+    on exit (sessions shared between tests stay plaintext by default).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session.
+    policy : EncryptionPolicy or None
+        The policy for the block.
+
+    Yields
+    ------
+    pyspark.sql.SparkSession
+        ``spark``.
+
+    Raises
+    ------
+    AssertionError
+        The session has no JVM gateway (stopped).
+    """
     apply_policy(spark, policy)
     try:
         yield spark
@@ -115,6 +177,27 @@ def local_spark(app_name: str = "secure-bloom", cores: int = 2,
 
     getOrCreate semantics: if a session is already running in this process it is reused (and its
     class path cannot change).
+
+    Parameters
+    ----------
+    app_name : str, default "secure-bloom"
+        The application name.
+    cores : int, default 2
+        ``local[cores]``.
+    policy : EncryptionPolicy, optional
+        Applied after start-up (:func:`apply_policy`).
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+        The running session.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No Java 17+ found.
+    ImportError
+        pyspark is not installed (``pip install 'secure-bloom[spark]'``).
     """
     from pyspark.sql import SparkSession
 

@@ -6,7 +6,7 @@ physical types (what pyarrow and Spark write):
 * int8/16/32, uint8/16/32, date32, time32 -> INT32 (sign- or zero-extended to 32 bits);
 * int64, uint64, timestamp[*], date64, time64, duration -> INT64 (the stored integer);
 * float32 -> FLOAT, float64 -> DOUBLE;
-* string / binary / large_* / *_view -> BYTE_ARRAY (raw bytes, no length prefix);
+* string / binary / ``large_*`` / ``*_view`` -> BYTE_ARRAY (raw bytes, no length prefix);
 * fixed_size_binary(w) -> FIXED_LEN_BYTE_ARRAY(w); timestamp[*] -> legacy INT96 when asked;
 * decimal128/256 -> INT32, INT64 (unscaled value) or big-endian two's complement FLBA of the
   column's width / minimal BYTE_ARRAY.
@@ -50,7 +50,27 @@ def is_plain(typ: pa.DataType, ptype: PhysicalType, width: int | None) -> bool:
     column as it is (so the kernels hash its buffers directly): 32-bit integers, date32 and
     time32 for INT32; 64-bit integers, timestamps, date64, time64 and durations for INT64;
     float32 / float64 for FLOAT / DOUBLE; binary-like types for BYTE_ARRAY; fixed_size_binary of
-    the column's width for FIXED_LEN_BYTE_ARRAY and INT96."""
+    the column's width for FIXED_LEN_BYTE_ARRAY and INT96.
+
+    Parameters
+    ----------
+    typ : pyarrow.DataType
+        The array's type.
+    ptype : PhysicalType
+        The column's physical type.
+    width : int or None
+        FIXED_LEN_BYTE_ARRAY's width (12 for INT96).
+
+    Returns
+    -------
+    bool
+        Whether the kernels can hash its buffers as they are.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if ptype is PhysicalType.BYTE_ARRAY:
         return _is_binary_like(typ)
     if ptype in (PhysicalType.FIXED_LEN_BYTE_ARRAY, PhysicalType.INT96):
@@ -67,7 +87,27 @@ def is_plain(typ: pa.DataType, ptype: PhysicalType, width: int | None) -> bool:
 
 def plain_chunks(values: Any, ptype: PhysicalType, width: int | None) -> list[pa.Array] | None:
     """The chunks of a pyarrow Array / ChunkedArray (dictionaries decoded, all-null chunks left
-    out) if every chunk :func:`is_plain`, else None."""
+    out) if every chunk :func:`is_plain`, else None.
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+    ptype : PhysicalType
+        The column's physical type.
+    width : int or None
+        FIXED_LEN_BYTE_ARRAY's width (12 for INT96).
+
+    Returns
+    -------
+    list of pyarrow.Array or None
+        The plain chunks, or None.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(values, pa.ChunkedArray):
         chunks = list(values.chunks)
     elif isinstance(values, pa.Array):
@@ -86,7 +126,27 @@ def plain_chunks(values: Any, ptype: PhysicalType, width: int | None) -> list[pa
 
 
 def hash_arrow(values: Any, ptype: PhysicalType, width: int | None) -> npt.NDArray[np.uint64]:
-    """XXH64 of every non-null value of a pyarrow Array or ChunkedArray."""
+    """XXH64 of every non-null value of a pyarrow Array or ChunkedArray.
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+    ptype : PhysicalType
+        The column's physical type.
+    width : int or None
+        FIXED_LEN_BYTE_ARRAY's width (12 for INT96).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The array's type does not fit the column.
+    """
     if kernels.BACKEND == "native":
         chunks = plain_chunks(values, ptype, width)
         if chunks is not None:
@@ -266,6 +326,23 @@ def int96_from_reads(nanos: pa.Array, seconds: pa.Array) -> pa.Array:
     it is exact modulo 2^64 (it wraps outside 1677-2262). The day comes from the seconds, the
     nanoseconds of the day from the difference, so the bytes are the stored ones whenever the
     nanoseconds of the day are below one day (as every writer stores them). Nulls dropped.
+
+    Parameters
+    ----------
+    nanos : pyarrow.Array
+        The column read as timestamp[ns].
+    seconds : pyarrow.Array
+        The same column read as timestamp[s].
+
+    Returns
+    -------
+    pyarrow.Array
+        fixed_size_binary(12): the stored bytes.
+
+    Raises
+    ------
+    ValueError
+        The two reads hold different numbers of values.
     """
     secs = pc.drop_null(seconds).view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
     wrapped = pc.drop_null(nanos).view(pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
@@ -276,14 +353,48 @@ def int96_from_reads(nanos: pa.Array, seconds: pa.Array) -> pa.Array:
 
 
 def float16_bytes(values: pa.Array) -> pa.Array:
-    """halffloat -> its 2 little-endian bytes (FLOAT16 is FIXED_LEN_BYTE_ARRAY(2)). Nulls dropped."""
+    """halffloat -> its 2 little-endian bytes (FLOAT16 is FIXED_LEN_BYTE_ARRAY(2)). Nulls dropped.
+
+    Parameters
+    ----------
+    values : pyarrow.Array
+        halffloat values.
+
+    Returns
+    -------
+    pyarrow.Array
+        fixed_size_binary(2).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     halves = pc.drop_null(values).to_numpy(zero_copy_only=False)
     return _fixed(np.asarray(halves, dtype="<f2").view(np.uint8).reshape(-1, 2), 2)
 
 
 def timestamps_in_unit(values: Any, unit: str) -> Any:
     """A timestamp array (Array or ChunkedArray) cast to the Arrow ``unit`` (``"ms"``, ``"us"``,
-    ``"ns"``) if it has another one, zone kept; anything else unchanged."""
+    ``"ns"``) if it has another one, zone kept; anything else unchanged.
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        The values.
+    unit : str
+        ``"ms"``, ``"us"`` or ``"ns"``.
+
+    Returns
+    -------
+    pyarrow.Array or pyarrow.ChunkedArray
+        The values in ``unit``.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     typ = values.type
     if pa.types.is_timestamp(typ) and typ.unit != unit:
         return values.cast(pa.timestamp(unit, tz=typ.tz))
@@ -292,7 +403,25 @@ def timestamps_in_unit(values: Any, unit: str) -> Any:
 
 def in_column_unit(values: pa.Array, column: ColumnType) -> pa.Array:
     """pyarrow restores the Arrow type of its schema (timestamp[s], time32[s], date64), which may
-    differ from the unit the file stores: cast back to the stored unit before hashing."""
+    differ from the unit the file stores: cast back to the stored unit before hashing.
+
+    Parameters
+    ----------
+    values : pyarrow.Array
+        A leaf array, as read.
+    column : ColumnType
+        The leaf column.
+
+    Returns
+    -------
+    pyarrow.Array
+        The values in the stored unit.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     typ = values.type
     unit = ARROW_UNIT.get(column.time_unit or "")
     if pa.types.is_timestamp(typ) and unit and column.physical_type is PhysicalType.INT64:
@@ -325,6 +454,23 @@ def leaf_array(array: pa.ChunkedArray | pa.Array, column: ColumnType) -> pa.Arra
     Struct fields are followed by name (parent nulls applied); a standard three-level list
     (``<name>.list.element``) is flattened. Other nesting raises
     :class:`UnsupportedParquetFeatureError`.
+
+    Parameters
+    ----------
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        The top-level field's array.
+    column : ColumnType
+        The leaf column.
+
+    Returns
+    -------
+    pyarrow.Array
+        The leaf's values, as read.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        A nesting or type the reader does not take apart.
     """
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
@@ -353,5 +499,23 @@ def leaf_array(array: pa.ChunkedArray | pa.Array, column: ColumnType) -> pa.Arra
 def leaf_values(array: pa.ChunkedArray | pa.Array, column: ColumnType) -> pa.Array:
     """The leaf values of ``column`` from the array of its top-level field, in stored form
     (:func:`leaf_array`, then :func:`stored_form`). INT96 columns need two reads:
-    :func:`int96_from_reads`."""
+    :func:`int96_from_reads`.
+
+    Parameters
+    ----------
+    array : pyarrow.Array or pyarrow.ChunkedArray
+        The top-level field's array.
+    column : ColumnType
+        The leaf column.
+
+    Returns
+    -------
+    pyarrow.Array
+        The leaf's values in stored form.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        A nesting or type the reader does not take apart.
+    """
     return stored_form(leaf_array(array, column), column)

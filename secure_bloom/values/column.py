@@ -253,7 +253,27 @@ def _physical(value: Any, column: ColumnType) -> Any:
 
 
 def encode_value(value: Any, column: ColumnType) -> Any:
-    """The physical value ``column`` stores for ``value`` (int, float, numpy float32 or bytes)."""
+    """The physical value ``column`` stores for ``value``.
+
+    Parameters
+    ----------
+    value : object
+        A Python value of the column's logical type (int, float, Decimal, date, datetime, str,
+        bytes...).
+    column : ColumnType
+        The column (a :class:`~secure_bloom.parquet.file.schema.ColumnInfo` of a file, or any
+        :class:`~secure_bloom.values.column_type.ColumnType`).
+
+    Returns
+    -------
+    int, float, numpy.float32 or bytes
+        The physical value (what the plain encoding encodes).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        ``value`` is None or cannot be stored in ``column`` (the message names the column).
+    """
     if value is None:
         raise column_error(column, value, "cannot be probed: Bloom filters do not record nulls")
     try:
@@ -272,6 +292,24 @@ def hash_for_column(value: Any, column: ColumnType) -> int:
 
     Bit-exact: -0.0 and +0.0, and NaNs with different bits, hash differently, and a naive datetime
     is taken as UTC. To ask whether a value MAY be in a column use :func:`query_hashes`.
+
+    Parameters
+    ----------
+    value : object
+        A Python value of the column's logical type.
+    column : ColumnType
+        The column (a :class:`~secure_bloom.parquet.file.schema.ColumnInfo` of a file, or any
+        :class:`~secure_bloom.values.column_type.ColumnType`).
+
+    Returns
+    -------
+    int
+        The unsigned 64-bit hash.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        ``value`` is None or cannot be stored in ``column`` (the message names the column).
     """
     return hash_value(encode_value(value, column), column.physical_type, type_length=column.type_length)
 
@@ -282,7 +320,15 @@ def hash_for_column(value: Any, column: ColumnType) -> int:
 @dataclass(frozen=True)
 class QueryHashes:
     """What a query for one value asks a filter: "maybe" when ANY of ``hashes`` is in it, and
-    always when ``always_maybe`` (a NaN: no filter can rule one out)."""
+    always when ``always_maybe`` (a NaN: no filter can rule one out).
+
+    Parameters
+    ----------
+    hashes : tuple of int
+        The hashes to look up.
+    always_maybe : bool, default False
+        The answer is "maybe" whatever the filter holds.
+    """
 
     hashes: tuple[int, ...]
     always_maybe: bool = False
@@ -358,6 +404,26 @@ def query_hashes(value: Any, column: ColumnType, *, timezone: TimeZoneLike | Non
     always), and the instants a naive date/time names in ``timezone`` on a column of UTC instants
     (refused without ``timezone``: :class:`InvalidValueError`). Text for TIMESTAMP, TIME and INT96
     columns is parsed as :func:`value_from_text` does (all nanosecond digits kept).
+
+    Parameters
+    ----------
+    value : object
+        The value queried.
+    column : ColumnType
+        The column (a :class:`~secure_bloom.parquet.file.schema.ColumnInfo` of a file, or any
+        :class:`~secure_bloom.values.column_type.ColumnType`).
+    timezone : str or tzinfo, optional
+        The zone of a naive date/time on a column of UTC instants.
+
+    Returns
+    -------
+    QueryHashes
+        The hashes any of which means "maybe", and whether the answer is always "maybe" (NaN).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        ``value`` is None or cannot be stored in ``column`` (the message names the column).
     """
     if isinstance(value, str) and (column.logical_type in ("TIMESTAMP", "TIME")
                                    or column.physical_type is PhysicalType.INT96):
@@ -527,6 +593,29 @@ def query_batch(values: Sequence[Any], column: ColumnType, *, timezone: TimeZone
 
 def value_from_text(text: str, column: ColumnType, *, timezone: TimeZoneLike | None = None) -> Any:
     """Parse command-line ``text`` into a value :func:`query_hashes` accepts for ``column``.
+
+    Text for strings is taken literally; numbers for numeric columns, decimal strings for
+    DECIMAL, ISO-8601 for dates, times and timestamps, ``hex:`` / ``text:`` for binary columns.
+
+    Parameters
+    ----------
+    text : str
+        The value as typed.
+    column : ColumnType
+        The column (a :class:`~secure_bloom.parquet.file.schema.ColumnInfo` of a file, or any
+        :class:`~secure_bloom.values.column_type.ColumnType`).
+    timezone : str or tzinfo, optional
+        The zone of naive date/time text on a column of UTC instants.
+
+    Returns
+    -------
+    object
+        The parsed value.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse for the column, or names a value it cannot store.
 
     The result is validated as a query (with ``timezone``) so that bad input fails here, naming
     the column: naive date/time text for a column of UTC instants needs ``timezone``. Naive

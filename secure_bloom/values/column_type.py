@@ -24,29 +24,52 @@ class ColumnType(Protocol):
     ``path_in_schema`` finds the leaf inside an Arrow array of its top-level field."""
 
     @property
-    def path(self) -> str: ...
+    def path(self) -> str:
+        """The leaf's dotted path."""
+
     @property
-    def path_in_schema(self) -> Sequence[str]: ...
+    def path_in_schema(self) -> Sequence[str]:
+        """The leaf's path parts."""
+
     @property
-    def physical_type(self) -> PhysicalType: ...
+    def physical_type(self) -> PhysicalType:
+        """The Parquet physical type."""
+
     @property
-    def type_length(self) -> int | None: ...
+    def type_length(self) -> int | None:
+        """The width of a FIXED_LEN_BYTE_ARRAY column, else None."""
+
     @property
-    def logical_type(self) -> str | None: ...
+    def logical_type(self) -> str | None:
+        """The logical type name (``DECIMAL``, ``TIMESTAMP``...), or None."""
+
     @property
-    def scale(self) -> int | None: ...
+    def scale(self) -> int | None:
+        """A DECIMAL column's scale, else None."""
+
     @property
-    def precision(self) -> int | None: ...
+    def precision(self) -> int | None:
+        """A DECIMAL column's precision, else None."""
+
     @property
-    def time_unit(self) -> str | None: ...
+    def time_unit(self) -> str | None:
+        """A TIME / TIMESTAMP column's unit (``millis``, ``micros``, ``nanos``), else None."""
+
     @property
-    def is_adjusted_to_utc(self) -> bool | None: ...
+    def is_adjusted_to_utc(self) -> bool | None:
+        """For TIME / TIMESTAMP: True if values are UTC instants; else None."""
+
     @property
-    def int_bits(self) -> int | None: ...
+    def int_bits(self) -> int | None:
+        """An INT logical type's bit width, else None."""
+
     @property
-    def int_signed(self) -> bool | None: ...
+    def int_signed(self) -> bool | None:
+        """An INT logical type's signedness, else None."""
+
     @property
-    def type_name(self) -> str: ...
+    def type_name(self) -> str:
+        """The type as messages name it."""
 
 
 def column_error(column: ColumnType, value: Any, why: str) -> InvalidValueError:

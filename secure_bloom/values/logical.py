@@ -70,14 +70,46 @@ class NanoTimestamp:
 
 
 def encode_string(value: str) -> bytes:
-    """STRING / UTF8 / ENUM / JSON: the UTF-8 bytes."""
+    """STRING / UTF8 / ENUM / JSON: the UTF-8 bytes.
+
+    Parameters
+    ----------
+    value : str
+        The text.
+
+    Returns
+    -------
+    bytes
+        Its UTF-8 encoding (what the column stores and the filter hashes).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+    """
     if not isinstance(value, str):
         raise InvalidValueError(f"expected str, got {type(value).__name__}")
     return value.encode("utf-8")
 
 
 def minimal_twos_complement(unscaled: int) -> bytes:
-    """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``)."""
+    """Big-endian two's complement in the fewest bytes (Java ``BigInteger.toByteArray()``).
+
+    Parameters
+    ----------
+    unscaled : int
+        A DECIMAL's unscaled value.
+
+    Returns
+    -------
+    bytes
+        The fewest bytes.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     magnitude = unscaled if unscaled >= 0 else ~unscaled  # Java bitLength(): -128 fits one byte
     length = max(1, (magnitude.bit_length() + 8) // 8)
     return unscaled.to_bytes(length, "big", signed=True)
@@ -102,7 +134,39 @@ def _unscaled(value: Decimal | int | str | float, scale: int) -> int:
 
 def encode_decimal(value: Decimal | int | str | float, physical_type: PhysicalType | str, *, scale: int,
                    precision: int | None = None, type_length: int | None = None) -> int | bytes:
-    """DECIMAL(precision, scale) value -> what the column stores for ``physical_type``."""
+    """DECIMAL(precision, scale) value -> what the column stores for ``physical_type``.
+
+    Parameters
+    ----------
+    value : Decimal, int, str or float
+        The number (a float must be exact at ``scale``).
+    physical_type : PhysicalType or str
+        INT32, INT64 (the unscaled value), FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (big-endian two's
+        complement).
+    scale : int
+        The column's scale.
+    precision : int, optional
+        The column's precision (checked when given).
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+
+    Returns
+    -------
+    int or bytes
+        The unscaled integer, or its two's complement bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+
+    Examples
+    --------
+    >>> from decimal import Decimal
+    >>> from secure_bloom.values.logical import encode_decimal
+    >>> encode_decimal(Decimal("12.34"), "INT32", scale=2), encode_decimal("-1.5", "FIXED_LEN_BYTE_ARRAY", scale=1, type_length=4)
+    (1234, b'\\xff\\xff\\xff\\xf1')
+    """
     ptype = PhysicalType.coerce(physical_type)
     unscaled = _unscaled(value, scale)
     if precision is not None and len(str(abs(unscaled))) > precision:
@@ -128,7 +192,29 @@ def encode_decimal(value: Decimal | int | str | float, physical_type: PhysicalTy
 
 
 def encode_date(value: dt.date | str) -> int:
-    """DATE -> INT32 days since 1970-01-01 (ISO-8601 strings accepted)."""
+    """DATE -> INT32 days since 1970-01-01 (ISO-8601 strings accepted).
+
+    Parameters
+    ----------
+    value : datetime.date or str
+        The date (a datetime is refused: it is not a date).
+
+    Returns
+    -------
+    int
+        Days since 1970-01-01.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+
+    Examples
+    --------
+    >>> from secure_bloom.values.logical import encode_date
+    >>> encode_date("2024-02-29")
+    19782
+    """
     if isinstance(value, str):
         try:
             value = dt.date.fromisoformat(value)
@@ -164,6 +250,27 @@ def encode_timestamp(value: dt.datetime | str, unit: TimeUnit = "micros", *, nan
     """TIMESTAMP -> INT64 count of ``unit`` since the epoch (UTC; naive means UTC).
 
     ``nanos`` adds sub-microsecond nanoseconds (0..999) that ``datetime`` cannot hold.
+
+    Parameters
+    ----------
+    value : datetime.datetime or str
+        The instant (ISO-8601 text accepted; naive means UTC).
+    unit : {"millis", "micros", "nanos"}, default "micros"
+        The column's unit.
+    nanos : int, default 0
+        Nanoseconds below the microsecond (0..999).
+
+    Returns
+    -------
+    int
+        The count of ``unit`` since 1970-01-01T00:00Z.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+    ValueError
+        ``unit`` is not millis, micros or nanos.
     """
     if unit not in UNITS_PER_SECOND:
         raise ValueError(f"unit must be millis, micros or nanos, got {unit!r}")
@@ -203,7 +310,25 @@ def time_of_day_nanos(value: dt.time, *, adjusted_to_utc: bool | None, nanos: in
 
 
 def encode_int96(value: dt.datetime | str, *, nanos: int = 0) -> bytes:
-    """Legacy INT96 timestamp: 8 bytes LE nanoseconds of the day + 4 bytes LE Julian day."""
+    """Legacy INT96 timestamp: 8 bytes LE nanoseconds of the day + 4 bytes LE Julian day.
+
+    Parameters
+    ----------
+    value : datetime.datetime or str
+        The instant (naive means UTC).
+    nanos : int, default 0
+        Nanoseconds below the microsecond (0..999).
+
+    Returns
+    -------
+    bytes
+        The 12 stored bytes (what Spark writes and the filter hashes).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+    """
     try:
         return int96_bytes(*divmod(_epoch_nanos(value, nanos), NANOS_PER_DAY))
     except InvalidValueError:
@@ -212,7 +337,25 @@ def encode_int96(value: dt.datetime | str, *, nanos: int = 0) -> bytes:
 
 def int96_bytes(days: int, nanos_of_day: int) -> bytes:
     """The 12 INT96 bytes of (days since 1970-01-01, nanoseconds of that day, 0..86399999999999):
-    8 bytes LE nanoseconds of the day, then 4 bytes LE Julian day."""
+    8 bytes LE nanoseconds of the day, then 4 bytes LE Julian day.
+
+    Parameters
+    ----------
+    days : int
+        Days since 1970-01-01.
+    nanos_of_day : int
+        Nanoseconds of that day.
+
+    Returns
+    -------
+    bytes
+        12 bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value has the wrong type, does not parse, or is out of the type's range.
+    """
     julian = days + JULIAN_DAY_OF_UNIX_EPOCH
     if not 0 <= julian < (1 << 32):
         raise InvalidValueError(f"timestamp is {_INT96_RANGE}")
@@ -220,7 +363,25 @@ def int96_bytes(days: int, nanos_of_day: int) -> bytes:
 
 
 def int96_rows(days: npt.NDArray[np.int64], nanos_of_day: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
-    """:func:`int96_bytes` of many values, as an ``(n, 12)`` uint8 matrix."""
+    """:func:`int96_bytes` of many values, as an ``(n, 12)`` uint8 matrix.
+
+    Parameters
+    ----------
+    days : numpy.ndarray of int64
+        Days since 1970-01-01.
+    nanos_of_day : numpy.ndarray of uint64
+        Nanoseconds of each day.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (n, 12)
+        The stored bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A Julian day outside the 32-bit range.
+    """
     julian = days.astype(np.int64) + JULIAN_DAY_OF_UNIX_EPOCH
     if julian.size and (julian.min() < 0 or julian.max() >= (1 << 32)):
         raise InvalidValueError(f"timestamp is {_INT96_RANGE}")

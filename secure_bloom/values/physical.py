@@ -61,7 +61,27 @@ def _int_bits(value: Any, bits: int) -> int:
 
 
 def plain_bytes(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> bytes:
-    """The bytes Parquet hashes for ``value``: its PLAIN encoding without a length prefix."""
+    """The bytes Parquet hashes for ``value``: its PLAIN encoding without a length prefix.
+
+    Parameters
+    ----------
+    value : object
+        One value in the physical type's Python form.
+    physical_type : PhysicalType, str or int
+        The column's physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+
+    Returns
+    -------
+    bytes
+        The plain encoding (little-endian numbers, raw bytes).
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value does not fit the physical type.
+    """
     ptype, width = _resolve(physical_type, type_length)
     if ptype in _INT_RANGES:
         bits = _INT_RANGES[ptype]
@@ -103,7 +123,33 @@ def _to_float32(arr: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
 
 
 def hash_value(value: Any, physical_type: PhysicalType | str | int, *, type_length: int | None = None) -> int:
-    """XXH64 (seed 0) of one value's plain encoding, as an unsigned 64-bit int."""
+    """XXH64 (seed 0) of one value's plain encoding, as an unsigned 64-bit int.
+
+    Parameters
+    ----------
+    value : object
+        One value in the physical type's Python form (int, float, bytes, str, Decimal...).
+    physical_type : PhysicalType, str or int
+        The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+    type_length : int, optional
+        The width of a FIXED_LEN_BYTE_ARRAY column.
+
+    Returns
+    -------
+    int
+        The hash Parquet writers insert for the value.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The value does not fit the physical type (wrong type, out of range, wrong width).
+
+    Examples
+    --------
+    >>> from secure_bloom import hash_value
+    >>> hex(hash_value(42, "INT64"))
+    '0xb556806fb6d14353'
+    """
     return int(xxhash.xxh64_intdigest(plain_bytes(value, physical_type, type_length=type_length)))
 
 
@@ -249,7 +295,26 @@ def plain_arrays(values: Any, physical_type: PhysicalType | str | int, *,
     float64); an ``(n, w)`` uint8 matrix for a fixed width ``w``; a list or tuple that pyarrow
     converts (in C) to int64 for INT64, or to strings or binaries for BYTE_ARRAY where the compiled
     kernels are missing (``None`` as null; with them, :func:`hash_values` hashes str and bytes
-    objects in place: :func:`secure_bloom.kernels.xxh64_objects`).
+    objects in place: ``secure_bloom.kernels.xxh64_objects``).
+
+    Parameters
+    ----------
+    values : object
+        The values.
+    physical_type : PhysicalType, str or int
+        The column's physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+
+    Returns
+    -------
+    list or None
+        Arrays the kernels hash as they are, or None.
+
+    Raises
+    ------
+    None
+        Nothing of its own: what it cannot take directly is None.
     """
     ptype, width = _resolve(physical_type, type_length)
     if _is_arrow(values):
@@ -281,8 +346,25 @@ def hash_values(values: Any, physical_type: PhysicalType | str | int, *,
                 type_length: int | None = None) -> npt.NDArray[np.uint64]:
     """XXH64 of many values (nulls skipped) as a ``uint64`` array; equal to :func:`hash_value`.
 
-    ``values`` may be a scalar, a sequence, a numpy array (an ``(n, w)`` uint8 matrix for
-    fixed-width binary), or a pyarrow Array / ChunkedArray (see :mod:`secure_bloom.values.arrow`).
+    Parameters
+    ----------
+    values : scalar, sequence, numpy array or pyarrow array
+        A numpy array (an ``(n, w)`` uint8 matrix for fixed-width binary), or a pyarrow Array /
+        ChunkedArray (see :mod:`secure_bloom.values.arrow`), or Python values.
+    physical_type : PhysicalType, str or int
+        The column's Parquet physical type (``"INT64"``, ``"BYTE_ARRAY"``...).
+    type_length : int, optional
+        The width of a FIXED_LEN_BYTE_ARRAY column.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One hash per non-null value, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A value does not fit the physical type.
     """
     ptype, width = _resolve(physical_type, type_length)
     if ptype is PhysicalType.BYTE_ARRAY and type(values) in (list, tuple):

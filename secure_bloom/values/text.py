@@ -52,7 +52,23 @@ def _split_nanos(body: str) -> tuple[str, int]:
 
 def parse_timestamp_text(text: str) -> Any:
     """ISO-8601 text -> ``datetime``, or :class:`NanoTimestamp` for 7-9 fractional digits; naive
-    or aware as written (converted to UTC when encoded)."""
+    or aware as written (converted to UTC when encoded).
+
+    Parameters
+    ----------
+    text : str
+        ``2024-01-02T03:04:05.123456789+01:00`` and its shorter forms.
+
+    Returns
+    -------
+    datetime.datetime or NanoTimestamp
+        The instant, every digit kept.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse as ISO-8601.
+    """
     body, extra = _split_nanos(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     try:
         value = dt.datetime.fromisoformat(body)
@@ -148,7 +164,25 @@ def _from_text(text: str, column: ColumnType) -> Any:
 
 def parse_text(text: str, column: ColumnType) -> Any:
     """Parse ``text`` into a value for ``column`` (not yet checked against the column's range:
-    :func:`secure_bloom.values.column.value_from_text` does both)."""
+    :func:`secure_bloom.values.column.value_from_text` does both).
+
+    Parameters
+    ----------
+    text : str
+        The value as typed.
+    column : ColumnType
+        The column the text is for.
+
+    Returns
+    -------
+    object
+        A str, int, float, Decimal, date, datetime, time or bytes, as the column's type wants.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse for the column.
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
     try:
@@ -158,7 +192,23 @@ def parse_text(text: str, column: ColumnType) -> Any:
 
 
 def display_value(value: Any) -> str:
-    """The key a value gets in a :class:`~secure_bloom.parquet.file.reader.ProbeResult`."""
+    """The label a value gets in a :class:`~secure_bloom.parquet.file.probe.ProbeResult`.
+
+    Parameters
+    ----------
+    value : object
+        A probed value.
+
+    Returns
+    -------
+    str
+        Its text (``-nan`` and ``nan`` told apart, bytes as ``hex:...``), safe to show.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):

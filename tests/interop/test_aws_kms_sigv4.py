@@ -42,7 +42,7 @@ def _sigv4_tool(mode: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from support.parquet_java_checks import checks_jar
 
     from secure_bloom.spark.jvm import run_java
-    from secure_bloom.tools.parquet_java import harness_jars
+    from benchmarks.parquet_java import harness_jars
 
     proc = run_java("io.securebloom.SigV4Tool", [mode], 120, stdin=json.dumps({"cases": cases}),
                     jars=[checks_jar(), *harness_jars()])

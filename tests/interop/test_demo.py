@@ -1,4 +1,4 @@
-"""The README's main job runs to completion (issue 6): `secure-bloom demo` on a small table."""
+"""The README's main job runs to completion (issue 6): `python -m benchmarks demo` on a small table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.interop
 
 
 def test_demo_end_to_end(tmp_path, spark, dev_key_list_file, capsys):  # type: ignore[no-untyped-def]
-    from secure_bloom.tools.demo import main
+    from benchmarks.demo import main
 
     out = tmp_path / "demo"
     assert main(["--out", str(out), "--rows", "20000", "--key-list-file", str(dev_key_list_file)]) == 0

@@ -168,7 +168,7 @@ def test_pyarrow_external_material_then_ours_then_pyarrow(tmp_path: Path) -> Non
 def test_parquet_java_unwraps_key_material_we_wrote(tmp_path: Path, spark: object) -> None:
     """Our FileKeyWrapper re-wraps the sidecar (fresh KEKs and KEK ids, our JSON); parquet-java's
     own key tools then unwrap it to open the file, and Spark reads every row."""
-    from secure_bloom.tools.parquet_java import bloom_probe
+    from benchmarks.parquet_java import bloom_probe
     from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
     from secure_bloom.spark.session import applied_policy
 

@@ -21,7 +21,7 @@ from support.parquet_files import (
 )
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import MAYBE, KeyAccess, ParquetBloomReader, attach_bloom_filters
-from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe, format_value
+from benchmarks.parquet_java import ColumnProbe, bloom_probe, format_value
 from secure_bloom.spark.policy import EncryptionPolicy, KeyListKmsConfig
 from secure_bloom.spark.session import applied_policy
 from support.spark_bloom_data import SparkBloomFiles, make_policy, random_key_list, standard_dataframe, write_parquet

@@ -28,7 +28,7 @@ from secure_bloom.kms.aws import encryption_context
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table, write_table
 from secure_bloom.spark.policy import AwsKmsConfig, BloomFilterSpec, EncryptionPolicy
 from secure_bloom.spark.session import applied_policy
-from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
+from benchmarks.parquet_java import ColumnProbe, bloom_probe
 
 pytestmark = [pytest.mark.interop, pytest.mark.aws_kms]
 

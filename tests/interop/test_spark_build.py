@@ -143,7 +143,7 @@ def _parquet_java_bitsets(spark, frame, tmp_path, timestamp_type):  # type: igno
     ndv 64 at fpp 0.01); returns {column: (numBytes, bitset SHA-256)} as parquet-java reads them."""
     from support.spark_bloom_data import write_parquet
 
-    from secure_bloom.tools.parquet_java import bloom_probe
+    from benchmarks.parquet_java import bloom_probe
 
     options = {"parquet.enable.dictionary": "false"}
     for name in frame.columns:

@@ -24,7 +24,7 @@ from secure_bloom.values.logical import encode_int96
 from secure_bloom.parquet import ABSENT, MAYBE, KeyAccess, ParquetBloomReader
 from secure_bloom.parquet.write.attach import attach_bloom_filters
 from secure_bloom.parquet.audit.auditor import audit
-from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
+from benchmarks.parquet_java import ColumnProbe, bloom_probe
 from support.parquet_java_checks import bloom_verify
 from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig
 from secure_bloom.spark.session import applied_policy

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from support.openbao_server import OpenBaoServer
 from secure_bloom.errors import JavaNotFoundError, JvmError
 from secure_bloom.spark.jvm import run_java, secure_bloom_jar, spark_version
-from secure_bloom.tools.parquet_java import (
+from benchmarks.parquet_java import (
     ColumnProbe,
     bloom_bench,
     bloom_probe,

@@ -68,7 +68,7 @@ def test_spark_and_parquet_java_read_filters_python_attached_with_openbao_keys(
 
     from secure_bloom.kms import pyarrow_kms_client_factory
     from secure_bloom.parquet.write.attach import attach_bloom_filters
-    from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
+    from benchmarks.parquet_java import ColumnProbe, bloom_probe
 
     _create_keys(openbao, "footer_mk", "pii_mk")
     kms = OpenBaoTransitKms(openbao.url, token=openbao.token)

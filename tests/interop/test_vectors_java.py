@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from secure_bloom.errors import JvmError
-from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe, format_value
+from benchmarks.parquet_java import ColumnProbe, bloom_probe, format_value
 from support.paths import REPO_DIR
 
 pytestmark = pytest.mark.interop

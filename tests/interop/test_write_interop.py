@@ -21,7 +21,7 @@ from secure_bloom.kms import OpenBaoTransitKms
 from secure_bloom.parquet import write_table
 from secure_bloom.spark.policy import BloomFilterSpec, EncryptionPolicy, KeyListKmsConfig, TransitKmsConfig
 from secure_bloom.spark.session import applied_policy
-from secure_bloom.tools.parquet_java import ColumnProbe, bloom_probe
+from benchmarks.parquet_java import ColumnProbe, bloom_probe
 from support.parquet_java_checks import bloom_verify
 
 pytestmark = pytest.mark.interop

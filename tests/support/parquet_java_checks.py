@@ -1,7 +1,7 @@
 """The parquet-java checks only the test suite runs, and their Java harnesses (``tests/support/java``).
 
 They compile into a jar of their own (:func:`checks_jar`), built on first use against the
-reference-harness jar that ships in the package (``Cli`` plumbing, :mod:`secure_bloom.tools.parquet_java`)
+reference-harness jar that ships in the package (``Cli`` plumbing, :mod:`benchmarks.parquet_java`)
 and the production jar; nothing here is in the wheel.
 
 * :func:`bloom_verify` - parquet-java reads every stored value of each chunk from the data pages,
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from secure_bloom.spark.jvm import compiled_jar, run_json
-from secure_bloom.tools.parquet_java import harness_jars
+from benchmarks.parquet_java import harness_jars
 
 __all__ = ["bloom_verify", "checks_jar", "kms_unwrap", "kms_wrap"]
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import settings
+from support.profiles import examples  # re-exported: the robustness tests import it from here
 from hypothesis import strategies as st
 
 from secure_bloom.parquet import ParquetBloomReader
@@ -45,11 +45,6 @@ INTERESTING_U32 = (0, 1, 4, 27, 28, 29, 44, 100, 1024, 1 << 16, 0x7FFFFFFF, 0x80
 
 def vector(name: str) -> bytes:
     return (DATA / name).read_bytes()
-
-
-def examples(n: int) -> int:
-    """``n`` examples under profile "ci", scaled by the loaded profile's max_examples."""
-    return max(1, n * settings.default.max_examples // 100)
 
 
 def varint(value: int) -> bytes:

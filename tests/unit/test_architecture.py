@@ -2,7 +2,7 @@
 
 Floors, bottom up (arrows only down): foundation (spec, types, errors) < hashing < kernels < values <
 Thrift and the plaintext filter < GCM modules < encrypted filter < kms < the Parquet layer (``file/``,
-then the rooms, then its public face and the Polars / DuckDB adapters) < Spark < CLI and tools. Inside the Parquet layer, ``file/`` is the floor the three
+then the rooms, then its public face and the Polars / DuckDB adapters) < Spark < CLI. Inside the Parquet layer, ``file/`` is the floor the three
 rooms stand on: ``write/``, ``read/`` and ``audit/`` use ``file/`` and never each other, and ``file/``
 imports none of them. No import cycles; no module imports another module's private name.
 
@@ -37,7 +37,7 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
     (9, ("secure_bloom.parquet.write", "secure_bloom.parquet.read", "secure_bloom.parquet.audit")),
     (10, ("secure_bloom.parquet",)),  # the public face and the engine adapters (polars, duckdb)
     (11, ("secure_bloom.spark",)),
-    (12, ("secure_bloom.cli", "secure_bloom.tools", "secure_bloom.testing", "secure_bloom.pytest_plugin",
+    (12, ("secure_bloom.cli", "secure_bloom.testing", "secure_bloom.pytest_plugin",
           "secure_bloom")),
 ]
 

@@ -13,6 +13,7 @@ import pytest
 from support.footer_decrypt import decrypt_column_metadata, decrypt_encrypted_footer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.crypto.modules import ModuleType, decrypt_module, encrypt_module, module_aad
 from secure_bloom.encrypted_filter import (
@@ -95,7 +96,7 @@ def test_layout() -> None:
     assert enc[4:16] != enc[52:64]  # fresh nonce per module
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([32, 64, 1024, 65536]), st.sampled_from([16, 24, 32]), st.integers(0, 32767),
        st.integers(0, 32767), st.binary(max_size=16), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
 def test_round_trip(num_bytes: int, key_len: int, rg: int, col: int, prefix: bytes, values: list[int]) -> None:

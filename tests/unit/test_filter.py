@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom import sbbf_numpy, thrift_codec
 from secure_bloom.errors import MalformedBitsetError, MalformedHeaderError
@@ -23,7 +24,7 @@ from support.paths import DATA_DIR
 DATA = DATA_DIR
 VECTORS = DATA / "parquet-testing"
 MIB = 1 << 20
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DATA_INDEX_WORDS = ["Hello", "This is", "a", "test", "How", "are you", "doing ", "today", "the quick",
                     "brown fox", "jumps", "over", "the lazy", "dog"]
 
@@ -225,7 +226,7 @@ def test_insert_blocks_small_batches_equal_scalar(case: tuple[int, list[int]]) -
     assert _numpy_filter(size, np.array(hashes, dtype=np.uint64)) == bf
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.lists(hashes64, min_size=1, max_size=50), st.integers(1, 40), st.sampled_from([MIB, 2 * MIB]))
 def test_insert_blocks_big_batches_equal_scalar(pool: list[int], repeats: int, size: int) -> None:
     """Filters above 512 KiB: chunks of up to 8192 values, many sharing blocks, repeats too."""

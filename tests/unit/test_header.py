@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 from support.robustness_support import varint
 
 from secure_bloom import thrift_codec
@@ -138,7 +139,7 @@ def test_num_bytes_of_the_wrong_type() -> None:
             parse_header(raw)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=64))
 def test_garbage_raises_only_the_specific_errors(garbage: bytes) -> None:
     try:
@@ -149,7 +150,7 @@ def test_garbage_raises_only_the_specific_errors(garbage: bytes) -> None:
         assert bf.to_bytes() == garbage  # only a real filter parses
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(0, 15), st.binary(min_size=1, max_size=8))
 def test_mutated_headers_raise_only_header_errors(pos: int, patch: bytes) -> None:
     raw = bytearray(HEADER_1024 + b"\x00" * 1024)

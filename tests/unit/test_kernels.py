@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from support.components import missing
 
@@ -33,7 +34,7 @@ from secure_bloom.values import hash_value, hash_values
 from support.paths import VECTORS_DIR
 
 VECTORS = VECTORS_DIR
-PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+PROPERTY = settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
 NATIVE_BUILT = importlib.util.find_spec("secure_bloom.native_kernels") is not None
 MASK64 = (1 << 64) - 1

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from support.components import missing
 from support.elf import dynamic_needs, glibc_floor
@@ -208,7 +209,7 @@ def modules(draw: st.DrawFn) -> tuple[bytes, bytes, bytes, int]:
     return bytes(module), key, aad, max_plaintext
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules(), st.sampled_from(["bytes", "memoryview", "bytearray", "slice"]))
 def test_modules_open_as_the_python_twin(native: Any, case: tuple[bytes, bytes, bytes, int], kind: str) -> None:
     module, key, aad, max_plaintext = case
@@ -353,7 +354,7 @@ def filters(draw: st.DrawFn) -> tuple[bytes, bytes | None, list[int], list[int]]
     return bytes(data), key, inserted, probed
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=examples(300), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(filters())
 def test_filters_probe_as_the_python_twin(native: Any, filter_file: Any,
@@ -462,7 +463,7 @@ def tails(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=examples(300), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(tails())
 def test_tails_read_as_the_python_twin(native: Any, tmp_path: Path, data: bytes) -> None:

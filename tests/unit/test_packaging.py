@@ -138,3 +138,18 @@ def test_installed_build_names_the_wheel_and_tells_a_source_build(tmp_path: Path
     ]:
         (tmp_path / name).mkdir()
         assert _installed_build_in(tmp_path / name, *tags) == expected
+
+
+def test_the_wheel_ships_no_developer_tooling() -> None:
+    """Benchmarks, the demo, the vectors generator and the Java / C++ reference harnesses live in the
+    checkout's benchmarks/ folder (issue 31): the installed distribution carries none of them, and the
+    CLI has no command that would need them."""
+    files = {str(f) for f in metadata.files("secure-bloom") or []}
+    assert files and not [f for f in files if f.startswith(("benchmarks/", "secure_bloom/tools/"))]
+    assert not [f for f in files if f.endswith((".java", ".cc")) and not f.startswith("secure_bloom/spark/java/")]
+    proc = _python("from secure_bloom.cli.parser import build_parser\n"
+                   "import argparse\n"
+                   "sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))\n"
+                   "print(' '.join(sub.choices))")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["inspect", "probe", "attach", "encrypt", "audit", "query", "doctor", "dev-keys"]

@@ -1,11 +1,15 @@
-"""The README's code runs as written (issue 24): a reader can copy-paste every block.
+"""The README's and the documentation site's code runs as written (issues 24, 31): a reader can
+copy-paste every block.
 
-Every ```python block of README.md runs in a fresh interpreter with its own empty working
-directory holding only ``keys/dev-key-list.txt`` (the blocks name paths relative to the repository
-root and write their outputs there): blocks using Spark under the ``interop`` marker, blocks using
-S3 against the local moto S3-API server (``s3`` marker, ``$S3_ENDPOINT``). Every ``secure-bloom``
-command of a ```bash block must parse with the real CLI parser. Every ``examples/*.py`` is run,
-here or by tests/interop/test_examples.py (which also checks what each prints).
+Every ```python block of README.md and of the Markdown pages under docs/ runs in a fresh
+interpreter with its own empty working directory holding only ``keys/dev-key-list.txt`` (the
+blocks make their own throwaway keys or name paths relative to the repository root, and write
+their outputs there): blocks using Spark under the ``interop`` marker, blocks using S3 against the
+local moto S3-API server (``s3`` marker, ``$S3_ENDPOINT``). Every ``secure-bloom`` command of a
+```bash block must parse with the real CLI parser, and every ``python -m benchmarks COMMAND``
+must name a command of the checkout's benchmarks/ that answers ``--help``. Every
+``examples/*.py`` is run, here or by tests/interop/test_examples.py (which also checks what each
+prints).
 """
 
 from __future__ import annotations
@@ -24,14 +28,24 @@ import pytest
 from support.paths import REPO_DIR
 
 README = REPO_DIR / "README.md"
+DOCS = REPO_DIR / "docs"
 EXAMPLES = REPO_DIR / "examples"
 
 
-def _blocks(language: str) -> list[tuple[int, str]]:
-    """(first line number, code) of every fenced block of ``language`` in README.md."""
-    text = README.read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 2, m.group(1))
-            for m in re.finditer(rf"^```{language}\n(.*?)^```", text, re.S | re.M)]
+def _pages() -> list[Path]:
+    """README.md and the site's hand-written pages (not the generated API pages or the build)."""
+    pages = sorted(p for p in DOCS.rglob("*.md") if not {"_build", "api"} & set(p.relative_to(DOCS).parts))
+    return [README, *pages]
+
+
+def _blocks(language: str, pages: list[Path] | None = None) -> list[tuple[str, str]]:
+    """(``page:first line``, code) of every fenced block of ``language`` in the pages."""
+    found = []
+    for page in pages or _pages():
+        text = page.read_text(encoding="utf-8")
+        found += [(f"{page.relative_to(REPO_DIR)}:{text.count(chr(10), 0, m.start()) + 2}", m.group(1))
+                  for m in re.finditer(rf"^```{language}\n(.*?)^```", text, re.S | re.M)]
+    return found
 
 
 def _marks(code: str) -> list[Any]:
@@ -42,7 +56,7 @@ def _marks(code: str) -> list[Any]:
     return []
 
 
-PYTHON_BLOCKS = [pytest.param(code, id=f"README.md:{line}", marks=_marks(code)) for line, code in _blocks("python")]
+PYTHON_BLOCKS = [pytest.param(code, id=where, marks=_marks(code)) for where, code in _blocks("python")]
 
 
 def _run_python(code: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> str:
@@ -59,11 +73,12 @@ def _workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_readme_has_blocks_of_each_kind() -> None:
+def test_the_pages_have_blocks_of_each_kind() -> None:
     """The extraction finds the blocks (a changed fence syntax must not make the test vacuous)."""
     kinds = [tuple(m.mark.name for m in p.marks) for p in PYTHON_BLOCKS]
-    assert len(PYTHON_BLOCKS) >= 5 and ("interop",) in kinds and ("s3",) in kinds and () in kinds
-    assert len(_commands()) >= 10
+    assert len(PYTHON_BLOCKS) >= 8 and ("interop",) in kinds and ("s3",) in kinds and () in kinds
+    assert len(_commands()) >= 15
+    assert _blocks("python", [README]) and [c for c in _commands() if c.startswith("python -m benchmarks")]
 
 
 @pytest.mark.parametrize("code", PYTHON_BLOCKS)
@@ -77,32 +92,36 @@ def test_python_block_runs_as_written(code: str, tmp_path: Path, request: pytest
 
 
 def _commands() -> list[str]:
-    """Every ``secure-bloom ...`` command of the README's bash blocks, continuation lines joined."""
+    """Every ``secure-bloom ...`` and ``python -m benchmarks ...`` command of the pages' bash
+    blocks, continuation lines joined (a ``.venv/bin/`` prefix dropped)."""
     commands = []
     for _, code in _blocks("bash"):
         joined = re.sub(r"\\\n\s*", " ", code)
         for line in joined.splitlines():
-            line = line.split(" # ")[0].strip()  # a trailing comment
-            if line.startswith("secure-bloom"):
+            line = line.split(" # ")[0].strip().removeprefix(".venv/bin/")  # a trailing comment
+            if line.startswith(("secure-bloom", "python -m benchmarks")):
                 commands.append(line)
-    return commands
+    return sorted(set(commands))
 
 
 @pytest.mark.parametrize("command", _commands())
 def test_cli_command_parses(command: str) -> None:
-    """The real parser accepts it (a usage error raises ``CliError``); a command handed to a tool
-    of its own (benchmarks, the demo) must exist and answer ``--help``."""
-    from secure_bloom.cli.parser import DELEGATED, build_parser, parse_args, split_delegated
+    """The real parser accepts it (a usage error raises ``CliError``); a benchmarks command must
+    exist and answer ``--help``."""
+    from secure_bloom.cli.parser import build_parser, parse_args
 
-    argv = shlex.split(command)[1:]
-    _, delegated, rest = split_delegated(argv)
-    if delegated is None:
-        args = parse_args(build_parser(), argv)
-        assert args.command == argv[next(i for i, a in enumerate(argv) if not a.startswith("-"))]
+    argv = shlex.split(command)
+    if argv[:3] == ["python", "-m", "benchmarks"]:
+        from benchmarks.__main__ import COMMANDS
+
+        if len(argv) == 3:  # the bare command lists the commands
+            return
+        with pytest.raises(SystemExit) as exited:
+            importlib.import_module(COMMANDS[argv[3]]).main([*argv[4:], "--help"])
+        assert exited.value.code == 0
         return
-    with pytest.raises(SystemExit) as exited:
-        importlib.import_module(DELEGATED[delegated]).main([*rest, "--help"])
-    assert exited.value.code == 0
+    args = parse_args(build_parser(), argv[1:])
+    assert args.command == argv[1:][next(i for i, a in enumerate(argv[1:]) if not a.startswith("-"))]
 
 
 def test_every_example_runs(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import pytest
 import thriftpy2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 from thriftpy2.thrift import TType
 
 from secure_bloom import thrift_codec
@@ -112,7 +113,7 @@ def test_hostile_sizes_allocate_little(thrift_backend: str) -> None:
         assert _measure(data) < 1 << 20
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=200))
 def test_garbage_only_raises_malformed_thrift(thrift_backend: str, data: bytes) -> None:
     try:
@@ -121,7 +122,7 @@ def test_garbage_only_raises_malformed_thrift(thrift_backend: str, data: bytes) 
         pass
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(0, 400), st.binary(min_size=1, max_size=4))
 def test_mutated_footer_only_raises_malformed_thrift(thrift_backend: str, pos: int, patch: bytes) -> None:
     raw = bytearray(_plain_footer("data_index_bloom_encoding_stats.parquet"))
@@ -176,7 +177,7 @@ STRUCTS = sorted(name for name, value in vars(M).items() if isinstance(value, ty
 UNIONS = frozenset(re.findall(r"^\s*union\s+(\w+)", (REPO_DIR / "specs" / thrift_codec.IDL_FILENAME).read_text(),
                               flags=re.MULTILINE))
 _INT_RANGE = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}
-DIFFERENTIAL = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DIFFERENTIAL = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_struct_list_covers_the_idl() -> None:
@@ -249,7 +250,7 @@ def test_native_equals_python_on_random_bytes(cls_name: str, blob: bytes) -> Non
     assert_decoders_agree(getattr(M, cls_name), blob)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_native_equals_python_on_mutated_real_footers(data: st.DataObject) -> None:
     raw = data.draw(st.sampled_from(sorted(REAL_FOOTERS.values())), label="footer")

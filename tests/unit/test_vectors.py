@@ -131,5 +131,5 @@ def test_negative_vectors_differ_from_their_base_only_where_they_say() -> None:
 def test_the_readme_documents_the_manifest() -> None:
     text = (VECTORS / "README.md").read_text()
     for word in ("manifest.json", "key_list", "plain_hex", "expected_outcome", "authentication_error",
-                 "refused_plaintext_filter", "Apache-2.0", "secure_bloom.tools.vectors"):
+                 "refused_plaintext_filter", "Apache-2.0", "benchmarks.vectors"):
         assert word in text, word

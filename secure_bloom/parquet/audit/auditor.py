@@ -370,7 +370,33 @@ def audit_file(path: str | os.PathLike[str], sensitive_columns: Sequence[str] | 
     ``path``: a local path, a URI (``s3://bucket/key?endpoint_override=...``) or a path on
     ``filesystem`` (a ``pyarrow.fs`` filesystem); on an object store every read is a range read
     (:attr:`FileResult.bytes_read` says how many bytes). The result names the file by
-    :func:`~secure_bloom.parquet.file.sources.display_source` (a URI without its options)."""
+    :func:`~secure_bloom.parquet.file.sources.display_source` (a URI without its options).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A local path, a URI or a path on ``filesystem``.
+    sensitive_columns : sequence of str, optional
+        Sensitive column names.
+    keys : KeyAccess
+        The caller's keys.
+    allow_footer_key : bool, default False
+        Accept filters under the footer key.
+    policy : Policy, optional
+        A compliance policy.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem.
+
+    Returns
+    -------
+    FileResult
+        The file's audit (``error`` set when it could not be checked).
+
+    Raises
+    ------
+    ValueError
+        Neither ``policy`` nor ``sensitive_columns`` names a column.
+    """
     file = display_source(path, filesystem)
     rules = _policy_of(sensitive_columns, allow_footer_key, policy, hide_filter_sizes)
     if isinstance(assumed_fpp, bool) or not isinstance(assumed_fpp, (int, float)) or not 0.0 < assumed_fpp < 1.0:

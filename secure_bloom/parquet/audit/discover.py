@@ -64,7 +64,23 @@ PROBLEM_KINDS = ("FILE_NOT_FOUND", "NO_PARQUET_FILES", "UNREADABLE_DIRECTORY", "
 
 
 def is_parquet_name(name: str) -> bool:
-    """True for file names that say "Parquet data file" (a walk also finds files by content)."""
+    """True for file names that say "Parquet data file" (a walk also finds files by content).
+
+    Parameters
+    ----------
+    name : str
+        A file name.
+
+    Returns
+    -------
+    bool
+        Whether the name says Parquet.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if name.startswith((".", "_")):
         return False
     lower = name.lower()
@@ -80,7 +96,25 @@ def _quiet_name(name: str) -> bool:
 
 def has_parquet_magic(head: bytes, tail: bytes) -> bool:
     """True when a file's first or last four bytes are a Parquet magic (either end suffices, so
-    that a truncated or damaged Parquet file is still read, and reported, not skipped)."""
+    that a truncated or damaged Parquet file is still read, and reported, not skipped).
+
+    Parameters
+    ----------
+    head : bytes
+        The file's first bytes.
+    tail : bytes
+        Its last bytes.
+
+    Returns
+    -------
+    bool
+        Whether either is a Parquet magic.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return head in _MAGICS or tail in _MAGICS
 
 
@@ -88,7 +122,16 @@ def has_parquet_magic(head: bytes, tail: bytes) -> bool:
 class ParquetPath:
     """One path to read, or (``problem`` set) one that could not be searched or read.
 
-    ``origin`` is the argument it came from; ``kind`` is one of :data:`PROBLEM_KINDS`.
+    Parameters
+    ----------
+    path : str
+        The path (never shown with URI credentials).
+    origin : str
+        The argument it came from.
+    problem : str, optional
+        Why it could not be searched or read.
+    kind : str, optional
+        One of :data:`PROBLEM_KINDS`.
     """
 
     path: str
@@ -104,7 +147,15 @@ class ParquetPath:
 @dataclass(frozen=True)
 class Skipped:
     """A file found under a directory and not read, with the reason (not a failure: it was
-    looked at and is not Parquet, or it is a second path to a directory already searched)."""
+    looked at and is not Parquet, or it is a second path to a directory already searched).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    reason : str
+        Why it was not read.
+    """
 
     path: str
     reason: str
@@ -112,18 +163,27 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Discovery:
-    """Everything :func:`discover` found: ``entries`` (files and problems, in order) and
-    ``skipped``."""
+    """Everything :func:`discover` found.
+
+    Parameters
+    ----------
+    entries : tuple of ParquetPath
+        Files and problems, in order.
+    skipped : tuple of Skipped
+        Files looked at and not read.
+    """
 
     entries: tuple[ParquetPath, ...]
     skipped: tuple[Skipped, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
+        """The Parquet files found, in discovery order."""
         return tuple(e.path for e in self.entries if e.problem is None)
 
     @property
     def problems(self) -> tuple[ParquetPath, ...]:
+        """The entries that could not be read or are not Parquet (each with its problem)."""
         return tuple(e for e in self.entries if e.problem is not None)
 
 
@@ -300,6 +360,23 @@ def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) ->
     filesystem). Arguments that cannot contribute a file are returned with ``problem`` set
     instead of being dropped, so that a mistyped path or an empty directory is reported, never
     silently passed.
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        Local paths and URIs, or paths on ``filesystem``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem.
+
+    Returns
+    -------
+    Discovery
+        The files found and the problems.
+
+    Raises
+    ------
+    secure_bloom.errors.StorageUnavailableError
+        A store that does not answer.
     """
     out: list[ParquetPath] = []
     skipped: list[Skipped] = []
@@ -338,5 +415,21 @@ def discover(paths: Iterable[str | os.PathLike[str]], filesystem: Any = None) ->
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[ParquetPath]:
-    """The entries of :func:`discover`: files to read and problems (``problem`` set)."""
+    """The entries of :func:`discover`: files to read and problems (``problem`` set).
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        Local paths.
+
+    Returns
+    -------
+    list of ParquetPath
+        Files and problems.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return list(discover(paths).entries)

@@ -176,6 +176,7 @@ class ColumnRule:
 
     @property
     def is_glob(self) -> bool:
+        """True if the rule names columns by a glob rather than a path."""
         return self.glob
 
     @property
@@ -185,6 +186,7 @@ class ColumnRule:
 
     @property
     def where(self) -> str:
+        """The rule as messages name it: its path and its line in the policy file."""
         return f"rule {self.path!r}" + (f" (line {self.line})" if self.line is not None else "")
 
     def matches(self, columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
@@ -231,7 +233,22 @@ def _conflict(a: ColumnRule, b: ColumnRule) -> str | None:
 
 @dataclass(frozen=True)
 class Policy:
-    """A compliance policy: column rules and the footer-key allowance. ``source`` names the file."""
+    """A compliance policy: column rules and the footer-key allowance (:func:`load_policy` reads one).
+
+    Parameters
+    ----------
+    rules : tuple of ColumnRule
+        The ``[[column]]`` rules, in file order.
+    allow_footer_key : bool, default False
+        Accept filters encrypted under the footer key.
+    source : str, optional
+        The policy file (messages name ``file:line``).
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        No rule, or two rules that repeat or contradict each other.
+    """
 
     rules: tuple[ColumnRule, ...]
     allow_footer_key: bool = False
@@ -273,7 +290,23 @@ class Policy:
         return tuple(r.path for r in self.rules)
 
     def conflict(self, leaf: str) -> str | None:
-        """Why the rules covering the leaf ``leaf`` cannot all hold (two globs), or None."""
+        """Why the rules covering the leaf ``leaf`` cannot all hold (two globs), or None.
+
+        Parameters
+        ----------
+        leaf : str
+            A leaf column path.
+
+        Returns
+        -------
+        str or None
+            The reason, or None.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         covering = [r for r in self.rules if r.covers_path(leaf)]
         for i, a in enumerate(covering):
             for b in covering[i + 1:]:
@@ -283,12 +316,40 @@ class Policy:
         return None
 
     def with_rules(self, extra: Iterable[ColumnRule]) -> Policy:
-        """This policy plus ``extra`` rules (e.g. ``--sensitive`` names next to ``--policy``)."""
+        """This policy plus ``extra`` rules (e.g. ``--sensitive`` names next to ``--policy``).
+
+        Parameters
+        ----------
+        extra : iterable of ColumnRule
+            The rules to add.
+
+        Returns
+        -------
+        Policy
+            A new policy.
+
+        Raises
+        ------
+        secure_bloom.errors.PolicyError
+            The rules together repeat or contradict each other.
+        """
         known = {(r.path, r.glob) for r in self.rules}  # a literal path is not the glob of the same text
         return Policy(rules=self.rules + tuple(r for r in extra if (r.path, r.glob) not in known),
                       allow_footer_key=self.allow_footer_key, source=self.source)
 
     def to_dict(self) -> dict[str, Any]:
+        """The policy as JSON-able values (reports name it).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"source": self.source, "allow_footer_key": self.allow_footer_key,
                 "rules": [r.to_dict() for r in self.rules]}
 
@@ -400,7 +461,38 @@ def _filter_requirement(value: Any) -> FilterRequirement:
 
 
 def parse_policy(text: str, source: str = "<policy>") -> Policy:
-    """A :class:`Policy` from TOML text; :class:`PolicyError` names ``source`` and the line."""
+    """A :class:`Policy` from TOML text.
+
+    Parameters
+    ----------
+    text : str
+        The policy, as TOML.
+    source : str, default "<policy>"
+        What messages call it.
+
+    Returns
+    -------
+    Policy
+        The validated policy.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        As :func:`load_policy` (naming ``source`` and the line).
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet.audit.policy import parse_policy
+    >>> policy = parse_policy('''
+    ... version = 1
+    ... [[column]]
+    ... path = "email"
+    ... master_keys = ["pii_key"]
+    ... filter = "required"
+    ... ''')
+    >>> [(rule.path, rule.filter.value, rule.master_keys) for rule in policy.rules]
+    [('email', 'required', ('pii_key',))]
+    """
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -426,7 +518,26 @@ def parse_policy(text: str, source: str = "<policy>") -> Policy:
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """Read and validate a policy file (UTF-8 TOML)."""
+    """Read and validate a policy file (UTF-8 TOML).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The policy file.
+
+    Returns
+    -------
+    Policy
+        The validated policy.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        Not TOML, an unknown key, a bad glob, a wrong type or contradictory rules (named by
+        ``file:line``).
+    OSError
+        The file cannot be read.
+    """
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:

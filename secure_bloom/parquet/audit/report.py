@@ -56,6 +56,8 @@ class Code(str, Enum):
 
 
 class Severity(str, Enum):
+    """How bad a finding is: a violation fails the audit (exit 1); a warning is reported only."""
+
     VIOLATION = "violation"
     WARNING = "warning"
 
@@ -142,7 +144,20 @@ def format_row_groups(numbers: Sequence[int]) -> str:
 class Finding:
     """One problem with one sensitive column of one file, over the row groups where it occurs.
 
-    ``leaf`` is the leaf column path (a sensitive group name expands to its leaves).
+    Parameters
+    ----------
+    code : Code
+        What is wrong (``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN``, ...).
+    file : str
+        The file, as shown (no URI credentials).
+    column : str
+        The sensitive column or rule as given.
+    leaf : str
+        The leaf column path (a sensitive group name expands to its leaves).
+    row_groups : tuple of int
+        Where it occurs.
+    detail : str, default ""
+        More about it (a key id, a size).
     """
 
     code: Code
@@ -154,10 +169,12 @@ class Finding:
 
     @property
     def severity(self) -> Severity:
+        """Violation, warning or notice, from the finding's code."""
         return _SEVERITY[self.code]
 
     @property
     def message(self) -> str:
+        """One line for people: where (column, row groups), what, and the detail."""
         text = f"{location(self.leaf, self.row_groups)}: {EXPLANATIONS[self.code]}"
         return f"{text} ({self.detail})" if self.detail else text
 
@@ -248,8 +265,18 @@ class FilterSizes:
 class ColumnResult:
     """The check of one sensitive column in one file.
 
-    ``leaves`` are the leaf columns the name matched; ``unchecked`` says, for a could-not-check
-    result, what was missing (e.g. the column key), row groups included.
+    Parameters
+    ----------
+    column : str
+        The sensitive column or rule as given.
+    leaves : tuple of str
+        The leaf columns the name matched.
+    findings : tuple of Finding
+        What is wrong with them.
+    unchecked : tuple of str
+        For a could-not-check result, what was missing (e.g. the column key), row groups included.
+    filters_checked : int
+        Filters read and checked.
     """
 
     column: str
@@ -262,6 +289,7 @@ class ColumnResult:
 
     @property
     def status(self) -> Status:
+        """The worst of the column's findings (violation, could not check, or ok)."""
         if any(f.severity is Severity.VIOLATION for f in self.findings):
             return Status.VIOLATION
         if self.unchecked:
@@ -280,8 +308,23 @@ class ColumnResult:
 
 @dataclass(frozen=True)
 class FileResult:
-    """The audit of one file. ``error`` (with ``error_kind``) is set when the file could not be
-    opened or its footer read; then ``columns`` is empty."""
+    """The audit of one file.
+
+    Parameters
+    ----------
+    file : str
+        The file, as shown.
+    columns : tuple of ColumnResult
+        One per sensitive column or rule.
+    row_groups : int
+        Row groups in the file.
+    error, error_kind : str, optional
+        Set when the file could not be opened or its footer read (then ``columns`` is empty).
+    footer_mode, algorithm : str, optional
+        ``plaintext`` / ``signed`` / ``encrypted`` and ``AES_GCM_V1`` / ``AES_GCM_CTR_V1``.
+    bytes_read : int
+        Bytes of the file the audit read.
+    """
 
     file: str
     columns: tuple[ColumnResult, ...] = ()
@@ -298,6 +341,7 @@ class FileResult:
 
     @property
     def status(self) -> Status:
+        """The file's status: could not check (an error), violation, or ok."""
         if self.error is not None:
             return Status.COULD_NOT_CHECK
         statuses = {c.status for c in self.columns}
@@ -308,6 +352,7 @@ class FileResult:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
+        """Every finding of the file's columns, in column order."""
         return tuple(f for c in self.columns for f in c.findings)
 
     def failure_lines(self) -> list[str]:
@@ -334,7 +379,23 @@ class FileResult:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """Everything :func:`secure_bloom.parquet.audit.auditor.audit` found, in file order."""
+    """Everything :func:`secure_bloom.parquet.audit.auditor.audit` found, in file order.
+
+    Parameters
+    ----------
+    files : tuple of FileResult
+        One per file checked.
+    sensitive_columns : tuple of str
+        The ``sensitive_columns`` given.
+    allow_footer_key : bool, default False
+        Whether filters under the footer key were accepted.
+    skipped : tuple of (str, str)
+        ``(path, reason)`` of each file found under a directory and not read (not Parquet).
+    policy : Policy, optional
+        The policy checked.
+    notices : tuple of str
+        Things worth knowing that are no verdict (leftovers of an interrupted attach).
+    """
 
     files: tuple[FileResult, ...]
     sensitive_columns: tuple[str, ...]
@@ -349,18 +410,22 @@ class AuditReport:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
+        """Every finding, in file order."""
         return tuple(f for r in self.files for f in r.findings)
 
     @property
     def violations(self) -> tuple[Finding, ...]:
+        """The findings that are violations."""
         return tuple(f for f in self.findings if f.severity is Severity.VIOLATION)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
+        """The findings that are warnings."""
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
 
     @property
     def could_not_check(self) -> tuple[FileResult, ...]:
+        """The files that could not be checked (never counted as passes)."""
         return tuple(r for r in self.files if r.status is Status.COULD_NOT_CHECK)
 
     @property
@@ -405,6 +470,18 @@ class AuditReport:
         return 0 if self.is_compliant else 2
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values (``audit --json``: ``summary``, ``files``, ``violations``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {
             "compliant": self.is_compliant,
             "exit_code": self.exit_code,
@@ -430,6 +507,23 @@ class AuditReport:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text.
+
+        Parameters
+        ----------
+        indent : int or None, default 2
+            Passed to ``json.dumps``.
+
+        Returns
+        -------
+        str
+            The ``audit --json`` result.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def to_junit_xml(self) -> str:
@@ -440,6 +534,16 @@ class AuditReport:
         sensitive name that matched no column in any file is one more ``<error>`` testcase.
         Every name and message is passed through :func:`~secure_bloom.display.visible`, so the
         XML is well-formed whatever bytes a file name holds.
+
+        Returns
+        -------
+        str
+            Well-formed XML, whatever the file names hold.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
         """
         suite = ET.Element("testsuite", name="secure-bloom audit")
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

@@ -8,8 +8,8 @@ footer key we resolve, through ``pyarrow.parquet.encryption.create_decryption_pr
 takes one key that way, so columns with keys of their own raise
 :class:`UnsupportedParquetFeatureError` before anything is read.
 
-Values come back as the leaf column's Arrow array, in the form :func:`secure_bloom.filter.
-SplitBlockBloomFilter.insert` hashes exactly as Parquet writers do: the normalisation is
+Values come back as the leaf column's Arrow array, in the form :meth:`SplitBlockBloomFilter.insert
+<secure_bloom.filter.SplitBlockBloomFilter.insert>` hashes exactly as Parquet writers do: the normalisation is
 :mod:`secure_bloom.values.arrow` (INT96 from a nanosecond and a second read, exact for every date).
 """
 
@@ -47,7 +47,27 @@ def kms_path_opens(params: EncryptionParams | None, footer_key_metadata: bytes |
     """True if pyarrow's KMS path (``CryptoFactory``) can decrypt an encrypted file of these
     encryption parameters with this footer key and these column keys: every key's metadata is
     key tools material, and the AAD prefix is not withheld (pyarrow's ``DecryptionConfiguration``
-    cannot carry one)."""
+    cannot carry one).
+
+    Parameters
+    ----------
+    params : EncryptionParams or None
+        The footer's encryption parameters.
+    footer_key_metadata : bytes or None
+        The footer key's metadata.
+    key_metadata : iterable of bytes or None
+        The column keys' metadata.
+
+    Returns
+    -------
+    bool
+        Whether ``CryptoFactory`` can decrypt the file.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if _prefix_withheld(params):
         return False
     return all(kmd is None or KeyMetadata.looks_like_key_tools(bytes(kmd))
@@ -55,14 +75,48 @@ def kms_path_opens(params: EncryptionParams | None, footer_key_metadata: bytes |
 
 
 def pyarrow_kms_opens(footer: Footer, key_metadata: Iterable[bytes | None]) -> bool:
-    """:func:`kms_path_opens` for an open file's footer and these column keys."""
+    """:func:`kms_path_opens` for an open file's footer and these column keys.
+
+    Parameters
+    ----------
+    footer : Footer
+        The file's footer, its keys resolved.
+    key_metadata : iterable of bytes or None
+        The column keys' metadata.
+
+    Returns
+    -------
+    bool
+        Whether ``CryptoFactory`` can decrypt the file.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return kms_path_opens(footer.params, footer.footer_key_metadata, key_metadata)
 
 
 def shared_format_opens(reader: ParquetBloomReader) -> bool:
     """True if pyarrow's one format for a dataset opens this file: a plaintext footer, or
     :func:`pyarrow_kms_opens` for the footer key and every column key of its own (a fact of the
-    file version, whatever columns are read)."""
+    file version, whatever columns are read).
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        An open reader of the file.
+
+    Returns
+    -------
+    bool
+        Whether a dataset's one format opens it.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     footer = reader.footer
     if footer.mode is FooterMode.PLAINTEXT:
         return True
@@ -82,6 +136,31 @@ def direct_decryption_properties(footer: Footer, key_metadata: Sequence[bytes | 
     the footer key, not columns with keys of their own. ``key_metadata`` are the column keys the
     read needs (of ``columns``): any makes it :class:`UnsupportedParquetFeatureError`, raised
     before pyarrow reads anything. Never logs or shows the key.
+
+    Parameters
+    ----------
+    footer : Footer
+        The file's footer, its keys resolved.
+    key_metadata : iterable of bytes or None
+        The column keys' metadata pyarrow will need.
+    keys : KeyAccess
+        The caller's keys.
+    where : str
+        The file, as messages name it.
+    columns : sequence of str
+        The columns to be read.
+
+    Returns
+    -------
+    pyarrow.parquet.FileDecryptionProperties
+        Holding the footer key.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        A key cannot be obtained.
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        Column keys of their own where only the footer key can be given to pyarrow.
     """
     import pyarrow.parquet.encryption as pe
 
@@ -116,6 +195,29 @@ def decryption_properties(footer: Footer, key_metadata: Iterable[bytes | None], 
     key tools material are decrypted through ``keys.kms`` (pyarrow's ``CryptoFactory``); others
     (explicit key ids, a withheld AAD prefix) with the footer key itself
     (:func:`direct_decryption_properties`: uniform encryption only).
+
+    Parameters
+    ----------
+    footer : Footer
+        The file's footer, its keys resolved.
+    key_metadata : iterable of bytes or None
+        The column keys' metadata pyarrow will need.
+    keys : KeyAccess
+        The caller's keys.
+    key_material_file : str or os.PathLike
+        The file whose sidecar holds external key material.
+
+    Returns
+    -------
+    pyarrow.parquet.FileDecryptionProperties or None
+        None for a plaintext file.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        A key cannot be obtained.
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        Column keys of their own where only the footer key can be given to pyarrow.
     """
     if footer.mode is FooterMode.PLAINTEXT:
         return None
@@ -150,7 +252,29 @@ def open_arrow_file(path: str | os.PathLike[str], keys: KeyAccess | None = None)
 
     Every key an encrypted file needs (its footer key, each column's) is resolved first, so that
     one ``keys`` cannot give raises :class:`MissingKeyError` naming it (a wrong one
-    :class:`~secure_bloom.errors.AuthenticationError`) before pyarrow reads anything."""
+    :class:`~secure_bloom.errors.AuthenticationError`) before pyarrow reads anything.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The Parquet file.
+    keys : KeyAccess, optional
+        The caller's keys.
+
+    Returns
+    -------
+    pyarrow.parquet.ParquetFile
+        The open file.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        A key the file needs cannot be obtained.
+    secure_bloom.errors.AuthenticationError
+        A key is wrong.
+    OSError
+        The file cannot be read.
+    """
     import pyarrow.parquet as pq
 
     keys = keys if keys is not None else NO_KEYS

@@ -25,7 +25,15 @@ __all__ = ["ColumnChunk", "FilterLocation", "ChunkInfo"]
 @dataclass(frozen=True)
 class FilterLocation:
     """A Bloom filter's ``bloom_filter_offset`` and ``bloom_filter_length`` (None in files
-    written before parquet-java 1.14: the filter's own framing then says where it ends)."""
+    written before parquet-java 1.14: the filter's own framing then says where it ends).
+
+    Parameters
+    ----------
+    offset : int
+        ``bloom_filter_offset``.
+    length : int or None
+        ``bloom_filter_length``.
+    """
 
     offset: int
     length: int | None
@@ -48,6 +56,23 @@ class ColumnChunk:
     is the column key's metadata for :attr:`ChunkEncryption.COLUMN_KEY` chunks, else None (the
     footer key's is the footer's). ``visible_metadata`` is ``ColumnChunk.meta_data`` as stored
     (redacted, or absent, beside ``encrypted_metadata``, the ``encrypted_column_metadata`` module).
+
+    Parameters
+    ----------
+    row_group : int
+        The row group's position in the footer.
+    row_group_ordinal : int
+        The ordinal its encrypted modules are bound to.
+    column : ColumnInfo
+        The leaf column.
+    encryption : ChunkEncryption
+        Plaintext, footer key or column key.
+    key_metadata : bytes, optional
+        The column key's metadata (column-key chunks only).
+    visible_metadata : ColumnMetaData, optional
+        ``ColumnChunk.meta_data`` as stored.
+    encrypted_metadata : bytes, optional
+        The ``encrypted_column_metadata`` module.
     """
 
     row_group: int
@@ -60,22 +85,27 @@ class ColumnChunk:
 
     @property
     def path(self) -> str:
+        """The leaf column's dotted path."""
         return self.column.path
 
     @property
     def column_ordinal(self) -> int:
+        """The column's ordinal in the file (the AAD's column ordinal)."""
         return self.column.ordinal
 
     @property
     def physical_type(self) -> PhysicalType:
+        """The column's Parquet physical type."""
         return self.column.physical_type
 
     @property
     def logical_type(self) -> str | None:
+        """The column's logical type name, or None."""
         return self.column.logical_type
 
     @property
     def encrypted(self) -> bool:
+        """True if the chunk is encrypted (with the footer key or a key of its own)."""
         return self.encryption.encrypted
 
     @property
@@ -93,6 +123,31 @@ class ChunkInfo:
     and its key unavailable. ``filter_num_bytes`` is the bitset size from the filter header (None
     when not read). ``filter_error`` says why the chunk's metadata or filter could not be read (a
     missing key, a tampered or leaked filter); one bad chunk never hides the others.
+
+    Parameters
+    ----------
+    row_group, row_group_ordinal : int
+        The row group's position and the ordinal its modules are bound to.
+    column : str
+        The leaf's dotted path.
+    column_ordinal : int
+        The leaf's ordinal.
+    encrypted : bool
+        The chunk is encrypted.
+    encryption : ChunkEncryption
+        Plaintext, footer key or column key.
+    key_id : str or None
+        A printable id of the chunk's key.
+    key_available : bool
+        The caller's keys open the chunk.
+    has_bloom_filter : bool or None
+        None when the metadata is encrypted and its key unavailable.
+    bloom_filter_offset, bloom_filter_length : int or None
+        Where the filter is.
+    filter_num_bytes : int, optional
+        The bitset size from the filter header (None when not read).
+    filter_error : str, optional
+        Why the metadata or filter could not be read.
     """
 
     row_group: int
@@ -110,4 +165,16 @@ class ChunkInfo:
     filter_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The chunk's facts as JSON-able values (``inspect --json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return dataclasses.asdict(self)

@@ -55,7 +55,19 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class EncryptionParams:
-    """``EncryptionAlgorithm`` of a file: which algorithm, and its AAD fields."""
+    """``EncryptionAlgorithm`` of a file: which algorithm, and its AAD fields.
+
+    Parameters
+    ----------
+    algorithm : str
+        ``AES_GCM_V1`` or ``AES_GCM_CTR_V1``.
+    aad_file_unique : bytes
+        The file's unique AAD part.
+    aad_prefix_stored : bytes or None
+        The AAD prefix, when the file stores it.
+    supply_aad_prefix : bool
+        The reader must supply the prefix (the file withholds it).
+    """
 
     algorithm: str                 # "AES_GCM_V1" or "AES_GCM_CTR_V1"
     aad_file_unique: bytes
@@ -81,7 +93,30 @@ class EncryptionParams:
 
 
 def resolve_file_aad(params: EncryptionParams, supplied_prefix: bytes | None, where: str) -> bytes:
-    """``aad_prefix | aad_file_unique`` with the prefix rules of Encryption.md "AAD prefix"."""
+    """``aad_prefix | aad_file_unique`` with the prefix rules of Encryption.md "AAD prefix".
+
+    Parameters
+    ----------
+    params : EncryptionParams
+        The footer's encryption algorithm parameters.
+    supplied_prefix : bytes or None
+        The caller's AAD prefix.
+    where : str
+        The file, as messages name it.
+
+    Returns
+    -------
+    bytes
+        The file AAD.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        The file withholds its prefix and none was supplied.
+    secure_bloom.errors.AuthenticationError
+        A supplied prefix differs from the one the file stores, or is given for a file written
+        without one.
+    """
     stored = params.aad_prefix_stored
     if supplied_prefix is not None:
         supplied = bytes(supplied_prefix)
@@ -108,6 +143,37 @@ def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes |
 
     ``thrift_bytes`` are the plaintext up to and including the STOP (zero padding removed).
     With ``exact`` the module must fill ``module`` (no trailing bytes).
+
+    Parameters
+    ----------
+    cls : type
+        The Thrift struct.
+    module : bytes-like
+        The module, length prefix first.
+    key : bytes or GcmKey
+        The key.
+    aad : bytes
+        The module's AAD.
+    module_type : ModuleType
+        Names the module in errors.
+    what : str
+        What messages call it.
+    exact : bool, default True
+        The module must fill ``module``.
+
+    Returns
+    -------
+    (object, bytes, int)
+        The struct, its Thrift bytes and the bytes consumed.
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        The module fails authentication.
+    secure_bloom.errors.MalformedModuleError
+        Framing that does not add up, or trailing bytes with ``exact``.
+    secure_bloom.errors.MalformedThriftError
+        The plaintext is not the struct.
     """
     try:
         plain, consumed = decrypt_module(module, key, aad, module_type=module_type,
@@ -124,31 +190,134 @@ def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes |
 
 
 def encrypt_thrift_module(obj: Any, key: bytes, aad: bytes) -> bytes:
-    """One GCM module holding ``obj``'s compact Thrift (no padding)."""
+    """One GCM module holding ``obj``'s compact Thrift (no padding).
+
+    Parameters
+    ----------
+    obj : object
+        A Thrift struct.
+    key : bytes
+        The key.
+    aad : bytes
+        The module's AAD.
+
+    Returns
+    -------
+    bytes
+        The module.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
+    """
     return encrypt_module(thrift_codec.serialize(obj), key, aad)
 
 
 def decrypt_column_metadata(cls: type[T], module: bytes | memoryview, chunk: ChunkCryptoContext, *,
                             what: str) -> tuple[T, bytes]:
-    """A chunk's encrypted ColumnMetaData (module type 1): ``(obj, thrift_bytes)``."""
+    """A chunk's encrypted ColumnMetaData (module type 1): ``(obj, thrift_bytes)``.
+
+    Parameters
+    ----------
+    cls : type
+        The ColumnMetaData struct.
+    module : bytes-like
+        The module, length prefix first.
+    chunk : ChunkCryptoContext
+        The chunk's key and AAD.
+    what : str
+        What messages call it.
+
+    Returns
+    -------
+    (object, bytes)
+        The struct and its Thrift bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        The module fails authentication.
+    secure_bloom.errors.MalformedModuleError
+        Framing that does not add up, or trailing bytes with ``exact``.
+    secure_bloom.errors.MalformedThriftError
+        The plaintext is not the struct.
+    """
     obj, thrift, _ = decrypt_thrift_module(cls, module, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA),
                                            ModuleType.COLUMN_META_DATA, what=what)
     return obj, thrift
 
 
 def encrypt_column_metadata(meta: Any, chunk: ChunkCryptoContext) -> bytes:
-    """A chunk's ColumnMetaData as its encrypted module (type 1)."""
+    """A chunk's ColumnMetaData as its encrypted module (type 1).
+
+    Parameters
+    ----------
+    meta : ColumnMetaData
+        The chunk's metadata.
+    chunk : ChunkCryptoContext
+        The chunk's key and AAD.
+
+    Returns
+    -------
+    bytes
+        The encrypted module (type 1).
+
+    Raises
+    ------
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
+    """
     return encrypt_thrift_module(meta, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA))
 
 
 def sign_footer(footer_thrift: bytes, key: bytes, file_aad: bytes) -> bytes:
-    """The 28-byte signature of a plaintext footer, with a fresh nonce."""
+    """The 28-byte signature of a plaintext footer, with a fresh nonce.
+
+    Parameters
+    ----------
+    footer_thrift : bytes
+        The footer's Thrift bytes.
+    key : bytes
+        The footer key.
+    file_aad : bytes
+        The file's AAD.
+
+    Returns
+    -------
+    bytes
+        nonce (12) + tag (16).
+
+    Raises
+    ------
+    secure_bloom.errors.KeyUsageLimitError
+        The key has made 2^32 encryptions.
+    """
     return gcm.sign(key, footer_thrift, module_aad(file_aad, ModuleType.FOOTER), os.urandom(NONCE_LENGTH))
 
 
 def verify_footer_signature(footer_thrift: bytes, signature: bytes, key: bytes | gcm.GcmKey, file_aad: bytes,
                             where: str) -> None:
-    """Raise :class:`FooterSignatureError` unless ``signature`` signs ``footer_thrift``."""
+    """Raise :class:`FooterSignatureError` unless ``signature`` signs ``footer_thrift``.
+
+    Parameters
+    ----------
+    footer_thrift : bytes
+        The footer's Thrift bytes.
+    signature : bytes
+        The 28 stored bytes.
+    key : bytes or GcmKey
+        The footer key.
+    file_aad : bytes
+        The file's AAD.
+    where : str
+        The file, as messages name it.
+
+    Raises
+    ------
+    secure_bloom.errors.FooterSignatureError
+        The signature does not verify.
+    """
     if len(signature) != SIGNATURE_LENGTH:
         raise FooterSignatureError(f"{where}: footer signature is {len(signature)} bytes, expected {SIGNATURE_LENGTH}")
     expected = gcm.sign(key, footer_thrift, module_aad(file_aad, ModuleType.FOOTER), signature[:NONCE_LENGTH])

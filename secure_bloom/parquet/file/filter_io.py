@@ -83,6 +83,27 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
     by a bitset module of ``28 + numBytes`` for a valid numBytes. The two forms cannot be
     confused: a plaintext header's first four bytes, read as a length prefix, exceed any header
     module, and a module's length prefix is not valid header Thrift.
+
+    Parameters
+    ----------
+    head : bytes
+        The first bytes at the offset.
+    length : int or None
+        ``bloom_filter_length``.
+    available : int
+        Bytes from the offset to the footer.
+    read_at : callable
+        ``read_at(relative_offset, n)`` reads more.
+
+    Returns
+    -------
+    FilterStorage
+        Plaintext, modules, or neither (with sizes).
+
+    Raises
+    ------
+    OSError
+        ``read_at`` failed.
     """
     limit = min(length, available) if length is not None else available
     try:
@@ -114,7 +135,29 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
 
 def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end: int) -> FilterStorage:
     """:func:`classify_filter_bytes` for the filter at ``offset`` of the open file ``raw``, whose
-    data region ends (the footer starts) at ``data_end``."""
+    data region ends (the footer starts) at ``data_end``.
+
+    Parameters
+    ----------
+    raw : binary file
+        The open Parquet file.
+    offset : int
+        The filter's offset.
+    length : int or None
+        ``bloom_filter_length``.
+    data_end : int
+        Where the footer starts.
+
+    Returns
+    -------
+    FilterStorage
+        How the filter is stored.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
     available = data_end - offset
     if offset < 4 or available <= 0 or (length is not None and not 0 < length <= available):
         return FilterStorage(FilterForm.GARBAGE,
@@ -130,7 +173,31 @@ def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end
 
 
 def read_exact(raw: BinaryIO, offset: int, n: int, path: str) -> bytes:
-    """``n`` bytes at ``offset``; a short read is :class:`MalformedBitsetError`."""
+    """``n`` bytes at ``offset``; a short read is :class:`MalformedBitsetError`.
+
+    Parameters
+    ----------
+    raw : binary file
+        The open Parquet file.
+    offset : int
+        Where to read.
+    n : int
+        How many bytes.
+    path : str
+        The file, as messages name it.
+
+    Returns
+    -------
+    bytes
+        Exactly ``n`` bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedBitsetError
+        Fewer bytes (both numbers in the message).
+    OSError
+        The file cannot be read.
+    """
     raw.seek(offset)
     data = raw.read(n)
     if len(data) != n:
@@ -139,7 +206,24 @@ def read_exact(raw: BinaryIO, offset: int, n: int, path: str) -> bytes:
 
 
 def check_filter_region(chunk: ColumnChunk, location: FilterLocation, data_end: int, path: str) -> None:
-    """A filter must lie inside the data region ``[4, data_end)`` (before the footer)."""
+    """A filter must lie inside the data region ``[4, data_end)`` (before the footer).
+
+    Parameters
+    ----------
+    chunk : ColumnChunk
+        The chunk.
+    location : FilterLocation
+        Where its filter is.
+    data_end : int
+        Where the footer starts.
+    path : str
+        The file, as messages name it.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedInputError
+        The filter is outside ``[4, data_end)``.
+    """
     offset, length = location.offset, location.length
     if offset < 4 or offset >= data_end or (length is not None and (length <= 0 or offset + length > data_end)):
         raise MalformedThriftError(
@@ -149,7 +233,31 @@ def check_filter_region(chunk: ColumnChunk, location: FilterLocation, data_end: 
 
 def check_plaintext_header(head: bytes | memoryview, length: int | None, limit: int, path: str) -> tuple[Any, int]:
     """Parse the header at the start of ``head``; numBytes must fit ``limit`` (and, with a
-    ``bloom_filter_length``, header + bitset must take exactly that)."""
+    ``bloom_filter_length``, header + bitset must take exactly that).
+
+    Parameters
+    ----------
+    head : bytes-like
+        Bytes starting at the header.
+    length : int or None
+        ``bloom_filter_length``.
+    limit : int
+        The most bitset bytes that fit.
+    path : str
+        The file, as messages name it.
+
+    Returns
+    -------
+    (BloomFilterHeader, int)
+        The header and its size in bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedHeaderError
+        The header does not parse or names an unsupported algorithm.
+    secure_bloom.errors.MalformedBitsetError
+        numBytes does not fit ``limit`` or ``length``.
+    """
     header, used = parse_header(head)
     validate_num_bytes(header.num_bytes, available=limit - used)
     if length is not None and used + header.num_bytes != length:
@@ -217,7 +325,39 @@ def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation,
 def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int, path: str,
                       context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """The filter of ``chunk`` at ``location`` of the open file ``raw`` (whose footer starts at
-    ``data_end``), decrypted with ``context`` if the chunk is encrypted."""
+    ``data_end``), decrypted with ``context`` if the chunk is encrypted.
+
+    Parameters
+    ----------
+    raw : binary file
+        The open Parquet file.
+    chunk : ColumnChunk
+        The chunk.
+    location : FilterLocation
+        Where its filter is.
+    data_end : int
+        Where the footer starts.
+    path : str
+        The file, as messages name it.
+    context : ChunkCryptoContext, optional
+        The chunk's key, file AAD and ordinals (encrypted chunks).
+
+    Returns
+    -------
+    SplitBlockBloomFilter
+        The filter.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedInputError
+        The filter lies outside the data region, is truncated or does not parse.
+    secure_bloom.errors.ModuleAuthenticationError
+        An encrypted filter fails authentication.
+    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+        An encrypted chunk's filter is stored in plaintext.
+    OSError
+        The file cannot be read.
+    """
     check_filter_region(chunk, location, data_end, path)
     if not chunk.encrypted:
         return _read_plaintext_filter(raw, chunk, location, data_end, path)
@@ -227,7 +367,39 @@ def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
 def read_chunk_filter_num_bytes(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int,
                                 path: str, context: ChunkCryptoContext | None = None) -> int:
     """numBytes of the chunk's filter from its header alone (authenticated if encrypted); the
-    bitset is not read."""
+    bitset is not read.
+
+    Parameters
+    ----------
+    raw : binary file
+        The open Parquet file.
+    chunk : ColumnChunk
+        The chunk.
+    location : FilterLocation
+        Where its filter is.
+    data_end : int
+        Where the footer starts.
+    path : str
+        The file, as messages name it.
+    context : ChunkCryptoContext, optional
+        The chunk's key, file AAD and ordinals (encrypted chunks).
+
+    Returns
+    -------
+    int
+        The bitset size.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedInputError
+        The filter lies outside the data region, is truncated or does not parse.
+    secure_bloom.errors.ModuleAuthenticationError
+        An encrypted filter fails authentication.
+    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+        An encrypted chunk's filter is stored in plaintext.
+    OSError
+        The file cannot be read.
+    """
     check_filter_region(chunk, location, data_end, path)
     if not chunk.encrypted:
         return int(_plaintext_header(raw, chunk, location, data_end, path)[0].num_bytes)
@@ -237,7 +409,35 @@ def read_chunk_filter_num_bytes(raw: BinaryIO, chunk: ColumnChunk, location: Fil
 def serialize_chunk_filter(bf: SplitBlockBloomFilter, *, column: str, encrypted: bool, key: bytes | None,
                            file_aad: bytes | None, row_group_ordinal: int, column_ordinal: int) -> bytes:
     """The on-disk bytes of one chunk's filter: encrypted modules for an encrypted column,
-    header + bitset otherwise. Never writes a plaintext filter for an encrypted column."""
+    header + bitset otherwise. Never writes a plaintext filter for an encrypted column.
+
+    Parameters
+    ----------
+    bf : SplitBlockBloomFilter
+        The filter.
+    column : str
+        The column, for messages.
+    encrypted : bool
+        The column is encrypted.
+    key : bytes or None
+        Its data key.
+    file_aad : bytes or None
+        The file's AAD.
+    row_group_ordinal : int
+        The row group's ordinal.
+    column_ordinal : int
+        The column's ordinal.
+
+    Returns
+    -------
+    bytes
+        What the file stores.
+
+    Raises
+    ------
+    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+        An encrypted column without its key or AAD.
+    """
     if encrypted:
         if key is None or file_aad is None:
             raise PlaintextFilterOnEncryptedColumnError(

@@ -42,7 +42,25 @@ KeyRetriever = Callable[[bytes], bytes]
 def key_id_of(key_metadata: bytes | None, sidecar: Callable[[], Any] | None = None) -> str:
     """A printable id for messages and ``inspect``: the explicit key id, the master key id of
     internal key material, or of external material (looked up in ``sidecar()``, a
-    :class:`~secure_bloom.kms.KeyMaterialStore`, else ``external:<reference>``). Never key bytes."""
+    :class:`~secure_bloom.kms.KeyMaterialStore`, else ``external:<reference>``). Never key bytes.
+
+    Parameters
+    ----------
+    key_metadata : bytes or None
+        A key's metadata.
+    sidecar : callable, optional
+        Loads the file's sidecar.
+
+    Returns
+    -------
+    str
+        A printable id.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if key_metadata is None:
         return "<no key_metadata>"
     from ...kms import KeyMetadata
@@ -93,6 +111,29 @@ class Footer:
     ``metadata_thrift`` is the FileMetaData's exact Thrift (decrypted, without padding).
     ``file_aad`` is None only for a plaintext-footer file whose withheld AAD prefix was not
     supplied (``aad_error`` then says why); ``footer_key`` is None when it is not available.
+
+    Parameters
+    ----------
+    mode : FooterMode
+        Plaintext, signed plaintext or encrypted.
+    metadata : FileMetaData
+        The parsed footer.
+    metadata_thrift : bytes
+        Its exact Thrift.
+    crypto_metadata : FileCryptoMetaData, optional
+        An encrypted footer's crypto metadata.
+    params : EncryptionParams, optional
+        Algorithm, AAD prefix and file unique.
+    file_aad : bytes, optional
+        The file's AAD (never in the repr).
+    aad_error : str, optional
+        Why ``file_aad`` is None.
+    footer_key : bytes, optional
+        The footer key, when available (never in the repr).
+    footer_key_metadata : bytes, optional
+        The footer key's metadata.
+    signature_verified : bool, optional
+        A signed plaintext footer: True once verified; None when it could not be.
     """
 
     mode: FooterMode
@@ -108,6 +149,7 @@ class Footer:
 
     @property
     def encrypted(self) -> bool:
+        """True unless the file is plaintext (a signed plaintext footer counts as encrypted)."""
         return self.mode is not FooterMode.PLAINTEXT
 
     def require_file_aad(self) -> bytes:
@@ -129,7 +171,31 @@ def _footer_key(retriever: KeyRetriever | None, key_metadata: bytes | None, wher
 
 def open_footer(tail: FileTail, keys: KeyAccess, retriever: KeyRetriever | None) -> Footer:
     """Parse (and decrypt or verify) the footer in ``tail``. ``retriever`` maps key_metadata to
-    keys (None: no key source at all)."""
+    keys (None: no key source at all).
+
+    Parameters
+    ----------
+    tail : FileTail
+        The file's tail.
+    keys : KeyAccess
+        The caller's keys.
+    retriever : callable or None
+        key_metadata -> key.
+
+    Returns
+    -------
+    Footer
+        The parsed footer.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedThriftError
+        The footer does not parse.
+    secure_bloom.errors.MissingKeyError
+        An encrypted footer's key (or, with keys given, a signing key) cannot be obtained.
+    secure_bloom.errors.AuthenticationError
+        The footer fails authentication or its signature does not verify.
+    """
     m = thrift_codec.idl()
     where = tail.path
     if tail.encrypted_footer:
@@ -203,7 +269,25 @@ def _refuse_encrypted_columns(metadata: Any, where: str) -> None:
 
 def encode_footer(footer: Footer, metadata: Any) -> bytes:
     """The footer bytes (everything before the 4-byte length) for ``metadata`` in ``footer``'s mode:
-    plain Thrift; Thrift + a fresh signature; or FileCryptoMetaData + a fresh footer module."""
+    plain Thrift; Thrift + a fresh signature; or FileCryptoMetaData + a fresh footer module.
+
+    Parameters
+    ----------
+    footer : Footer
+        The file's footer (its mode, keys and AAD).
+    metadata : FileMetaData
+        The new metadata.
+
+    Returns
+    -------
+    bytes
+        The footer bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        An encrypted or signed footer without its key.
+    """
     thrift_bytes = thrift_codec.serialize(metadata)
     if footer.mode is FooterMode.PLAINTEXT:
         return thrift_bytes

@@ -51,19 +51,46 @@ class KmsService(str, Enum):
 
 @dataclass(frozen=True)
 class KeyAccess:
-    """The caller's key sources for encrypted files.
+    """The caller's key sources for encrypted files, shared by every reader, writer and the CLI.
 
-    ``kms``: a :class:`~secure_bloom.kms.KmsClient`, pyarrow's factory
-    ``(KmsConnectionConfig) -> KmsClient`` (what ``write_table(kms=...)`` and
-    ``pyarrow.parquet.encryption.CryptoFactory`` take, e.g. ``lambda cfg: MyClient(cfg)``) or a
-    factory ``(kms_instance_id, kms_instance_url) -> KmsClient``; ``explicit``: key ids -> keys
-    (an :class:`ExplicitKeys` or a mapping); ``aad_prefix``: bytes or str (UTF-8).
+    Unwrapped key encryption keys (and the data keys and chunk contexts derived from them) are
+    cached for ``cache_lifetime_s``, so reading 1000 files costs one KMS call per master key.
 
-    ``allow_unverified_footer``: with keys given, a signed plaintext footer whose signing key
-    cannot be obtained is an error by default (otherwise whoever rewrites the footer's signing key
-    id could switch verification off). Set True to read such files anyway, with
-    ``footer.signature_verified`` left None: only plaintext columns and columns whose own keys are
-    available can then be read, and the footer itself is unauthenticated.
+    Parameters
+    ----------
+    kms : KmsClient or callable, optional
+        A :class:`~secure_bloom.kms.KmsClient`, pyarrow's factory ``(KmsConnectionConfig) ->
+        KmsClient`` (what ``write_table(kms=...)`` and ``pyarrow.parquet.encryption.CryptoFactory``
+        take, e.g. ``lambda cfg: MyClient(cfg)``) or a factory ``(kms_instance_id,
+        kms_instance_url) -> KmsClient``.
+    explicit : ExplicitKeys or mapping of str to bytes, optional
+        Keys by key id, for files whose key metadata is a plain key id.
+    aad_prefix : bytes or str, optional
+        The AAD prefix of files that do not store theirs (str: UTF-8).
+    cache_lifetime_s : float, default 600
+        How long unwrapped keys are kept; 0: every read asks the KMS.
+    allow_unverified_footer : bool, default False
+        With keys given, a signed plaintext footer whose signing key cannot be obtained is an
+        error (otherwise whoever rewrites the footer's signing key id could switch verification
+        off). True reads such files anyway, with ``footer.signature_verified`` left None: only
+        plaintext columns and columns whose own keys are available can then be read.
+    unwrapper : KeyUnwrapper, optional
+        Made from the other fields when not given (tests and the Spark workers pass their own).
+
+    Raises
+    ------
+    TypeError
+        ``explicit`` is neither :class:`~secure_bloom.kms.ExplicitKeys` nor a mapping, or
+        ``aad_prefix`` is neither bytes nor str.
+
+    Examples
+    --------
+    >>> import os
+    >>> from secure_bloom.kms import KeyListKms
+    >>> from secure_bloom.parquet import KeyAccess
+    >>> keys = KeyAccess(kms=KeyListKms({"footer_key": os.urandom(16)}), aad_prefix="tenant-7")
+    >>> keys.has_keys, keys.aad_prefix
+    (True, b'tenant-7')
     """
 
     kms: Any = None

@@ -170,8 +170,17 @@ def recover_journal(journal: Path) -> str:
 
 @dataclass(frozen=True)
 class Leftover:
-    """One file an interrupted attach left: ``kind`` is ``journal``, ``temporary`` or
-    ``orphaned_sidecar``; ``live`` when a running attach still holds it (never removed)."""
+    """One file an interrupted attach left.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    kind : str
+        ``journal``, ``temporary`` or ``orphaned_sidecar``.
+    live : bool, default False
+        A running attach still holds it (never removed).
+    """
 
     path: str
     kind: str
@@ -189,7 +198,23 @@ class Leftover:
 
 
 def find_leftovers(directory: str | os.PathLike[str]) -> list[Leftover]:
-    """Leftovers of interrupted attaches in ``directory`` (not recursive), sorted by name."""
+    """Leftovers of interrupted attaches in ``directory`` (not recursive), sorted by name.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The directory to look in.
+
+    Returns
+    -------
+    list of Leftover
+        Journals, hidden temporary files and orphaned sidecars.
+
+    Raises
+    ------
+    OSError
+        The directory cannot be listed.
+    """
     base = Path(directory)
     try:
         names = sorted(os.listdir(base))
@@ -221,7 +246,27 @@ def clean_leftovers(directory: str | os.PathLike[str], *, only_for: str | None =
     publication back or forward), then stale temporary files and (with ``orphans``) sidecars
     without a data file. ``only_for`` limits it to the leftovers of attaches to that data file
     name (what ``attach`` cleans before writing it). Files a running attach holds are left
-    alone. Returns each leftover with what was done."""
+    alone.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The directory to clean.
+    only_for : str, optional
+        Only the leftovers of attaches to this data file name.
+    orphans : bool, default True
+        Also remove sidecars without a data file.
+
+    Returns
+    -------
+    list of (Leftover, str)
+        Each leftover with what was done.
+
+    Raises
+    ------
+    OSError
+        A leftover cannot be removed or rolled back.
+    """
     def mine(leftover: Leftover) -> bool:
         if only_for is None:
             return True

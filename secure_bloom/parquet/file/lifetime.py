@@ -81,7 +81,18 @@ def _register() -> None:
 
 def retain(*objects: Any) -> None:
     """Keep ``objects`` (pyarrow filesystems and formats holding Python callbacks) alive until
-    :data:`RETAINED` later calls have been made, or until interpreter teardown."""
+    :data:`RETAINED` later calls have been made, or until interpreter teardown.
+
+    Parameters
+    ----------
+    *objects : object
+        What to keep alive.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     with _lock:
         _register()
         evicted = _recent[0] if len(_recent) == _recent.maxlen else None
@@ -92,7 +103,23 @@ def retain(*objects: Any) -> None:
 def track(obj: T) -> T:
     """``obj`` (a Python object about to be held by Arrow's C++ side: a ``pa.PythonFile``'s file
     object, a buffer it returns), recorded so that the interpreter's exit waits until Arrow has
-    released it."""
+    released it.
+
+    Parameters
+    ----------
+    obj : object
+        The object.
+
+    Returns
+    -------
+    object
+        ``obj``.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     key = id(obj)
 
     def released(_: Any) -> None:
@@ -167,13 +194,40 @@ def _at_exit() -> None:
 
 
 def outstanding() -> int:
-    """How many tracked objects are still alive."""
+    """How many tracked objects are still alive.
+
+    Returns
+    -------
+    int
+        The count.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return len(_tracked)
 
 
 def settle(timeout: float = EXIT_WAIT_S) -> bool:
     """Wait, the GIL released, until no tracked object is alive (at most ``timeout`` seconds):
-    True when none is. Runs at exit; callable before (tests)."""
+    True when none is. Runs at exit; callable before (tests).
+
+    Parameters
+    ----------
+    timeout : float
+        Seconds to wait at most.
+
+    Returns
+    -------
+    bool
+        Whether none is left.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     end = time.monotonic() + timeout
     if outstanding():
         gc.collect()  # cycles holding scans, while other threads can still take the GIL

@@ -39,8 +39,20 @@ ABSENT = Verdict.ABSENT
 
 @dataclass(frozen=True)
 class RowGroupProbe:
-    """Answers for one row group: ``values`` holds a (label, :class:`Verdict`) pair per value
-    probed, in the caller's order (duplicates and equal labels kept)."""
+    """Answers for one row group.
+
+    Parameters
+    ----------
+    row_group : int
+        The row group's ordinal.
+    has_bloom_filter : bool
+        False: every answer is "maybe".
+    encrypted : bool
+        The filter is encrypted.
+    values : tuple of (str, Verdict)
+        A (label, :class:`~secure_bloom.types.Verdict`) pair per value probed, in the caller's
+        order (duplicates and equal labels kept).
+    """
 
     row_group: int
     has_bloom_filter: bool
@@ -48,6 +60,18 @@ class RowGroupProbe:
     values: tuple[tuple[str, Verdict], ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """The row group's answers as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"row_group": self.row_group, "has_bloom_filter": self.has_bloom_filter,
                 "encrypted": self.encrypted,
                 "values": [{"value": label, "answer": answer} for label, answer in self.values]}
@@ -198,6 +222,23 @@ class ProbeResult:
                                                                         self.encrypted))]}
 
     def to_json(self, **kwargs: Any) -> str:
+        """The probe as JSON text.
+
+        Parameters
+        ----------
+        **kwargs : keyword arguments
+            Passed to ``json.dumps``.
+
+        Returns
+        -------
+        str
+            ``json.dumps(self.to_dict(), **kwargs)``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return json.dumps(self.to_dict(), **kwargs)
 
     def maybe_row_groups(self, index: int) -> list[int]:
@@ -209,7 +250,23 @@ class ProbeResult:
 
     def row_groups_maybe_containing(self, label: str) -> list[int]:
         """Row groups where the value labelled ``label`` may be present; the label must name
-        exactly one value probed (else use :meth:`maybe_row_groups` with its position)."""
+        exactly one value probed (else use :meth:`maybe_row_groups` with its position).
+
+        Parameters
+        ----------
+        label : str
+            The value's label.
+
+        Returns
+        -------
+        list of int
+            The row groups, in order.
+
+        Raises
+        ------
+        KeyError
+            No value, or several, with that label.
+        """
         found = [i for i, shown in enumerate(self.labels) if shown == label]
         if len(found) != 1:
             raise KeyError(f"{len(found)} values probed are labelled {label!r}; use maybe_row_groups(index)")

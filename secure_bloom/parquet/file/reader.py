@@ -124,23 +124,62 @@ class _ColumnKey:
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
-    ``path`` is a local path, a path on ``filesystem`` (a ``pyarrow.fs.FileSystem``: S3, GCS,
-    HDFS...), a URI (``s3://bucket/key``, ``file:///...``) or an open seekable binary file (not
-    closed by :meth:`close`). Every read is a range read of the bytes needed (tail, ColumnMetaData
-    is in the footer, filters): nothing else of the file is fetched.
-
-    ``keys`` gives the key sources for encrypted files (:class:`KeyAccess`); a plaintext file or
-    the plaintext columns of a plaintext-footer file need none. External key material is read
-    from the sidecar beside ``key_material_file`` (default: ``path`` itself), or is given as
-    ``key_material`` (a :class:`~secure_bloom.kms.KeyMaterialStore` not yet on disk).
-
-    Filters read are cached up to ``filter_cache_bytes`` of bitsets (least recently used are
-    dropped first; 0 caches nothing). Plaintext filters are cached by their location, so chunks
+    Every read is a range read of the bytes needed (the tail, then filters): nothing else of the
+    file is fetched. Filters read are cached up to ``filter_cache_bytes`` of bitsets (least
+    recently used are dropped first). Plaintext filters are cached by their location, so chunks
     sharing one filter share one copy; encrypted ones by chunk (their AAD binds them to it).
 
-    ``opened``: the file ``path`` already opened on ``filesystem`` (an object store), by
-    :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
-    HEAD, of the reader's own) and closed by :meth:`close`.
+    Parameters
+    ----------
+    path : str, os.PathLike or binary file
+        A local path, a path on ``filesystem``, a URI (``s3://bucket/key``, ``file:///...``) or an
+        open seekable binary file (not closed by :meth:`close`).
+    keys : KeyAccess, optional
+        The key sources for encrypted files; a plaintext file or the plaintext columns of a
+        plaintext-footer file need none.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``path`` is on (S3, GCS, HDFS...).
+    key_material_file : str or os.PathLike, optional
+        Where the external key material sidecar sits beside (default: ``path`` itself).
+    filter_cache_bytes : int, default 256 MiB
+        Bitset bytes kept in memory; 0 caches nothing.
+    key_material : KeyMaterialStore, optional
+        External key material not yet on disk (:class:`~secure_bloom.kms.KeyMaterialStore`).
+    opened : pyarrow.NativeFile, optional
+        The file ``path`` already opened on ``filesystem`` by
+        :func:`~secure_bloom.parquet.file.identity.open_identified`: read through it (no open, no
+        HEAD of the reader's own) and closed by :meth:`close`.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`KeyAccess`.
+    ValueError
+        ``filter_cache_bytes`` is not an int >= 0.
+    secure_bloom.errors.NotParquetError
+        The file is not Parquet (no ``PAR1`` / ``PARE`` magic, a damaged footer).
+    secure_bloom.errors.KeyManagementError
+        The footer is encrypted (or signed) and its key cannot be obtained.
+    secure_bloom.errors.AuthenticationError
+        The footer fails authentication (a wrong key, a tampered file).
+    OSError
+        The file cannot be read (``NotRegularFileError`` for a FIFO or a device).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, ParquetBloomReader, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": [f"user{i}@example.com" for i in range(2_000)]}), tmp / "users.parquet",
+    ...                 kms=kms, row_group_size=1_000, bloom_filter_options={"email": True},
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}))
+    >>> with ParquetBloomReader(tmp / "users.parquet", keys=KeyAccess(kms=kms)) as reader:
+    ...     print(reader.num_row_groups, reader.row_groups_maybe_containing("email", "user1234@example.com"))
+    2 [1]
     """
 
     def __init__(self, path: str | os.PathLike[str] | BinaryIO, keys: KeyAccess | None = None, *,
@@ -274,7 +313,13 @@ class ParquetBloomReader:
 
     def close(self) -> None:
         """Close the file and drop every key, decrypted metadata and filter this reader holds
-        (the footer key included: :attr:`footer` keeps everything but it)."""
+        (the footer key included: :attr:`footer` keeps everything but it).
+
+        Raises
+        ------
+        None
+            Nothing of its own; closing twice is fine.
+        """
         self._file.close()
         self._column_keys.clear()
         self._footer_contexts.clear()
@@ -323,29 +368,69 @@ class ParquetBloomReader:
 
     @property
     def bytes_read(self) -> int:
+        """Bytes read from the file so far (every range read counted)."""
         return sum(n for _, n in self._file.ranges)
 
     # ---------------------------------------------------------------- columns and chunks
 
     @property
     def num_row_groups(self) -> int:
+        """The number of row groups."""
         return len(self._chunks)
 
     @property
     def num_rows(self) -> int:
+        """The number of rows, as the footer says."""
         return int(self.footer.metadata.num_rows)
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
+        """The leaf columns, in schema order."""
         return self._columns
 
     def column(self, column: ColumnRef) -> ColumnInfo:
         """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
-        ColumnInfo; a dotted path two leaves share raises :class:`AmbiguousColumnError`."""
+        ColumnInfo.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        ColumnInfo
+            The leaf.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
         return find_column(self._columns, column, self.path)
 
     def chunk(self, row_group: int, column: ColumnRef) -> ColumnChunk:
-        """The chunk of ``column`` in row group ``row_group`` (its position in the footer)."""
+        """The chunk of ``column`` in row group ``row_group`` (its position in the footer).
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        ColumnChunk
+            The chunk, as the footer describes it.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
         info = self.column(column)
         if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
             raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
@@ -449,7 +534,23 @@ class ParquetBloomReader:
         return context
 
     def key_available(self, chunk: ColumnChunk) -> bool:
-        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key."""
+        """True for a plaintext chunk, or when :meth:`key_for` finds the chunk's key.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk.
+
+        Returns
+        -------
+        bool
+            Whether the caller's keys open it.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS failed for another reason than a missing key (a missing key is False).
+        """
         if not chunk.encrypted:
             return True
         try:
@@ -513,7 +614,35 @@ class ParquetBloomReader:
         self._cached_bytes += size
 
     def bloom_filter(self, row_group: int, column: ColumnRef) -> SplitBlockBloomFilter | None:
-        """The chunk's filter, decrypted if needed; None if the chunk has none."""
+        """The chunk's filter, decrypted if needed; None if the chunk has none.
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Returns
+        -------
+        SplitBlockBloomFilter or None
+            The filter (cached up to ``filter_cache_bytes``).
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         chunk = self.chunk(row_group, column)
         location = self.filter_location(chunk)
         if location is None:
@@ -605,12 +734,46 @@ class ParquetBloomReader:
 
     def chunks(self, *, with_sizes: bool = True) -> list[ChunkInfo]:
         """Every (row group, column) chunk; ``with_sizes`` reads each filter's header (and
-        authenticates it, if encrypted) to report its size; bitsets are not read."""
+        authenticates it, if encrypted) to report its size; bitsets are not read.
+
+        Parameters
+        ----------
+        with_sizes : bool, default True
+            Read each filter's header for its size.
+
+        Returns
+        -------
+        list of ChunkInfo
+            In row group, then column order.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         return [self.chunk_info(chunk, with_sizes=with_sizes) for chunk in self.column_chunks()]
 
     def chunk_info(self, chunk: ColumnChunk, *, with_sizes: bool = True) -> ChunkInfo:
         """:class:`ChunkInfo` of one chunk; a chunk whose metadata or filter cannot be read
-        reports why in ``filter_error`` instead of raising."""
+        reports why in ``filter_error`` instead of raising.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk.
+        with_sizes : bool, default True
+            Read the filter's header (authenticating it) for its size.
+
+        Returns
+        -------
+        ChunkInfo
+            Its Bloom filter facts.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         available = self.key_available(chunk)
         error = None
         try:
@@ -639,7 +802,7 @@ class ParquetBloomReader:
               labels: Sequence[str] | None = None, timezone: TimeZoneLike | None = None) -> ProbeResult:
         """Ask every row group's filter of ``column`` whether each of ``values`` may be there.
 
-        Query semantics (:func:`~secure_bloom.parquet.values.query_hashes`): 0.0 finds -0.0 too,
+        Query semantics (:func:`~secure_bloom.values.column.query_hashes`): 0.0 finds -0.0 too,
         a NaN is always "maybe", and a naive date/time for a column of UTC instants is refused
         unless ``timezone`` names its zone. ``labels`` (one per value) name the answers; by
         default each value's text. One answer per value, in order, duplicates kept.
@@ -689,13 +852,67 @@ class ParquetBloomReader:
     def row_groups_maybe_containing(self, column: ColumnRef, value: Any, *,
                                     timezone: TimeZoneLike | None = None) -> list[int]:
         """Row groups whose filter may hold ``value`` (every group without a filter is included);
-        query semantics as :meth:`probe`."""
+        query semantics as :meth:`probe`.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        value : object
+            The value looked for.
+        timezone : str or tzinfo, optional
+            The zone of a naive date/time for a column of UTC instants.
+
+        Returns
+        -------
+        list of int
+            The row groups to read, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.InvalidValueError
+            ``value`` cannot be stored in the column.
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         info = self.column(column)
         query = [query_hashes(value, info, timezone=timezone)]
         return [rg for rg, bf in self.iter_filters(info) if maybe_in(bf, query)[0]]
 
     def iter_filters(self, column: ColumnRef) -> Iterator[tuple[int, SplitBlockBloomFilter | None]]:
-        """(row group, filter or None) for every row group of ``column``."""
+        """(row group, filter or None) for every row group of ``column``.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+
+        Yields
+        ------
+        (int, SplitBlockBloomFilter or None)
+            Each row group and its filter.
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        secure_bloom.errors.KeyManagementError
+            The column's key cannot be obtained.
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication (tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
         info = self.column(column)
         ahead = self.read_ahead(self.column_chunks(info))  # object stores: filters side by side in one read
         for rg in range(self.num_row_groups):
@@ -705,7 +922,23 @@ class ParquetBloomReader:
     # ---------------------------------------------------------------- describe
 
     def describe(self, *, with_sizes: bool = True) -> dict[str, Any]:
-        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks."""
+        """Everything ``inspect --json`` shows: footer mode, encryption, columns and chunks.
+
+        Parameters
+        ----------
+        with_sizes : bool, default True
+            Read each filter's header for its size.
+
+        Returns
+        -------
+        dict
+            The ``inspect`` document.
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        """
         footer = self.footer
         md = footer.metadata
         signature = None

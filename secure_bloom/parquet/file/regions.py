@@ -41,7 +41,17 @@ _HEADER_MAX = 20  # the longest match of _HEADER
 
 @dataclass(frozen=True)
 class OrphanFilter:
-    """A plaintext Bloom filter (header + bitset) at ``offset``, ``length`` bytes in all."""
+    """A plaintext Bloom filter (header + bitset) at ``offset``, ``length`` bytes in all.
+
+    Parameters
+    ----------
+    offset : int
+        Where it starts.
+    length : int
+        Header and bitset bytes.
+    num_bytes : int
+        The bitset size.
+    """
 
     offset: int
     length: int
@@ -67,7 +77,25 @@ def metadata_regions(metadata: Any, chunk_metas: Iterable[Any] = ()) -> list[Reg
     """Pages and page indexes the (decrypted) ``FileMetaData`` references: row groups' page
     ranges, the pages of every visible ColumnMetaData and of ``chunk_metas`` (decrypted
     ColumnMetaData of encrypted chunks), column and offset indexes. Bloom filters are not
-    included: the caller adds those it keeps (see :func:`filter_extent`)."""
+    included: the caller adds those it keeps (see :func:`filter_extent`).
+
+    Parameters
+    ----------
+    metadata : FileMetaData
+        The decrypted footer.
+    chunk_metas : iterable of ColumnMetaData
+        Decrypted metadata of encrypted chunks.
+
+    Returns
+    -------
+    list of (int, int)
+        The referenced byte ranges.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out: list[Region] = []
     metas = list(chunk_metas)
     for rg in metadata.row_groups or ():
@@ -83,7 +111,23 @@ def metadata_regions(metadata: Any, chunk_metas: Iterable[Any] = ()) -> list[Reg
 
 
 def merge(regions: Iterable[Region]) -> list[Region]:
-    """Sorted, overlapping or touching regions joined."""
+    """Sorted, overlapping or touching regions joined.
+
+    Parameters
+    ----------
+    regions : iterable of (int, int)
+        ``(start, end)`` byte ranges.
+
+    Returns
+    -------
+    list of (int, int)
+        Sorted, disjoint ranges.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out: list[Region] = []
     for start, end in sorted(regions):
         if out and start <= out[-1][1]:
@@ -94,7 +138,27 @@ def merge(regions: Iterable[Region]) -> list[Region]:
 
 
 def gaps(regions: Sequence[Region], start: int, end: int) -> list[Region]:
-    """The parts of ``[start, end)`` outside the merged ``regions``."""
+    """The parts of ``[start, end)`` outside the merged ``regions``.
+
+    Parameters
+    ----------
+    regions : sequence of (int, int)
+        Referenced ranges.
+    start : int
+        The span's start.
+    end : int
+        The span's end.
+
+    Returns
+    -------
+    list of (int, int)
+        The unreferenced ranges.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     out: list[Region] = []
     pos = start
     for r_start, r_end in regions:
@@ -110,7 +174,29 @@ def gaps(regions: Sequence[Region], start: int, end: int) -> list[Region]:
 
 def filter_extent(raw: BinaryIO, offset: int, length: int | None, data_end: int) -> Region | None:
     """The bytes of the filter at ``offset`` (plaintext or encrypted, framing checked), or None
-    when its framing is neither form and no length bounds it."""
+    when its framing is neither form and no length bounds it.
+
+    Parameters
+    ----------
+    raw : binary file
+        The open file.
+    offset : int
+        The filter's offset.
+    length : int or None
+        ``bloom_filter_length``.
+    data_end : int
+        Where the footer starts.
+
+    Returns
+    -------
+    (int, int) or None
+        The filter's byte range.
+
+    Raises
+    ------
+    OSError
+        The file or store cannot be read or written.
+    """
     storage = read_filter_storage(raw, offset, length, data_end)
     if storage.form is FilterForm.GARBAGE:
         return None
@@ -131,7 +217,27 @@ def filter_extent(raw: BinaryIO, offset: int, length: int | None, data_end: int)
 def find_plaintext_filters(raw: BinaryIO, holes: Sequence[Region], *,
                            budget: int = DEFAULT_SCAN_BUDGET) -> tuple[list[OrphanFilter], int]:
     """Plaintext filters lying wholly inside one of ``holes``; returns them and the number of
-    hole bytes left unscanned because ``budget`` ran out (0: everything was scanned)."""
+    hole bytes left unscanned because ``budget`` ran out (0: everything was scanned).
+
+    Parameters
+    ----------
+    raw : binary file
+        The open file.
+    holes : sequence of (int, int)
+        Unreferenced byte ranges.
+    budget : int
+        The most bytes to scan.
+
+    Returns
+    -------
+    (list of OrphanFilter, int)
+        The filters found and the bytes left unscanned.
+
+    Raises
+    ------
+    OSError
+        The file or store cannot be read or written.
+    """
     found: list[OrphanFilter] = []
     unscanned = 0
     for start, end in holes:

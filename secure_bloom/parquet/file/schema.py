@@ -47,6 +47,37 @@ class ColumnInfo:
     ``time_unit`` is ``millis``/``micros``/``nanos`` for TIMESTAMP and TIME; ``int_bits`` /
     ``int_signed`` for INTEGER. ``encrypted`` and ``key_id`` describe the column's chunks
     (``key_id`` is a printable id: the explicit key id, the master key id, or ``footer``).
+
+    Parameters
+    ----------
+    path : str
+        The dotted path.
+    path_in_schema : tuple of str
+        The path parts.
+    ordinal : int
+        The leaf index.
+    physical_type : PhysicalType
+        The physical type.
+    type_length : int, optional
+        FIXED_LEN_BYTE_ARRAY's width.
+    repetition : str, optional
+        ``REQUIRED``, ``OPTIONAL`` or ``REPEATED``.
+    logical_type, converted_type : str, optional
+        The annotations' names.
+    scale, precision : int, optional
+        DECIMAL's.
+    time_unit : str, optional
+        TIMESTAMP / TIME's unit.
+    is_adjusted_to_utc : bool, optional
+        TIMESTAMP / TIME: values are UTC instants.
+    int_bits : int, optional
+        INTEGER's bit width.
+    int_signed : bool, optional
+        INTEGER's signedness.
+    encrypted : bool, default False
+        The column's chunks are encrypted.
+    key_id : str, optional
+        A printable id of the column's key.
     """
 
     path: str
@@ -133,7 +164,23 @@ def _logical(el: Any) -> dict[str, Any]:
 
 
 def leaf_columns(schema: Sequence[Any]) -> list[ColumnInfo]:
-    """The leaves of a flattened schema (``FileMetaData.schema``), in column order."""
+    """The leaves of a flattened schema (``FileMetaData.schema``), in column order.
+
+    Parameters
+    ----------
+    schema : sequence of SchemaElement
+        ``FileMetaData.schema``.
+
+    Returns
+    -------
+    list of ColumnInfo
+        The leaves.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedThriftError
+        An empty schema, or one whose children counts or group shapes do not add up.
+    """
     if not schema:
         raise MalformedThriftError("FileMetaData.schema is empty")
     leaves: list[ColumnInfo] = []
@@ -185,6 +232,27 @@ def find_column(columns: Sequence[ColumnInfo], column: ColumnRef, where: str) ->
     A dotted path that more than one leaf has (a column named ``a.b`` and the field ``b`` of a
     group ``a``) raises :class:`AmbiguousColumnError` naming each by its path parts; a
     ColumnInfo or a list/tuple of parts always names one leaf. ``where`` prefixes messages.
+
+    Parameters
+    ----------
+    columns : sequence of ColumnInfo
+        The file's leaves.
+    column : str, tuple of str, int or ColumnInfo
+        The leaf wanted.
+    where : str
+        Prefixes messages.
+
+    Returns
+    -------
+    ColumnInfo
+        The leaf.
+
+    Raises
+    ------
+    secure_bloom.errors.ColumnNotFoundError
+        No such leaf.
+    secure_bloom.errors.AmbiguousColumnError
+        A dotted path two leaves share.
     """
     if isinstance(column, ColumnInfo):
         column = column.path_in_schema

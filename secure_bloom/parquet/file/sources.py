@@ -53,7 +53,23 @@ __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "displa
            "read_key_material", "CountingFileSystem", "ReadCounter"]
 
 def is_store_uri(text: str) -> bool:
-    """True for a URI naming an object store or a remote filesystem (not ``file://``)."""
+    """True for a URI naming an object store or a remote filesystem (not ``file://``).
+
+    Parameters
+    ----------
+    text : str
+        A path or URI.
+
+    Returns
+    -------
+    bool
+        Whether it names a store.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return is_uri(text) and text[:7].lower() != "file://"
 
 
@@ -78,7 +94,25 @@ def local_path(filesystem: Any, path: str) -> str | None:
 
 def display_path(filesystem: Any, path: str) -> str:
     """``path`` as a user reads it: local paths as they are, others as ``<type>://path`` (the
-    type of the filesystem a :class:`CountingFileSystem` wraps)."""
+    type of the filesystem a :class:`CountingFileSystem` wraps).
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem or None
+        The filesystem.
+    path : str
+        The path on it.
+
+    Returns
+    -------
+    str
+        The text to show (no credentials).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if _is_local(filesystem):
         return path
     inner = getattr(getattr(filesystem, "handler", None), "inner", None)
@@ -86,13 +120,49 @@ def display_path(filesystem: Any, path: str) -> str:
 
 
 def is_local_source(source: str, filesystem: Any = None) -> bool:
-    """True for a path or ``file://`` URI on the local disk (no filesystem, or a local one)."""
+    """True for a path or ``file://`` URI on the local disk (no filesystem, or a local one).
+
+    Parameters
+    ----------
+    source : str
+        A path or URI.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem it is on.
+
+    Returns
+    -------
+    bool
+        Whether it is on the local disk.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return _is_local(filesystem) and (not is_uri(source) or source.startswith("file://"))
 
 
 def display_source(source: str | os.PathLike[str], filesystem: Any = None) -> str:
     """How reports name ``source``: a path on a non-local ``filesystem`` as
-    ``<type>://path``, a URI by :func:`display_uri`, a local path as it is."""
+    ``<type>://path``, a URI by :func:`display_uri`, a local path as it is.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A path or URI.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem a path is on.
+
+    Returns
+    -------
+    str
+        The text to show (no credentials, no URI options).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     text = os.fspath(source)
     if not _is_local(filesystem):
         return display_path(filesystem, _strip_scheme(text, filesystem))
@@ -143,7 +213,23 @@ _TIMEOUTS: contextvars.ContextVar[StoreTimeouts] = contextvars.ContextVar("store
 @contextmanager
 def store_timeouts(timeouts: StoreTimeouts | None) -> Iterator[StoreTimeouts]:
     """Every filesystem built from a URI in this block (and this thread or task) gets ``timeouts``
-    (None: keep the ones in force). Filesystems passed in by the caller keep their own."""
+    (None: keep the ones in force). Filesystems passed in by the caller keep their own.
+
+    Parameters
+    ----------
+    timeouts : StoreTimeouts or None
+        The timeouts for the block.
+
+    Yields
+    ------
+    StoreTimeouts
+        The timeouts in force inside the block.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if timeouts is None:
         yield _TIMEOUTS.get()
         return
@@ -182,7 +268,32 @@ def filesystem_from_uri(text: str, timeouts: StoreTimeouts | None = None) -> tup
     ``endpoint_override=``, ``scheme=``, ``region=``...); the filesystem gets ``timeouts`` (default:
     those of :func:`store_timeouts`, else :data:`DEFAULT_STORE_TIMEOUTS`). A URI it cannot open is
     a :class:`~secure_bloom.errors.ConfigurationError` naming it by
-    :func:`~secure_bloom.display.display_uri` (no credentials, no options)."""
+    :func:`~secure_bloom.display.display_uri` (no credentials, no options).
+
+    Parameters
+    ----------
+    text : str
+        The URI (``s3://bucket/key?endpoint_override=host:port&scheme=http``, ``gs://``, ``file://``).
+    timeouts : StoreTimeouts, optional
+        For the filesystem built.
+
+    Returns
+    -------
+    (pyarrow.fs.FileSystem, str)
+        The filesystem and the path on it.
+
+    Raises
+    ------
+    secure_bloom.errors.ConfigurationError
+        pyarrow cannot open the URI.
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet.file.sources import filesystem_from_uri
+    >>> fs, path = filesystem_from_uri("file:///tmp/lake/x.parquet")
+    >>> type(fs).__name__, path
+    ('LocalFileSystem', '/tmp/lake/x.parquet')
+    """
     try:
         filesystem, path = pafs.FileSystem.from_uri(text)
     except (ValueError, TypeError) as e:  # pyarrow.ArrowInvalid
@@ -198,7 +309,25 @@ def filesystem_from_uri(text: str, timeouts: StoreTimeouts | None = None) -> tup
 def join_uri(base: str, relative: str) -> str:
     """``relative`` (a '/'-separated path) under the prefix or directory ``base``: a URI keeps its
     options after the new path (``s3://b/out?x=1`` + ``a/f.parquet`` is
-    ``s3://b/out/a/f.parquet?x=1``); a local path is joined with ``os.path.join``."""
+    ``s3://b/out/a/f.parquet?x=1``); a local path is joined with ``os.path.join``.
+
+    Parameters
+    ----------
+    base : str
+        A URI or local directory.
+    relative : str
+        A '/'-separated path under it.
+
+    Returns
+    -------
+    str
+        The joined URI or path.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if not is_store_uri(base):
         return os.path.join(base, relative)
     head, sep, query = base.partition("?")
@@ -214,7 +343,25 @@ def storage_error(error: OSError, where: str) -> OSError:
     """The error a caller can act on for ``error``, raised by a ``pyarrow.fs`` filesystem about
     ``where``: :class:`~secure_bloom.errors.StorageUnavailableError` for a store that cannot be
     reached (after the filesystem's own bounded retries), ``PermissionError`` for access denied,
-    ``FileNotFoundError`` for a missing bucket; any other error as it is."""
+    ``FileNotFoundError`` for a missing bucket; any other error as it is.
+
+    Parameters
+    ----------
+    error : OSError
+        What pyarrow raised.
+    where : str
+        The path or URI, as shown.
+
+    Returns
+    -------
+    OSError
+        The error to raise.
+
+    Raises
+    ------
+    None
+        It returns the error; the caller raises it.
+    """
     if not isinstance(error, OSError) or isinstance(error, (StorageUnavailableError, FileNotFoundError,
                                                              PermissionError)):
         return error
@@ -249,7 +396,29 @@ def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any,
 def read_key_material(filesystem: Any, data_path: str) -> KeyMaterialStore:
     """The sidecar ``_KEY_MATERIAL_FOR_<name>.json`` beside ``data_path`` on ``filesystem`` (an
     object store: one bounded read of the small sidecar object). A missing sidecar raises
-    :class:`~secure_bloom.errors.KeyNotFoundError`, as on a local disk."""
+    :class:`~secure_bloom.errors.KeyNotFoundError`, as on a local disk.
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem
+        The store.
+    data_path : str
+        The Parquet file's path on it.
+
+    Returns
+    -------
+    KeyMaterialStore
+        The sidecar's key material.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyNotFoundError
+        No sidecar beside the file.
+    secure_bloom.errors.MalformedKeyMaterialError
+        The sidecar does not parse (or is larger than a sidecar can be).
+    secure_bloom.errors.StorageUnavailableError
+        The store does not answer.
+    """
     directory, name = posixpath.split(data_path)
     path = posixpath.join(directory, f"{SIDECAR_PREFIX}{name}{SIDECAR_SUFFIX}")
     where = display_path(filesystem, path)
@@ -275,7 +444,29 @@ def open_source(source: str | os.PathLike[str] | BinaryIO, filesystem: Any = Non
     """(display path, open binary file, whether the caller owns it and must close it).
 
     ``source``: a local path, a path on ``filesystem``, a URI, or an already open seekable
-    binary file (returned as it is, not owned)."""
+    binary file (returned as it is, not owned).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or binary file
+        What to open.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem a path is on.
+
+    Returns
+    -------
+    (str, binary file, bool)
+        The display path, the open file, and whether the caller must close it.
+
+    Raises
+    ------
+    secure_bloom.errors.NotRegularFileError
+        A local path that is not a regular file (a FIFO, a device).
+    FileNotFoundError
+        No such file.
+    secure_bloom.errors.StorageUnavailableError
+        The store does not answer.
+    """
     if hasattr(source, "read") and hasattr(source, "seek"):
         return str(getattr(source, "name", "<stream>")), cast(BinaryIO, source), False
     filesystem, text = locate(source, filesystem)
@@ -305,7 +496,29 @@ class Resolved:
 def resolve(source: Any, filesystem: Any = None, timeouts: StoreTimeouts | None = None) -> Resolved:
     """The filesystem and paths of ``source``: a path, a URI, or a list of either (one
     filesystem for all, built with ``timeouts``). Local paths become absolute; a given
-    ``filesystem`` is used as it is."""
+    ``filesystem`` is used as it is.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        Paths or URIs.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Used as it is.
+    timeouts : StoreTimeouts, optional
+        For a filesystem built from a URI.
+
+    Returns
+    -------
+    Resolved
+        The filesystem and the paths on it.
+
+    Raises
+    ------
+    ValueError
+        ``source`` names no file.
+    secure_bloom.errors.ConfigurationError
+        A URI pyarrow cannot open.
+    """
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     if not items:
         raise ValueError("source names no file")

@@ -48,6 +48,21 @@ class FileTail:
 
     ``footer_offset`` is the file offset of the first footer byte (FileMetaData, or
     FileCryptoMetaData in encrypted-footer mode); everything before it is the file's data region.
+
+    Parameters
+    ----------
+    path : str
+        The file, as shown.
+    file_size : int
+        Its size.
+    encrypted_footer : bool
+        ``PARE`` (encrypted footer) rather than ``PAR1``.
+    footer_offset : int
+        The first footer byte.
+    footer : bytes
+        The footer's bytes.
+    window : bytes
+        The speculative read of the file's end (empty when none).
     """
 
     path: str
@@ -60,6 +75,7 @@ class FileTail:
 
     @property
     def magic(self) -> bytes:
+        """The trailing magic the file has: ``PARE`` (encrypted footer) or ``PAR1``."""
         return ENCRYPTED_MAGIC if self.encrypted_footer else PLAIN_MAGIC
 
     def __repr__(self) -> str:
@@ -86,7 +102,31 @@ def read_tail(f: BinaryIO, path: str | os.PathLike[str] = "<stream>", *, specula
     (FileCryptoMetaData included) in one request, then only a longer footer's missing front.
     By default the length and magic are read, then exactly the footer. The leading magic is a
     4-byte read of its own unless the whole file was read; ``leading_magic=False`` (object
-    stores: see the module docstring) checks it only when the whole file was read."""
+    stores: see the module docstring) checks it only when the whole file was read.
+
+    Parameters
+    ----------
+    f : binary file
+        Seekable, open for reading.
+    path : str or os.PathLike
+        What messages call it.
+    speculative_bytes : int, default 0
+        Read that much of the end at once.
+    leading_magic : bool, default True
+        Check the leading magic with a read of its own.
+
+    Returns
+    -------
+    FileTail
+        The footer's place and bytes.
+
+    Raises
+    ------
+    secure_bloom.errors.NotParquetError
+        No Parquet magic, or a footer length that does not fit the file.
+    OSError
+        The file cannot be read.
+    """
     name = os.fspath(path)
     size = f.seek(0, os.SEEK_END)
     if size < _MIN_FILE:

@@ -89,7 +89,29 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
     """The format pyarrow scans the open file with: ``shared`` (plaintext, or pyarrow's KMS path)
     or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
     are what the scan reads, filter columns included: the columns that need keys of their own
-    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here."""
+    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The open file.
+    keys : KeyAccess or None
+        The caller's keys.
+    shared : pyarrow.dataset.ParquetFileFormat
+        The dataset's shared format.
+    columns : sequence of str, optional
+        What the scan reads.
+
+    Returns
+    -------
+    pyarrow.dataset.ParquetFileFormat
+        The format for this file.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        Columns under keys of their own that pyarrow cannot be given.
+    """
     if shared_format_opens(reader):
         return shared
     footer = reader.footer
@@ -102,7 +124,23 @@ def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.P
 
 @dataclass
 class PrunedScan:
-    """The surviving row groups as a dataset, the filter, and what pruning did."""
+    """The surviving row groups as a dataset, the filter, and what pruning did.
+
+    Parameters
+    ----------
+    dataset : pyarrow.dataset.Dataset
+        The surviving row groups (each file pinned to the version pruned).
+    expression : pyarrow.compute.Expression or None
+        The filter pyarrow applies when reading.
+    tree : Node
+        The predicate tree the pruner evaluated.
+    report : PruneReport
+        What pruning did.
+    counter : ReadCounter, optional
+        Counts the scan's reads (``count_reads=True``).
+    columns : tuple of str, optional
+        The columns the scan was made for.
+    """
 
     dataset: ds.Dataset
     expression: Any
@@ -113,8 +151,30 @@ class PrunedScan:
 
     def to_table(self, columns: Sequence[str] | None = None, *, use_threads: bool = True) -> pa.Table:
         """The matching rows (pyarrow applies the exact filter); fills ``report.rows`` and, when
-        reads are counted, ``report.data_bytes_read``. ``columns`` defaults to the scan's; a
-        scan made for some columns (``scan(columns=...)``) reads only those."""
+        reads are counted, ``report.data_bytes_read``.
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns to return (default: the scan's; a scan made for some columns,
+            ``scan(columns=...)``, reads only those).
+        use_threads : bool, default True
+            pyarrow's reading threads.
+
+        Returns
+        -------
+        pyarrow.Table
+            The rows pyarrow's own filtered read returns.
+
+        Raises
+        ------
+        ValueError
+            ``columns`` asks for columns the scan was not made for.
+        secure_bloom.errors.FileChangedError
+            A file was modified or replaced since it was pruned.
+        OSError
+            pyarrow cannot read a file.
+        """
         if columns is None:
             columns = self.columns
         elif self.columns is not None and not set(columns) <= set(self.columns):
@@ -229,19 +289,7 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
          count_reads: bool = False, threads: int | None = None, progress: bool | None = None,
          partitioning: Any = "hive", columns: Sequence[str] | None = None,
          cache: PruneCache | None = None, timeouts: StoreTimeouts | None = None) -> PrunedScan:
-    """Prune ``source`` with ``filters`` (pyarrow DNF list or Expression) and return the
-    restricted dataset. ``count_reads`` routes pyarrow's reads through a
-    :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
-    ``columns`` (None: all) are the columns that will be read: a surviving file pyarrow cannot
-    decrypt them in raises :class:`UnsupportedParquetFeatureError` here, before any scan.
-    ``cache``: a :class:`~secure_bloom.parquet.PruneCache` kept across lookups (footers and
-    filters of unchanged files are then not read again, and pyarrow's discovery of the source is
-    kept while the source lists the same and its first file is unchanged: :mod:`.known`; a file
-    with row groups to read is opened only if pyarrow needs a format of its own for it).
-    ``partitioning`` (a directory source only; pyarrow's
-    argument: ``"hive"``, a list of field names, a Partitioning or PartitioningFactory, None):
-    a filter on a partition field is decided per file on the file's partition value, as pyarrow
-    decides it (:mod:`.partitions`), never on a column of that name inside the file.
+    """Prune ``source`` with ``filters`` and return the restricted dataset.
 
     The restricted dataset scans only the file versions its row groups were chosen from: a file
     modified or replaced since pruning raises :class:`~secure_bloom.errors.FileChangedError`
@@ -323,7 +371,45 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
-    columns the scan reads: see :func:`scan`."""
+    columns the scan reads: see :func:`scan`.
+
+    Parameters
+    ----------
+    base : pyarrow.dataset.FileSystemDataset
+        The discovered dataset.
+    fs : pyarrow.fs.FileSystem
+        Its filesystem.
+    fmt : pyarrow.dataset.ParquetFileFormat
+        The shared format.
+    expression : pyarrow.compute.Expression or None
+        The filter.
+    keys : KeyAccess or None
+        The caller's keys.
+    columns : sequence of str, optional
+        The columns the scan reads.
+    threads : int, optional
+        Pruning threads.
+    progress : bool, optional
+        A progress bar.
+    cache : PruneCache, optional
+        Kept across lookups.
+    counter : ReadCounter, optional
+        Counts the scan's reads.
+
+    Returns
+    -------
+    (pyarrow.dataset.FileSystemDataset, Node, PruneReport)
+        The restricted dataset, the pruning tree, the report.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        A surviving file pyarrow cannot decrypt ``columns`` in.
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file.
+    """
     restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
                                             progress=progress, cache=cache, counter=counter)
     return restricted, tree, report
@@ -443,12 +529,81 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
             progress: bool = False, timeouts: StoreTimeouts | None = None,
             **pyarrow_options: Any) -> PruningDataset:
     """A ``pyarrow.dataset.Dataset`` of ``source`` (a :class:`PruningDataset`) whose scans prune
-    row groups with their own filter: Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's
-    ``SELECT ... FROM ds WHERE ...`` and ``ds.to_table(filter=...)`` read only the row groups
-    the filter may match (statistics, then Bloom filters, encrypted or not), and get exactly
-    pyarrow's rows. ``filters`` (a DNF list or Expression) is attached to every scan
-    (``Dataset.filter``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`; a cache is
-    useful here, since every scan prunes."""
+    row groups with their own filter.
+
+    Polars' ``scan_pyarrow_dataset(ds).filter(...)``, DuckDB's ``SELECT ... FROM ds WHERE ...``
+    and ``ds.to_table(filter=...)`` read only the row groups the filter may match (statistics,
+    then Bloom filters, encrypted or not), and get exactly pyarrow's rows. A cache is useful
+    here, since every scan prunes.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        Attached to every scan (``Dataset.filter``): a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    cache, partitioning, timeouts
+        As for :func:`scan`.
+    threads : int, optional
+        Threads pruning files (default: 1 for local files, 16 for object stores).
+    progress : bool, default False
+        A progress bar on stderr while pruning.
+    **pyarrow_options
+        Refused (``decryption_properties=``: use ``keys=``).
+
+    Returns
+    -------
+    PruningDataset
+        A ``pyarrow.dataset.Dataset``; ``last_report`` is the prune report of its latest scan.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> import pyarrow.compute as pc
+    >>> from secure_bloom.parquet import dataset
+    >>> ds = dataset(tmp / "users.parquet", keys=keys)
+    >>> ds.to_table(filter=pc.field("email") == "user0042@example.com").num_rows
+    1
+    >>> ds.last_report.row_groups_read
+    1
+    """
     _refuse_pyarrow_options("dataset", pyarrow_options)
     keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
     base, fs, _, fmt = _discover(source, keys, filesystem, None, partitioning, timeouts)

@@ -78,7 +78,23 @@ class LeafPlan:
 
 
 def value_type(typ: pa.DataType) -> pa.DataType:
-    """The type comparisons see: dictionaries decoded, extension types as their storage."""
+    """The type comparisons see: dictionaries decoded, extension types as their storage.
+
+    Parameters
+    ----------
+    typ : pyarrow.DataType
+        A column's type.
+
+    Returns
+    -------
+    pyarrow.DataType
+        The type comparisons see.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if isinstance(typ, pa.BaseExtensionType):
         typ = typ.storage_type
     if pa.types.is_dictionary(typ):
@@ -217,7 +233,27 @@ def _expression(op: str, literal: pa.Array, column: str = "v") -> Any:
 
 
 def binds(op: str, literal: pa.Array, typ: pa.DataType) -> bool:
-    """Whether pyarrow's binding of ``column op literal`` on a ``typ`` column succeeds."""
+    """Whether pyarrow's binding of ``column op literal`` on a ``typ`` column succeeds.
+
+    Parameters
+    ----------
+    op : str
+        The comparison.
+    literal : pyarrow.Array
+        The literal.
+    typ : pyarrow.DataType
+        The column's type.
+
+    Returns
+    -------
+    bool
+        Whether it binds.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     try:
         empty = pa.table({"v": pa.nulls(1, typ)})
         ds.dataset(empty).to_table(columns={"m": _expression(op, literal)})
@@ -229,7 +265,29 @@ def binds(op: str, literal: pa.Array, typ: pa.DataType) -> bool:
 def plan_leaf(op: str, literal: pa.Array | None, own: pa.DataType | None, dataset_type: pa.DataType | None) -> LeafPlan:
     """The plan of leaf ``column op literal`` for files storing the column as ``own`` (None: a
     type the pruner does not read), in a dataset that reads it as ``dataset_type`` (None: as
-    ``own``). A literal this module cannot handle plans ``raise``: nothing is dropped."""
+    ``own``). A literal this module cannot handle plans ``raise``: nothing is dropped.
+
+    Parameters
+    ----------
+    op : str
+        The comparison.
+    literal : pyarrow.Array or None
+        The literal.
+    own : pyarrow.DataType or None
+        The file's type.
+    dataset_type : pyarrow.DataType or None
+        The dataset's type.
+
+    Returns
+    -------
+    LeafPlan
+        How to judge the leaf.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     try:
         return _plan_leaf(op, literal, own, dataset_type)
     except (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError) as e:
@@ -306,7 +364,27 @@ def _monotone(own: pa.DataType, typ: pa.DataType) -> bool:
 
 def bounds_array(values: list[Any], own: pa.DataType, kind: str) -> pa.Array:
     """Decoded statistics (:func:`~.statistics.chunk_bounds` values, None where unknown) as an
-    Arrow array of the file's type ``own``."""
+    Arrow array of the file's type ``own``.
+
+    Parameters
+    ----------
+    values : list
+        Decoded bounds (None where unknown).
+    own : pyarrow.DataType
+        The file's type.
+    kind : str
+        The column's statistics kind.
+
+    Returns
+    -------
+    pyarrow.Array
+        The bounds.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if kind in ("int", "uint") and pa.types.is_decimal(own) or kind == "decimal_bytes":
         width = own.byte_width
         raw = b"".join((v if v is not None else 0).to_bytes(width, "little", signed=True) for v in values)
@@ -348,7 +426,33 @@ def bounds_verdicts(plan: LeafPlan, op: str, literal: pa.Array, lows: pa.Array, 
     whether ``column op literal`` can match (:data:`MAY`), cannot (:data:`NO`), or the evaluation
     may raise on its values (:data:`RAISES`): Arrow's own casts and comparisons on the bounds.
     Both bounds are always evaluated: a checked cast raises on some value of the interval iff it
-    raises on one of its ends."""
+    raises on one of its ends.
+
+    Parameters
+    ----------
+    plan : LeafPlan
+        From :func:`plan_leaf`.
+    op : str
+        The comparison.
+    literal : pyarrow.Array
+        The literal.
+    lows : pyarrow.Array
+        Per row group minimums.
+    highs : pyarrow.Array
+        Per row group maximums.
+    floats_in_file : bool
+        The file stores floating-point values.
+
+    Returns
+    -------
+    list of str
+        One verdict per row group.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     n = len(lows)
     assert plan.typ is not None
     try:
@@ -385,7 +489,29 @@ def set_check_raises(value_set: pa.Array, typ: pa.DataType, lows: pa.Array, high
     """Per row group: whether pyarrow's own statistics pass raises on it. Its ``SimplifyIsIn``
     compares the filter's ORIGINAL value set (not the one cast to the column's type) with the
     row group's min and max by a plain compute call (common numeric type, checked casts): an
-    int64 bound beyond 2^53 against a float64 value set raises there, before any row is read."""
+    int64 bound beyond 2^53 against a float64 value set raises there, before any row is read.
+
+    Parameters
+    ----------
+    value_set : pyarrow.Array
+        The filter's value set.
+    typ : pyarrow.DataType
+        The column's type.
+    lows : pyarrow.Array
+        Per row group minimums.
+    highs : pyarrow.Array
+        Per row group maximums.
+
+    Returns
+    -------
+    list of bool
+        One per row group.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     n = len(lows)
     if len(value_set) > IS_IN_SIMPLIFICATION_MAX or value_set.type.equals(typ):
         return [False] * n

@@ -139,6 +139,7 @@ class KnownSource:
 
     @property
     def filesystem(self) -> pafs.FileSystem:
+        """The filesystem the source resolved to."""
         return self.resolved.filesystem
 
     def listing(self) -> tuple[Any, ...] | None:

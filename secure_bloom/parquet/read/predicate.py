@@ -90,7 +90,23 @@ Node = Union[Leaf, AllOf, AnyOf, Unknown]
 
 def to_expression(filters: Any) -> pc.Expression | None:
     """pyarrow's DNF list (or list of lists) of ``(column, op, value)`` or an Expression, as an
-    Expression; None for no filter. Bad filters raise :class:`InvalidValueError`."""
+    Expression; None for no filter. Bad filters raise :class:`InvalidValueError`.
+
+    Parameters
+    ----------
+    filters : list, pyarrow.compute.Expression or None
+        pyarrow's filter.
+
+    Returns
+    -------
+    pyarrow.compute.Expression or None
+        The filter as an Expression.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        A malformed DNF list (an unknown operator, a tuple of the wrong shape).
+    """
     if filters is None:
         return None
     if isinstance(filters, pc.Expression):
@@ -268,7 +284,25 @@ def _tree(item: Any, schema: pa.Schema | None) -> Node:
 def predicate_tree(expression: pc.Expression | None, schema: pa.Schema | None = None) -> Node:
     """The pruning tree of ``expression`` (None: no condition, an empty AllOf). ``schema`` (the
     dataset's) tells which columns are floating point. Never raises for an Expression it cannot
-    read: that is :class:`Unknown` (no pruning)."""
+    read: that is :class:`Unknown` (no pruning).
+
+    Parameters
+    ----------
+    expression : pyarrow.compute.Expression or None
+        The filter.
+    schema : pyarrow.Schema, optional
+        The dataset's schema.
+
+    Returns
+    -------
+    Node
+        The tree (``Unknown`` where it cannot read a part).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if expression is None:
         return AllOf(())
     try:
@@ -310,5 +344,21 @@ def hidden_leaves(node: Node) -> Iterator[Leaf]:
 
 
 def columns_of(node: Node) -> list[str]:
-    """The columns the tree tests, in first-use order."""
+    """The columns the tree tests, in first-use order.
+
+    Parameters
+    ----------
+    node : Node
+        A pruning tree.
+
+    Returns
+    -------
+    list of str
+        The columns.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     return list(dict.fromkeys(leaf.column for leaf in leaves(node)))

@@ -106,7 +106,25 @@ def default_prune_threads(paths: Sequence[str], filesystem: Any) -> int:
     CPU-bound work that mostly holds the GIL: the native reads, decrypts and probes are about a
     tenth of it, and every GIL release hands it over, so threads only contend: 50 encrypted files
     x 5 row groups took 12.5 ms on one thread, 16 ms on two, on 2 cores), else
-    :data:`DEFAULT_PRUNE_THREADS` (latency-bound range requests)."""
+    :data:`DEFAULT_PRUNE_THREADS` (latency-bound range requests).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files.
+    filesystem : pyarrow.fs.FileSystem or None
+        Their filesystem.
+
+    Returns
+    -------
+    int
+        The thread count.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if paths and not is_local_source(paths[0], filesystem):  # one filesystem for all the paths
         return DEFAULT_PRUNE_THREADS
     return 1
@@ -116,7 +134,29 @@ _PRUNE_FILTER_CACHE = 8 << 20
 
 @dataclass(frozen=True)
 class FilePrune:
-    """One file's outcome: the row groups to read and why the others were skipped."""
+    """One file's outcome: the row groups to read and why the others were skipped.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    num_row_groups : int
+        Its row groups.
+    row_groups : tuple of int
+        The row groups to read.
+    pruned_by_statistics, pruned_by_bloom : tuple of int
+        The row groups skipped, and why.
+    metadata_bytes_read, metadata_requests : int
+        Footer and filter bytes read, in how many requests.
+    file_size : int, optional
+        The file's size.
+    from_cache : bool, optional
+        None: no cache; True: answered from a :class:`PruneCache`; False: a miss.
+    identity : tuple, optional
+        The version of the file these row groups were chosen from.
+    shared_format_opens : bool, default False
+        pyarrow's shared format opens this version (a cached answer).
+    """
 
     path: str
     num_row_groups: int
@@ -143,6 +183,18 @@ class FilePrune:
         return self.pinned if self.pinned is not None else self.identity
 
     def to_dict(self) -> dict[str, Any]:
+        """The file's outcome as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"path": self.path, "num_row_groups": self.num_row_groups, "row_groups": list(self.row_groups),
                 "pruned_by_statistics": list(self.pruned_by_statistics),
                 "pruned_by_bloom": list(self.pruned_by_bloom), "metadata_bytes_read": self.metadata_bytes_read,
@@ -153,7 +205,21 @@ class FilePrune:
 class PruneReport:
     """What a pruned read did: files, row groups (total / skipped by statistics / skipped by Bloom
     filters / read) and bytes read (footers and filters by the pruner; ``data_bytes_read``: what
-    pyarrow's scan read, its dataset discovery's footer read included)."""
+    pyarrow's scan read, its dataset discovery's footer read included).
+
+    Parameters
+    ----------
+    files : list of FilePrune
+        One per file considered.
+    files_skipped_by_partition : int
+        Files a partition filter ruled out.
+    data_bytes_read, data_requests : int, optional
+        What pyarrow's scan read (when reads are counted).
+    rows : int, optional
+        Rows returned (once read).
+    cache : CacheStats, optional
+        The cache's counts after pruning, when one was used.
+    """
 
     files: list[FilePrune] = field(default_factory=list)
     files_skipped_by_partition: int = 0
@@ -175,33 +241,52 @@ class PruneReport:
 
     @property
     def row_groups_total(self) -> int:
+        """Row groups in the files considered."""
         return sum(f.num_row_groups for f in self.files)
 
     @property
     def row_groups_pruned_by_statistics(self) -> int:
+        """Row groups skipped by their min/max statistics."""
         return sum(len(f.pruned_by_statistics) for f in self.files)
 
     @property
     def row_groups_pruned_by_bloom(self) -> int:
+        """Row groups skipped by their Bloom filters."""
         return sum(len(f.pruned_by_bloom) for f in self.files)
 
     @property
     def row_groups_read(self) -> int:
+        """Row groups left to read."""
         return sum(len(f.row_groups) for f in self.files)
 
     @property
     def metadata_bytes_read(self) -> int:
+        """Bytes of footers and filters read while pruning."""
         return sum(f.metadata_bytes_read for f in self.files)
 
     @property
     def bytes_read(self) -> int:
+        """Metadata bytes plus data bytes read (data: when reads are counted)."""
         return self.metadata_bytes_read + (self.data_bytes_read or 0)
 
     @property
     def files_read(self) -> int:
+        """Files with at least one row group to read."""
         return sum(1 for f in self.files if f.row_groups)
 
     def to_dict(self, *, with_files: bool = True) -> dict[str, Any]:
+        """The report as JSON-able values (``query --explain --format json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         out: dict[str, Any] = {
             "files": len(self.files) + self.files_skipped_by_partition,
             "files_skipped_by_partition": self.files_skipped_by_partition,
@@ -224,7 +309,18 @@ class PruneReport:
         return out
 
     def summary(self) -> str:
-        """A few lines for a person (``query --explain``)."""
+        """A few lines for a person (``query --explain``).
+
+        Returns
+        -------
+        str
+            Files, row groups (total / by statistics / by Bloom filters / read), bytes, rows.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         files = len(self.files) + self.files_skipped_by_partition
         lines = [f"files: {files} ({self.files_skipped_by_partition} skipped by partition, {self.files_read} read)",
                  f"row groups: {self.row_groups_total} total, {self.row_groups_pruned_by_statistics} pruned by "
@@ -798,7 +894,33 @@ def _uses_bloom(tree: Node) -> bool:
 def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | None = None,
                  row_groups: Iterable[int] | None = None) -> FilePrune:
     """The row groups of an open file that may hold matching rows (among ``row_groups``, default
-    all), and those skipped by statistics and by Bloom filters."""
+    all), and those skipped by statistics and by Bloom filters.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The open file.
+    tree : Node
+        The predicate tree (:func:`~secure_bloom.parquet.read.predicate.predicate_tree`).
+    schema : pyarrow.Schema, optional
+        The dataset's schema (the type Arrow compares in).
+    row_groups : iterable of int, optional
+        The row groups to consider (default all).
+
+    Returns
+    -------
+    FilePrune
+        The outcome.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file, or a filter that fails authentication.
+    OSError
+        A file cannot be read.
+    """
     return _prune_source(_FileSource(None, lambda: reader), reader.path, tree, schema, row_groups, {})
 
 
@@ -1001,7 +1123,53 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
     format opens it, or pruned by the fast path from a footer that says so, is not opened for
-    ``on_reader`` (its result says ``shared_format_opens``)."""
+    ``on_reader`` (its result says ``shared_format_opens``).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        The files.
+    tree : Node
+        The predicate tree.
+    keys : KeyAccess, optional
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The files' filesystem.
+    schema : pyarrow.Schema, optional
+        The dataset's schema.
+    row_groups : sequence, optional
+        Per file, the row groups to consider.
+    threads : int, optional
+        Threads (default :func:`default_prune_threads`).
+    progress : bool, optional
+        A progress bar (default: on a TTY).
+    on_done : callable, optional
+        Called with each result.
+    on_reader : callable, optional
+        ``on_reader(path, reader, result)`` while the reader is open.
+    cache : PruneCache, optional
+        Kept across lookups.
+    trees : sequence of Node, optional
+        One tree per path.
+    fast_path : bool, default True
+        Prune local files through :mod:`.fast_prune`.
+    on_reader_unless_shared : bool, default False
+        Skip ``on_reader`` for files pyarrow's shared format opens.
+
+    Returns
+    -------
+    list of FilePrune
+        One per path, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A key cannot be obtained.
+    secure_bloom.errors.ParquetFileError
+        A damaged file, or a filter that fails authentication.
+    OSError
+        A file cannot be read.
+    """
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),

@@ -145,7 +145,17 @@ class DatasetFacts:
 class CacheStats:
     """Counts since creation (or :meth:`PruneCache.clear`): files answered at least partly from
     the cache (hits), files not found or changed (misses), files whose identity could not be
-    determined (uncacheable), entries dropped to stay within the bound, and the current size."""
+    determined (uncacheable), entries dropped to stay within the bound, and the current size.
+
+    Parameters
+    ----------
+    hits, misses, uncacheable, evictions : int
+        The counts.
+    files, bytes : int
+        What the cache holds now.
+    max_bytes : int
+        Its bound.
+    """
 
     hits: int = 0
     misses: int = 0
@@ -156,6 +166,18 @@ class CacheStats:
     max_bytes: int = 0
 
     def to_dict(self) -> dict[str, int]:
+        """The counts as a dict.
+
+        Returns
+        -------
+        dict of str to int
+            The counts.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"hits": self.hits, "misses": self.misses, "uncacheable": self.uncacheable,
                 "evictions": self.evictions, "files": self.files, "bytes": self.bytes, "max_bytes": self.max_bytes}
 
@@ -183,7 +205,33 @@ class PruneCache:
 
     It holds decrypted Bloom filters and statistics of encrypted columns in process memory (what
     the process holding the keys could recompute), never key bytes; it is never persisted and is
-    emptied by :meth:`clear` or by dropping the object. See :mod:`.prune_cache`.
+    emptied by :meth:`clear` or by dropping the object. An entry answers only after the caller's
+    access to its keys is rechecked (a revoked caller gets ``KeyAccessDeniedError``, never a
+    cached answer). See :mod:`.prune_cache`.
+
+    Parameters
+    ----------
+    max_bytes : int, default 256 MiB
+        The bound on what is kept; 0 keeps nothing.
+
+    Raises
+    ------
+    ValueError
+        ``max_bytes`` is not an int >= 0.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from secure_bloom.parquet import PruneCache, attach_bloom_filters, read_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"id": list(range(2_000))}), tmp / "ids.parquet", row_group_size=500)
+    >>> _ = attach_bloom_filters(tmp / "ids.parquet", tmp / "ids.bloom.parquet", ["id"])
+    >>> cache = PruneCache(max_bytes=64 << 20)
+    >>> for key in (7, 8, 9):  # the first lookup reads footers and filters, the others do not
+    ...     rows = read_table(tmp / "ids.bloom.parquet", filters=[("id", "==", key)], cache=cache)
+    >>> cache.stats.hits >= 2
+    True
     """
 
     def __init__(self, max_bytes: int = DEFAULT_PRUNE_CACHE_BYTES) -> None:
@@ -205,7 +253,23 @@ class PruneCache:
     def scope(self, keys: Any) -> int:
         """The scope of entries read with ``keys`` (a KeyAccess or None): its id, held without
         holding the object. When a KeyAccess is collected its entries are dropped at the cache's
-        next use, before its id can name another object."""
+        next use, before its id can name another object.
+
+        Parameters
+        ----------
+        keys : KeyAccess or None
+            The caller's keys.
+
+        Returns
+        -------
+        int
+            The scope.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if keys is None:
             return 0
         scope = id(keys)
@@ -230,7 +294,27 @@ class PruneCache:
 
     def get(self, scope: int, path: str, identity: Identity | None) -> FileFacts | None:
         """The facts of this version of the file, or None (counted as a miss, or as uncacheable
-        when ``identity`` is None). An entry of another version of the file is dropped."""
+        when ``identity`` is None). An entry of another version of the file is dropped.
+
+        Parameters
+        ----------
+        scope : int
+            A :meth:`scope`.
+        path : str
+            The file.
+        identity : tuple or None
+            The version of the file (None: unknown, never cached).
+
+        Returns
+        -------
+        FileFacts or None
+            What pruning derived from that version.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._purge_locked()
             if not reusable(identity):  # unknown, or a digest that does not prove the version
@@ -271,7 +355,23 @@ class PruneCache:
                 self._evictions += 1
 
     def dataset(self, key: tuple[Any, ...]) -> DatasetFacts | None:
-        """The discovery kept under ``key`` (its first part: a :meth:`scope`), or None."""
+        """The discovery kept under ``key`` (its first part: a :meth:`scope`), or None.
+
+        Parameters
+        ----------
+        key : tuple
+            The source's key.
+
+        Returns
+        -------
+        DatasetFacts or None
+            pyarrow's discovery of the source.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._purge_locked()
             found = self._datasets.get(key)
@@ -281,7 +381,20 @@ class PruneCache:
 
     def keep_dataset(self, key: tuple[Any, ...], facts: DatasetFacts | None) -> None:
         """Keep a discovery under ``key`` (None: forget it), the least recently used beyond
-        :data:`MAX_DATASETS` dropped."""
+        :data:`MAX_DATASETS` dropped.
+
+        Parameters
+        ----------
+        key : tuple
+            The source's key.
+        facts : DatasetFacts or None
+            The discovery.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._datasets.pop(key, None)
             if facts is None:
@@ -291,7 +404,13 @@ class PruneCache:
                 self._datasets.popitem(last=False)
 
     def clear(self) -> None:
-        """Drop every entry (the filters and statistics they hold) and reset the counts."""
+        """Drop every entry (the filters and statistics they hold) and reset the counts.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         with self._lock:
             self._entries.clear()
             self._scopes.clear()
@@ -302,6 +421,7 @@ class PruneCache:
 
     @property
     def stats(self) -> CacheStats:
+        """Hits, misses, evictions, files and bytes held (a snapshot)."""
         with self._lock:
             self._purge_locked()
             return CacheStats(self._hits, self._misses, self._uncacheable, self._evictions, len(self._entries),

@@ -47,7 +47,17 @@ class PruningDataset(ds.FileSystemDataset):  # type: ignore[misc]
     match (see the module docstring). Build one with :func:`secure_bloom.parquet.dataset`.
 
     ``last_report``: the :class:`~secure_bloom.parquet.read.prune.PruneReport` of the latest scan
-    (row groups pruned by statistics and by Bloom filters, footer and filter bytes read)."""
+    (row groups pruned by statistics and by Bloom filters, footer and filter bytes read).
+
+    Parameters
+    ----------
+    base : pyarrow.dataset.FileSystemDataset
+        The unpruned dataset.
+    prune : callable
+        ``(expression, columns) -> (restricted dataset, PruneReport)``.
+    filter : pyarrow.compute.Expression, optional
+        A filter attached to every scan.
+    """
 
     def __init__(self, base: ds.FileSystemDataset, prune: Prune, filter: pc.Expression | None = None) -> None:
         super().__init__(list(base.get_fragments()), base.schema, base.format, base.filesystem)

@@ -48,6 +48,7 @@ class Bounds:
 
     @property
     def all_null(self) -> bool:
+        """True if every value of the (top-level) chunk is null."""
         return self.top_level and self.null_count is not None and self.null_count == self.num_values
 
 
@@ -57,7 +58,23 @@ _UNKNOWN = "?"
 
 def stat_kind(column: ColumnInfo) -> str | None:
     """How the column's statistics compare: int, uint, float, bool, bytes, decimal_bytes, or None
-    (no usable order)."""
+    (no usable order).
+
+    Parameters
+    ----------
+    column : ColumnInfo
+        The leaf column.
+
+    Returns
+    -------
+    str or None
+        The kind.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     ptype, logical = column.physical_type, column.logical_type
     if ptype in (PhysicalType.INT32, PhysicalType.INT64):
         if logical == "INTEGER" and column.int_signed is False:
@@ -103,7 +120,29 @@ def _decode(raw: bytes | None, column: ColumnInfo, kind: str) -> Any:
 
 def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool, kind: str | None = _UNKNOWN) -> Bounds:
     """The bounds of one chunk from its ColumnMetaData (decrypted if it was encrypted); ``kind``:
-    :func:`stat_kind` of ``column`` when the caller knows it."""
+    :func:`stat_kind` of ``column`` when the caller knows it.
+
+    Parameters
+    ----------
+    meta : ColumnMetaData
+        The chunk's metadata.
+    column : ColumnInfo
+        The leaf column.
+    type_order : bool
+        Use the column order the file declares.
+    kind : str, optional
+        The column's :func:`stat_kind`.
+
+    Returns
+    -------
+    Bounds
+        Min, max, null count; unusable bounds dropped.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if kind is _UNKNOWN:
         kind = stat_kind(column)
     stats = getattr(meta, "statistics", None)
@@ -143,7 +182,27 @@ def _unscaled(values: pa.Array, column: ColumnInfo) -> list[int]:
 
 def literal_keys(values: pa.Array, column: ColumnInfo, kind: str) -> list[Any]:
     """The non-null literals ``values`` (already cast to the column's Arrow type) in the order of
-    :func:`chunk_bounds`. Raises ``ValueError`` / ``pyarrow.ArrowException`` when unsure."""
+    :func:`chunk_bounds`. Raises ``ValueError`` / ``pyarrow.ArrowException`` when unsure.
+
+    Parameters
+    ----------
+    values : pyarrow.Array
+        The literals, cast to the column's Arrow type.
+    column : ColumnInfo
+        The leaf column.
+    kind : str
+        The column's :func:`stat_kind`.
+
+    Returns
+    -------
+    list
+        Comparable keys.
+
+    Raises
+    ------
+    ValueError, pyarrow.ArrowException
+        When unsure (the caller then prunes nothing).
+    """
     stored = stored_form(values.drop_null(), column)
     typ = stored.type
     if kind in ("int", "uint"):
@@ -181,7 +240,23 @@ _UNITS = {"millis": "ms", "micros": "us", "nanos": "ns"}
 
 
 def arrow_type_of(column: ColumnInfo) -> pa.DataType | None:
-    """The Arrow type pyarrow reads a leaf as, from its Parquet type alone (None where unsure)."""
+    """The Arrow type pyarrow reads a leaf as, from its Parquet type alone (None where unsure).
+
+    Parameters
+    ----------
+    column : ColumnInfo
+        The leaf column.
+
+    Returns
+    -------
+    pyarrow.DataType or None
+        The type.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     ptype, logical = column.physical_type, column.logical_type
     if logical == "DECIMAL" and column.precision is not None and column.scale is not None:
         return pa.decimal128(column.precision, column.scale) if column.precision <= 38 else \

@@ -69,7 +69,23 @@ class NewFilter:
 
 
 def sample_of(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """Up to :data:`SAMPLE_SIZE` hashes spread over ``hashes``."""
+    """Up to :data:`SAMPLE_SIZE` hashes spread over ``hashes``.
+
+    Parameters
+    ----------
+    hashes : numpy.ndarray of uint64
+        A chunk's hashes.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        The sample.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     step = max(1, hashes.size // SAMPLE_SIZE)
     return np.ascontiguousarray(hashes[::step][:SAMPLE_SIZE])
 
@@ -87,6 +103,7 @@ class FilterTail:
 
     @property
     def size(self) -> int:
+        """The size of the file once the filters and the footer are appended."""
         return self.start + sum(len(b) for b in self.blobs) + len(self.tail)
 
     def chunks(self) -> list[bytes]:
@@ -94,7 +111,22 @@ class FilterTail:
 
 
 def check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:
-    """Refuse a structure that does not re-serialise to ``original`` (unknown fields would be lost)."""
+    """Refuse a structure that does not re-serialise to ``original`` (unknown fields would be lost).
+
+    Parameters
+    ----------
+    thrift_obj : object
+        A parsed Thrift struct.
+    original : bytes
+        The bytes it was parsed from.
+    what : str
+        What messages call it.
+
+    Raises
+    ------
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        It does not re-serialise to ``original``.
+    """
     if thrift_codec.serialize(thrift_obj) != bytes(original):
         raise UnsupportedParquetFeatureError(
             f"{what} does not re-serialise to its original bytes (it holds fields this version does not "
@@ -128,7 +160,27 @@ def _new_metadata(reader: ParquetBloomReader, filters: Sequence[NewFilter], offs
 def filter_tail(reader: ParquetBloomReader, filters: Sequence[NewFilter]) -> FilterTail:
     """The filters (encrypted where their column is) and the rewritten footer that replace
     ``reader``'s footer; needs the footer key of an encrypted or signed footer and the key of
-    every encrypted chunk in ``filters``."""
+    every encrypted chunk in ``filters``.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The source, open.
+    filters : sequence of NewFilter
+        The filters to add.
+
+    Returns
+    -------
+    FilterTail
+        What replaces the footer.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        A footer or chunk key is not available.
+    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+        A plaintext filter for an encrypted column.
+    """
     footer = reader.footer
     start = offset = reader.tail.footer_offset
     blobs: list[bytes] = []
@@ -155,7 +207,25 @@ def stored_bounds(statistics: Any, info: ColumnInfo) -> list[bytes]:
     """The chunk's min and max as the file stores them (plain encoding, no length prefix): values
     the chunk holds, read without pyarrow. Left out: inexact (truncated) bounds, values of the
     wrong width, and floating-point zeros and NaN (writers put -0.0 / +0.0 in bounds in place of
-    either zero, and leave NaN out)."""
+    either zero, and leave NaN out).
+
+    Parameters
+    ----------
+    statistics : Statistics
+        The chunk's footer statistics.
+    info : ColumnInfo
+        The column.
+
+    Returns
+    -------
+    list of bytes
+        Exact stored bounds.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if statistics is None:
         return []
     width = _STORED_WIDTH.get(info.physical_type, info.type_length)
@@ -260,7 +330,33 @@ def verify_filters(path: str | Path, keys: KeyAccess, key_material_file: str | K
 
     Any failure raises ``error`` naming what failed, also bytes that no longer parse or
     authenticate (the footer, a filter): then with no exception chained, so nothing met while
-    decrypting rides along. A key that cannot be had (KMS down, access denied) is raised as is."""
+    decrypting rides along. A key that cannot be had (KMS down, access denied) is raised as is.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file written.
+    keys : KeyAccess
+        Keys that open it.
+    key_material_file : str or KeyMaterialStore
+        Its external key material.
+    filters : sequence of NewFilter
+        The filters added.
+    kept : mapping
+        (row group, column) -> the filters kept.
+    error : type
+        The error class to raise.
+
+    Returns
+    -------
+    int
+        Sample hashes checked.
+
+    Raises
+    ------
+    secure_bloom.errors.ParquetFileError
+        ``error`` (the class given), naming what failed.
+    """
     checked, part = 0, "the footer"
     try:
         store, beside = (key_material_file, None) if isinstance(key_material_file, KeyMaterialStore) \

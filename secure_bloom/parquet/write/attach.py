@@ -98,7 +98,29 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class AttachedFilter:
-    """One filter written: where, how big, for how many values."""
+    """One filter written: where, how big, for how many values.
+
+    Parameters
+    ----------
+    row_group, column : int, str
+        The chunk.
+    encrypted : bool
+        Encrypted with the column's key.
+    num_bytes : int
+        The bitset size.
+    ndv : int
+        The distinct count it was sized for.
+    values : int
+        Values inserted.
+    offset, length : int
+        Where it lies in the file (``bloom_filter_offset`` / ``bloom_filter_length``).
+    replaced : bool
+        A filter of this chunk existed and was rebuilt (its old bytes zeroed).
+    expected_fpp : float
+        The false-positive rate expected from its size and ``ndv``.
+    capped : bool
+        ``bloom_filter_max_bytes`` made it smaller than the requested fpp needs.
+    """
 
     row_group: int
     column: str
@@ -121,7 +143,23 @@ class AttachedFilter:
 
 @dataclass(frozen=True)
 class AttachReport:
-    """What :func:`attach_bloom_filters` did."""
+    """What :func:`attach_bloom_filters` did (``--json``: :meth:`to_dict`).
+
+    Parameters
+    ----------
+    src, dst : str
+        The source and the file written.
+    footer_mode : str
+        The file's footer mode (plaintext, signed plaintext, encrypted).
+    filters : tuple of AttachedFilter
+        Every filter written.
+    kept_filters : int
+        Filters of other columns carried over unchanged.
+    src_bytes, dst_bytes : int
+        The sizes of both files.
+    verified_values : int
+        Values read back and found in their filters before publishing.
+    """
 
     src: str
     dst: str
@@ -133,6 +171,18 @@ class AttachReport:
     verified_values: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values (``attach --json``).
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         out = dataclasses.asdict(self)
         out["filters"] = [dataclasses.asdict(f) for f in self.filters]
         return out

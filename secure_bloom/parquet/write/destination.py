@@ -31,10 +31,12 @@ class Destination:
 
     @property
     def local(self) -> bool:
+        """True for a local path (False: a pyarrow filesystem)."""
         return self.filesystem is None
 
     @property
     def name(self) -> str:
+        """The file's name (the last part of its path)."""
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
     def __str__(self) -> str:
@@ -43,7 +45,29 @@ class Destination:
 
 def destination_of(where: Any, filesystem: Any, timeouts: StoreTimeouts | None = None) -> Destination:
     """Where ``where`` is: a URI through :func:`~secure_bloom.parquet.file.sources.filesystem_from_uri`
-    (never a local path: ``s3://KEY:SECRET@bucket/out`` creates nothing on the local disk)."""
+    (never a local path: ``s3://KEY:SECRET@bucket/out`` creates nothing on the local disk).
+
+    Parameters
+    ----------
+    where : str or os.PathLike
+        A local path, a URI, or a path on ``filesystem``.
+    filesystem : pyarrow.fs.FileSystem or None
+        The filesystem.
+    timeouts : StoreTimeouts, optional
+        For a filesystem built from a URI.
+
+    Returns
+    -------
+    Destination
+        Where the file will be published.
+
+    Raises
+    ------
+    secure_bloom.errors.ConfigurationError
+        A URI pyarrow cannot open.
+    TypeError
+        ``where`` is not a path or URI.
+    """
     from pyarrow import fs as pafs
 
     if isinstance(where, Path) or (isinstance(where, os.PathLike) and not isinstance(where, str)):
@@ -71,7 +95,20 @@ def check_local_target(target: Path) -> None:
 
 
 def publish_bytes(data: bytes, target: Path) -> None:
-    """Write a small file to ``target`` atomically (unnamed until complete and synced)."""
+    """Write a small file to ``target`` atomically (unnamed until complete and synced).
+
+    Parameters
+    ----------
+    data : bytes
+        The content.
+    target : pathlib.Path
+        Where it goes.
+
+    Raises
+    ------
+    OSError
+        The file or store cannot be read or written.
+    """
     copy = AtomicOutput(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"), 0o666)
     try:
         copy.write(data)
@@ -97,6 +134,21 @@ def write_object(filesystem: Any, path: str, data: Any) -> None:
 
 def upload(filesystem: Any, path: str, local: str | os.PathLike[str]) -> None:
     """Upload a complete local file as one object: a single ``write`` of the whole file (mapped,
-    not copied), so no Python code runs between its first and last byte."""
+    not copied), so no Python code runs between its first and last byte.
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem
+        The store.
+    path : str
+        The object's path.
+    local : str or os.PathLike
+        The complete local file.
+
+    Raises
+    ------
+    OSError
+        The file or store cannot be read or written.
+    """
     with open(local, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         write_object(filesystem, path, data)

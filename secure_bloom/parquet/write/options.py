@@ -33,7 +33,25 @@ __all__ = ["ColumnSpec", "DEFAULT_FPP", "WRITER_DEFAULT_MAX_BYTES", "FilterSizin
 
 def size_cap(bloom_filter_max_bytes: int, max_bytes: int | None) -> int:
     """The filter size cap: ``bloom_filter_max_bytes`` (its one name everywhere, parquet-java's
-    ``parquet.bloom.filter.max.bytes``), or the deprecated ``max_bytes`` when that is given."""
+    ``parquet.bloom.filter.max.bytes``), or the deprecated ``max_bytes`` when that is given.
+
+    Parameters
+    ----------
+    bloom_filter_max_bytes : int
+        The cap.
+    max_bytes : int or None
+        The deprecated spelling.
+
+    Returns
+    -------
+    int
+        The cap in force.
+
+    Raises
+    ------
+    TypeError
+        Both are given.
+    """
     if max_bytes is None:
         return bloom_filter_max_bytes
     import warnings
@@ -46,12 +64,46 @@ def size_cap(bloom_filter_max_bytes: int, max_bytes: int | None) -> int:
 
 
 def check_fpp(fpp: Any) -> float:
+    """A false-positive probability, checked.
+
+    Parameters
+    ----------
+    fpp : float
+        The value.
+
+    Returns
+    -------
+    float
+        It, as a float.
+
+    Raises
+    ------
+    ValueError
+        Not a number in (0, 1).
+    """
     if isinstance(fpp, bool) or not isinstance(fpp, (float, int)) or not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be in (0, 1), got {fpp!r}")
     return float(fpp)
 
 
 def check_ndv(ndv: Any) -> int | None:
+    """A distinct count, checked (None: count the chunk's values).
+
+    Parameters
+    ----------
+    ndv : int or None
+        The value.
+
+    Returns
+    -------
+    int or None
+        It.
+
+    Raises
+    ------
+    ValueError
+        Not an int >= 0.
+    """
     if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, int) or ndv < 0):
         raise ValueError(f"ndv must be a non-negative int, got {ndv!r}")
     return ndv
@@ -198,7 +250,27 @@ def _per_column(option: Any, column: str, default: Any) -> Any:
 def column_specs(columns: Iterable[ColumnRef | ColumnSpec], fpp: float | Mapping[str, float],
                  ndv: int | Mapping[str, int] | None) -> tuple[ColumnSpec, ...]:
     """``columns`` as specs, with the call-wide ``fpp`` and ``ndv`` (single values or mappings)
-    checked; raises ValueError for no column or an option out of range."""
+    checked; raises ValueError for no column or an option out of range.
+
+    Parameters
+    ----------
+    columns : iterable of str or ColumnSpec
+        The columns.
+    fpp : float or mapping
+        The call-wide fpp.
+    ndv : int, mapping or None
+        The call-wide ndv.
+
+    Returns
+    -------
+    tuple of ColumnSpec
+        One per column, options filled in.
+
+    Raises
+    ------
+    ValueError
+        No column, or an option out of range.
+    """
     specs = tuple(c if isinstance(c, ColumnSpec) else ColumnSpec(c) for c in columns)
     if not specs:
         raise ValueError("columns must name at least one column")

@@ -153,7 +153,25 @@ def _check_max_bytes(max_bytes: Any) -> int:
 
 def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list[ColumnInfo]:
     """The leaf columns pyarrow writes for ``schema`` with ``writer_options`` (physical types,
-    widths, units), from an empty file written in memory; bad writer options raise here."""
+    widths, units), from an empty file written in memory; bad writer options raise here.
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The schema.
+    writer_options : mapping
+        pyarrow's writer options.
+
+    Returns
+    -------
+    list of ColumnInfo
+        The leaves pyarrow writes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        pyarrow refuses the writer options.
+    """
     sink = pa.BufferOutputStream()
     try:
         with pq.ParquetWriter(sink, schema, **writer_options):
@@ -171,7 +189,27 @@ def parquet_leaves(schema: pa.Schema, writer_options: Mapping[str, Any]) -> list
 def bloom_columns(schema: pa.Schema, leaves: Sequence[ColumnInfo],
                   specs: Mapping[str, tuple[int | None, float, FilterSizing, int | None]]) -> tuple[BloomColumn, ...]:
     """Each requested Bloom column, checked: it exists as a leaf, is not BOOLEAN, and its Arrow
-    values can be found and hashed (struct fields and standard lists; not maps)."""
+    values can be found and hashed (struct fields and standard lists; not maps).
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The schema.
+    leaves : sequence of ColumnInfo
+        Its Parquet leaves.
+    specs : mapping
+        column path -> (ndv or None, fpp).
+
+    Returns
+    -------
+    tuple of BloomColumn
+        The checked columns.
+
+    Raises
+    ------
+    ValueError
+        A column that is not a leaf, BOOLEAN, or inside a map.
+    """
     out: list[BloomColumn] = []
     for path, (ndv, fpp, sizing, num_bytes) in specs.items():
         info = find_column(leaves, path, "bloom_filter_options")
@@ -248,7 +286,36 @@ class WriteSetup:
 
 def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: Any, bloom_filter_options: Any,
            max_bytes: Any, writer_options: dict[str, Any]) -> WriteSetup:
-    """Every check that needs no KMS call and writes nothing."""
+    """Every check that needs no KMS call and writes nothing.
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The table's schema.
+    encryption : EncryptionConfiguration
+        pyarrow's encryption options.
+    kms : KmsClient or callable
+        The KMS client or factory.
+    kms_connection_config : KmsConnectionConfig or None
+        For a factory.
+    bloom_filter_options : dict or None
+        pyarrow's format.
+    max_bytes : int
+        The filter size cap.
+    writer_options : dict
+        pyarrow's writer options.
+
+    Returns
+    -------
+    WriteSetup
+        The checked options.
+
+    Raises
+    ------
+    TypeError, ValueError
+        An option of the wrong type or out of range, an unknown, BOOLEAN or map column, a
+        column key for a missing column.
+    """
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     refuse_pyarrow_encryption(writer_options)

@@ -113,8 +113,24 @@ DEFAULT_ROW_GROUP_SIZE = 1024 * 1024
 
 @dataclass(frozen=True)
 class WriteReport:
-    """What :func:`write_table` / :meth:`ParquetWriter.close` wrote (``filters`` as attach reports
-    them: size, distinct values, expected false-positive rate, whether ``max_bytes`` capped it)."""
+    """What :func:`write_table` / :meth:`ParquetWriter.close` wrote.
+
+    Parameters
+    ----------
+    path : str
+        The file published.
+    footer_mode : str
+        Its footer mode.
+    num_rows, row_groups : int
+        Rows and row groups written.
+    filters : tuple of AttachedFilter
+        As attach reports them: size, distinct values, expected false-positive rate, whether
+        ``bloom_filter_max_bytes`` capped it.
+    size : int
+        The file's size.
+    verified_values : int
+        Values read back and found in their filters before publishing.
+    """
 
     path: str
     footer_mode: str
@@ -125,6 +141,18 @@ class WriteReport:
     verified_values: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able values.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (the ``--json`` document's shape).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"path": self.path, "footer_mode": str(self.footer_mode), "num_rows": self.num_rows,
                 "row_groups": self.row_groups, "filters": [vars(f).copy() for f in self.filters],
                 "size": self.size, "verified_values": self.verified_values}
@@ -248,7 +276,62 @@ class ParquetWriter:
     (``compression``, ``version``, ``use_deprecated_int96_timestamps``, ...).
     Options are checked and the data keys wrapped by the KMS when the writer is made; nothing
     appears at ``where`` until :meth:`close` has verified the complete file. Leaving a ``with``
-    block by an exception discards everything (:meth:`abort`).
+    block by an exception discards everything (:meth:`abort`). Streams bigger than memory: each
+    written batch or table becomes row groups as it comes.
+
+    Parameters
+    ----------
+    where : str or os.PathLike
+        A local path, an object-store URI or a path on ``filesystem``.
+    schema : pyarrow.Schema
+        The schema of every batch written.
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration
+        Footer key, column keys and the rest of pyarrow's encryption options.
+    kms : KmsClient or callable
+        One of :mod:`secure_bloom.kms`'s clients, or a pyarrow ``KmsClient`` factory.
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        Handed to a pyarrow ``KmsClient`` factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format: ``{"email": True, "ssn": {"fpp": 0.001}, "id": {"ndv": 100_000}}``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where the destination is, instead of the local disk or a URI's store.
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on one filter's bitset.
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+    timeouts : StoreTimeouts, optional
+        For the filesystem of a URI destination (default: those of ``store_timeouts``).
+    **kwargs
+        pyarrow's writer options (``compression``, ``version``, ``use_deprecated_int96_timestamps``...).
+
+    Raises
+    ------
+    TypeError
+        An option has the wrong type.
+    ValueError
+        An option is out of range or names an unknown, BOOLEAN or map column; raised before any
+        KMS call or write.
+    secure_bloom.errors.KeyManagementError
+        The KMS refused or could not wrap a data key.
+    OSError
+        The destination cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import ParquetWriter
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i}@example.com" for i in range(3_000)]})
+    >>> with ParquetWriter(tmp / "big.parquet", table.schema, kms=kms, bloom_filter_options={"email": True},
+    ...                    encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                          column_keys={"pii_key": ["email"]})) as writer:
+    ...     for batch in table.to_batches(max_chunksize=1_000):
+    ...         writer.write_batch(batch)
+    >>> writer.report.row_groups, len(writer.report.filters)
+    (3, 3)
     """
 
     def __init__(self, where: Any, schema: pa.Schema, *, encryption: Any = None, kms: Any = None,
@@ -269,6 +352,25 @@ class ParquetWriter:
 
     @classmethod
     def with_setup(cls, setup: WriteSetup, dest: Destination) -> ParquetWriter:
+        """A writer from options already checked (``write_to_dataset`` writes many files with one).
+
+        Parameters
+        ----------
+        setup : WriteSetup
+            The checked options and wrapped keys (:func:`~secure_bloom.parquet.write.setup.check_setup`).
+        dest : Destination
+            Where the file goes.
+
+        Returns
+        -------
+        ParquetWriter
+            An open writer.
+
+        Raises
+        ------
+        OSError
+            The spool file cannot be made.
+        """
         writer = cls.__new__(cls)
         writer._closed = True
         writer._dest, writer.check_setup = dest, setup
@@ -321,10 +423,12 @@ class ParquetWriter:
 
     @property
     def schema(self) -> pa.Schema:
+        """The schema every batch must have."""
         return self.check_setup.schema
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` or :meth:`abort` ran."""
         return self._closed
 
     @property
@@ -333,7 +437,26 @@ class ParquetWriter:
         return self._report
 
     def write(self, table_or_batch: pa.Table | pa.RecordBatch, row_group_size: int | None = None) -> None:
-        """Write a Table or RecordBatch (see :meth:`write_table`)."""
+        """Write a Table or RecordBatch (see :meth:`write_table`).
+
+        Parameters
+        ----------
+        table_or_batch : pyarrow.Table or pyarrow.RecordBatch
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         if isinstance(table_or_batch, pa.RecordBatch):
             self.write_batch(table_or_batch, row_group_size)
         elif isinstance(table_or_batch, pa.Table):
@@ -342,13 +465,51 @@ class ParquetWriter:
             raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(table_or_batch).__name__}")
 
     def write_batch(self, batch: pa.RecordBatch, row_group_size: int | None = None) -> None:
-        """Write one RecordBatch (as pyarrow: at least one row group of its own)."""
+        """Write one RecordBatch (as pyarrow: at least one row group of its own).
+
+        Parameters
+        ----------
+        batch : pyarrow.RecordBatch
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         self.write_table(pa.Table.from_batches([batch], schema=batch.schema), row_group_size)
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
         """Write ``table`` as row groups of at most ``row_group_size`` rows (default 1 Mi rows),
         each with its Bloom filters; pyarrow's ``write_table`` semantics (an empty table is one
-        empty row group)."""
+        empty row group).
+
+        Parameters
+        ----------
+        table : pyarrow.Table
+            Rows with the writer's schema.
+        row_group_size : int, optional
+            At most this many rows per row group (default 1 Mi rows).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed, the schema differs from the writer's, or ``row_group_size`` < 1.
+        TypeError
+            Not a Table / RecordBatch.
+        secure_bloom.errors.InvalidValueError
+            A value of a Bloom filter column cannot be hashed.
+        OSError
+            The spool file cannot be written.
+        """
         if self._closed:
             raise ValueError("write to a closed ParquetWriter")
         if not isinstance(table, pa.Table):
@@ -386,8 +547,22 @@ class ParquetWriter:
     # ------------------------------------------------------------------ closing
 
     def close(self) -> WriteReport:
-        """Finish the file: append the filters, rewrite the footer, verify, publish. Returns the
-        report (also :attr:`report`); calling again returns the same report."""
+        """Finish the file: append the filters, rewrite the footer, verify, publish.
+
+        Returns
+        -------
+        WriteReport
+            Also :attr:`report`; calling again returns the same report.
+
+        Raises
+        ------
+        secure_bloom.errors.WriteError
+            The writer was aborted, or a filter or the footer did not verify (nothing published).
+        secure_bloom.errors.KeyManagementError
+            External key material could not be published with its keys.
+        OSError
+            The file could not be written, synced or linked into place (nothing published).
+        """
         if self._report is not None:
             return self._report
         if self._closed:
@@ -406,7 +581,13 @@ class ParquetWriter:
         return self._report
 
     def abort(self) -> None:
-        """Discard everything written so far; nothing is published."""
+        """Discard everything written so far; nothing is published.
+
+        Raises
+        ------
+        None
+            Nothing of its own (cleanup errors are swallowed: nothing was published).
+        """
         self._discard()
 
     def _stop_pool(self) -> None:
@@ -632,7 +813,23 @@ def _write_plaintext(table: pa.Table, where: Any, filesystem: Any, bloom_filter_
 
 
 def check_row_group_size(row_group_size: Any) -> int:
-    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1."""
+    """``row_group_size`` (None: :data:`DEFAULT_ROW_GROUP_SIZE`) as an int >= 1.
+
+    Parameters
+    ----------
+    row_group_size : int or None
+        The value given.
+
+    Returns
+    -------
+    int
+        The size.
+
+    Raises
+    ------
+    ValueError
+        Not an int >= 1.
+    """
     size = DEFAULT_ROW_GROUP_SIZE if row_group_size is None else row_group_size
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"row_group_size must be an int >= 1, got {row_group_size!r}")
@@ -640,7 +837,23 @@ def check_row_group_size(row_group_size: Any) -> int:
 
 
 def iter_row_groups(path: str | os.PathLike[str]) -> Iterable[pa.Table]:
-    """The row groups of a plaintext Parquet file, one Table each (for re-writing it)."""
+    """The row groups of a plaintext Parquet file, one Table each (for re-writing it).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A plaintext Parquet file.
+
+    Yields
+    ------
+    pyarrow.Table
+        One row group.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
     with pq.ParquetFile(os.fspath(path)) as source:
         for i in range(source.num_row_groups):
             yield source.read_row_group(i)

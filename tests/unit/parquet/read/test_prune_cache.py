@@ -23,6 +23,7 @@ import pyarrow.dataset as ds
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.errors import MissingKeyError
 from secure_bloom.kms import KeyListKms
@@ -141,7 +142,7 @@ def shared_cache() -> PruneCache:
     return PruneCache()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expression=_EXPR)
 def test_property_cached_answer_equals_uncached(files: tuple[list[str], KeyAccess | None], shared_cache: PruneCache,
                                                 expression: pc.Expression) -> None:

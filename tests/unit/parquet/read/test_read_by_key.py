@@ -29,6 +29,7 @@ import pyarrow.parquet.encryption as pe
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.errors import InvalidValueError, MissingKeyError, UnsupportedParquetFeatureError
 from secure_bloom.kms import FileKeyWrapper
@@ -300,7 +301,7 @@ _EXPRESSIONS = st.recursive(_LEAVES, lambda inner: st.one_of(
     st.builds(lambda a: ~a, inner)), max_leaves=4)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(st.tuples(_INTS, _STRS, _FLOATS), min_size=1, max_size=30), group=st.integers(1, 8),
        expression=_EXPRESSIONS)
 def test_property_same_rows_as_pyarrow(rows: list[tuple[Any, Any, Any]], group: int, expression: pc.Expression) -> None:

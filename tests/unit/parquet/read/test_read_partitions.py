@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.parquet.read.partitions import known_fields, partition_tree
 from secure_bloom.parquet.read.predicate import AllOf, AnyOf, Leaf, Unknown, predicate_tree
@@ -177,7 +178,7 @@ def test_known_fields_reads_the_partition_expression() -> None:
     assert partition_tree(predicate_tree(X == 6), X == pa.scalar(5, pa.int32()), schema) == AnyOf(())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_property_partitioned_reads_match_pyarrow(hive_inside: Path, data: st.DataObject) -> None:
     """Random AND/OR/NOT trees of comparisons on the partition field and the file column."""
