@@ -286,18 +286,27 @@ class ProbeResult:
         return values.tolist(), groups.tolist()
 
     def to_compact_dict(self) -> dict[str, Any]:
-        """Per value the row groups that may hold it::
+        """Per value, the row groups that may hold it.
 
-            {"file": str, "column": str, "num_row_groups": int,
-             "values": [{"value": label, "row_groups": [i, ...]}, ...]}
+        Returns
+        -------
+        dict
+            ``{"file": str, "column": str, "num_row_groups": int, "values": [{"value": label,
+            "row_groups": [i, ...]}, ...]}``.
         """
         return {"file": self.file, "column": self.column, "num_row_groups": self.num_row_groups,
                 "values": [{"value": label, "row_groups": groups}
                            for label, groups in zip(self.labels, self.maybe_by_value())]}
 
     def to_arrow(self) -> Any:
-        """A ``pyarrow.Table`` with one row per value: ``value_index`` (int32), ``value`` (the
-        label) and ``row_groups`` (list<int32>: where it may be present)."""
+        """The answers as Arrow.
+
+        Returns
+        -------
+        pyarrow.Table
+            One row per value: ``value_index`` (int32), ``value`` (the label) and ``row_groups``
+            (list<int32>: where it may be present).
+        """
         import pyarrow as pa
 
         values, groups = np.nonzero(self.maybe.T)
