@@ -10,7 +10,8 @@ from collections.abc import Sequence
 COMMANDS = {"demo": "benchmarks.demo", "bench": "benchmarks.bench", "bench-spark": "benchmarks.bench_spark",
             "bench-write": "benchmarks.bench_write", "bench-attach": "benchmarks.bench_attach",
             "bench-lookup": "benchmarks.bench_lookup", "bench-thrift": "benchmarks.bench_thrift",
-            "vectors": "benchmarks.vectors"}
+            "bench-probe": "benchmarks.probe", "bench-kek-cache": "benchmarks.kek_cache",
+            "bench-kms-requests": "benchmarks.aws_kms_requests", "vectors": "benchmarks.vectors"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,11 +63,11 @@ def table(i: int) -> pa.Table:
                      "n": pa.array(rows, pa.int64())})
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks aws-kms-requests", description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--spark", action="store_true", help="also write and read with Spark")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     n = args.files
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

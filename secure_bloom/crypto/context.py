@@ -72,5 +72,23 @@ class ChunkCryptoContext:
 
     def aad(self, module_type: ModuleType, page_ordinal: int | None = None) -> bytes:
         """The AAD of this chunk's module of ``module_type`` (``page_ordinal`` for data pages and
-        data page headers only)."""
+        data page headers only).
+
+        Parameters
+        ----------
+        module_type : ModuleType
+            The module's type.
+        page_ordinal : int, optional
+            For data pages and data page headers only.
+
+        Returns
+        -------
+        bytes
+            The module's AAD.
+
+        Raises
+        ------
+        ValueError
+            A page ordinal for a module type that takes none, or one out of range.
+        """
         return module_aad(self.file_aad, module_type, self.row_group_ordinal, self.column_ordinal, page_ordinal)

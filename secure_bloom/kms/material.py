@@ -337,7 +337,23 @@ class KeyMetadata:
         (immutable) object, from a bounded cache of the last :data:`PARSED_KEY_METADATA` blobs
         (a file's key label, its unwrap and a lookup's recheck share one parse; key metadata
         holds wrapped keys and ids, never a key). Raises :class:`MalformedKeyMaterialError`
-        (every time: a failure is not cached)."""
+        (every time: a failure is not cached).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A chunk's or the footer's key metadata.
+
+        Returns
+        -------
+        KeyMetadata
+            Internal material or a key reference.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedKeyMaterialError
+            The JSON does not parse, or a field is missing or of the wrong type (named).
+        """
         raw = bytes(key_metadata)
         return _parsed_key_metadata(raw) if cls is KeyMetadata else _parse_key_metadata(cls, raw)
 

@@ -465,6 +465,24 @@ def scan_parquet(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
         A path that does not exist, or a pattern no file matches.
     secure_bloom.errors.MissingKeyError
         Encrypted files without ``keys`` that open them.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)}),
+    ...                 tmp / "users.parquet", kms=kms, row_group_size=1_000, bloom_filter_options={"email": True},
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}))
+    >>> import polars as pl
+    >>> from secure_bloom.parquet.polars import scan_parquet
+    >>> lazy = scan_parquet(tmp / "users.parquet", keys=KeyAccess(kms=kms))
+    >>> lazy.filter(pl.col("email") == "user0042@example.com").select("n").collect().to_series().to_list()
+    [2957]
     """
     if glob:
         source, filesystem = _expand_globs(source, filesystem)

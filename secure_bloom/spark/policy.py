@@ -253,6 +253,18 @@ class BloomFilterSpec:
     groups and files (module docstring: dictionary encoding and adaptive sizing off);
     ``num_bytes`` (a power of two; ``FIXED`` implied) is that size, written as the ``ndv`` that
     parquet-java sizes to exactly ``num_bytes`` at ``fpp``.
+
+    Parameters
+    ----------
+    ndv : int, optional
+        Expected distinct values per file.
+    fpp : float, optional
+        False-positive probability, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` <= 0 or ``fpp`` outside (0, 1).
     """
 
     ndv: int | None = None

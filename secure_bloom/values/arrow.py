@@ -436,7 +436,25 @@ def in_column_unit(values: pa.Array, column: ColumnType) -> pa.Array:
 def stored_form(values: pa.Array, column: ColumnType) -> pa.Array:
     """A leaf array as the column stores it, ready for :func:`hash_arrow` (not for INT96 columns:
     see :func:`int96_from_reads`). A dictionary array stays one, its dictionary in stored form:
-    the same values, and the dictionary a writer may have taken the chunk's bounds from."""
+    the same values, and the dictionary a writer may have taken the chunk's bounds from.
+
+    Parameters
+    ----------
+    values : pyarrow.Array
+        A leaf array, as read.
+    column : ColumnType
+        The leaf column.
+
+    Returns
+    -------
+    pyarrow.Array
+        The values as the column stores them.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The array's type does not fit the column.
+    """
     if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
     if pa.types.is_dictionary(values.type):

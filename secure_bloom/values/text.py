@@ -85,7 +85,25 @@ def parse_time_text(text: str, *, adjusted_to_utc: bool | None) -> Any:
     (ns) when it has 7-9 fractional digits. A UTC offset (``12:00+02:00``, ``Z``) is converted to
     UTC for a UTC-adjusted TIME column (``adjusted_to_utc``) and refused for a local one
     (:func:`~secure_bloom.values.logical.time_of_day_nanos`): the result is the time of day the
-    column stores."""
+    column stores.
+
+    Parameters
+    ----------
+    text : str
+        ``12:00``, ``12:00:00.123456789``, with an optional offset.
+    adjusted_to_utc : bool or None
+        The TIME column's ``isAdjustedToUTC``.
+
+    Returns
+    -------
+    datetime.time or numpy.timedelta64
+        The time of day the column stores.
+
+    Raises
+    ------
+    secure_bloom.errors.InvalidValueError
+        The text does not parse , or has an offset for a local TIME column.
+    """
     # "Z" spelled as an offset: Python 3.10's fromisoformat reads only "+00:00"
     body, extra = _split_nanos(re.sub(r"[Zz]$", "+00:00", text.strip()))
     try:

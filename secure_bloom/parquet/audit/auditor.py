@@ -478,6 +478,68 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
     check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
     ``hide_filter_sizes`` and ``assumed_fpp`` as for :func:`audit_file`.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or iterable of them
+        Files, or directories searched recursively (Parquet files recognised by content), or
+        object-store URIs (``s3://bucket/prefix?endpoint_override=...``: prefixes are listed and
+        files read by range requests only), or paths on ``filesystem``.
+    sensitive_columns : iterable of str, optional
+        Column paths that are sensitive (filters allowed, if encrypted with the column's key).
+    keys : KeyAccess, KMS client or pyarrow KmsClient factory, optional
+        The keys to decrypt footers and filters with, the objects ``read_table(keys=...)`` takes
+        (without them, encrypted files are "could not check").
+    allow_footer_key : bool, default False
+        Accept filters encrypted under the footer key.
+    progress : callable, optional
+        Called with progress events (the CLI's progress bar).
+    policy : Policy, optional
+        A compliance policy (:func:`~secure_bloom.parquet.audit.policy.load_policy`).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``paths`` are on.
+    timeouts : StoreTimeouts, optional
+        Bound each request to the stores of URI ``paths`` (default: those of ``store_timeouts``):
+        a store that never answers is "could not check" (``STORAGE_UNAVAILABLE``) after about
+        ``attempts * request_s`` per file.
+    hide_filter_sizes : bool, default False
+        Fail (``FILTER_SIZES_VARY``) a file whose sensitive columns' filters differ in size or
+        module length, or that some row groups lack (sizes are visible without a key).
+    assumed_fpp : float, default 0.01
+        The fpp at which the report turns filter sizes into the distinct counts they imply.
+
+    Returns
+    -------
+    AuditReport
+        Per file and row group; ``report.is_compliant`` is True only when every file was fully
+        checked and no rule was violated.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is none of those, or ``policy`` is not a :class:`~secure_bloom.parquet.audit.policy.Policy`.
+    ValueError
+        Neither ``policy`` nor ``sensitive_columns`` names a column to check.
+    FileNotFoundError
+        A path does not exist.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> from secure_bloom.parquet.audit import audit
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> (tmp / "lake").mkdir()
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> _ = write_table(pa.table({"email": ["a@example.com", "b@example.com"]}), tmp / "lake" / "x.parquet", kms=kms,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> report = audit(tmp / "lake", ["email"], keys=KeyAccess(kms=kms))
+    >>> report.is_compliant, len(report.files), report.violations
+    (True, 1, ())
     """
     with store_timeouts(timeouts):
         return _audit(paths, sensitive_columns, keys, allow_footer_key, progress, policy, filesystem,

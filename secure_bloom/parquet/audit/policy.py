@@ -127,6 +127,35 @@ class ColumnRule:
     ``filter_master_keys`` None means "as ``master_keys``"; ``master_keys`` None means any key.
     ``hide_filter_sizes``: every row group's filter of the column has one size (a row group
     without a filter among others with one fails too).
+
+    Parameters
+    ----------
+    path : str
+        A column path or glob.
+    glob : bool, default False
+        ``path`` is a glob.
+    sensitive : bool, default True
+        Encryption is required.
+    master_keys : tuple of str, optional
+        The master keys the column key may be wrapped by.
+    filter : FilterRequirement, default ALLOWED
+        Required, allowed or forbidden.
+    filter_master_keys : tuple of str, optional
+        The master keys a filter's key may be wrapped by.
+    min_fpp : float, optional
+        The lowest effective false-positive rate a filter may have.
+    max_bitset_bytes : int, optional
+        The largest filter allowed.
+    description : str, default ""
+        Shown in reports.
+    line : int, optional
+        Where the rule starts in its file.
+
+    Raises
+    ------
+    secure_bloom.errors.PolicyError
+        Contradictory settings (a forbidden filter with filter options, ``sensitive = false``
+        with master keys, a bad glob).
     """
 
     path: str
@@ -277,7 +306,25 @@ class Policy:
     def from_sensitive(cls, names: Iterable[str], *, allow_footer_key: bool = False,
                        hide_filter_sizes: bool = False) -> Policy:
         """The policy ``--sensitive a,b`` means: each name sensitive, filters allowed (of one
-        size per file with ``hide_filter_sizes``)."""
+        size per file with ``hide_filter_sizes``).
+
+        Parameters
+        ----------
+        names : iterable of str
+            Sensitive column names.
+        allow_footer_key : bool, default False
+            Accept filters under the footer key.
+
+        Returns
+        -------
+        Policy
+            One rule per name.
+
+        Raises
+        ------
+        ValueError
+            No name (duplicates and blank names are dropped).
+        """
         rules = tuple(ColumnRule(path=name, hide_filter_sizes=hide_filter_sizes)
                       for name in dict.fromkeys(n.strip() for n in names) if name)
         if not rules:

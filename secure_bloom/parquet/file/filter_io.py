@@ -64,6 +64,15 @@ class FilterStorage:
     ``num_bytes`` is the bitset size the framing implies (None for garbage); ``stored_bytes``
     the bytes header and bitset take in the file (both length prefixes included when
     encrypted): with ``num_bytes``, everything about the filter's size anyone can see.
+
+    Parameters
+    ----------
+    form : FilterForm
+        Plaintext, encrypted or garbage.
+    num_bytes : int, optional
+        The bitset size the framing implies.
+    detail : str, default ""
+        Why it is garbage.
     """
 
     form: FilterForm

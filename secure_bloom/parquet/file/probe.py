@@ -179,6 +179,15 @@ class ProbeResult:
     The answers are :attr:`maybe`, a read-only boolean matrix (row groups x values);
     :attr:`row_groups` (one :class:`RowGroupProbe` each) is made from it on first use.
     :meth:`to_compact_dict` and :meth:`to_arrow` give per value the row groups that may hold it.
+
+    Parameters
+    ----------
+    file, column : str
+        What was probed.
+    row_groups : tuple of RowGroupProbe
+        One per row group, in order.
+    labels : tuple of str
+        The values' labels, in the caller's order.
     """
 
     file: str
@@ -242,7 +251,23 @@ class ProbeResult:
         return json.dumps(self.to_dict(), **kwargs)
 
     def maybe_row_groups(self, index: int) -> list[int]:
-        """Row groups where the ``index``-th value probed may be present."""
+        """Row groups where the ``index``-th value probed may be present.
+
+        Parameters
+        ----------
+        index : int
+            The value's position in the probe.
+
+        Returns
+        -------
+        list of int
+            The row groups, in order.
+
+        Raises
+        ------
+        IndexError
+            No value at ``index``.
+        """
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) \
                 or not -len(self.labels) <= index < len(self.labels):
             raise IndexError(f"value index {index} out of range: {len(self.labels)} values were probed")

@@ -834,6 +834,19 @@ class ParquetBloomReader:
             An encrypted chunk whose key is not available (never "absent").
         ValueError
             ``labels`` or ``timezone`` given with a ProbeValues, or not one label per value.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from secure_bloom.parquet import ParquetBloomReader, attach_bloom_filters
+        >>> tmp = pathlib.Path(tempfile.mkdtemp())
+        >>> pq.write_table(pa.table({"id": list(range(2_000))}), tmp / "ids.parquet", row_group_size=1_000)
+        >>> _ = attach_bloom_filters(tmp / "ids.parquet", tmp / "ids.bloom.parquet", ["id"])
+        >>> with ParquetBloomReader(tmp / "ids.bloom.parquet") as reader:
+        ...     result = reader.probe("id", [7, 1999, -5])
+        >>> [[str(verdict) for _, verdict in rg.values] for rg in result.row_groups]
+        [['maybe', 'absent', 'absent'], ['absent', 'maybe', 'absent']]
         """
         info = self.column(column)
         if isinstance(values, ProbeValues):

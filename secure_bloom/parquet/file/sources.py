@@ -183,7 +183,22 @@ class StoreTimeouts:
     up to ``request_s`` per try without a byte (the CLI's ``--deadline`` bounds a whole
     command). On S3 all three apply; on GCS the retries stop after ``attempts * request_s``;
     other filesystems (HDFS...) keep their own. S3 over curl counts ``request_s`` in whole
-    seconds (at least 1)."""
+    seconds (at least 1).
+
+    Parameters
+    ----------
+    connect_s : float, default 2.0
+        Seconds to wait for a connection.
+    request_s : float, default 2.0
+        Seconds without a byte of an answer.
+    attempts : int, default 3
+        Tries per request.
+
+    Raises
+    ------
+    ValueError
+        A time is not > 0 and finite, or ``attempts`` < 1.
+    """
 
     connect_s: float = 2.0
     request_s: float = 2.0
@@ -382,7 +397,25 @@ def storage_error(error: OSError, where: str) -> OSError:
 def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any, str]:
     """(the filesystem, the path on it) of a path or URI: None for a local file (path as given,
     ``file://`` removed; a path on a ``SubTreeFileSystem`` over the local disk as its local
-    path: :func:`local_path`); a URI without ``filesystem`` gets the filesystem it names."""
+    path: :func:`local_path`); a URI without ``filesystem`` gets the filesystem it names.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A path or URI.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem a path is on.
+
+    Returns
+    -------
+    (pyarrow.fs.FileSystem or None, str)
+        The filesystem (None: local) and the path.
+
+    Raises
+    ------
+    secure_bloom.errors.ConfigurationError
+        A URI pyarrow cannot open.
+    """
     text = os.fspath(source)
     if filesystem is None and is_store_uri(text):
         filesystem, text = filesystem_from_uri(text)

@@ -72,7 +72,23 @@ __all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedS
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
     """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set (KMS
-    answers shared with every scan of ``keys``: :mod:`.scan_keys`)."""
+    answers shared with every scan of ``keys``: :mod:`.scan_keys`).
+
+    Parameters
+    ----------
+    keys : KeyAccess or None
+        The caller's keys.
+
+    Returns
+    -------
+    pyarrow.dataset.ParquetFileFormat
+        The format.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     if keys is None or keys.kms is None:
         return ds.ParquetFileFormat()
     return ScanKeys(keys, keys.cache_lifetime_s).format
@@ -280,7 +296,33 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
                  ) -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
     """pyarrow's whole dataset of ``source`` and the filesystem of its files: the schema, the
     fragments, before any pruning. Decryption is configured for the files pyarrow's KMS path
-    opens; scan files with explicit keys through :func:`scan`, which gives each its own."""
+    opens; scan files with explicit keys through :func:`scan`, which gives each its own.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        Files, a directory or a URI.
+    keys : KeyAccess, optional
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem.
+    partitioning : str, list, Partitioning or None
+        As :func:`scan` takes it.
+    timeouts : StoreTimeouts, optional
+        For a URI's filesystem.
+
+    Returns
+    -------
+    (pyarrow.dataset.FileSystemDataset, pyarrow.fs.FileSystem)
+        The dataset and its files' filesystem.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        A footer's key cannot be obtained.
+    OSError
+        The source cannot be listed or read.
+    """
     base, fs, _, _ = _discover(source, as_key_access(keys), filesystem, None, partitioning, timeouts)
     return base, fs
 
@@ -299,7 +341,88 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     URI ``source`` (default: those of ``store_timeouts``).
 
     The interpreter's exit waits for a scan running in a daemon thread (and its ``to_table``)
-    to end: :func:`~secure_bloom.parquet.file.lifetime.scanning`."""
+    to end: :func:`~secure_bloom.parquet.file.lifetime.scanning`.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        pyarrow's filter: a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    count_reads : bool, default False
+        Route pyarrow's reads through a
+        :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
+    threads : int, optional
+        Threads pruning files (default: 1 for local files, 16 for object stores).
+    progress : bool, optional
+        A progress bar on stderr (default: when stderr is a terminal).
+    partitioning : str, list, Partitioning or None, default "hive"
+        A directory source's partitioning, as pyarrow takes it. A filter on a partition field is
+        decided per file on the file's partition value, as pyarrow decides it (:mod:`.partitions`),
+        never on a column of that name inside the file.
+    columns : list of str, optional
+        The columns that will be read (None: all): a surviving file pyarrow cannot decrypt them
+        in raises :class:`~secure_bloom.errors.UnsupportedParquetFeatureError` here, before any scan.
+    cache : PruneCache, optional
+        Kept across lookups: footers and filters of unchanged files are not read again, and
+        pyarrow's discovery of the source is kept while the source lists the same and its first
+        file is unchanged (:mod:`.known`).
+    timeouts : StoreTimeouts, optional
+        For the filesystem of a URI ``source`` (default: those of ``store_timeouts``).
+
+    Returns
+    -------
+    PrunedScan
+        The surviving row groups as a dataset, the filter, and the prune report.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> from secure_bloom.parquet import scan
+    >>> found = scan(tmp / "users.parquet", filters=[("email", "in", ["user0007@example.com", "nobody@example.com"])],
+    ...              keys=keys)
+    >>> found.to_table().column("n").to_pylist()
+    [2992]
+    >>> found.report.row_groups_total, found.report.row_groups_read
+    (3, 1)
+    """
     keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
     with scanning():
         return _scan(source, filters, keys, filesystem, count_reads, threads, progress, partitioning, columns, cache,
@@ -517,7 +640,72 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
     partitioning=partitioning)``). ``cache``, ``partitioning``, ``timeouts``: see :func:`scan`.
     ``keys``: a :class:`KeyAccess`, or a KMS client or pyarrow ``KmsClient`` factory (what
     ``write_table(kms=...)`` takes). pyarrow's ``decryption_properties=`` is refused with a
-    pointer to ``keys=``."""
+    pointer to ``keys=``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        A file, a directory (hive partitions by default), a list of files, or an object-store URI
+        (``s3://bucket/prefix``); paths on ``filesystem`` when it is given.
+    filters : list or pyarrow.compute.Expression, optional
+        pyarrow's filter: a DNF list (``[("email", "==", "x")]``, ``("ssn", "in", [...])``) or an
+        Expression (``pc.field("email") == "x"``). Row groups are skipped only on proof that
+        pyarrow's own evaluation matches none of their rows.
+    keys : KeyAccess, optional
+        The caller's key sources, for encrypted files (footers, statistics, Bloom filters, data).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is on.
+    columns : list of str, optional
+        The columns to return (default: all).
+    use_threads : bool, default True
+        pyarrow's reading threads.
+    cache, partitioning, timeouts
+        As for :func:`scan`.
+    **pyarrow_options
+        Refused (``decryption_properties=``: use ``keys=``).
+
+    Returns
+    -------
+    pyarrow.Table
+        The matching rows.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not a :class:`~secure_bloom.parquet.file.keys.KeyAccess`, or ``columns`` is a str.
+    ValueError
+        ``filters`` is malformed (an unknown operator, a value of the wrong shape).
+    secure_bloom.errors.ColumnNotFoundError
+        A filtered column is in no file.
+    secure_bloom.errors.KeyManagementError
+        A key that is needed cannot be obtained (``MissingKeyError``, ``KeyAccessDeniedError``,
+        ``KmsUnavailableError``).
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
+        their own: see Known limits).
+    secure_bloom.errors.ParquetFileError
+        A file is not Parquet, is damaged, or fails authentication.
+    OSError
+        A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import KeyAccess, write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i:04}@example.com" for i in range(3_000)][::-1], "n": range(3_000)})
+    >>> _ = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                 encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                       column_keys={"pii_key": ["email"]}),
+    ...                 bloom_filter_options={"email": True})
+    >>> keys = KeyAccess(kms=kms)
+    >>> from secure_bloom.parquet import read_table
+    >>> read_table(tmp / "users.parquet", filters=[("email", "==", "user0042@example.com")], keys=keys).to_pylist()
+    [{'email': 'user0042@example.com', 'n': 2957}]
+    """
     _refuse_pyarrow_options("read_table", pyarrow_options)
     with scanning():  # the scan's pyarrow objects are dropped inside it, too (see .lifetime)
         return scan(source, filters=filters, keys=keys, filesystem=filesystem, partitioning=partitioning,

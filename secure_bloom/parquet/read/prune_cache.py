@@ -332,7 +332,24 @@ class PruneCache:
 
     def put(self, scope: int, path: str, identity: Identity | None, facts: FileFacts) -> None:
         """Keep ``facts`` for this version of the file (replacing what was kept), then drop the
-        least recently used files beyond ``max_bytes``; facts larger than the bound are not kept."""
+        least recently used files beyond ``max_bytes``; facts larger than the bound are not kept.
+
+        Parameters
+        ----------
+        scope : int
+            A :meth:`scope`.
+        path : str
+            The file.
+        identity : tuple or None
+            The version of the file (None: unknown, never cached).
+        facts : FileFacts
+            What pruning derived from it.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if identity is None or not reusable(identity):
             return
         size = facts.nbytes

@@ -503,6 +503,77 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
     columns are kept; those of the chosen columns are rebuilt, and the bytes of a replaced filter
     are zeroed in the copy. Everything is read from one open descriptor of ``src``; if ``src`` is
     modified or replaced meanwhile, :class:`SourceChangedError` and nothing is written.
+
+    Parameters
+    ----------
+    src : str or os.PathLike
+        The Parquet file to read (local; read through one open descriptor).
+    dst : str or os.PathLike
+        Where to write the copy with filters (local).
+    columns : iterable of str, tuple or ColumnSpec
+        Leaf column paths, or :class:`ColumnSpec` with the column's own ``ndv`` / ``fpp``.
+    keys : KeyAccess, optional
+        The keys of an encrypted ``src`` (its data keys wrap the new filters too).
+    fpp : float or mapping, default 0.01
+        False-positive probability for columns whose spec leaves it unset: one value, or a
+        mapping column path -> value.
+    ndv : int or mapping, optional
+        Distinct values to size for, likewise; missing means "count the chunk's distinct values".
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on one filter's bitset.
+    overwrite : bool, default False
+        Replace an existing ``dst`` (a dangling symlink included); without it a ``dst`` that
+        appears while attach runs is never replaced.
+    in_place : bool, default False
+        Allow ``dst == src`` (still atomic; a symlink is followed and its target replaced;
+        concurrent in-place attaches of one file run one after the other).
+    progress : callable, optional
+        Called with progress events (the CLI's progress bar).
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+    sizing : FilterSizing or str, default "per_row_group"
+        ``"fixed"``: every filter of a column (that its :class:`ColumnSpec` does not size
+        otherwise) gets one size, the largest chunk's need, so sizes do not reveal each row
+        group's distinct count (docs/security-model/filter-sizes.md).
+
+    Returns
+    -------
+    AttachReport
+        Source, destination and every filter written.
+
+    Raises
+    ------
+    secure_bloom.errors.AttachError
+        ``src`` is not a file, or ``dst`` is ``src`` without ``in_place``.
+    secure_bloom.errors.DestinationExistsError
+        ``dst`` exists (or appeared meanwhile) and ``overwrite`` is False.
+    secure_bloom.errors.SourceChangedError
+        ``src`` was modified or replaced while it was read; nothing was written.
+    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+        A plaintext filter would be written for an encrypted column.
+    secure_bloom.errors.ColumnNotFoundError
+        A column is not in the file.
+    ValueError
+        ``fpp`` outside (0, 1), ``ndv`` < 1, or a BOOLEAN column.
+    secure_bloom.errors.KeyManagementError
+        A key of an encrypted ``src`` cannot be obtained.
+    OSError
+        ``src`` cannot be read or ``dst`` written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from secure_bloom.parquet import ParquetBloomReader, attach_bloom_filters
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"email": [f"user{i}@example.com" for i in range(2_000)]}), tmp / "plain.parquet",
+    ...                row_group_size=1_000)
+    >>> report = attach_bloom_filters(tmp / "plain.parquet", tmp / "bloom.parquet", ["email"])
+    >>> [(f.row_group, f.column, f.num_bytes) for f in report.filters]
+    [(0, 'email', 2048), (1, 'email', 2048)]
+    >>> with ParquetBloomReader(tmp / "bloom.parquet") as reader:
+    ...     reader.row_groups_maybe_containing("email", "user1500@example.com")
+    [1]
     """
     keys = keys if keys is not None else NO_KEYS
     src_path, dst_path = Path(src), Path(dst)

@@ -179,7 +179,83 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
 
     A column with ``"sizing": "fixed"`` in ``bloom_filter_options`` gets one filter size across
     the whole dataset: ``num_bytes``, or sized for ``ndv``, or for the largest row group's distinct
-    count in any file (one hashing pass over the table before the first file is written)."""
+    count in any file (one hashing pass over the table before the first file is written).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows to write.
+    root_path : str or os.PathLike
+        The dataset's root directory (local, a URI, or a path on ``filesystem``).
+    partition_cols : list of str, optional
+        Hive partition columns (``country=NL/``).
+    encryption : pyarrow.parquet.encryption.EncryptionConfiguration
+        Footer key, column keys and the rest of pyarrow's encryption options.
+    kms : KmsClient or callable
+        One of :mod:`secure_bloom.kms`'s clients, or a pyarrow ``KmsClient`` factory.
+    kms_connection_config : pyarrow.parquet.encryption.KmsConnectionConfig, optional
+        Handed to a pyarrow ``KmsClient`` factory.
+    bloom_filter_options : dict, optional
+        pyarrow's format: ``{"email": True, "ssn": {"fpp": 0.001}, "id": {"ndv": 100_000}}``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where the destination is, instead of the local disk or a URI's store.
+    bloom_filter_max_bytes : int, default 1 MiB
+        The cap on one filter's bitset.
+    max_bytes : int, optional
+        Deprecated spelling of ``bloom_filter_max_bytes``.
+    basename_template : str, optional
+        File names with ``{i}`` (default ``<uuid>-{i}.parquet``, as pyarrow).
+    row_group_size : int, optional
+        Rows per row group.
+    max_rows_per_file : int, default 0
+        At most this many rows per file (0: no limit).
+    existing_data_behavior : {"overwrite_or_ignore", "error", "delete_matching"}
+        pyarrow's: files of the same name replaced, others kept (default); refuse a root holding
+        any file; delete the files of each partition written first.
+    partitioning : list of str or pyarrow.dataset.Partitioning, optional
+        The same as ``partition_cols`` (hive only; other layouts are refused by name).
+    partitioning_flavor : str, optional
+        ``"hive"`` with a list of column names.
+    timeouts : StoreTimeouts, optional
+        For the filesystem of a URI ``root_path``.
+    **kwargs
+        pyarrow's writer options.
+
+    Returns
+    -------
+    list of WriteReport
+        One per file written.
+
+    Raises
+    ------
+    TypeError
+        An option has the wrong type.
+    ValueError
+        An option is out of range or names an unknown, BOOLEAN or map column; raised before any
+        KMS call or write.
+    secure_bloom.errors.KeyManagementError
+        The KMS refused or could not wrap a data key.
+    OSError
+        The destination cannot be written.
+    secure_bloom.errors.DestinationExistsError
+        ``existing_data_behavior="error"`` and the root holds files.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import write_to_dataset
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i}@example.com" for i in range(1_000)], "country": ["NL", "DE"] * 500})
+    >>> reports = write_to_dataset(table, tmp / "lake", partition_cols=["country"], kms=kms,
+    ...                            encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                                  column_keys={"pii_key": ["email"]}),
+    ...                            bloom_filter_options={"email": True})
+    >>> sorted(pathlib.Path(r.path).parent.name for r in reports)
+    ['country=DE', 'country=NL']
+    """
     import uuid
 
     if not isinstance(table, pa.Table):

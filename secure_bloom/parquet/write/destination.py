@@ -121,7 +121,22 @@ def publish_bytes(data: bytes, target: Path) -> None:
 
 def write_object(filesystem: Any, path: str, data: Any) -> None:
     """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``; a store that cannot be
-    reached is :class:`~secure_bloom.errors.StorageUnavailableError` (``storage_error``)."""
+    reached is :class:`~secure_bloom.errors.StorageUnavailableError` (``storage_error``).
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem
+        The store.
+    path : str
+        The object's path.
+    data : bytes
+        The content.
+
+    Raises
+    ------
+    OSError
+        The file or store cannot be read or written.
+    """
     try:
         stream = filesystem.open_output_stream(path)
         try:

@@ -215,6 +215,31 @@ class ColumnSpec:
     (:class:`~secure_bloom.types.FilterSizing`, None: attach's ``sizing`` argument) and
     ``num_bytes`` (one size for all the column's filters; implies ``FIXED``) choose whether the
     filters' sizes may differ across row groups.
+
+    Parameters
+    ----------
+    path : str, tuple of str, int or ColumnInfo
+        The leaf: a dotted path, path parts, an ordinal or a ColumnInfo.
+    ndv : int, optional
+        The distinct count to size each chunk's filter for (None: count each chunk's values).
+    fpp : float, optional
+        The false-positive rate (None: attach's ``fpp`` argument).
+    sizing : FilterSizing or str, optional
+        ``"fixed"``: one size for all the column's filters (None: attach's ``sizing`` argument).
+    num_bytes : int, optional
+        That one size (a power of two; implies ``"fixed"``).
+
+    Raises
+    ------
+    None
+        Nothing when made; attach and the writers check ``ndv`` >= 1 and ``fpp`` in (0, 1)
+        (``ValueError``) before they read or write anything.
+
+    Examples
+    --------
+    >>> from secure_bloom.parquet import ColumnSpec
+    >>> ColumnSpec("ssn", fpp=0.001)
+    ColumnSpec(path='ssn', ndv=None, fpp=0.001, sizing=None, num_bytes=None)
     """
 
     path: ColumnRef

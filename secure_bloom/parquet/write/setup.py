@@ -110,6 +110,21 @@ def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[i
     >= 1), ``fpp`` (in (0, 1)), ``sizing`` (:class:`~secure_bloom.types.FilterSizing` or its
     value: ``"fixed"`` gives all the column's filters one size) and ``num_bytes`` (that one size,
     a power of two up to ``max_bytes``); anything else raises before anything is written.
+
+    Parameters
+    ----------
+    options : dict or None
+        pyarrow's ``bloom_filter_options``.
+
+    Returns
+    -------
+    dict
+        column path -> (ndv or None, fpp).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A value of another shape, ``ndv`` < 1 or ``fpp`` outside (0, 1).
     """
     if options is None:
         return {}

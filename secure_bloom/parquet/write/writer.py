@@ -768,6 +768,22 @@ def write_table(table: pa.Table, where: Any, *, encryption: Any = None, kms: Any
         without ``kms`` or the other way round, options of the wrong type.
     ValueError, SecureBloomError
         Bad options (before anything is written), a KMS or storage failure (nothing published).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import pyarrow as pa, pyarrow.parquet.encryption as pe
+    >>> from secure_bloom.kms import KeyListKms, write_development_key_list
+    >>> from secure_bloom.parquet import write_table
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> kms = KeyListKms.from_file(write_development_key_list(tmp / "dev-keys.txt"))
+    >>> table = pa.table({"email": [f"user{i}@example.com" for i in range(3_000)], "n": range(3_000)})
+    >>> report = write_table(table, tmp / "users.parquet", kms=kms, row_group_size=1_000,
+    ...                      encryption=pe.EncryptionConfiguration(footer_key="footer_key",
+    ...                                                            column_keys={"pii_key": ["email"]}),
+    ...                      bloom_filter_options={"email": {"fpp": 0.01}})
+    >>> [(f.row_group, f.column, f.encrypted) for f in report.filters]
+    [(0, 'email', True), (1, 'email', True), (2, 'email', True)]
     """
     if not isinstance(table, pa.Table):
         raise TypeError(f"expected a pyarrow Table, got {type(table).__name__}")
