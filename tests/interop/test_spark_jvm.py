@@ -65,7 +65,9 @@ def test_production_jar_holds_only_the_kms_clients(tmp_path: Path) -> None:
     """What configure_spark puts on Spark's class path: the KMS clients (JSON by parquet-java's own
     shaded Jackson, no parser of ours), never a test harness."""
     assert _classes(secure_bloom_jar(tmp_path / "jars")) == {
-        "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class"}
+        "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class",
+        "io/securebloom/AwsKmsClient.class", "io/securebloom/AwsSigV4.class",
+        "io/securebloom/KmsKeyDisabledException.class"}
 
 
 def test_harness_jar_is_separate(tmp_path: Path) -> None:
@@ -76,7 +78,8 @@ def test_harness_jar_is_separate(tmp_path: Path) -> None:
                                  "io/securebloom/Cli.class"}
     assert not _classes(harness) & _classes(secure_bloom_jar(cache))
     # the checks only the tests run (tests/support/java) compile into a third jar, never shipped
-    assert _classes(checks_jar(cache)) == {"io/securebloom/BloomVerify.class", "io/securebloom/KmsTool.class"}
+    assert _classes(checks_jar(cache)) == {"io/securebloom/BloomVerify.class", "io/securebloom/KmsTool.class",
+                                           "io/securebloom/SigV4Tool.class"}
 
 
 def test_jar_is_built_once_and_cached(tmp_path: Path) -> None:
