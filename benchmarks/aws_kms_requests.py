@@ -27,11 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
-from moto.server import ThreadedMotoServer
 
 from secure_bloom.kms import AwsKms, pyarrow_kms_client_factory
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table, write_table, write_to_dataset
@@ -68,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--spark", action="store_true", help="also write and read with Spark")
     args = parser.parse_args(argv)
+    # boto3 and moto (the test extra) only past --help: the docs tests parse every documented command
+    import boto3
+    from moto.server import ThreadedMotoServer
+
     n = args.files
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
