@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ... import thrift_codec
@@ -75,8 +75,8 @@ from ..file.sources import locate
 from ..file.tail import ENCRYPTED_MAGIC, MAX_FOOTER_BYTES, PLAIN_MAGIC
 from .statistics import Bounds, chunk_bounds, stat_kind
 
-__all__ = ["Declined", "FilterPending", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "ProbedFilter",
-           "fast_source", "close_source", "NATIVE", "NATIVE_UNAVAILABLE"]
+__all__ = ["Declined", "LookupKeys", "FileKeys", "FastSource", "BitsetProbe", "fast_source", "close_source", "NATIVE",
+           "NATIVE_UNAVAILABLE"]
 
 #: The environment switch of the native path: ``auto`` (default), ``native`` (demand it) or ``python``.
 ENV_VAR = "SECURE_BLOOM_PRUNE"
@@ -97,6 +97,8 @@ _BLOCK = struct.Struct("<8I")
 _SALTS = tuple(SALT)
 #: Distinct schemas a lookup remembers the leaf columns of (most datasets have one).
 _LAYOUTS = 8
+#: Not asked yet (a bounds value may be None).
+_NOT_SEEN = object()
 
 
 class BitsetProbe:
@@ -127,38 +129,6 @@ class Declined(Exception):
     """This file is not for the fast path: prune it with the reference path. Never escapes
     :func:`~secure_bloom.parquet.read.prune.prune_files` (not a :class:`SecureBloomError`: it is
     control flow, not an outcome)."""
-
-
-class FilterPending(Exception):
-    """:meth:`FastSource.bloom_filter` of a filter not fetched yet: it is now wanted, and the
-    evaluator asks again after :meth:`FastSource.fetch_filters` (control flow, never escapes
-    :func:`~secure_bloom.parquet.read.prune._prune_source`)."""
-
-
-class ProbedFilter:
-    """A filter's answers for the hashes of its column's queries (probed where it was read,
-    never kept): :meth:`check_hash` as :class:`BitsetProbe` gives it, for those hashes only."""
-
-    __slots__ = ("_index", "_found")
-
-    def __init__(self, index: Mapping[int, int], found: Sequence[bool]) -> None:
-        #: each probed hash's position in ``found`` (shared by the filters probed together)
-        self._index = index
-        self._found = found
-
-    def check_hash(self, h: int) -> bool:
-        at = self._index.get(h)
-        if at is None:
-            raise Declined("hash not probed")
-        return self._found[at]
-
-
-def _positions(hashes: Sequence[int]) -> dict[int, int]:
-    """Each hash's position in ``hashes`` (the first, were one repeated)."""
-    index: dict[int, int] = {}
-    for i, h in enumerate(hashes):
-        index.setdefault(h, i)
-    return index
 
 
 def _cipher(raw: bytes) -> Any:
@@ -344,9 +314,8 @@ def _parse(cls: Any, data: bytes | memoryview, padded: bool) -> Any:
 
 
 class FastSource:
-    """A file's answers to the evaluator (as :class:`~secure_bloom.parquet.read.prune._FileSource`
-    gives them): ``num_row_groups``, ``columns``, ``type_order``, :meth:`bounds` and
-    :meth:`bloom_filter`, the filters fetched in batches (:meth:`want`, :meth:`fetch_filters`).
+    """A file's :class:`~.evaluate.RowGroupFacts` (as :class:`~.facts.ReaderFacts` gives them):
+    ``num_row_groups``, ``columns``, ``type_order``, :meth:`bounds` and :meth:`may_contain`.
     Made by :func:`fast_source`; every method raises :class:`Declined` for what it does not
     handle. ``reads`` lists every (offset, length) read."""
 
@@ -373,8 +342,6 @@ class FastSource:
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         #: per column ordinal asked: its :func:`stat_kind` and whether its ColumnOrder is TYPE_ORDER
         self._kinds: dict[int, tuple[str | None, bool]] = {}
-        self._probed: dict[tuple[int, int], ProbedFilter | None] = {}
-        self._wanted: dict[tuple[int, int], tuple[ColumnInfo, int, int]] = {}
 
     @property
     def type_order(self) -> frozenset[int]:
@@ -458,84 +425,59 @@ class FastSource:
                        if (crypto := cc.crypto_metadata) is not None and crypto.ENCRYPTION_WITH_COLUMN_KEY is not None]
         return kms_path_opens(self.params, self._footer_kmd, column_keys)
 
-    def bounds(self, rg: int, info: ColumnInfo) -> Bounds | None:
-        at = (rg, info.ordinal)
-        if at in self._bounds:
-            return self._bounds[at]
-        meta = self._chunk(rg, info)[0]
+    def bounds(self, info: ColumnInfo, row_groups: Sequence[int]) -> list[Bounds | None]:
+        """Each row group's statistics of ``info`` (:class:`~.evaluate.RowGroupFacts`): the
+        column's ColumnMetaData of every row group decrypted together on first need."""
         known = self._kinds.get(info.ordinal)
         if known is None:
             known = self._kinds[info.ordinal] = (stat_kind(info), self._type_order(info.ordinal))
-        found = self._bounds[at] = chunk_bounds(meta, info, known[1], known[0])
-        return found
+        out = []
+        for rg in row_groups:
+            at = (rg, info.ordinal)
+            found = self._bounds.get(at, _NOT_SEEN)
+            if found is _NOT_SEEN:
+                found = self._bounds[at] = chunk_bounds(self._chunk(rg, info)[0], info, known[1], known[0])
+            out.append(found)
+        return out
 
-    def bloom_filter(self, rg: int, info: ColumnInfo) -> ProbedFilter | None:
-        """The chunk's filter as probed by :meth:`fetch_filters`, None when it has none;
-        :class:`FilterPending` (the filter now wanted) when it was not fetched yet."""
-        at = (rg, info.ordinal)
-        try:
-            return self._probed[at]
-        except KeyError:
-            pass
-        if self.want(rg, info):
-            raise FilterPending
-        return None
-
-    def want(self, rg: int, info: ColumnInfo) -> bool:
-        """Note the chunk's filter for the next :meth:`fetch_filters` (no I/O); False when the
-        chunk has no filter (or it was fetched already)."""
-        at = (rg, info.ordinal)
-        if at in self._probed:
-            return False
-        location = self._location(rg, info)
-        if location is None:
-            self._probed[at] = None
-            return False
-        self._wanted[at] = (info, *location)
-        return True
-
-    def wants(self) -> bool:
-        """Whether filters are noted for the next :meth:`fetch_filters`."""
-        return bool(self._wanted)
-
-    def fetch_filters(self, hashes: Mapping[int, Sequence[int]]) -> None:
-        """Read the filters :meth:`bloom_filter` found wanted and probe each with the ``hashes``
-        of its column (by column ordinal): natively, one call per column and key."""
-        wanted, self._wanted = self._wanted, {}
-        if not wanted:
-            raise Declined("no filter wanted")  # the evaluator would ask for ever
-        if _native is None:
-            for (rg, ordinal), (info, _, _) in wanted.items():
-                probe = self._read_filter(rg, info)
-                column = tuple(hashes.get(ordinal, ()))
-                self._probed[(rg, ordinal)] = ProbedFilter(_positions(column),
-                                                           tuple(probe.check_hash(h) for h in column))
-            return
-        groups: dict[tuple[int, int], tuple[Any, list[tuple[int, int]], list[tuple[int, int, bytes, bytes]]]] = {}
+    def may_contain(self, info: ColumnInfo, row_groups: Sequence[int], hashes: Sequence[int]) -> list[bool]:
+        """Per row group, whether its filter of ``info`` may hold any of ``hashes``
+        (:class:`~.evaluate.RowGroupFacts`): the filters read and probed together (natively:
+        one call per key, the GIL released); a chunk without a filter may."""
+        requests: dict[int, tuple[Any, list[int], list[tuple[int, int, bytes, bytes]]]] = {}
+        answers: dict[int, bool] = {}
         header = bitset = b""
-        for (rg, ordinal), (info, offset, length) in wanted.items():
+        for rg in row_groups:
+            location = self._location(rg, info)
+            if location is None:
+                answers[rg] = True
+                continue
+            if _native is None:
+                probe = self._read_filter(rg, info)
+                answers[rg] = any(probe.check_hash(h) for h in hashes)
+                continue
             _, key, ordinals = self._chunk(rg, info)
-            group = groups.get((ordinal, id(key)))
+            group = requests.get(id(key))
             if group is None:
-                group = groups[(ordinal, id(key))] = (key, [], [])
-            group[1].append((rg, ordinal))
+                group = requests[id(key)] = (key, [], [])
+            group[1].append(rg)
             if key is None:
-                group[2].append((offset, length, b"", b""))
+                group[2].append((*location, b"", b""))
             else:
                 if not header:
                     header = self._aad(ModuleType.BLOOM_FILTER_HEADER, b"")
                     bitset = self._aad(ModuleType.BLOOM_FILTER_BITSET, b"")
-                group[2].append((offset, length, header + ordinals, bitset + ordinals))
-        for (ordinal, _), (key, ats, requests) in groups.items():
-            column = tuple(hashes.get(ordinal, ()))
+                group[2].append((*location, header + ordinals, bitset + ordinals))
+        column = tuple(hashes)
+        for key, rgs, batch in requests.values():
             try:
-                answers, reads = _native.probe_filters(self._fd, self._data_end, key, requests, column)
+                found, reads = _native.probe_filters(self._fd, self._data_end, key, batch, column)
             except _NATIVE_ERRORS:
                 raise Declined("filter") from None
             self.reads.extend(reads)
-            index = _positions(column)
-            for at, found in zip(ats, answers):
-                self._probed[at] = ProbedFilter(index, found)
+            for rg, bits in zip(rgs, found):
+                answers[rg] = any(bits)
+        return [answers[rg] for rg in row_groups]
 
     def _location(self, rg: int, info: ColumnInfo) -> tuple[int, int] | None:
         """The filter's (offset, length), checked; None when the chunk has no filter."""

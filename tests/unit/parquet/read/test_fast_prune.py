@@ -27,7 +27,7 @@ from secure_bloom.kms import FileKeyWrapper
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters, write_table
 from secure_bloom.parquet.read.fast_prune import Declined, LookupKeys, close_source, fast_source
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
-from secure_bloom.parquet.read.prune import _prune_source, prune_files
+from secure_bloom.parquet.read.prune import _judge, prune_files
 from support.parquet_files import TESTING_KEYS, vector_kms, write_encrypted, write_plain, write_uniform
 
 ROWS = 600
@@ -139,7 +139,7 @@ def test_fast_path_answers_every_kind_itself_and_as_the_reference(
         tree = _tree(filters, path, keys)
         source = fast_source(str(path), None, keys or KeyAccess(), lookup)  # never Declined for these files
         try:
-            direct = _prune_source(source, str(path), tree, _table().schema, None, {})
+            direct = _judge(source, str(path), tree, _table().schema, None, {})
         finally:
             close_source(source)
         fast, reference = _both([str(path)], tree, keys)
@@ -179,7 +179,7 @@ def test_one_key_context_per_data_key_for_the_whole_lookup(tmp_path: Path) -> No
     for p in paths:
         source = fast_source(str(p), None, EXPLICIT, lookup)
         try:
-            assert _prune_source(source, str(p), tree, None, None, {}).row_groups == ()
+            assert _judge(source, str(p), tree, None, None, {}).row_groups == ()
         finally:
             close_source(source)
     assert repr(lookup) == "LookupKeys(keys held=1)"
@@ -274,7 +274,7 @@ def test_a_file_the_fast_path_declines_is_answered_by_the_reference(tmp_path: Pa
     source = fast_source(str(dst), None, KeyAccess(), LookupKeys(KeyAccess()))
     try:
         with pytest.raises(Declined):
-            _prune_source(source, str(dst), tree, None, None, {})
+            _judge(source, str(dst), tree, None, None, {})
     finally:
         close_source(source)
     fast, reference = _both([str(dst)], tree, None)
