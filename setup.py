@@ -5,8 +5,8 @@
 which loads OpenSSL's libcrypto at run time with dlopen: no OpenSSL headers or -lcrypto at build time,
 no libcrypto in the wheel) are *optional* extensions: where they cannot be compiled (no C compiler,
 no Python headers; a big-endian host for the kernels) ``pip install .`` still succeeds, :mod:`secure_bloom.kernels` uses its numpy fallback,
-:mod:`secure_bloom.thrift_codec` its Python (thriftpy2) decoder and the cold pruning path
-(:mod:`secure_bloom.parquet.read.fast_prune`) its Python reads, decrypts and probes.
+:mod:`secure_bloom.thrift_codec` its Python (thriftpy2) decoder and :mod:`secure_bloom.crypto.gcm`
+cryptography's AES-GCM, one module per call, for the lookups' batches of modules.
 
 Flags: -O3 and nothing machine-specific (no -march=native): a wheel must run on any x86-64 machine
 (the wheels built and tested are x86-64 only; elsewhere the sdist builds with the same flags,

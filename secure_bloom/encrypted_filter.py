@@ -21,11 +21,14 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from .crypto.context import ChunkCryptoContext
+from .crypto.gcm import GcmKey
 from .crypto.modules import (
     MODULE_OVERHEAD,
     ModuleType,
+    check_module_length,
     ciphertext_length,
     decrypt_module,
+    decrypt_modules,
     encrypt_module,
     module_aad,
     read_module,
@@ -37,7 +40,7 @@ from .spec import LENGTH_PREFIX, MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
 
 __all__ = [
     "encrypt_bloom_filter",
-    "decrypt_bloom_filter",
+    "decrypt_bloom_filter", "decrypt_bloom_filters",
     "decrypt_bloom_filter_with_length",
     "read_encrypted_bloom_filter", "read_encrypted_filter_num_bytes",
     "bloom_filter_aads",
@@ -215,6 +218,13 @@ def _decrypt_exact(view: memoryview, ctx: ChunkCryptoContext, what: str) -> Spli
     """The filter that fills ``view`` exactly; a size mismatch is refused before the bitset is
     decrypted (``what`` names the size in the message)."""
     num_bytes, used = _open_header(view, ctx)
+    _check_bitset_fills(view, used, num_bytes, what)
+    return _open_bitset(view[used:], ctx, num_bytes)
+
+
+def _check_bitset_fills(view: memoryview, used: int, num_bytes: int, what: str) -> None:
+    """The bitset module after the ``used`` bytes of the header module must fill ``view`` exactly
+    (its prefix ``28 + numBytes``), checked before it is decrypted."""
     total = used + LENGTH_PREFIX + ciphertext_length(num_bytes)
     if len(view) < used + LENGTH_PREFIX:
         raise TruncatedModuleError(f"BLOOM_FILTER_BITSET: {what} ends inside the bitset module's length prefix")
@@ -224,7 +234,63 @@ def _decrypt_exact(view: memoryview, ctx: ChunkCryptoContext, what: str) -> Spli
     if len(view) > total:
         raise MalformedModuleError(
             f"{what} is longer than the modules ({used} + {total - used} bytes): {len(view) - total} trailing bytes")
-    return _open_bitset(view[used:], ctx, num_bytes)
+
+
+def decrypt_bloom_filters(items: list[tuple[bytes | memoryview, str]], key: GcmKey, header_aads: list[bytes],
+                          bitset_aads: list[bytes]) -> list[SplitBlockBloomFilter]:
+    """Many encrypted filters of one key, each filling its buffer exactly: :func:`decrypt_bloom_filter`
+    of each, with the same checks and errors, their header modules then their bitset modules
+    opened in one call each (:func:`~secure_bloom.crypto.modules.decrypt_modules`: in C, the GIL
+    released, where the extension is built).
+
+    Parameters
+    ----------
+    items : list of (bytes-like, str)
+        Per filter: its bytes (``bloom_filter_length`` of them) and what messages call its size
+        (``"bloom_filter_length N"``).
+    key : GcmKey
+        The chunks' data key.
+    header_aads, bitset_aads : list of bytes
+        Each filter's header module AAD (type 8) and bitset module AAD (type 9).
+
+    Returns
+    -------
+    list of SplitBlockBloomFilter
+        The filters, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        A module fails authentication.
+    secure_bloom.errors.MalformedModuleError
+        Length prefixes or sizes do not add up (``TruncatedModuleError`` for short data).
+    secure_bloom.errors.MalformedHeaderError
+        A decrypted header does not parse or names an unsupported algorithm.
+    """
+    views = [memoryview(data) for data, _ in items]
+    heads = []
+    for view in views:
+        if len(view) < LENGTH_PREFIX:
+            raise TruncatedModuleError(f"BLOOM_FILTER_HEADER: {len(view)} bytes, too short for the 4-byte length prefix")
+        first = int.from_bytes(view[:LENGTH_PREFIX], "little")
+        check_module_length(first, len(view) - LENGTH_PREFIX, ModuleType.BLOOM_FILTER_HEADER, MAX_HEADER_BYTES)
+        heads.append(view[:LENGTH_PREFIX + first])
+    plains = decrypt_modules(heads, key, header_aads,
+                             module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
+    sizes, bitsets = [], []
+    for view, head, plain, (_, what) in zip(views, heads, plains, items):
+        num_bytes, used = parse_header_plaintext(plain).num_bytes, len(head)
+        _check_bitset_fills(view, used, num_bytes, what)
+        sizes.append(num_bytes)
+        bitsets.append(view[used:])
+    opened = decrypt_modules(bitsets, key, bitset_aads,
+                             module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=max(sizes, default=0))
+    out = []
+    for bitset, num_bytes in zip(opened, sizes):
+        if len(bitset) != num_bytes:
+            raise MalformedBitsetError(f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={num_bytes}")
+        out.append(SplitBlockBloomFilter.from_bitset(bitset))
+    return out
 
 
 def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, file_aad: bytes | None = None,

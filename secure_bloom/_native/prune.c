@@ -1,11 +1,12 @@
 /*
- * secure_bloom.native_prune: the cold pruning path's reads, AES-GCM decrypts, Bloom filter header
- * checks and probes, with the GIL released (secure_bloom/parquet/read/fast_prune.py is its only user).
+ * secure_bloom.native_prune: AES-GCM for batches of Parquet modules, with the GIL released: the C
+ * binding of secure_bloom.crypto.gcm (decrypt_many), which every lookup's batches of ColumnMetaData
+ * and Bloom filter modules go through (ParquetBloomReader.column_metadata_many / bloom_filters).
  *
  * Written for secure_bloom from Parquet Encryption.md (module = 4-byte little-endian length |
- * 12-byte nonce | ciphertext | 16-byte tag; AAD = file AAD | module type | ordinals), BloomFilter.md
- * (split-block filter: 8 salted bits in one 32-byte block) and the Thrift compact protocol. AES-GCM
- * is OpenSSL's EVP interface (libcrypto): no cipher code of our own.
+ * 12-byte nonce | ciphertext | 16-byte tag). AES-GCM is OpenSSL's EVP interface (libcrypto): no
+ * cipher code of our own. Bytes in, bytes out: the reads are the reader's (any filesystem), the
+ * framing checks and the Thrift are Python's; this opens sealed bytes and nothing else.
  *
  * libcrypto is loaded at run time, not linked: module init dlopen()s the system's libcrypto by soname
  * (libcrypto.so.3, then libcrypto.so.1.1; RTLD_NOW | RTLD_LOCAL) and resolves the few functions used
@@ -13,46 +14,32 @@
  * build needs no OpenSSL headers and the extension has no DT_NEEDED on libcrypto: the wheel bundles
  * none (a bundled libcrypto would raise its glibc floor) and uses the user's, patched by their
  * distribution. No library, a library older than 1.1.0 or a missing function: the import raises
- * ImportError and fast_prune.py runs its Python twin (ExtensionFallbackWarning). The functions are
- * resolved once, at init, under the GIL, and never change afterwards.
+ * ImportError and secure_bloom.crypto.gcm opens modules one by one with cryptography
+ * (ExtensionFallbackWarning). The functions are resolved once, at init, under the GIL, and never
+ * change afterwards.
  *
- * What it offers (private: fast_prune.py is the API; every failure there becomes "Declined", and
- * the reference path in Python then gives the answer or names the error):
+ * What it offers (private: secure_bloom.crypto.gcm.decrypt_many is the API; on any failure it opens
+ * the modules one by one with cryptography, which names the one that fails):
  *   - GcmKey(key): one AES-128/192/256-GCM key with an EVP_CIPHER_CTX made once and reused for
  *     every module it opens (a second thread that finds it busy uses a context of its own). The key
  *     bytes are kept in the object (to make such contexts) and cleansed (OPENSSL_cleanse) when it
  *     is freed; its repr shows the key length only.
  *   - GcmKey.decrypt_modules(modules, aads, max_plaintext): the plaintexts of Parquet modules, each
- *     checked as fast_prune._decrypt checks it (28 <= length prefix <= 28 + max_plaintext and the
- *     prefix naming exactly the rest of the buffer), all decrypted with the GIL released.
- *   - read_tail(fd, size): a file's leading magic, its length and trailing magic, and its footer
- *     (three preads, as fast_prune._python_tail makes them), checked as it checks them, in one call
- *     with the GIL released. Returns (magic, footer_offset, footer, reads).
- *   - probe_filters(fd, data_end, key_or_None, requests, hashes): per request
- *     (offset, length, header_aad, bitset_aad): the location checked (as FastSource.bloom_filter
- *     checks it), the bytes pread, the header module (type 8) and the bitset module (type 9)
- *     decrypted, or the plaintext header checked, the BloomFilterHeader checked, and every hash
- *     probed. Returns ([tuple of bools per request], [(offset, bytes read) per read]).
- *
- * The header parser (sbbf.h's sbbf_parse_header, shared with kernels.c as are the salt and the
- * block check) accepts only the one encoding every writer emits (header.py's docstring), then zero
- * padding in a decrypted header module: a strict subset of what the Python parser accepts, with the
- * same numBytes; anything else fails (and Python decides).
+ *     checked (28 <= length prefix <= 28 + max_plaintext and the prefix naming exactly the rest of
+ *     the buffer), all decrypted with the GIL released; Failed on the first that fails.
  *
  * Memory safety: every Python buffer is read once, before the GIL is released: a bytes object (or a
  * memoryview of one, exported for the call so it cannot be released) is used in place, holding a
- * reference (bytes cannot change); any other buffer is copied into C memory first. Lengths and
- * offsets are checked against the limits below before anything is allocated or read; all
- * allocations are bounded by them or by the size of a Python object the caller already holds.
+ * reference (bytes cannot change); any other buffer is copied into C memory first. Lengths are
+ * checked against the limits below before anything is allocated; all allocations are bounded by
+ * them or by the size of a Python object the caller already holds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pythread.h>
 
-#include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sbbf.h"
 
@@ -84,24 +71,15 @@ __asm__(".symver dlerror,dlerror@" SB_DL_BASELINE);
 #define SB_BUILD_FLAGS "unknown"
 #endif
 
-/* secure_bloom.spec / encrypted_filter / fast_prune (limits() lets a test compare them) */
+/* secure_bloom.spec / parquet.file.crypto_context (limits() lets a test compare them) */
 #define LENGTH_PREFIX 4
 #define NONCE_LENGTH 12
 #define TAG_LENGTH 16
 #define MODULE_GCM (NONCE_LENGTH + TAG_LENGTH)
-#define MAX_HEADER_BYTES 1024
-#define MIN_BITSET_BYTES SBBF_MIN_BITSET_BYTES          /* sbbf.h */
-#define SPEC_MAX_BITSET_BYTES SBBF_MAX_BITSET_BYTES
-#define COALESCED_FILTER_BYTES (4LL << 20)
 #define MAX_THRIFT_MODULE (256LL << 20)
-#define MAX_FOOTER_BYTES (256LL << 20)
-/* Caps of this module's own: an AAD (file AAD prefix + unique part + type + ordinals), hashes and
- * requests per call, modules per call. */
+/* Caps of this module's own: an AAD (file AAD prefix + unique part + type + ordinals), modules per call. */
 #define MAX_AAD 4096
-#define MAX_HASHES 65536
-#define MAX_REQUESTS 65536
 #define MAX_MODULES 65536
-#define MAX_ANSWERS (1LL << 24)  /* requests x hashes */
 
 static PyObject *Failed;
 
@@ -571,257 +549,11 @@ static PyTypeObject KeyType = {
     .tp_new = Key_new,
 };
 
-/* ------------------------------------------------------------------ Bloom filters */
-
-/* The BloomFilterHeader parser (sbbf_parse_header) and the probe (sbbf_check) are sbbf.h's, the
- * one definition shared with kernels.c. */
-
-typedef struct {
-    long long offset, length;
-    Stable header_aad, bitset_aad;
-    long long read;       /* bytes read (-1: not read) */
-} Request;
-
-static const char *read_all(int fd, uint8_t *buf, long long offset, long long length, long long *got)
-{
-    long long total = 0;
-    while (total < length) {
-        ssize_t r = pread(fd, buf + total, (size_t)(length - total), (off_t)(offset + total));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        total += r;
-    }
-    *got = total;
-    return total == length ? NULL : "short read";
-}
-
-/* One filter: read, decrypt or check, probe. NULL, or the reason it failed. No GIL. */
-static const char *probe_request(int fd, KeyObject *key, Request *rq, uint8_t *buf, uint8_t *plain,
-                                 const uint64_t *hashes, Py_ssize_t nhashes, uint8_t *answers)
-{
-    const char *why = read_all(fd, buf, rq->offset, rq->length, &rq->read);
-    if (why != NULL)
-        return why;
-    size_t length = (size_t)rq->length, used;
-    uint32_t num_bytes;
-    const uint8_t *bitset;
-    if (key == NULL) {
-        size_t head = length < MAX_HEADER_BYTES ? length : MAX_HEADER_BYTES;
-        if (sbbf_parse_header(buf, head, &num_bytes, &used) != 0)
-            return "plaintext filter";
-        if ((size_t)num_bytes > length - used || used + num_bytes != length)
-            return "plaintext filter";
-        bitset = buf + used;
-    } else {
-        if (length < 2 * (LENGTH_PREFIX + MODULE_GCM))
-            return "filter length";
-        uint32_t first = sbbf_load32le(buf);
-        size_t header_end = LENGTH_PREFIX + (size_t)first;
-        if (first > MODULE_GCM + MAX_HEADER_BYTES || header_end + LENGTH_PREFIX > length)
-            return "header module";
-        if (first < MODULE_GCM)
-            return "module length";
-        if (gcm_open(key, buf + LENGTH_PREFIX, first, rq->header_aad.p, (size_t)rq->header_aad.n, plain) != 0)
-            return "module";
-        size_t hlen = first - MODULE_GCM;
-        if (sbbf_parse_header(plain, hlen, &num_bytes, &used) != 0)
-            return "header";
-        for (size_t i = used; i < hlen; i++)
-            if (plain[i] != 0)
-                return "header";
-        uint32_t second = sbbf_load32le(buf + header_end);
-        if ((uint64_t)second != (uint64_t)MODULE_GCM + num_bytes
-            || header_end + LENGTH_PREFIX + (size_t)second != length)
-            return "bitset module";
-        if (gcm_open(key, buf + header_end + LENGTH_PREFIX, second, rq->bitset_aad.p, (size_t)rq->bitset_aad.n,
-                     plain) != 0)
-            return "module";
-        bitset = plain;
-    }
-    uint64_t blocks = num_bytes / SBBF_BYTES_PER_BLOCK;   /* >= 1: numBytes >= 32 */
-    for (Py_ssize_t i = 0; i < nhashes; i++)
-        answers[i] = (uint8_t)sbbf_check(bitset, blocks, hashes[i]);
-    return NULL;
-}
-
-static PyObject *py_probe_filters(PyObject *self, PyObject *args)
-{
-    int fd;
-    long long data_end;
-    PyObject *key_arg, *requests_arg, *hashes_arg;
-    if (!PyArg_ParseTuple(args, "iLOOO:probe_filters", &fd, &data_end, &key_arg, &requests_arg, &hashes_arg))
-        return NULL;
-    KeyObject *key = NULL;
-    if (key_arg != Py_None) {
-        if (!PyObject_TypeCheck(key_arg, &KeyType)) {
-            PyErr_SetString(PyExc_TypeError, "key must be a GcmKey or None");
-            return NULL;
-        }
-        key = (KeyObject *)key_arg;
-    }
-    PyObject *requests = as_list(requests_arg, MAX_REQUESTS, "requests");
-    if (requests == NULL)
-        return NULL;
-    PyObject *hash_list = as_list(hashes_arg, MAX_HASHES, "hashes");
-    if (hash_list == NULL) {
-        Py_DECREF(requests);
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(requests), nh = PyList_GET_SIZE(hash_list);
-    PyObject *result = NULL;
-    if ((long long)n * (long long)nh > MAX_ANSWERS) {
-        Py_DECREF(requests);
-        Py_DECREF(hash_list);
-        PyErr_SetString(PyExc_ValueError, "too many requests x hashes");
-        return NULL;
-    }
-    Request *rq = PyMem_Calloc((size_t)n + 1, sizeof(Request));
-    uint64_t *hashes = PyMem_Calloc((size_t)nh + 1, sizeof(uint64_t));
-    uint8_t *answers = PyMem_Calloc((size_t)(n * nh) + 1, 1);
-    uint8_t *buf = NULL, *plain = NULL;
-    long long largest = 0;
-    const char *why = NULL;
-    if (rq == NULL || hashes == NULL || answers == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nh; i++) {
-        hashes[i] = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(hash_list, i));
-        if (hashes[i] == (uint64_t)-1 && PyErr_Occurred())
-            goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        rq[i].read = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(requests, i), *haad, *baad;
-        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "LLOO:request", &rq[i].offset, &rq[i].length,
-                                                      &haad, &baad)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "a request is (offset, length, header_aad, bitset_aad)");
-            goto done;
-        }
-        long long off = rq[i].offset, len = rq[i].length;
-        if (len <= 0 || len > COALESCED_FILTER_BYTES || off < 4 || off >= data_end || len > data_end - off) {
-            fail("filter location");
-            goto done;
-        }
-        if (key != NULL) {
-            if (stable_get(haad, MAX_AAD, "header_aad", &rq[i].header_aad) < 0
-                || stable_get(baad, MAX_AAD, "bitset_aad", &rq[i].bitset_aad) < 0)
-                goto done;
-        }
-        if (len > largest)
-            largest = len;
-    }
-    buf = PyMem_RawMalloc((size_t)largest + 1);
-    plain = PyMem_RawMalloc((size_t)largest + 1);
-    if (buf == NULL || plain == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_XINCREF(key);
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && why == NULL; i++)
-        why = probe_request(fd, key, &rq[i], buf, plain, hashes, nh, answers + i * nh);
-    OPENSSL_cleanse(plain, (size_t)largest);
-    Py_END_ALLOW_THREADS
-    Py_XDECREF(key);
-    if (why != NULL) {
-        fail(why);
-        goto done;
-    }
-    PyObject *found = PyList_New(n), *reads = PyList_New(n);
-    if (found == NULL || reads == NULL) {
-        Py_XDECREF(found);
-        Py_XDECREF(reads);
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *bools = PyTuple_New(nh);
-        PyObject *read = Py_BuildValue("(LL)", rq[i].offset, rq[i].read);
-        if (bools == NULL || read == NULL) {
-            Py_XDECREF(bools);
-            Py_XDECREF(read);
-            Py_DECREF(found);
-            Py_DECREF(reads);
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < nh; j++)
-            PyTuple_SET_ITEM(bools, j, PyBool_FromLong(answers[i * nh + j]));
-        PyList_SET_ITEM(found, i, bools);
-        PyList_SET_ITEM(reads, i, read);
-    }
-    result = Py_BuildValue("(NN)", found, reads);
-done:
-    for (Py_ssize_t i = 0; rq != NULL && i < n; i++) {
-        stable_free(&rq[i].header_aad);
-        stable_free(&rq[i].bitset_aad);
-    }
-    PyMem_Free(rq);
-    PyMem_Free(hashes);
-    PyMem_Free(answers);
-    PyMem_RawFree(buf);
-    PyMem_RawFree(plain);
-    Py_DECREF(requests);
-    Py_DECREF(hash_list);
-    return result;
-}
-
-static PyObject *py_read_tail(PyObject *self, PyObject *args)
-{
-    int fd;
-    long long size, got = 0, length = 0, footer_offset = 0;
-    uint8_t head[4], end[8];
-    uint8_t *footer = NULL;
-    const char *why = NULL;
-    if (!PyArg_ParseTuple(args, "iL:read_tail", &fd, &size))
-        return NULL;
-    if (size <= 12)
-        return fail("too short");
-    Py_BEGIN_ALLOW_THREADS
-    why = read_all(fd, head, 0, 4, &got);
-    if (why == NULL)
-        why = read_all(fd, end, size - 8, 8, &got);
-    if (why == NULL) {
-        if (memcmp(end + 4, head, 4) != 0 || (memcmp(head, "PAR1", 4) != 0 && memcmp(head, "PARE", 4) != 0))
-            why = "magic";
-    }
-    if (why == NULL) {
-        length = (long long)sbbf_load32le(end);
-        if (length == 0 || length > size - 12 || length > MAX_FOOTER_BYTES)
-            why = "footer length";
-    }
-    if (why == NULL) {
-        footer_offset = size - 8 - length;
-        footer = PyMem_RawMalloc((size_t)length);
-        if (footer == NULL)
-            why = "memory";
-        else
-            why = read_all(fd, footer, footer_offset, length, &got);
-    }
-    Py_END_ALLOW_THREADS
-    if (why != NULL) {
-        PyMem_RawFree(footer);
-        return fail(why);
-    }
-    PyObject *result = Py_BuildValue("(y#Ly#[(ii)(Li)(LL)])", (const char *)head, (Py_ssize_t)4, footer_offset,
-                                     (const char *)footer, (Py_ssize_t)length, 0, 4, size - 8, 8, footer_offset,
-                                     length);
-    PyMem_RawFree(footer);
-    return result;
-}
-
 static PyObject *py_limits(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i}",
-                         "LENGTH_PREFIX", LENGTH_PREFIX, "NONCE_LENGTH", NONCE_LENGTH, "TAG_LENGTH", TAG_LENGTH,
-                         "MAX_HEADER_BYTES", MAX_HEADER_BYTES, "MIN_BITSET_BYTES", MIN_BITSET_BYTES,
-                         "SPEC_MAX_BITSET_BYTES", SPEC_MAX_BITSET_BYTES, "MAX_FOOTER_BYTES", MAX_FOOTER_BYTES,
-                         "COALESCED_FILTER_BYTES",
-                         COALESCED_FILTER_BYTES, "MAX_THRIFT_MODULE", MAX_THRIFT_MODULE, "MAX_AAD", MAX_AAD,
-                         "MAX_HASHES", MAX_HASHES, "MAX_REQUESTS", MAX_REQUESTS);
+    return Py_BuildValue("{s:i,s:i,s:i,s:L,s:i,s:i}", "LENGTH_PREFIX", LENGTH_PREFIX, "NONCE_LENGTH", NONCE_LENGTH,
+                         "TAG_LENGTH", TAG_LENGTH, "MAX_THRIFT_MODULE", MAX_THRIFT_MODULE, "MAX_AAD", MAX_AAD,
+                         "MAX_MODULES", MAX_MODULES);
 }
 
 static PyObject *py_info(PyObject *self, PyObject *unused)
@@ -831,16 +563,13 @@ static PyObject *py_info(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef methods[] = {
-    {"probe_filters", py_probe_filters, METH_VARARGS,
-     "probe_filters(fd, data_end, key_or_None, requests, hashes) -> (answers, reads)"},
-    {"read_tail", py_read_tail, METH_VARARGS, "read_tail(fd, size) -> (magic, footer_offset, footer, reads)"},
     {"limits", py_limits, METH_NOARGS, "the limits compiled in"},
     {"info", py_info, METH_NOARGS, "build flags, the OpenSSL version in use and the libcrypto file loaded"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_prune",
-                                    "The cold pruning path's reads, decrypts and probes (private)", -1, methods};
+                                    "OpenSSL AES-GCM for batches of Parquet modules (private: secure_bloom.crypto.gcm is its API)", -1, methods};
 
 PyMODINIT_FUNC PyInit_native_prune(void)
 {

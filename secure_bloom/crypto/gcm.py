@@ -11,6 +11,13 @@ salted digest of its bytes, never stored in a readable form) may encrypt at most
 after which :class:`KeyUsageLimitError` is raised. :func:`decrypt` turns cryptography's
 ``InvalidTag`` into the :class:`AuthenticationError` the caller names; nothing else in the package
 catches ``InvalidTag``.
+
+Two bindings, one per language: cryptography's ``AESGCM`` in Python, and OpenSSL's EVP interface
+in C (the optional extension ``secure_bloom.native_prune``, which loads the system's libcrypto at
+run time). A :class:`GcmKey` holds both contexts; :func:`decrypt_many` opens many sealed values
+with one key in one call into C, the GIL released (the lookups' batches of ColumnMetaData and
+Bloom filter modules). Without the extension, or with ``SECURE_BLOOM_GCM=cryptography``, the same
+call opens them one by one with cryptography: the same answers, slower.
 """
 
 from __future__ import annotations
@@ -24,9 +31,20 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..errors import AuthenticationError, KeyUsageLimitError
+from ..extensions import load_extension
 from ..spec import NONCE_LENGTH, TAG_LENGTH
 
-__all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "decrypt", "sign", "GcmKey"]
+__all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "decrypt", "decrypt_many", "sign",
+           "GcmKey", "NATIVE_GCM", "NATIVE_GCM_UNAVAILABLE", "GCM_ENV_VAR"]
+
+#: The switch of the C binding: ``auto`` (default), ``native`` (demand it) or ``cryptography``.
+GCM_ENV_VAR = "SECURE_BLOOM_GCM"
+_native, NATIVE_GCM_UNAVAILABLE = load_extension(
+    "native_prune", GCM_ENV_VAR, "cryptography", fallback_text="cryptography's AES-GCM, one module per call",
+    remedy="Install OpenSSL's libcrypto (1.1 or 3: the libssl3 or openssl-libs package), which it loads at run "
+           "time, or reinstall with a C compiler and the Python headers")
+#: Whether :func:`decrypt_many` opens its values in C (OpenSSL), the GIL released.
+NATIVE_GCM = _native is not None
 
 #: AES-128, AES-192, AES-256.
 AES_KEY_LENGTHS = (16, 24, 32)
@@ -151,12 +169,14 @@ class GcmKey:
         The key is not 16, 24 or 32 bytes.
     """
 
-    __slots__ = ("_aead", "_length")
+    __slots__ = ("_aead", "_length", "_native")
 
     def __init__(self, key: bytes) -> None:
         key_bytes = check_key(key)
         self._aead = AESGCM(key_bytes)
         self._length = len(key_bytes)
+        #: the OpenSSL context of the same key (None without the extension)
+        self._native = _native.GcmKey(bytes(key_bytes)) if _native is not None else None
 
     def __repr__(self) -> str:
         return f"GcmKey(<{self._length} bytes>)"
@@ -195,6 +215,44 @@ def decrypt(key: bytes | GcmKey, sealed: bytes | bytearray | memoryview, aad: by
         return aead.decrypt(view[:NONCE_LENGTH], view[NONCE_LENGTH:], bytes(aad))
     except InvalidTag:
         raise error() from None
+
+
+def decrypt_many(key: GcmKey, modules: list[bytes | memoryview], aads: list[bytes], max_plaintext: int) -> list[bytes] | None:
+    """The plaintexts of Parquet modules (``length | nonce | ciphertext | tag``, each buffer
+    exactly one module, its length prefix already checked by the caller) opened with one key in
+    one call into OpenSSL, the GIL released; None when any of them fails (a tag, or a length
+    above ``max_plaintext``) or the C binding is not in use: the caller then opens them one by
+    one (:func:`decrypt`), which tells which one fails.
+
+    Parameters
+    ----------
+    key : GcmKey
+        The key.
+    modules : list of bytes-like
+        The modules, length prefix first.
+    aads : list of bytes
+        Each module's AAD.
+    max_plaintext : int
+        The most plaintext bytes a module may hold.
+
+    Returns
+    -------
+    list of bytes or None
+        The plaintexts, or None (see above).
+
+    Raises
+    ------
+    None
+        Nothing of its own: a failure is None.
+    """
+    native = key._native
+    if native is None:
+        return None
+    try:
+        plains: list[bytes] = native.decrypt_modules(modules, aads, max_plaintext)
+    except (_native.Failed, ValueError, TypeError, OverflowError):
+        return None
+    return plains
 
 
 def sign(key: bytes | GcmKey, plaintext: bytes, aad: bytes, nonce: bytes) -> bytes:

@@ -30,6 +30,8 @@ from ..spec import LENGTH_PREFIX, MAX_ORDINAL, NONCE_LENGTH, TAG_LENGTH
 from . import gcm
 
 __all__ = [
+    "decrypt_modules",
+    "check_module_length",
     "ModuleType",
     "NONCE_LENGTH",
     "TAG_LENGTH",
@@ -291,8 +293,32 @@ def encrypt_module(plaintext: bytes, key: bytes, aad: bytes, *, _nonce: bytes | 
     return struct.pack("<I", len(sealed)) + sealed
 
 
-def _check_length(length: int, available: int | None, module_type: ModuleType | None,
-                  max_plaintext: int | None) -> None:
+def check_module_length(length: int, available: int | None, module_type: ModuleType | None,
+                        max_plaintext: int | None) -> None:
+    """Check a module's length prefix before anything is decrypted or read past it.
+
+    Parameters
+    ----------
+    length : int
+        The length prefix (nonce + ciphertext + tag).
+    available : int or None
+        The bytes that follow the prefix (None: not known yet).
+    module_type : ModuleType or None
+        Names the module in errors.
+    max_plaintext : int or None
+        The most plaintext bytes the module may hold.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedModuleError
+        Shorter than nonce + tag, or above ``max_plaintext``.
+    secure_bloom.errors.TruncatedModuleError
+        Fewer than ``length`` bytes follow.
+    """
     label = module_type.name if module_type is not None else "module"
     minimum = NONCE_LENGTH + TAG_LENGTH
     if length < minimum:
@@ -357,9 +383,60 @@ def decrypt_module(buffer: bytes | memoryview, key: bytes | gcm.GcmKey, aad: byt
     if len(view) < LENGTH_PREFIX:
         raise TruncatedModuleError(f"{label}: {len(view)} bytes, too short for the 4-byte length prefix")
     (length,) = struct.unpack_from("<I", view, 0)
-    _check_length(length, len(view) - LENGTH_PREFIX, module_type, max_plaintext)
+    check_module_length(length, len(view) - LENGTH_PREFIX, module_type, max_plaintext)
     body = view[LENGTH_PREFIX:LENGTH_PREFIX + length]  # decrypted in place: no copy of the ciphertext
     return _open(body, key_bytes, bytes(aad), module_type), LENGTH_PREFIX + length
+
+
+def decrypt_modules(buffers: list[bytes | memoryview], key: gcm.GcmKey, aads: list[bytes], *,
+                    module_type: ModuleType, max_plaintext: int) -> list[bytes]:
+    """Decrypt many modules with one key, each buffer exactly one module: :func:`decrypt_module`
+    of each, their AES-GCM in one call into C (:func:`~secure_bloom.crypto.gcm.decrypt_many`,
+    the GIL released) where the extension is built. The length prefixes are checked first, as
+    :func:`decrypt_module` checks them; when a tag fails, the modules are opened one by one so
+    the error is the one :func:`decrypt_module` raises.
+
+    Parameters
+    ----------
+    buffers : list of bytes-like
+        The modules, each with its length prefix and nothing after it.
+    key : GcmKey
+        The key.
+    aads : list of bytes
+        Each module's AAD.
+    module_type : ModuleType
+        Names the modules in errors.
+    max_plaintext : int
+        The most plaintext bytes a module may hold.
+
+    Returns
+    -------
+    list of bytes
+        The plaintexts, in order.
+
+    Raises
+    ------
+    secure_bloom.errors.ModuleAuthenticationError
+        A module fails authentication.
+    secure_bloom.errors.TruncatedModuleError
+        A buffer is shorter than its length prefix says.
+    secure_bloom.errors.MalformedModuleError
+        A length prefix out of bounds, or bytes after a module.
+    """
+    label = module_type.name
+    for buffer in buffers:
+        view = memoryview(buffer)
+        if len(view) < LENGTH_PREFIX:
+            raise TruncatedModuleError(f"{label}: {len(view)} bytes, too short for the 4-byte length prefix")
+        (length,) = struct.unpack_from("<I", view, 0)
+        check_module_length(length, len(view) - LENGTH_PREFIX, module_type, max_plaintext)
+        if length != len(view) - LENGTH_PREFIX:
+            raise MalformedModuleError(f"{label}: {len(view) - LENGTH_PREFIX - length} bytes after the module")
+    plains = gcm.decrypt_many(key, buffers, aads, max_plaintext) if buffers else []
+    if plains is not None:
+        return plains
+    return [decrypt_module(b, key, a, module_type=module_type, max_plaintext=max_plaintext)[0]
+            for b, a in zip(buffers, aads)]
 
 
 _READ_CHUNK = 1 << 24
@@ -426,7 +503,7 @@ def read_module(stream: BinaryIO, key: bytes, aad: bytes, *, module_type: Module
     if len(prefix) < LENGTH_PREFIX:
         raise TruncatedModuleError(f"{label}: end of file inside the 4-byte length prefix")
     (length,) = struct.unpack("<I", prefix)
-    _check_length(length, None, module_type, max_plaintext)
+    check_module_length(length, None, module_type, max_plaintext)
     if expected_length is not None and length != expected_length:
         raise MalformedModuleError(
             f"{label}: length prefix {length}, expected exactly {expected_length}")

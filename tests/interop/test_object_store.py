@@ -109,7 +109,7 @@ def test_cold_prune_on_s3_reads_filters_from_the_tail_read(s3: Any, stored: dict
 
     tree = predicate_tree(to_expression([("key", "in", ["8000000000000000x", _key(7)])]))
     s3.reset()
-    remote = prune_files(stored["paths"], tree, keys=stored["keys"], filesystem=s3.filesystem(), fast_path=False)
+    remote = prune_files(stored["paths"], tree, keys=stored["keys"], filesystem=s3.filesystem())
     requests, body = s3.counts()
     assert [r.row_groups for r in remote] == [(0,), ()]
     assert [r.pruned_by_bloom for r in remote] == [(1, 2, 3, 4), (0, 1, 2, 3, 4)]

@@ -31,8 +31,8 @@ pytestmark = pytest.mark.sanitizer
 #: numpy / thriftpy2 halves run no C of ours) and every mutation case.
 SANITIZED_TESTS = ["unit/test_kernels.py", "unit/test_thrift_codec.py", "robustness/test_robustness_thrift.py",
                    "robustness/test_native_mutation.py", "unit/test_native_prune.py"]
-#: Run whole (no marker): the fast pruning path over real files, through native_prune.
-SANITIZED_WHOLE = ["unit/parquet/read/test_fast_prune.py"]
+#: Run whole (no marker): the one reader's batches over real files, through native_prune.
+SANITIZED_WHOLE = ["unit/parquet/file/test_reader_batches.py"]
 #: The two 2-3 million value count_distinct cases take most of a run's time in np.unique (not ours);
 #: the 100,000-value case and the property test keep count_distinct in the run.
 DESELECT = "not (test_count_distinct_large_and_skewed and (random or one_bucket))"

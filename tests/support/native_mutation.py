@@ -319,50 +319,6 @@ def case_prune_modules(seconds: float) -> Tally:
     return hammer(seconds, [call], write)
 
 
-def case_prune_filters(seconds: float) -> Tally:
-    """probe_filters copies the AADs it is given as bytearrays before reading and decrypting the
-    filter with the GIL released; a thread rewriting them meanwhile gives the right answers or the
-    refusal."""
-    import os
-    import tempfile
-
-    from secure_bloom import native_prune
-    from secure_bloom.crypto.modules import encrypt_module
-    from secure_bloom.header import serialize_header
-
-    key = bytes(range(16))
-    bf = SplitBlockBloomFilter(4096)
-    bf.insert_hashes(np.arange(1000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    haad, baad = bytearray(b"aad\x08\x00\x00\x00\x00"), bytearray(b"aad\x09\x00\x00\x00\x00")
-    data = encrypt_module(serialize_header(4096), key, bytes(haad)) + encrypt_module(bytes(bf.bitset), key, bytes(baad))
-    probe = [int(h) for h in np.arange(50, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)] + [1, 2, 3]
-    expected = tuple(bf.check_hash(h) for h in probe)
-    with tempfile.NamedTemporaryFile() as f:
-        f.write(b"PAR1" + data)
-        f.flush()
-        fd = os.open(f.name, os.O_RDONLY)
-        gcm = native_prune.GcmKey(key)
-        requests = [(4, len(data), haad, baad)] * 4
-        sys.setswitchinterval(1e-6)
-
-        def write() -> None:  # damage and repair in turns
-            haad[-1] ^= 1
-            time.sleep(0)
-            baad[0] ^= 0x40
-            time.sleep(0)
-
-        def call(t: Tally) -> None:
-            out = t.call(lambda: native_prune.probe_filters(fd, 4 + len(data), gcm, requests, probe),
-                         refusal=native_prune.Failed)
-            if out is not None and out[0] != [expected] * 4:
-                t.unexpected.append("other answers")
-
-        try:
-            return hammer(seconds, [call], write)
-        finally:
-            os.close(fd)
-
-
 # ---------------------------------------------------------------------- deterministic cases
 
 def _native() -> Any:
@@ -462,7 +418,6 @@ THREADED: dict[str, Callable[[float], Tally]] = {
     "bitset": case_bitset,
     "thrift": case_thrift,
     "prune_modules": case_prune_modules,
-    "prune_filters": case_prune_filters,
 }
 DETERMINISTIC: dict[str, Callable[[], Tally]] = {
     "alias_offsets": case_alias_offsets,

@@ -98,7 +98,7 @@ def sanitizer_env(root: Path, **extra: str) -> dict[str, str]:
         "PYTHONPATH": str(root),
         "SECURE_BLOOM_KERNEL": "native",
         "SECURE_BLOOM_THRIFT": "native",
-        "SECURE_BLOOM_PRUNE": "native",
+        "SECURE_BLOOM_GCM": "native",
         "PYTHONFAULTHANDLER": "1",
     })
     env.update(extra)

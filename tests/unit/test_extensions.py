@@ -63,9 +63,10 @@ def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch)
     assert module is None and why is not None and why.startswith("secure_bloom.no_such_extension is not built")
 
 
-# The pruning extension not built, or built but finding no libcrypto to load at run time (a path
-# that does not exist in SECURE_BLOOM_LIBCRYPTO): the fast path prunes an encrypted file in Python,
-# with the same answer and bytes read as with the extension, and says once that it falls back.
+# The AES-GCM extension not built, or built but finding no libcrypto to load at run time (a path
+# that does not exist in SECURE_BLOOM_LIBCRYPTO): the same reader prunes an encrypted file with
+# cryptography's AES-GCM, with the same answer and bytes read as with the extension, and says once
+# that it falls back.
 _WITHOUT_PRUNE = """
 import sys, json
 if sys.argv[1] == "missing":
@@ -74,7 +75,7 @@ sys.path.insert(0, sys.argv[3])
 import pyarrow as pa, pyarrow.compute as pc
 from support.parquet_files import vector_kms, write_encrypted
 from secure_bloom.parquet import KeyAccess, attach_bloom_filters
-from secure_bloom.parquet.read import fast_prune
+from secure_bloom.crypto import gcm
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
 from secure_bloom.parquet.read.prune import prune_files
 keys = KeyAccess(kms=vector_kms())
@@ -88,18 +89,18 @@ for value in ("k5", "k50x"):  # k50x: inside every row group's min/max, absent
     (result,) = prune_files([dst], tree, keys=keys, schema=table.schema, progress=False)
     out.append([list(result.row_groups), list(result.pruned_by_bloom), result.metadata_bytes_read,
                 result.metadata_requests])
-print(json.dumps({"native": fast_prune.NATIVE, "results": out}))
+print(json.dumps({"native": gcm.NATIVE_GCM, "results": out}))
 """
 
 
-def test_without_the_pruning_extension_the_fast_path_prunes_in_python(tmp_path: Path) -> None:
+def test_without_the_gcm_extension_the_same_reader_prunes_with_cryptography(tmp_path: Path) -> None:
     from support.paths import TESTS_DIR
 
     runs = {}
     for mode in ("missing", "no_libcrypto", "built"):
         folder = tmp_path / mode
         folder.mkdir()
-        env = {**os.environ, "SECURE_BLOOM_PRUNE": "auto"}
+        env = {**os.environ, "SECURE_BLOOM_GCM": "auto"}
         if mode == "no_libcrypto":
             env["SECURE_BLOOM_LIBCRYPTO"] = str(folder / "nowhere" / "libcrypto.so.3")
         proc = subprocess.run([sys.executable, "-W", "default", "-c", _WITHOUT_PRUNE, mode, str(folder),
@@ -119,4 +120,4 @@ def test_without_the_pruning_extension_the_fast_path_prunes_in_python(tmp_path: 
         lines = [line for line in warned.splitlines() if "ExtensionFallbackWarning" in line]
         assert len(lines) == 1 and "secure_bloom.native_prune is not built" in lines[0], warned
         assert why in lines[0], lines[0]
-        assert "the Python pruning path" in lines[0] and "SECURE_BLOOM_PRUNE=python" in lines[0]
+        assert "cryptography's AES-GCM" in lines[0] and "SECURE_BLOOM_GCM=cryptography" in lines[0]

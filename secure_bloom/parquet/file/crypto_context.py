@@ -35,6 +35,8 @@ from ...errors import (
 from ...spec import NONCE_LENGTH, TAG_LENGTH
 
 __all__ = [
+    "parse_thrift_plaintext",
+    "MAX_THRIFT_MODULE_BYTES",
     "EncryptionParams",
     "SIGNATURE_LENGTH",
     "resolve_file_aad",
@@ -48,7 +50,8 @@ __all__ = [
 
 SIGNATURE_LENGTH = NONCE_LENGTH + TAG_LENGTH
 #: Decrypted Thrift modules larger than this are refused (footers of huge files reach a few MiB).
-_MAX_THRIFT_MODULE = 256 << 20
+#: The largest Thrift module (footer, ColumnMetaData) a reader decrypts.
+MAX_THRIFT_MODULE_BYTES = 256 << 20
 
 T = TypeVar("T")
 
@@ -177,16 +180,43 @@ def decrypt_thrift_module(cls: type[T], module: bytes | memoryview, key: bytes |
     """
     try:
         plain, consumed = decrypt_module(module, key, aad, module_type=module_type,
-                                         max_plaintext=_MAX_THRIFT_MODULE)
+                                         max_plaintext=MAX_THRIFT_MODULE_BYTES)
     except ModuleAuthenticationError:
         raise ModuleAuthenticationError(module_type, what) from None
     if exact and consumed != len(memoryview(module)):
         raise MalformedThriftError(f"{what}: {len(memoryview(module)) - consumed} bytes after the encrypted module")
+    obj, thrift = parse_thrift_plaintext(cls, plain, what=what)
+    return obj, thrift, consumed
+
+
+def parse_thrift_plaintext(cls: type[T], plain: bytes, *, what: str) -> tuple[T, bytes]:
+    """The Thrift struct a decrypted module holds, then only zero padding (Encryption.md allows
+    it after the STOP): ``(obj, thrift_bytes)``.
+
+    Parameters
+    ----------
+    cls : type
+        The Thrift struct.
+    plain : bytes
+        The module's plaintext.
+    what : str
+        What messages call it.
+
+    Returns
+    -------
+    (object, bytes)
+        The struct and its Thrift bytes (the padding removed).
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedThriftError
+        The plaintext is not the struct, or non-zero bytes follow it.
+    """
     obj, used = thrift_codec.parse(cls, plain, what=what)
     padding = plain[used:]
     if padding.count(0) != len(padding):
         raise MalformedThriftError(f"{what}: {len(padding)} bytes after the Thrift STOP are not zero padding")
-    return obj, plain[:used], consumed
+    return obj, plain[:used]
 
 
 def encrypt_thrift_module(obj: Any, key: bytes, aad: bytes) -> bytes:

@@ -12,6 +12,7 @@ missing raises :class:`MissingKeyError`, never "absent".
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import threading
@@ -26,16 +27,24 @@ from ...filter import SplitBlockBloomFilter
 from ...kms import KeyGrant, KeyMaterialStore
 from ...kms.cache import ExpiringCache
 from ...crypto.context import ChunkCryptoContext
-from ...crypto.modules import MAX_ORDINAL
+from ...crypto.gcm import GcmKey
+from ...crypto.modules import MAX_ORDINAL, ModuleType, decrypt_modules, module_aad
+from ...encrypted_filter import decrypt_bloom_filters
 from ...types import ChunkEncryption, FilterForm, FooterMode
 from ...values import TimeZoneLike, maybe_in, query_hashes
 from .chunk import ChunkInfo, ColumnChunk, FilterLocation
-from .crypto_context import decrypt_column_metadata
-from .filter_io import check_filter_region, read_chunk_filter, read_chunk_filter_num_bytes, read_exact
+from .crypto_context import MAX_THRIFT_MODULE_BYTES, decrypt_column_metadata, parse_thrift_plaintext
+from .filter_io import (
+    check_filter_region,
+    check_plaintext_header,
+    read_chunk_filter,
+    read_chunk_filter_num_bytes,
+    read_exact,
+)
 from .footer import Footer, key_id_of, master_key_of, open_footer
 from .keys import NO_KEYS, KeyAccess, as_key_access
 from .probe import ProbeResult, ProbeValues, probe_row_groups
-from .schema import ColumnInfo, ColumnRef, find_column, leaf_columns
+from .schema import ColumnInfo, ColumnRef, find_column, shared_leaf_columns
 from .identity import Identity, opened_identity
 from .sources import display_path, locate, open_source, read_key_material
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
@@ -107,15 +116,47 @@ def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Cal
     return load
 
 
+#: Column layouts (leaves with their encryption and key labels) shared by the files that have them
+#: alike: one tuple, so that what is planned for one layout is planned once (parquet/read/evaluate).
+_LAYOUTS: dict[tuple[int, tuple[tuple[int, str], ...]], tuple[tuple[ColumnInfo, ...], tuple[ColumnInfo, ...]]] = {}
+_LAYOUTS_MAX = 64
+_layouts_lock = threading.Lock()
+
+
+def _column_layout(leaves: tuple[ColumnInfo, ...], labels: tuple[tuple[int, str], ...]) -> tuple[ColumnInfo, ...]:
+    """``leaves`` with the encrypted ones marked with their key labels (``labels``: ordinal,
+    label), the same tuple for every file of that layout."""
+    key = (id(leaves), labels)
+    found = _LAYOUTS.get(key)
+    if found is not None and found[0] is leaves:
+        return found[1]
+    named = dict(labels)
+    columns = tuple(dataclasses.replace(leaf, encrypted=True, key_id=named[leaf.ordinal]) if leaf.ordinal in named
+                    else leaf for leaf in leaves)
+    with _layouts_lock:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = (leaves, columns)
+    return columns
+
+
 class _ColumnKey:
     """One column key and the chunk contexts made with it: they live in one expiring cache entry,
     so a context never outlives its key there (KeyAccess.cache_lifetime_s). No key in its repr."""
 
-    __slots__ = ("key", "contexts")
+    __slots__ = ("key", "contexts", "_gcm")
 
     def __init__(self, key: bytes) -> None:
         self.key = key
         self.contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+        self._gcm: GcmKey | None = None
+
+    @property
+    def gcm(self) -> GcmKey:
+        """The key's reusable AES-GCM contexts (made on first use)."""
+        if self._gcm is None:
+            self._gcm = GcmKey(self.key)
+        return self._gcm
 
     def __repr__(self) -> str:
         return f"_ColumnKey(<{len(self.key)} bytes>, contexts={len(self.contexts)})"
@@ -232,6 +273,7 @@ class ParquetBloomReader:
         self._column_keys: ExpiringCache[bytes, _ColumnKey] = ExpiringCache(self.keys.cache_lifetime_s)
         # Contexts of FOOTER_KEY chunks: the footer key is held until close(), and so are they.
         self._footer_contexts: dict[tuple[int, int], ChunkCryptoContext] = {}
+        self._footer_gcm: GcmKey | None = None
         self._metadata: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
         self._filters: OrderedDict[tuple[str, int, int | None], SplitBlockBloomFilter] = OrderedDict()
         self._filter_cache_bytes = filter_cache_bytes
@@ -241,7 +283,7 @@ class ParquetBloomReader:
 
     def _index_chunks(self) -> None:
         md = self.footer.metadata
-        leaves = leaf_columns(md.schema)
+        leaves = shared_leaf_columns(md.schema)
         self._chunks: list[tuple[ColumnChunk, ...]] = []
         for i, rg in enumerate(md.row_groups):
             if len(rg.columns) != len(leaves):
@@ -249,13 +291,9 @@ class ParquetBloomReader:
                     f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
             ordinal = rg.ordinal if rg.ordinal is not None else i
             self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
-        columns = []
-        for leaf in leaves:
-            first = self._chunks[0][leaf.ordinal] if self._chunks else None
-            if first is not None and first.encrypted:
-                leaf = dataclasses.replace(leaf, encrypted=True, key_id=self._key_label(self._key_metadata(first)))
-            columns.append(leaf)
-        self._columns = tuple(columns)
+        labels = tuple((leaf.ordinal, self._key_label(self._key_metadata(first))) for leaf in leaves
+                       if self._chunks and (first := self._chunks[0][leaf.ordinal]).encrypted)
+        self._columns = _column_layout(leaves, labels)
 
     def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
                           stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
@@ -323,6 +361,7 @@ class ParquetBloomReader:
         self._file.close()
         self._column_keys.clear()
         self._footer_contexts.clear()
+        self._footer_gcm = None
         if self.footer.footer_key is not None:
             self.footer = dataclasses.replace(self.footer, footer_key=None)
         self._metadata.clear()
@@ -579,6 +618,82 @@ class ParquetBloomReader:
         """The exact decrypted Thrift of an encrypted ColumnMetaData (None when not encrypted)."""
         return self._decrypted_metadata(chunk)[1]
 
+    def _gcm_key(self, chunk: ColumnChunk) -> GcmKey:
+        """The reusable AES-GCM contexts of an encrypted chunk's key (:class:`MissingKeyError`
+        without it), made once per key."""
+        if chunk.encryption is ChunkEncryption.FOOTER_KEY:
+            key = self._footer_key(chunk)
+            if self._footer_gcm is None:
+                self._footer_gcm = GcmKey(key)
+            return self._footer_gcm
+        return self._column_key(chunk).gcm
+
+    def _by_key(self, chunks: Sequence[ColumnChunk]) -> list[tuple[GcmKey, list[ColumnChunk]]]:
+        """Encrypted ``chunks`` grouped by key, each key resolved once (:class:`MissingKeyError`
+        without it)."""
+        groups: dict[tuple[ChunkEncryption, bytes | None], tuple[GcmKey, list[ColumnChunk]]] = {}
+        for chunk in chunks:
+            at = (chunk.encryption, chunk.key_metadata)
+            group = groups.get(at)
+            if group is None:
+                group = groups[at] = (self._gcm_key(chunk), [])
+            group[1].append(chunk)
+        return list(groups.values())
+
+    def _aads(self, chunks: Sequence[ColumnChunk], module_type: ModuleType) -> list[bytes]:
+        """The AAD of each encrypted chunk's module of ``module_type`` (Encryption.md, "AAD")."""
+        file_aad = self.footer.require_file_aad()
+        return [module_aad(file_aad, module_type, chunk.row_group_ordinal, chunk.column.ordinal) for chunk in chunks]
+
+    def column_metadata_many(self, column: ColumnRef, row_groups: Sequence[int]) -> list[Any]:
+        """:meth:`column_metadata` of the column's chunk in each of ``row_groups``: the encrypted
+        ones decrypted together, one call per key (in C, the GIL released, where the extension is
+        built), with the errors :meth:`column_metadata` raises.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        row_groups : sequence of int
+            The row groups.
+
+        Returns
+        -------
+        list
+            The ColumnMetaData (Thrift objects), in order.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.MissingKeyError
+            A chunk's key is not available.
+        secure_bloom.errors.AuthenticationError
+            A ColumnMetaData fails authentication.
+        secure_bloom.errors.MalformedInputError
+            A ColumnMetaData is damaged.
+        """
+        ordinal = self.column(column).ordinal
+        chunks = [self.chunk(rg, ordinal) for rg in row_groups]
+        cls = self._thrift().ColumnMetaData
+        pending_chunks = [chunk for chunk in chunks
+                          if chunk.encrypted_metadata is not None and (chunk.row_group, ordinal) not in self._metadata]
+        for gcm, pending in self._by_key(pending_chunks):
+            modules = [chunk.encrypted_metadata for chunk in pending]
+            aads = self._aads(pending, ModuleType.COLUMN_META_DATA)
+            try:
+                plains = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,
+                                         max_plaintext=MAX_THRIFT_MODULE_BYTES)
+                parsed = [parse_thrift_plaintext(cls, plain, what=f"ColumnMetaData of {chunk.where}")
+                          for chunk, plain in zip(pending, plains)]
+            except SecureBloomError:  # named chunk by chunk, as column_metadata names it
+                for chunk in pending:
+                    self._decrypted_metadata(chunk)
+                raise
+            for chunk, found in zip(pending, parsed):
+                self._metadata[(chunk.row_group, ordinal)] = found
+        return [self._decrypted_metadata(chunk)[0] for chunk in chunks]
+
     def metadata_readable(self, chunk: ColumnChunk) -> bool:
         """Whether :meth:`column_metadata` can be asked without a missing key or file AAD."""
         if chunk.encrypted_metadata is None or (chunk.row_group, chunk.column_ordinal) in self._metadata:
@@ -659,6 +774,97 @@ class ParquetBloomReader:
                                    context=context)
             self._remember(cache_key, bf)
         return bf
+
+    def bloom_filters(self, column: ColumnRef, row_groups: Sequence[int]) -> list[SplitBlockBloomFilter | None]:
+        """:meth:`bloom_filter` of the column's chunk in each of ``row_groups``, read together:
+        the filters that store ``bloom_filter_length`` (at most
+        :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES`) in one read per run of
+        filters lying side by side (one request on an object store), the encrypted ones opened
+        together, one call per key (in C, the GIL released, where the extension is built); the
+        others as :meth:`bloom_filter` reads them. Same answers and errors as :meth:`bloom_filter`.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        row_groups : sequence of int
+            The row groups.
+
+        Returns
+        -------
+        list of SplitBlockBloomFilter or None
+            The filters (None: the chunk has none), in order.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.KeyManagementError
+            A chunk's key cannot be obtained (``MissingKeyError`` when it is not given).
+        secure_bloom.errors.AuthenticationError
+            A filter fails authentication.
+        secure_bloom.errors.MalformedInputError
+            A filter is damaged.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        """
+        ordinal = self.column(column).ordinal
+        found: dict[int, SplitBlockBloomFilter | None] = {}
+        batch: list[tuple[int, ColumnChunk, FilterLocation]] = []
+        for rg in row_groups:
+            chunk = self.chunk(rg, ordinal)
+            location = self.filter_location(chunk)
+            if location is None:
+                found[rg] = None
+                continue
+            check_filter_region(chunk, location, self.tail.footer_offset, self.path)
+            cached = self._filters.get(self._cache_key(chunk, location))
+            if cached is not None:
+                found[rg] = cached
+            elif location.length is None or location.length > COALESCED_FILTER_BYTES:
+                found[rg] = self.bloom_filter(rg, ordinal)  # the header first, then the bitset
+            else:
+                batch.append((rg, chunk, location))
+        if batch:
+            try:
+                found.update(self._read_filters(batch))
+            except SecureBloomError:  # named filter by filter, as bloom_filter names it
+                for rg, _, _ in batch:
+                    self.bloom_filter(rg, ordinal)
+                raise
+        return [found[rg] for rg in row_groups]
+
+    def _read_filters(self, batch: list[tuple[int, ColumnChunk, FilterLocation]]) -> dict[int, SplitBlockBloomFilter]:
+        """The filters of ``batch`` (each with ``bloom_filter_length``), read in coalesced runs."""
+        data: dict[int, memoryview] = {}
+        spans = coalesce([(loc.offset, loc.offset + loc.length) for _, _, loc in batch  # type: ignore[operator]
+                          if not self._file.holds(loc.offset, loc.length or 0)], COALESCE_GAP_BYTES)
+        starts = [start for start, _ in spans]
+        runs = [memoryview(self.read_at(start, end - start)) for start, end in spans]
+        for rg, _, loc in batch:
+            length = cast(int, loc.length)
+            at = bisect.bisect_right(starts, loc.offset) - 1  # the run starting at or before it
+            if at >= 0 and loc.offset + length <= starts[at] + len(runs[at]):
+                begin = loc.offset - starts[at]
+                data[rg] = runs[at][begin:begin + length]
+            else:
+                data[rg] = memoryview(self.read_at(loc.offset, length))  # held in the tail window
+        out: dict[int, SplitBlockBloomFilter] = {}
+        for rg, chunk, loc in batch:
+            if not chunk.encrypted:
+                _, used = check_plaintext_header(data[rg], loc.length, loc.length or 0, self.path)
+                out[rg] = SplitBlockBloomFilter.from_bitset(data[rg][used:])
+        where = {id(chunk): (rg, loc) for rg, chunk, loc in batch}
+        for gcm, chunks in self._by_key([chunk for _, chunk, _ in batch if chunk.encrypted]):
+            items = [where[id(chunk)] for chunk in chunks]
+            opened = decrypt_bloom_filters(
+                [(data[rg], f"bloom_filter_length {loc.length}") for rg, loc in items], gcm,
+                self._aads(chunks, ModuleType.BLOOM_FILTER_HEADER), self._aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
+            out.update((rg, bf) for (rg, _), bf in zip(items, opened))
+        with self._lock:
+            for rg, chunk, loc in batch:
+                self._remember(self._cache_key(chunk, loc), out[rg])
+        return out
 
     def prefetch_filters(self, chunks: Sequence[ColumnChunk]) -> int:
         """On an object store, read the filters of ``chunks`` (in the order they will be asked

@@ -1,7 +1,7 @@
 """Reading by key: pyarrow reads that skip the row groups a filter rules out (:mod:`.api`:
 ``read_table`` / ``dataset`` / ``scan``), the predicate tree (:mod:`.predicate`), the type Arrow
 compares a leaf in (:mod:`.compare`), statistics (:mod:`.statistics`), partitions
-(:mod:`.partitions`), the pruner (:mod:`.prune`, :mod:`.fast_prune`), its cache
+(:mod:`.partitions`), the pruner (:mod:`.prune`: the one evaluator :mod:`.evaluate` over :mod:`.facts`), its cache
 (:mod:`.prune_cache`), the dataset engines query (:mod:`.pruning_dataset`) and the CLI's
 conditions (:mod:`.where`). Uses ``file/`` only.
 """

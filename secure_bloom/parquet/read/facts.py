@@ -114,6 +114,19 @@ class ReaderFacts:
         secure_bloom.errors.KeyManagementError
             The column's key cannot be obtained (a missing key gives None).
         """
+        ordinal = info.ordinal
+        held = self.facts.bounds if self.facts is not None else {}
+        to_read = [rg for rg in row_groups if not self._held((rg, ordinal), held) and (rg, ordinal) not in self._bounds]
+        if to_read:
+            reader = self.reader
+            try:
+                metas = reader.column_metadata_many(ordinal, to_read)
+            except MissingKeyError:  # some chunk's key is not given: each on its own
+                metas = None
+            if metas is not None:
+                typed = ordinal in self.type_order
+                for rg, meta in zip(to_read, metas):
+                    self._bounds[(rg, ordinal)] = chunk_bounds(meta, info, typed)
         return [self._bound(rg, info) for rg in row_groups]
 
     def _bound(self, rg: int, info: ColumnInfo) -> Bounds | None:
@@ -131,8 +144,8 @@ class ReaderFacts:
 
     def may_contain(self, info: ColumnInfo, row_groups: Sequence[int], hashes: Sequence[int]) -> list[bool]:
         """Per row group, whether its filter of ``info`` may hold any of ``hashes``. The filters
-        not cached are fetched together first (one request on an object store where they lie
-        side by side: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.read_ahead`).
+        not cached are read together (:meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.bloom_filters`:
+        one read per run of filters side by side, opened in one call per key).
 
         Parameters
         ----------
@@ -158,8 +171,13 @@ class ReaderFacts:
         ordinal = info.ordinal
         held = self.facts.filters if self.facts is not None else {}
         to_read = [rg for rg in row_groups if not self._held((rg, ordinal), held) and (rg, ordinal) not in self._filters]
-        ahead = self.reader.read_ahead([self.reader.chunk(rg, ordinal) for rg in to_read]) if to_read else None
-        positions = {rg: i for i, rg in enumerate(to_read)}
+        if to_read:
+            try:
+                read = self.reader.bloom_filters(ordinal, to_read)
+            except MissingKeyError:  # some chunk's key is not given: each on its own
+                read = None
+            if read is not None:
+                self._filters.update(((rg, ordinal), bf) for rg, bf in zip(to_read, read))
         out = []
         for rg in row_groups:
             at = (rg, ordinal)
@@ -168,12 +186,10 @@ class ReaderFacts:
             elif at in self._filters:
                 bf = self._filters[at]
             else:
-                assert ahead is not None
-                ahead.before(positions[rg])
                 try:
                     bf = self._filters[at] = self.reader.bloom_filter(rg, ordinal)
                 except MissingKeyError:
-                    out.append(True)
+                    out.append(True)  # unavailable for this evaluation only: never recorded
                     continue
             out.append(bf is None or any(bf.check_hash(h) for h in hashes))
         return out

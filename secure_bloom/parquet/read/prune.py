@@ -47,12 +47,11 @@ import pyarrow as pa
 
 from ...kms import KeyGrant
 from ..file.identity import identity_size, open_identified, pinned_identity
-from ..file.keys import NO_KEYS, KeyAccess
+from ..file.keys import KeyAccess
 from ..file.reader import ParquetBloomReader
 from ..file.sources import is_local_source
 from .evaluate import RowGroupFacts, TreeVerdicts, tree_plan
 from .facts import ReaderFacts
-from .fast_prune import Declined, LookupKeys, close_source, fast_source
 from .outcome import FilePrune, PruneReport
 from .predicate import Node, columns_of, leaves
 from .prune_cache import PruneCache, filesystem_key
@@ -152,49 +151,9 @@ class _CacheUse:
     recheck: Callable[[KeyGrant], None] | None
 
 
-def _prune_fast(path: str, filesystem: Any, tree: Node, schema: pa.Schema | None,
-                row_groups: Sequence[int] | None, on_reader: OnReader | None, memo: dict[Any, Any],
-                lookup: LookupKeys, unless_shared: bool = False) -> FilePrune | None:
-    """The file pruned through :mod:`.fast_prune` (same evaluator, same decisions), or None when
-    the fast path declines it (the reference path then answers, or names the error). A file
-    with row groups to read while ``on_reader`` waits for its reader gets that reader opened
-    (its tail is read a second time, and counted), unless ``unless_shared`` and pyarrow's
-    shared format opens it (its result then says ``shared_format_opens``)."""
-    try:
-        source = fast_source(path, filesystem, lookup.keys, lookup)
-    except Declined:
-        return None
-    try:
-        judged = _judge(source, source.path, tree, schema, row_groups, memo)
-        keep, by_stats, by_bloom = judged.row_groups, judged.pruned_by_statistics, judged.pruned_by_bloom
-        shared = bool(keep) and on_reader is not None and unless_shared and source.shared_format_opens()
-    except Exception:  # noqa: BLE001 - Declined, or any doubt: the reference path answers
-        return None
-    finally:
-        close_source(source)
-    reads = source.reads
-    if shared:
-        return FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom, sum(n for _, n in reads),
-                         len(reads), source.file_size, identity=source.identity, shared_format_opens=True)
-    if keep and on_reader is not None:
-        reads = list(reads)
-        with ParquetBloomReader(path, lookup.keys, filesystem=filesystem, filter_cache_bytes=0) as reader:
-            if reader.identity != source.identity:
-                return None  # replaced since the fast source read it: the reference path prunes one version
-            on_reader(path, reader, FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom))
-            reads += reader.read_ranges
-    return FilePrune(source.path, source.num_row_groups, keep, by_stats, by_bloom, sum(n for _, n in reads),
-                     len(reads), source.file_size, identity=source.identity)
-
-
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
-               cache: _CacheUse | None, memo: dict[Any, Any], lookup: LookupKeys | None = None,
-               fast: bool = False, unless_shared: bool = False) -> FilePrune:
-    if fast and cache is None and lookup is not None:
-        done = _prune_fast(path, filesystem, tree, schema, row_groups, on_reader, memo, lookup, unless_shared)
-        if done is not None:
-            return done
+               cache: _CacheUse | None, memo: dict[Any, Any], unless_shared: bool = False) -> FilePrune:
     identity = facts = None
     with contextlib.ExitStack() as stack:
         # the open that tells an object's identity (its HEAD) is the one a cache miss reads through
@@ -259,8 +218,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: OnReader | None = None, cache: PruneCache | None = None,
-                trees: Sequence[Node] | None = None, fast_path: bool = True,
-                on_reader_unless_shared: bool = False) -> list[FilePrune]:
+                trees: Sequence[Node] | None = None, on_reader_unless_shared: bool = False) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
@@ -272,15 +230,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     fields decide some leaves: :mod:`.partitions`). Each result carries the ``identity`` of the
     file version its row groups were chosen from.
 
-    ``fast_path`` (without a cache): local files are pruned through :mod:`.fast_prune` (no
-    reader object; each distinct key unwrapped once per call and one AES-GCM context per key),
-    with the same decisions; a file it declines (anything unusual, any error) is pruned by the
-    reference path, which gives the same answer or raises the named error. ``on_reader`` is
-    then called only for files with row groups to read (their reader opened for it: one more
-    tail read, counted). False: the reference path for all.
-
     ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
-    format opens it, or pruned by the fast path from a footer that says so, is not opened for
+    format opens it is not handed to
     ``on_reader`` (its result says ``shared_format_opens``).
 
     Parameters
@@ -309,8 +260,6 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         Kept across lookups.
     trees : sequence of Node, optional
         One tree per path.
-    fast_path : bool, default True
-        Prune local files through :mod:`.fast_prune`.
     on_reader_unless_shared : bool, default False
         Skip ``on_reader`` for files pyarrow's shared format opens.
 
@@ -340,8 +289,6 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     if trees is not None and len(trees) != len(paths):
         raise ValueError(f"trees must have one tree per path: {len(trees)} for {len(paths)} paths")
     memo: dict[Any, Any] = {}
-    fast = fast_path and cache is None
-    lookup = LookupKeys(keys if keys is not None else NO_KEYS) if fast else None
     bar = None
     if _progress_wanted(progress) and len(paths) > 1:
         from tqdm import tqdm
@@ -350,7 +297,7 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     def work(i: int) -> FilePrune:
         result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo, lookup, fast, on_reader_unless_shared)
+                            on_reader, use, memo, on_reader_unless_shared)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

@@ -6,9 +6,8 @@ type (``SmallestTypeFor`` in ``compute/expression.cc``), testing the stored int6
 a negative literal is never narrowed, so ``ts_us == -1000 ns`` casts a ``us`` column to ``ns``,
 which raises on a value beyond 2262-04-11T23:47:16.854775807. A row group holding such a value
 must be kept (pyarrow's read raises there, so ours must); row groups whose bounds the cast accepts
-are still pruned. Each case is checked through ``read_table`` and through both pruning paths
-(``prune_files(fast_path=True / False)``: the row groups kept, read by pyarrow, give pyarrow's own
-outcome on the whole file).
+are still pruned. Each case is checked through ``read_table`` and through ``prune_files`` (the row
+groups kept, read by pyarrow, give pyarrow's own outcome on the whole file).
 """
 
 from __future__ import annotations
@@ -54,12 +53,12 @@ def _outcome(read: Callable[[], pa.Table]) -> Any:
         return type(e).__name__
 
 
-def _kept_rows(folder: Path, expr: Any, fast_path: bool) -> tuple[tuple[int, ...], Any]:
+def _kept_rows(folder: Path, expr: Any) -> tuple[tuple[int, ...], Any]:
     """The row groups ``prune_files`` keeps, and pyarrow's outcome on exactly those."""
     dataset = ds.dataset(folder)
     path = folder / "part-0.parquet"
-    kept = prune_files([str(path)], predicate_tree(expr, dataset.schema), schema=dataset.schema, progress=False,
-                       fast_path=fast_path)[0].row_groups
+    kept = prune_files([str(path)], predicate_tree(expr, dataset.schema), schema=dataset.schema,
+                       progress=False)[0].row_groups
     if not kept:
         return kept, []
     fragment = next(iter(dataset.get_fragments())).subset(row_group_ids=list(kept))
@@ -73,8 +72,7 @@ def _assert_as_pyarrow(tmp_path: Path, column: pa.Array, expr: Any, group: int =
     pq.write_table(pa.table({"v": column}), folder / "part-0.parquet", row_group_size=group)
     expected = _outcome(lambda: ds.dataset(folder).to_table(filter=expr))
     assert _outcome(lambda: read_table(folder, filters=expr)) == expected
-    for fast_path in (True, False):
-        assert _kept_rows(folder, expr, fast_path)[1] == expected, f"fast_path={fast_path}"
+    assert _kept_rows(folder, expr)[1] == expected
     return expected
 
 
@@ -119,15 +117,13 @@ def test_bounds_the_cast_accepts_are_still_pruned(tmp_path: Path, column_unit: s
     expr = pc.field("v") == pc.scalar(literal[0])
     column = _array(pa.timestamp(column_unit), [end, -end, 5 * per, -5 * per])
     assert _assert_as_pyarrow(tmp_path, column, expr) == []
-    for fast_path in (True, False):
-        assert _kept_rows(tmp_path / "data", expr, fast_path)[0] == ()
+    assert _kept_rows(tmp_path / "data", expr)[0] == ()
     assert scan(tmp_path / "data", filters=expr).report.row_groups_read == 0
     wider = _array(pa.timestamp(column_unit), [end, end + 1, 5 * per])
     folder = tmp_path / "wider"
     folder.mkdir()
     pq.write_table(pa.table({"v": wider}), folder / "part-0.parquet", row_group_size=1)
-    for fast_path in (True, False):
-        assert _kept_rows(folder, expr, fast_path) == ((1,), "ArrowInvalid")
+    assert _kept_rows(folder, expr) == ((1,), "ArrowInvalid")
 
 
 _DAY_NS_END = _INT64_MAX // (86_400 * 10**9)  # the last day whose midnight timestamp[ns] holds
