@@ -578,8 +578,10 @@ def lookup_targets(workloads: list[tuple[str, dict[str, Any]]], result: dict[str
             ours, arrow = s3[f"ours_{label}"], s3[f"pyarrow_{label}"]
             out.append(at_most(f"object store, {label}: requests per file, ours (moto S3, {s3['files']} files)",
                                ours["requests_per_file"], 2, "",
-                               note=f"pyarrow {arrow['requests_per_file']}; bytes per file ours "
-                                    f"{ours['bytes_per_file']:,}, pyarrow {arrow['bytes_per_file']:,}; HEADs counted"))
+                               note=f"ours {ours['heads']} HEAD + {ours['object_gets']} GET of objects, "
+                                    f"{ours['other_gets']} listings; pyarrow {arrow['requests_per_file']} per file "
+                                    f"({arrow['heads']} HEAD + {arrow['object_gets']} GET); bytes per file ours "
+                                    f"{ours['bytes_per_file']:,}, pyarrow {arrow['bytes_per_file']:,}"))
     return out
 
 

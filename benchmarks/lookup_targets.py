@@ -16,6 +16,7 @@ take turns (A B A B) and keep the minimum.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import shutil
 import sys
 import tempfile
@@ -164,6 +165,7 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
     from secure_bloom.parquet import KeyAccess, read_table
     from secure_bloom.parquet.read.api import parquet_format
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     proxy = None
@@ -190,11 +192,13 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
                     dataset = ds.dataset(prefix, filesystem=fs, format=parquet_format(KeyAccess(kms=data["kms"])))
                     rows = dataset.to_table(filter=ds.field("key") == key).num_rows
                 requests, body = s3.counts()
-                gets_heads = requests.get("GET", 0) + requests.get("HEAD", 0)
-                listings = sum(1 for where, rng in s3.gets if rng is None and "list-type" in where)
-                out[f"{engine}_{label}"] = {"rows": rows, "requests": dict(requests), "bytes": body,
-                                            "requests_per_file": round((gets_heads - listings) / len(paths), 2),
-                                            "bytes_per_file": round(body / len(paths))}
+                object_gets = sum(1 for where, _ in s3.gets if where.split("?")[0].endswith(".parquet"))
+                heads = requests.get("HEAD", 0)  # the objects' and the prefix's (a directory check)
+                out[f"{engine}_{label}"] = {
+                    "rows": rows, "requests": dict(requests), "bytes": body, "object_gets": object_gets,
+                    "other_gets": requests.get("GET", 0) - object_gets, "heads": heads,
+                    "requests_per_file": round((object_gets + heads) / len(paths), 2),
+                    "bytes_per_file": round(body / len(paths))}
         return out
     finally:
         if proxy is not None:
