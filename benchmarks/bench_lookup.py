@@ -344,6 +344,7 @@ def run_lookup_benchmark(size_mb: float = 224, files: int = 50, lookups: int = 5
                 found = _datafusion(data)
                 if found is None:
                     log("datafusion: not run (the optional peer: pip install datafusion)")
+                    result.setdefault("not_run", {})[engine] = "peer not installed (pip install datafusion)"
                     continue
                 runners[engine] = found
             elif engine == "spark":
@@ -545,11 +546,11 @@ def lookup_targets(workloads: list[tuple[str, dict[str, Any]]], result: dict[str
                                        _ratio(cold, figure(figures, peer, label)), 1.0))
                 else:
                     out.append(not_run(f"cold {label}, {name}: ours / {title} (plaintext copy)", "<= 1",
-                                       "peer not installed (pip install datafusion)" if peer == "datafusion"
-                                       else "not among --engines"))
+                                       figures.get("not_run", {}).get(peer, "not among --engines")))
         for label in ("absent", "present"):
-            out.append(at_least(f"warm {label}, {name}: DuckDB warm / ours warm",
-                                _ratio(figure(figures, "duckdb-warm", label), figure(figures, "ours-warm", label)), 3))
+            warm = _ratio(figure(figures, "duckdb-warm", label), figure(figures, "ours-warm", label))
+            out.append(at_least(f"warm {label}, {name}: DuckDB warm / ours warm", warm, 3,
+                                note="" if warm is not None else "ours-warm or duckdb-warm not among --engines"))
     threads = result.get("threads")
     out.append(at_least("threads: 2 threads' cold lookups / 1 thread's (throughput)",
                         threads["throughput_ratio"] if threads else None, 1.6,
