@@ -560,7 +560,8 @@ def lookup_targets(workloads: list[tuple[str, dict[str, Any]]], result: dict[str
         first, last = scaling[0], scaling[-1]
         out.append(at_most(f"linear: prune per file, {last['files']} files / {first['files']} files (own KEKs)",
                            last["prune_us_per_file"] / first["prune_us_per_file"], 1.3,
-                           note=f"{first['prune_us_per_file']:.0f} -> {last['prune_us_per_file']:.0f} us per file"))
+                           note=f"{first['prune_us_per_file']:.0f} -> {last['prune_us_per_file']:.0f} us per file; "
+                                f"CPU {first['prune_cpu_us_per_file']:.0f} -> {last['prune_cpu_us_per_file']:.0f} us"))
     else:
         out.append(not_run("linear: prune per file over --scale (own KEKs)", "<= 1.3", "needs two --scale counts"))
     many = result.get("many_row_groups")
