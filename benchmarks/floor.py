@@ -106,8 +106,8 @@ def _chunk_pages(fd: int, reader: Any, chunk: Any, reads: list[tuple[int, int]])
 
     meta = reader.column_metadata(chunk)
     ctx = reader.crypto_context(chunk)
-    end = _chunk_span(meta)[0] + _chunk_span(meta)[1]
-    offset, out = _chunk_span(meta)[0], []
+    offset, length = _chunk_span(meta)
+    end, out = offset + length, []
     if meta.dictionary_page_offset is not None:
         mods, offset = _modules_at(fd, reads, offset, 2, 1, [ctx.aad(ModuleType.DICTIONARY_PAGE_HEADER),
                                                             ctx.aad(ModuleType.DICTIONARY_PAGE)])
