@@ -401,8 +401,11 @@ class ParquetWriter:
                 self._spool = KeyMaterialSpool()
                 spool_fs = pafs.PyFileSystem(self._spool)
                 key_file = f"/spool/{dest.name}"
-            properties = setup.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
-                                                                 parquet_file_path=key_file, filesystem=spool_fs)
+            # this file's CryptoFactory and KeyAccess: those of the writes before it with the same
+            # key configuration while younger than the cache lifetime (their KEKs), else new ones
+            self._tools = setup.key_tools.current()
+            properties = self._tools.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
+                                                                       parquet_file_path=key_file, filesystem=spool_fs)
             self._key_file, self._spool_fs = key_file, spool_fs
             self._out = AtomicOutput(spool_dir / f".{dest.name}.{os.urandom(6).hex()}.write.tmp",
                                      0o666 if dest.local else 0o600)
@@ -632,7 +635,7 @@ class ParquetWriter:
         temp = out.readable_path
         key_material = self._key_material()
         new: list[NewFilter] = []
-        with ParquetBloomReader(temp, setup.keys, key_material=key_material) as reader:
+        with ParquetBloomReader(temp, self._tools.keys, key_material=key_material) as reader:
             reader.path = str(self._dest)
             groups = reader.footer.metadata.row_groups
             if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
@@ -654,7 +657,7 @@ class ParquetWriter:
             out.write(data)
         if self._dest.local:
             out.sync()
-        verified = verify_filters(temp, setup.keys, key_material or os.fspath(temp), new, {}, WriteError)
+        verified = verify_filters(temp, self._tools.keys, key_material or os.fspath(temp), new, {}, WriteError)
         self._check_with_pyarrow(temp)
         self._publish(self._spooled_sidecar())
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
@@ -681,9 +684,9 @@ class ParquetWriter:
 
     def _check_with_pyarrow(self, temp: Path) -> None:
         """pyarrow opens the rewritten footer with the same keys (metadata only, no page read)."""
-        setup = self.check_setup
-        decryption = setup.crypto.file_decryption_properties(setup.kms_config, parquet_file_path=self._key_file,
-                                                             filesystem=self._spool_fs)
+        decryption = self._tools.crypto.file_decryption_properties(self.check_setup.kms_config,
+                                                                   parquet_file_path=self._key_file,
+                                                                   filesystem=self._spool_fs)
         metadata = pq.ParquetFile(os.fspath(temp), decryption_properties=decryption).metadata
         if metadata.num_rows != sum(g.rows for g in self._row_groups):
             raise WriteError(f"{self._dest}: verification failed: pyarrow reads {metadata.num_rows} rows back")
