@@ -21,8 +21,10 @@ nothing is shared, each write has tools of its own. Single wrapping
 back with it, per file.
 
 At most :data:`MAX_SHARED` configurations are kept (the oldest is dropped first), so a caller who
-makes a new KMS client per write keeps no more than that many clients and their KEKs in memory;
-:func:`clear_key_caches` drops them all at once (e.g. after revoking a master key, not to wait
+makes a new KMS client per write keeps no more than that many clients and their KEKs in memory.
+A write that fails or is aborted drops the tools it used (:meth:`WriteKeyTools.forget`): the
+next write makes new KEKs, so a wrongly wrapped KEK is never passed on. :func:`clear_key_caches`
+drops them all at once (e.g. after revoking a master key, not to wait
 for the lifetime). Nothing is written anywhere: the KEKs live in memory only, wrapped keys go
 into the files' key material as before.
 """
@@ -141,6 +143,11 @@ class _Shared:
                 self._entries.popitem(last=False)
             return tools
 
+    def forget(self, tools: KeyTools) -> None:
+        with self._lock:
+            for key in [k for k, (_, shared) in self._entries.items() if shared is tools]:
+                del self._entries[key]
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
@@ -217,6 +224,22 @@ class WriteKeyTools:
         if self._lifetime <= 0:
             return self._make(time.monotonic())
         return _SHARED.get(self._kms, _connection_digest(self._config), self._lifetime, self._make)
+
+    def forget(self, tools: KeyTools) -> None:
+        """Share ``tools`` no more (a write that used them failed): the next write makes new KEKs,
+        so a KEK the KMS wrapped wrongly, or any state of a failed write, is not passed on.
+
+        Parameters
+        ----------
+        tools : KeyTools
+            What :meth:`current` gave the failed write.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
+        _SHARED.forget(tools)
 
     def __repr__(self) -> str:
         return f"WriteKeyTools(kms={type(self._kms).__name__}, lifetime={self._lifetime})"

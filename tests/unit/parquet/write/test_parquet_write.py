@@ -27,6 +27,7 @@ from support.kms_support import CountingKms
 from support.parquet_files import COLUMN_KEYS, crypto_factory, read_encrypted, sample_table, vector_kms
 
 from secure_bloom.errors import (
+    SecureBloomError,
     ColumnNotFoundError,
     KmsUnavailableError,
     UnsupportedParquetFeatureError,
@@ -603,24 +604,57 @@ def test_shared_key_configurations_are_bounded(tmp_path: Path) -> None:
     assert clients[0].wraps == 2 * len(MASTER_KEYS)  # dropped: KEKs anew
 
 
-def test_shared_key_tools_show_no_secret_and_a_failed_write_leaves_nothing(tmp_path: Path) -> None:
+def test_shared_key_tools_show_no_secret_and_an_aborted_write_leaves_nothing(tmp_path: Path) -> None:
     """The shared tools' reprs name no token; a write aborted after its keys were made (from the
-    shared KEKs) publishes nothing, no file and no external key material, and the next write
-    works with the same KEKs."""
+    shared KEKs) publishes nothing, no file and no external key material, and is not passed on:
+    the next write makes new KEKs."""
     kms = CountingKms(vector_kms())
     token = pe.KmsConnectionConfig(key_access_token="s3cr3t-t0ken")
     options: dict[str, Any] = {"encryption": _config(internal_key_material=False), "kms": kms,
                                "kms_connection_config": token, "bloom_filter_options": {"ssn": True}}
     write_table(sample_table(50), tmp_path / "first.parquet", **options)
+    write_table(sample_table(50), tmp_path / "second.parquet", **options)
+    assert kms.wraps == len(MASTER_KEYS)
     writer = ParquetWriter(tmp_path / "aborted.parquet", sample_table(50).schema, **options)
     writer.write_table(sample_table(50))
     shown = repr(writer.check_setup) + repr(writer.check_setup.key_tools) + repr(writer.check_setup.key_tools.current())
     assert "s3cr3t-t0ken" not in shown
     writer.abort()
     write_table(sample_table(50), tmp_path / "last.parquet", **options)
-    assert kms.wraps == len(MASTER_KEYS)
-    assert _leftovers(tmp_path, {"first.parquet", "last.parquet", sidecar_path("first.parquet").name,
-                                 sidecar_path("last.parquet").name}) == set()
+    assert kms.wraps == 2 * len(MASTER_KEYS)
+    names = ("first.parquet", "second.parquet", "last.parquet")
+    assert _leftovers(tmp_path, {*names, *(sidecar_path(n).name for n in names)}) == set()
+
+
+class WrongOnceKms:
+    """TEST DOUBLE (fault injection): the real key-list KMS, whose ``wrong``-th wrap returns the
+    wrapping of other key bytes (a KMS answer that is wrong, not an error)."""
+
+    def __init__(self, wrong: int) -> None:
+        self.real, self.wraps, self.wrong = vector_kms(), 0, wrong
+
+    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+        self.wraps += 1
+        if self.wraps == self.wrong:
+            key_bytes = bytes(b ^ 0xFF for b in key_bytes)
+        return self.real.wrap_key(key_bytes, master_key_identifier)
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        return self.real.unwrap_key(wrapped_key, master_key_identifier)
+
+
+def test_a_wrongly_wrapped_kek_fails_its_write_and_is_not_shared(tmp_path: Path) -> None:
+    """A KEK the KMS wrapped wrongly fails the verification of the write that made it (nothing
+    published); the next write with the same kms makes new KEKs instead of failing the same way
+    for the whole cache lifetime."""
+    kms = WrongOnceKms(wrong=2)
+    options: dict[str, Any] = {"encryption": _config(), "kms": kms, "bloom_filter_options": {"ssn": True}}
+    with pytest.raises(SecureBloomError):
+        write_table(sample_table(50), tmp_path / "bad.parquet", **options)
+    assert list(tmp_path.iterdir()) == []
+    write_table(sample_table(50), tmp_path / "good.parquet", **options)
+    assert read_encrypted(tmp_path / "good.parquet").equals(sample_table(50))
+    assert kms.wraps == 2 * len(MASTER_KEYS)
 
 
 def test_write_to_dataset_max_rows_per_file_splits_each_partition(tmp_path: Path) -> None:
