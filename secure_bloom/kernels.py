@@ -253,6 +253,14 @@ def _as_hashes(hashes: Any) -> Hashes:
     return np.frombuffer(view, dtype=np.uint64)
 
 
+def _many_args(bitsets: Any, hashes: Any) -> tuple[list[memoryview], Hashes]:
+    """The checked arguments of :func:`sbbf_check_many`, for either backend: a read-only view of
+    each bitset and the uint64 hashes."""
+    if isinstance(bitsets, (bytes, bytearray, memoryview, str)) or not isinstance(bitsets, Sequence):
+        raise TypeError(f"bitsets must be a sequence of bytes-like objects, got {type(bitsets).__name__}")
+    return [_bitset_view(b, writable=False) for b in bitsets], _as_hashes(hashes)
+
+
 @contextmanager
 def _malformed() -> Iterator[None]:
     """The C module raises ValueError for malformed buffers: re-raise as the library's class."""
@@ -601,17 +609,13 @@ def sbbf_check_many(bitsets: Sequence[Any], hashes: Any) -> npt.NDArray[np.bool_
     TypeError
         ``bitsets`` is not a sequence of buffers, or the hashes are not integers.
     """
-    if isinstance(bitsets, (bytes, bytearray, memoryview, str)) or not isinstance(bitsets, Sequence):
-        raise TypeError(f"bitsets must be a sequence of bytes-like objects, got {type(bitsets).__name__}")
-    views = [_bitset_view(b, writable=False) for b in bitsets]
-    h = _as_hashes(hashes)
+    views, h = _many_args(bitsets, hashes)
+    out = np.empty((len(views), h.size), dtype=np.bool_)
     if _native is None:
-        out = np.empty((len(views), h.size), dtype=np.bool_)
         for row, view in zip(out, views):
             row[:] = _np_check(view, h)
-        return out
-    out = np.empty((len(views), h.size), dtype=np.bool_)
-    _native.sbbf_check_many(views, h, out)
+    else:
+        _native.sbbf_check_many(views, h, out)
     return out
 
 

@@ -62,12 +62,12 @@ def _classes(jar: Path) -> set[str]:
 
 
 def test_production_jar_holds_only_the_kms_clients(tmp_path: Path) -> None:
-    """What configure_spark puts on Spark's class path: the KMS clients (JSON by parquet-java's own
-    shaded Jackson, no parser of ours), never a test harness."""
+    """What configure_spark puts on Spark's class path: the KMS clients and their shared HTTP
+    exchange (JSON by parquet-java's own shaded Jackson, no parser of ours), never a test harness."""
     assert _classes(secure_bloom_jar(tmp_path / "jars")) == {
         "io/securebloom/KeyListKmsClient.class", "io/securebloom/VaultTransitKmsClient.class",
         "io/securebloom/AwsKmsClient.class", "io/securebloom/AwsSigV4.class",
-        "io/securebloom/KmsKeyDisabledException.class"}
+        "io/securebloom/KmsKeyDisabledException.class", "io/securebloom/KmsHttp.class"}
 
 
 def test_harness_jar_is_separate(tmp_path: Path) -> None:

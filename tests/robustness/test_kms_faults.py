@@ -12,6 +12,7 @@ assertion). Cached KEKs are served within their lifetime and never after it.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import socket
 import threading
 import time
@@ -29,7 +30,7 @@ from support.parquet_files import COLUMN_KEYS, crypto_factory, sample_table
 from secure_bloom.errors import (KeyAccessDeniedError, KeyManagementError, KeyNotFoundError, KmsUnavailableError,
                                  MalformedKeyMaterialError, MissingKeyError, SecureBloomError)
 from secure_bloom.kms import KeyUnwrapper, FileKeyWrapper, KeyMaterial, KeyMetadata, OpenBaoTransitKms
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader, write_table
 
 pytestmark = pytest.mark.kms
 MASTER_KEYS = ("kf", "kc1", "kc2")
@@ -146,6 +147,34 @@ def test_cached_kek_is_served_within_its_lifetime_and_never_after(bao: OpenBaoSe
     assert isinstance(error, expected), repr(error)       # at the lifetime: OpenBao is asked again
     clock.now += 1000
     assert isinstance(call_outcome(lambda: unwrapper.unwrap(key_metadata)), expected)
+
+
+def test_write_table_shares_keks_within_the_cache_lifetime_and_never_after(bao: OpenBaoServer,
+                                                                           tmp_path: Path) -> None:
+    """Consecutive write_table calls share the KEKs (and the KEKs their verification unwrapped)
+    for ``cache_lifetime``, as parquet-java does: within it a write needs no OpenBao request, so
+    it succeeds after the token is revoked; the first write past it asks OpenBao, is refused and
+    leaves nothing. (A deleted transit key is no fault for a write: encrypt creates it anew.)"""
+    token = bao.create_token(["transit-rw"])
+    kms = _client(bao, token)
+    lifetime = 3.0
+    config = pe.EncryptionConfiguration(footer_key="kf", column_keys=COLUMN_KEYS,
+                                        cache_lifetime=dt.timedelta(seconds=lifetime))
+
+    def write(name: str) -> None:
+        write_table(sample_table(100), tmp_path / name, encryption=config, kms=kms, bloom_filter_options={"ssn": True})
+
+    start = time.monotonic()
+    write("first.parquet")
+    made = time.monotonic()  # the shared tools were made before this
+    assert bao.request("POST", "auth/token/revoke", {"token": token})[0] == 204
+    write("within.parquet")  # the shared KEKs: no request to OpenBao
+    assert time.monotonic() - start < lifetime
+    time.sleep(max(0.0, made + lifetime - time.monotonic()) + 0.05)
+    error = call_outcome(lambda: write("past.parquet"))
+    assert isinstance(error, KeyAccessDeniedError), repr(error)
+    assert token not in str(error) and token not in repr(error)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.parquet", "within.parquet"]
 
 
 def test_single_wrapped_keys_are_never_cached(bao: OpenBaoServer) -> None:

@@ -19,15 +19,13 @@ from ...errors import (
     SecureBloomError,
     UnsupportedParquetFeatureError,
 )
-from ...kms.client import is_kms_client
-from ...kms.pyarrow_adapter import pyarrow_kms_client_factory
 from ...spec import MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES
 from ...types import PhysicalType
 from ...values.arrow import leaf_values
 from ...values.physical import hash_values
-from ..file.keys import KeyAccess
 from ..file.schema import ColumnInfo, find_column, leaf_columns
 from ...types import FilterSizing
+from .key_tools import WriteKeyTools, lifetime_s
 from .options import DEFAULT_FPP, check_fpp, check_sizing
 
 __all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption",
@@ -267,34 +265,18 @@ def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
                                      f"({seen[path]!r} and {master_key!r})")
 
 
-def _key_access(kms: Any, config: Any) -> KeyAccess:
-    """Our key access for the files pyarrow writes with ``kms``: the client itself, or the
-    pyarrow factory called with ``config`` and the instance named in the key material."""
-    if is_kms_client(kms):
-        return KeyAccess(kms=kms)
-    if not callable(kms):
-        raise TypeError("kms must be a KMS client (wrap_key, unwrap_key), a pyarrow KmsClient factory "
-                        "(a callable taking a KmsConnectionConfig) or a KeyAccess with a kms")
-
-    def client(instance_id: str, instance_url: str) -> Any:
-        return kms(pe.KmsConnectionConfig(
-            kms_instance_id=instance_id, kms_instance_url=instance_url,
-            key_access_token=config.key_access_token, custom_kms_conf=dict(config.custom_kms_conf or {})))
-
-    return KeyAccess(kms=client)
-
-
 @dataclass(frozen=True)
 class WriteSetup:
-    """One writer's checked options, shared by the files of a dataset."""
+    """One writer's checked options, shared by the files of a dataset; ``key_tools`` gives each
+    file its CryptoFactory and KeyAccess (shared with other writes of the same key configuration
+    within the cache lifetime: :mod:`.key_tools`)."""
 
     schema: pa.Schema
     leaves: tuple[ColumnInfo, ...]
     columns: tuple[BloomColumn, ...]
     encryption: Any
     kms_config: Any
-    crypto: Any
-    keys: KeyAccess
+    key_tools: WriteKeyTools
     max_bytes: int
     writer_options: dict[str, Any]
 
@@ -342,13 +324,6 @@ def check_setup(schema: Any, encryption: Any, kms: Any, kms_connection_config: A
     leaves = tuple(parquet_leaves(schema, writer_options))
     _check_encryption(encryption, leaves)
     columns = bloom_columns(schema, leaves, specs)
-    if isinstance(kms, KeyAccess):  # what the read functions take as keys=: the same objects on both sides
-        if kms.kms is None:
-            raise TypeError("kms=KeyAccess(...) has no kms: writing wraps new data keys, which needs a KMS client "
-                            "or pyarrow KmsClient factory (KeyAccess(kms=...))")
-        keys, kms = kms, kms.kms
-    else:
-        keys = _key_access(kms, config)
-    crypto = pe.CryptoFactory(pyarrow_kms_client_factory(kms))
+    key_tools = WriteKeyTools(kms, config, lifetime_s(encryption))
     return WriteSetup(schema=schema, leaves=leaves, columns=columns, encryption=encryption, kms_config=config,
-                  crypto=crypto, keys=keys, max_bytes=max_bytes, writer_options=dict(writer_options))
+                      key_tools=key_tools, max_bytes=max_bytes, writer_options=dict(writer_options))

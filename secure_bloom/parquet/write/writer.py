@@ -100,6 +100,7 @@ from .destination import (
 )
 from ...types import FilterSizing
 from .options import WRITER_DEFAULT_MAX_BYTES, build_num_bytes, needed_num_bytes, size_cap
+from .key_tools import KeyTools
 from .setup import BloomColumn, WriteSetup, check_setup, need_encryption_and_kms, refuse_pyarrow_encryption
 from .sink import KeyMaterialSpool, SyncingSink
 
@@ -387,6 +388,7 @@ class ParquetWriter:
         self._writer: Any = None
         self._pool: ThreadPoolExecutor | None = None
         self._syncing: SyncingSink | None = None
+        self._tools: KeyTools | None = None
         if dest.local:
             target = Path(dest.path)
             check_local_target(target)
@@ -401,8 +403,11 @@ class ParquetWriter:
                 self._spool = KeyMaterialSpool()
                 spool_fs = pafs.PyFileSystem(self._spool)
                 key_file = f"/spool/{dest.name}"
-            properties = setup.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
-                                                                 parquet_file_path=key_file, filesystem=spool_fs)
+            # this file's CryptoFactory and KeyAccess: those of the writes before it with the same
+            # key configuration while younger than the cache lifetime (their KEKs), else new ones
+            self._tools = tools = setup.key_tools.current()
+            properties = tools.crypto.file_encryption_properties(setup.kms_config, setup.encryption,
+                                                                       parquet_file_path=key_file, filesystem=spool_fs)
             self._key_file, self._spool_fs = key_file, spool_fs
             self._out = AtomicOutput(spool_dir / f".{dest.name}.{os.urandom(6).hex()}.write.tmp",
                                      0o666 if dest.local else 0o600)
@@ -578,6 +583,7 @@ class ParquetWriter:
                 raise
             raise WriteError(f"writing {self._dest} failed: {type(e).__name__}: {e}") from e
         self._closed = True
+        self._tools = None  # written: its KEKs stay shared
         return self._report
 
     def abort(self) -> None:
@@ -601,6 +607,9 @@ class ParquetWriter:
 
     def _discard(self) -> None:
         self._closed = True
+        if self._tools is not None:  # a failed or aborted write: its KEKs are not passed on
+            self.check_setup.key_tools.forget(self._tools)
+            self._tools = None
         try:
             self._stop_pool()
         except Exception:  # noqa: BLE001 - discarding: the first error is the one raised
@@ -627,12 +636,12 @@ class ParquetWriter:
             self.close()
 
     def _finish(self) -> WriteReport:
-        setup, out = self.check_setup, self._out
-        assert out is not None
+        setup, out, tools = self.check_setup, self._out, self._tools
+        assert out is not None and tools is not None
         temp = out.readable_path
         key_material = self._key_material()
         new: list[NewFilter] = []
-        with ParquetBloomReader(temp, setup.keys, key_material=key_material) as reader:
+        with ParquetBloomReader(temp, tools.keys, key_material=key_material) as reader:
             reader.path = str(self._dest)
             groups = reader.footer.metadata.row_groups
             if [rg.num_rows for rg in groups] != [g.rows for g in self._row_groups]:
@@ -654,8 +663,8 @@ class ParquetWriter:
             out.write(data)
         if self._dest.local:
             out.sync()
-        verified = verify_filters(temp, setup.keys, key_material or os.fspath(temp), new, {}, WriteError)
-        self._check_with_pyarrow(temp)
+        verified = verify_filters(temp, tools.keys, key_material or os.fspath(temp), new, {}, WriteError)
+        self._check_with_pyarrow(temp, tools)
         self._publish(self._spooled_sidecar())
         filters = tuple(AttachedFilter(row_group=n.chunk.row_group, column=n.chunk.column.path,
                                        encrypted=n.chunk.encrypted, num_bytes=b.bf.num_bytes, ndv=b.ndv,
@@ -679,11 +688,11 @@ class ParquetWriter:
         sidecar = self._spooled_sidecar()
         return None if sidecar is None else KeyMaterialStore.from_json(sidecar, source=sidecar_path(self._dest.name))
 
-    def _check_with_pyarrow(self, temp: Path) -> None:
+    def _check_with_pyarrow(self, temp: Path, tools: KeyTools) -> None:
         """pyarrow opens the rewritten footer with the same keys (metadata only, no page read)."""
-        setup = self.check_setup
-        decryption = setup.crypto.file_decryption_properties(setup.kms_config, parquet_file_path=self._key_file,
-                                                             filesystem=self._spool_fs)
+        decryption = tools.crypto.file_decryption_properties(self.check_setup.kms_config,
+                                                                   parquet_file_path=self._key_file,
+                                                                   filesystem=self._spool_fs)
         metadata = pq.ParquetFile(os.fspath(temp), decryption_properties=decryption).metadata
         if metadata.num_rows != sum(g.rows for g in self._row_groups):
             raise WriteError(f"{self._dest}: verification failed: pyarrow reads {metadata.num_rows} rows back")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +27,7 @@ from support.kms_support import CountingKms
 from support.parquet_files import COLUMN_KEYS, crypto_factory, read_encrypted, sample_table, vector_kms
 
 from secure_bloom.errors import (
+    SecureBloomError,
     ColumnNotFoundError,
     KmsUnavailableError,
     UnsupportedParquetFeatureError,
@@ -44,6 +46,7 @@ from secure_bloom.parquet import (
     write_to_dataset,
 )
 from secure_bloom.parquet.audit.auditor import audit
+from secure_bloom.parquet.write.key_tools import MAX_SHARED, clear_key_caches
 from secure_bloom.parquet.write.sink import SyncingSink
 
 KEYS = KeyAccess(kms=vector_kms())
@@ -494,6 +497,164 @@ def test_data_keys_differ_per_file_and_key_list_kms_reads(tmp_path: Path) -> Non
         material = KeyMetadata.from_bytes(bytes(reader.footer.footer_key_metadata))
         assert material.internal_storage
     assert os.path.getsize(path) > 0
+
+
+# ------------------------------------------------------------------ KEKs shared across writes
+
+#: The master keys of _config(): the footer's and the column keys'.
+MASTER_KEYS = {"kf", *COLUMN_KEYS}
+
+
+def _kek_material(path: Path, column: str) -> KeyMaterial:
+    with ParquetBloomReader(path, KEYS) as reader:
+        return KeyMaterial.from_json(bytes(reader.chunk(0, column).key_metadata).decode())
+
+
+def _write_files(folder: Path, n: int, kms: Any, **config: Any) -> list[Path]:
+    folder.mkdir()
+    paths = [folder / f"f{i}.parquet" for i in range(n)]
+    for path in paths:
+        write_table(sample_table(50), path, encryption=_config(**config), kms=kms, bloom_filter_options={"ssn": True})
+    return paths
+
+
+def test_consecutive_writes_share_keks_like_parquet_java(tmp_path: Path) -> None:
+    """write_table after write_table with one kms object and KMS connection: the KEKs the first
+    made (one KMS wrap per master key) and those its verification unwrapped serve the next ones,
+    as parquet-java's KEK cache serves every file of a JVM: five files cost the KMS what one does.
+    Each file still has data keys of its own and reads back with the key list alone."""
+    clear_key_caches()
+    kms = CountingKms(vector_kms())
+    paths = _write_files(tmp_path / "five", 5, kms)
+    one = CountingKms(vector_kms())
+    _write_files(tmp_path / "one", 1, one)
+    assert one.wraps == len(MASTER_KEYS) and one.unwraps > 0
+    assert (kms.wraps, kms.unwraps) == (one.wraps, one.unwraps)
+    materials = [_kek_material(path, "ssn") for path in paths]
+    assert len({(m.kek_id, m.wrapped_kek) for m in materials}) == 1
+    assert len({m.wrapped_dek for m in materials}) == 5
+    for path in paths:
+        assert read_encrypted(path).equals(sample_table(50))
+
+
+def test_shared_keks_are_never_used_past_the_cache_lifetime(tmp_path: Path) -> None:
+    """The KEKs are shared for ``cache_lifetime`` from when the first write made them, never
+    longer: the first write after it has the KMS wrap new KEKs (a revoked master key or token
+    fails there, tests/robustness/test_kms_faults.py)."""
+    kms = CountingKms(vector_kms())
+    lifetime = dt.timedelta(seconds=2)
+    start = time.monotonic()
+    before = _write_files(tmp_path / "before", 2, kms, cache_lifetime=lifetime)
+    made = time.monotonic()  # the shared KEKs were made before this
+    assert made - start < lifetime.total_seconds()
+    assert kms.wraps == len(MASTER_KEYS)
+    time.sleep(max(0.0, made + lifetime.total_seconds() - time.monotonic()) + 0.05)
+    (after,) = _write_files(tmp_path / "after", 1, kms, cache_lifetime=lifetime)
+    assert kms.wraps == 2 * len(MASTER_KEYS)
+    assert _kek_material(after, "ssn").kek_id != _kek_material(before[0], "ssn").kek_id
+    assert read_encrypted(after).equals(sample_table(50))
+
+
+def test_keks_are_shared_only_within_one_key_configuration(tmp_path: Path) -> None:
+    """Shared: the same kms object, KMS connection (token included, as pyarrow and parquet-java
+    cache per token) and cache lifetime. Another of any of them has KEKs of its own; lifetime 0
+    shares nothing; single wrapping has no KEKs (each data key is wrapped by the KMS)."""
+    clear_key_caches()
+    kms = CountingKms(vector_kms())
+    table = sample_table(50)
+
+    def write(name: str, **options: Any) -> None:
+        options = {"encryption": _config(), "kms": kms, **options}
+        write_table(table, tmp_path / name, bloom_filter_options={"ssn": True}, **options)
+
+    per_file = len(MASTER_KEYS)
+    write("a.parquet")
+    assert kms.wraps == per_file
+    write("b.parquet", kms_connection_config=pe.KmsConnectionConfig(key_access_token="tenant-b-token"))
+    assert kms.wraps == 2 * per_file
+    write("c.parquet", encryption=_config(cache_lifetime=dt.timedelta(seconds=300)))
+    assert kms.wraps == 3 * per_file
+    write("d.parquet", encryption=_config(cache_lifetime=dt.timedelta(0)))
+    write("e.parquet", encryption=_config(cache_lifetime=dt.timedelta(0)))
+    assert kms.wraps == 5 * per_file
+    write("f.parquet", encryption=_config(double_wrapping=False))
+    data_keys = 1 + sum(len(columns) for columns in COLUMN_KEYS.values())
+    assert kms.wraps == 5 * per_file + data_keys
+    other = CountingKms(vector_kms())
+    write("g.parquet", kms=other)
+    assert other.wraps == per_file
+    write("h.parquet")  # the first configuration again, within its lifetime: its KEKs
+    write("i.parquet", kms_connection_config=pe.KmsConnectionConfig(key_access_token="tenant-b-token"))
+    assert kms.wraps == 5 * per_file + data_keys
+    assert _kek_material(tmp_path / "h.parquet", "ssn").kek_id == _kek_material(tmp_path / "a.parquet", "ssn").kek_id
+    for name in "abcdefghi":
+        assert read_encrypted(tmp_path / f"{name}.parquet").equals(table)
+
+
+def test_shared_key_configurations_are_bounded(tmp_path: Path) -> None:
+    """A new KMS client per write shares nothing and keeps at most MAX_SHARED configurations
+    (their clients and KEKs) in memory: the oldest is dropped first."""
+    clear_key_caches()
+    clients = [CountingKms(vector_kms()) for _ in range(MAX_SHARED + 1)]
+    for i, kms in enumerate(clients):
+        write_table(sample_table(10), tmp_path / f"{i}.parquet", encryption=_config(), kms=kms)
+    write_table(sample_table(10), tmp_path / "last.parquet", encryption=_config(), kms=clients[-1])
+    assert clients[-1].wraps == len(MASTER_KEYS)   # still shared
+    write_table(sample_table(10), tmp_path / "first.parquet", encryption=_config(), kms=clients[0])
+    assert clients[0].wraps == 2 * len(MASTER_KEYS)  # dropped: KEKs anew
+
+
+def test_shared_key_tools_show_no_secret_and_an_aborted_write_leaves_nothing(tmp_path: Path) -> None:
+    """The shared tools' reprs name no token; a write aborted after its keys were made (from the
+    shared KEKs) publishes nothing, no file and no external key material, and is not passed on:
+    the next write makes new KEKs."""
+    kms = CountingKms(vector_kms())
+    token = pe.KmsConnectionConfig(key_access_token="s3cr3t-t0ken")
+    options: dict[str, Any] = {"encryption": _config(internal_key_material=False), "kms": kms,
+                               "kms_connection_config": token, "bloom_filter_options": {"ssn": True}}
+    write_table(sample_table(50), tmp_path / "first.parquet", **options)
+    write_table(sample_table(50), tmp_path / "second.parquet", **options)
+    assert kms.wraps == len(MASTER_KEYS)
+    writer = ParquetWriter(tmp_path / "aborted.parquet", sample_table(50).schema, **options)
+    writer.write_table(sample_table(50))
+    shown = repr(writer.check_setup) + repr(writer.check_setup.key_tools) + repr(writer.check_setup.key_tools.current())
+    assert "s3cr3t-t0ken" not in shown
+    writer.abort()
+    write_table(sample_table(50), tmp_path / "last.parquet", **options)
+    assert kms.wraps == 2 * len(MASTER_KEYS)
+    names = ("first.parquet", "second.parquet", "last.parquet")
+    assert _leftovers(tmp_path, {*names, *(sidecar_path(n).name for n in names)}) == set()
+
+
+class WrongOnceKms:
+    """TEST DOUBLE (fault injection): the real key-list KMS, whose ``wrong``-th wrap returns the
+    wrapping of other key bytes (a KMS answer that is wrong, not an error)."""
+
+    def __init__(self, wrong: int) -> None:
+        self.real, self.wraps, self.wrong = vector_kms(), 0, wrong
+
+    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+        self.wraps += 1
+        if self.wraps == self.wrong:
+            key_bytes = bytes(b ^ 0xFF for b in key_bytes)
+        return self.real.wrap_key(key_bytes, master_key_identifier)
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        return self.real.unwrap_key(wrapped_key, master_key_identifier)
+
+
+def test_a_wrongly_wrapped_kek_fails_its_write_and_is_not_shared(tmp_path: Path) -> None:
+    """A KEK the KMS wrapped wrongly fails the verification of the write that made it (nothing
+    published); the next write with the same kms makes new KEKs instead of failing the same way
+    for the whole cache lifetime."""
+    kms = WrongOnceKms(wrong=2)
+    options: dict[str, Any] = {"encryption": _config(), "kms": kms, "bloom_filter_options": {"ssn": True}}
+    with pytest.raises(SecureBloomError):
+        write_table(sample_table(50), tmp_path / "bad.parquet", **options)
+    assert list(tmp_path.iterdir()) == []
+    write_table(sample_table(50), tmp_path / "good.parquet", **options)
+    assert read_encrypted(tmp_path / "good.parquet").equals(sample_table(50))
+    assert kms.wraps == 2 * len(MASTER_KEYS)
 
 
 def test_write_to_dataset_max_rows_per_file_splits_each_partition(tmp_path: Path) -> None:

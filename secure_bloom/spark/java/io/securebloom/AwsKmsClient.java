@@ -1,12 +1,9 @@
 package io.securebloom;
 
-import java.io.IOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -16,17 +13,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.crypto.KeyAccessDeniedException;
 import org.apache.parquet.crypto.ParquetCryptoRuntimeException;
 import org.apache.parquet.crypto.keytools.KmsClient;
-import shaded.parquet.com.fasterxml.jackson.core.JsonProcessingException;
-import shaded.parquet.com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * A KMS client for AWS KMS with the JDK alone: java.net.http, requests signed with {@link
@@ -77,7 +68,6 @@ public class AwsKmsClient implements KmsClient {
   static final int ATTEMPTS = 4;
   static final String CONTENT_TYPE = "application/x-amz-json-1.1";
 
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern REGION = Pattern.compile("[a-z0-9-]+");
   private static final Set<String> RETRYABLE = Set.of("ThrottlingException", "Throttling", "ThrottledException",
       "RequestLimitExceeded", "TooManyRequestsException", "KMSInternalException", "DependencyTimeoutException",
@@ -152,7 +142,7 @@ public class AwsKmsClient implements KmsClient {
     body.put("KeyId", masterKeyId);
     body.put("Plaintext", Base64.getEncoder().encodeToString(key));
     body.put("EncryptionContext", encryptionContext(masterKeyId));
-    return toJson(body);
+    return KmsHttp.toJson(body);
   }
 
   /** The JSON body of the Decrypt request for {@code wrapped} under {@code masterKeyId}. */
@@ -163,7 +153,7 @@ public class AwsKmsClient implements KmsClient {
     if (!isAlias(masterKeyId)) {
       body.put("KeyId", masterKeyId);
     }
-    return toJson(body);
+    return KmsHttp.toJson(body);
   }
 
   @Override
@@ -232,29 +222,13 @@ public class AwsKmsClient implements KmsClient {
     return defaultPort ? uri.getHost() : uri.getHost() + ":" + port;
   }
 
-  @SuppressWarnings("unchecked")
   private Map<String, Object> call(String operation, String keyId, String json) {
     if (http == null) {
       throw new IllegalStateException("AwsKmsClient used before initialize()");
     }
     byte[] body = json.getBytes(StandardCharsets.UTF_8);
     String what = "AWS KMS " + operation + " with key '" + keyId + "' at " + endpoint;
-    String failure = "no attempt made";
-    long deadline = System.nanoTime() + deadlineNanos;
-    String late = "no answer within the deadline of " + deadlineNanos / 1_000_000_000.0 + " s";
-    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      if (attempt > 1) {
-        long backoffMillis = Math.min(2000L, 100L << (attempt - 1));
-        if (System.nanoTime() + backoffMillis * 1_000_000L >= deadline) {
-          break;  // no retry that would start past the deadline
-        }
-        sleep(backoffMillis);
-      }
-      long remaining = deadline - System.nanoTime();
-      if (remaining <= 0) {
-        failure = late;
-        break;
-      }
+    return KmsHttp.send(http, what, deadlineNanos, ATTEMPTS, remaining -> {
       AwsSigV4.Signed signed = signedRequest(operation, body, endpoint, region, credentials, Instant.now());
       HttpRequest.Builder builder = HttpRequest.newBuilder(endpoint)
           .timeout(REQUEST_TIMEOUT.compareTo(Duration.ofNanos(remaining)) < 0 ? REQUEST_TIMEOUT
@@ -265,73 +239,48 @@ public class AwsKmsClient implements KmsClient {
           builder.header(h[0], h[1]);
         }
       }
-      CompletableFuture<HttpResponse<String>> pending =
-          http.sendAsync(builder.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-      HttpResponse<String> response;
+      return builder.build();
+    }, "point " + ENDPOINT_PROPERTY + " at the endpoint that answers", response -> answer(what, keyId, response));
+  }
+
+  /** The JSON object of a 200 answer; a failure mapped to its exception, or retried. */
+  private static Map<String, Object> answer(String what, String keyId, HttpResponse<String> response)
+      throws KmsHttp.Retry {
+    int status = response.statusCode();
+    if (status == 200) {
       try {
-        response = pending.get(remaining, TimeUnit.NANOSECONDS);
-      } catch (TimeoutException e) {
-        pending.cancel(true);
-        failure = late;
-        break;
-      } catch (ExecutionException e) {
-        Throwable cause = e.getCause();
-        if (cause instanceof HttpTimeoutException) {
-          failure = "timed out";
-        } else if (cause instanceof ConnectException) {
-          failure = "connection refused or unreachable";
-        } else if (cause instanceof IOException) {
-          failure = "I/O error " + cause.getClass().getSimpleName();
-        } else {
-          throw new ParquetCryptoRuntimeException(what + ": " + cause.getClass().getSimpleName());
-        }
-        continue;
-      } catch (InterruptedException e) {
-        pending.cancel(true);
-        Thread.currentThread().interrupt();
-        throw new ParquetCryptoRuntimeException(what + ": interrupted");
-      }
-      int status = response.statusCode();
-      if (status >= 300 && status < 400) {
-        throw new ParquetCryptoRuntimeException(what + " failed: HTTP " + status + " (a redirect); redirects are "
-            + "refused: point " + ENDPOINT_PROPERTY + " at the endpoint that answers");
-      }
-      if (status == 200) {
-        try {
-          return parseObject(response.body());
-        } catch (IllegalArgumentException e) {
-          throw new ParquetCryptoRuntimeException(what + ": the response is not a JSON object");
-        }
-      }
-      String code = errorCode(response);
-      String detail = (code.isEmpty() ? "HTTP " + status : code) + errorMessage(response.body());
-      if (DENIED.contains(code) || status == 401 || status == 403) {
-        throw new KeyAccessDeniedException(what + ": access denied (" + detail + ")");
-      }
-      if (DISABLED.contains(code)) {
-        throw new KmsKeyDisabledException(what + ": the key is disabled or pending deletion (" + detail
-            + "); enable it (or cancel its deletion) in AWS KMS");
-      }
-      if ("NotFoundException".equals(code)) {
-        throw new ParquetCryptoRuntimeException(what + ": the key was not found (" + detail + ")");
-      }
-      if ("InvalidCiphertextException".equals(code) || "IncorrectKeyException".equals(code)) {
-        throw new ParquetCryptoRuntimeException(what + ": the wrapped key does not authenticate under master key '"
-            + keyId + "' with its encryption context (" + code + ": wrong master key id, or tampered key material)");
-      }
-      failure = detail;
-      if (!RETRYABLE.contains(code) && status != 429 && status < 500) {
-        throw new ParquetCryptoRuntimeException(what + ": refused (" + detail + ")");
+        return KmsHttp.parseObject(response.body());
+      } catch (IllegalArgumentException e) {
+        throw new ParquetCryptoRuntimeException(what + ": the response is not a JSON object");
       }
     }
-    throw new ParquetCryptoRuntimeException(what + " failed: " + failure);
+    String code = errorCode(response);
+    String detail = (code.isEmpty() ? "HTTP " + status : code) + errorMessage(response.body());
+    if (DENIED.contains(code) || status == 401 || status == 403) {
+      throw new KeyAccessDeniedException(what + ": access denied (" + detail + ")");
+    }
+    if (DISABLED.contains(code)) {
+      throw new KmsKeyDisabledException(what + ": the key is disabled or pending deletion (" + detail
+          + "); enable it (or cancel its deletion) in AWS KMS");
+    }
+    if ("NotFoundException".equals(code)) {
+      throw new ParquetCryptoRuntimeException(what + ": the key was not found (" + detail + ")");
+    }
+    if ("InvalidCiphertextException".equals(code) || "IncorrectKeyException".equals(code)) {
+      throw new ParquetCryptoRuntimeException(what + ": the wrapped key does not authenticate under master key '"
+          + keyId + "' with its encryption context (" + code + ": wrong master key id, or tampered key material)");
+    }
+    if (!RETRYABLE.contains(code) && status != 429 && status < 500) {
+      throw new ParquetCryptoRuntimeException(what + ": refused (" + detail + ")");
+    }
+    throw new KmsHttp.Retry(detail);
   }
 
   /** The AWS error code: the JSON "__type" (after any '#'), else the x-amzn-ErrorType header. */
   private static String errorCode(HttpResponse<String> response) {
     String type = null;
     try {
-      Object t = parseObject(response.body()).get("__type");
+      Object t = KmsHttp.parseObject(response.body()).get("__type");
       if (t instanceof String) {
         type = (String) t;
       }
@@ -349,7 +298,7 @@ public class AwsKmsClient implements KmsClient {
 
   private static String errorMessage(String body) {
     try {
-      Map<String, Object> parsed = parseObject(body);
+      Map<String, Object> parsed = KmsHttp.parseObject(body);
       Object m = parsed.containsKey("message") ? parsed.get("message") : parsed.get("Message");
       if (m instanceof String && !((String) m).isEmpty()) {
         String text = ((String) m).replaceAll("\\s+", " ");
@@ -368,35 +317,5 @@ public class AwsKmsClient implements KmsClient {
       }
     }
     return null;
-  }
-
-  private static String toJson(Map<String, Object> value) {
-    try {
-      return JSON.writeValueAsString(value);
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException("JSON: cannot write a map of strings", e);
-    }
-  }
-
-  @SuppressWarnings("unchecked")
-  private static Map<String, Object> parseObject(String text) {
-    Object value;
-    try {
-      value = JSON.readValue(text, Object.class);
-    } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException("JSON: not valid", e);
-    }
-    if (!(value instanceof Map)) {
-      throw new IllegalArgumentException("JSON: expected an object");
-    }
-    return (Map<String, Object>) value;
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 }

@@ -1,28 +1,19 @@
 package io.securebloom;
 
-import java.io.IOException;
-import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.crypto.KeyAccessDeniedException;
 import org.apache.parquet.crypto.ParquetCryptoRuntimeException;
 import org.apache.parquet.crypto.keytools.KmsClient;
-import shaded.parquet.com.fasterxml.jackson.core.JsonProcessingException;
-import shaded.parquet.com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * A KMS client for the transit secrets engine of OpenBao / HashiCorp Vault (SPEC_NOTES section 9),
@@ -64,8 +55,6 @@ public class VaultTransitKmsClient implements KmsClient {
   static final int ATTEMPTS = 3;
 
   private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9._-]+");
-  /** Thread-safe once configured (it is never reconfigured). */
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Pattern MOUNT = Pattern.compile("[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*");
 
   private HttpClient http;
@@ -113,7 +102,7 @@ public class VaultTransitKmsClient implements KmsClient {
 
   @Override
   public String wrapKey(byte[] keyBytes, String masterKeyIdentifier) {
-    String body = toJson(Map.of("plaintext", Base64.getEncoder().encodeToString(keyBytes)));
+    String body = KmsHttp.toJson(Map.of("plaintext", Base64.getEncoder().encodeToString(keyBytes)));
     Map<String, Object> data = call("encrypt", masterKeyIdentifier, body);
     Object ciphertext = data.get("ciphertext");
     if (!(ciphertext instanceof String)) {
@@ -126,7 +115,7 @@ public class VaultTransitKmsClient implements KmsClient {
   @Override
   public byte[] unwrapKey(String wrappedKey, String masterKeyIdentifier) {
     Map<String, Object> data =
-        call("decrypt", masterKeyIdentifier, toJson(Map.of("ciphertext", wrappedKey)));
+        call("decrypt", masterKeyIdentifier, KmsHttp.toJson(Map.of("ciphertext", wrappedKey)));
     Object plaintext = data.get("plaintext");
     if (!(plaintext instanceof String)) {
       throw new ParquetCryptoRuntimeException(
@@ -141,7 +130,6 @@ public class VaultTransitKmsClient implements KmsClient {
   }
 
   /** POSTs {@code body} to {mount}/{operation}/{keyId} and returns the response's "data" object. */
-  @SuppressWarnings("unchecked")
   private Map<String, Object> call(String operation, String keyId, String body) {
     if (http == null) {
       throw new IllegalStateException("VaultTransitKmsClient used before initialize()");
@@ -159,102 +147,39 @@ public class VaultTransitKmsClient implements KmsClient {
             .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8))
             .build();
     String what = "OpenBao/Vault transit " + operation + " with master key '" + keyId + "' at " + url;
-    String failure = null;
-    long deadline = System.nanoTime() + deadlineNanos;
-    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      if (attempt > 1) {
-        long backoffMillis = 100L << (attempt - 1);
-        if (System.nanoTime() + backoffMillis * 1_000_000L >= deadline) {
-          break;  // no retry that would start past the deadline
-        }
-        sleep(backoffMillis);
-      }
-      long remaining = deadline - System.nanoTime();
-      if (remaining <= 0) {
-        failure = "no answer within the deadline of " + deadlineNanos / 1_000_000_000.0 + " s";
-        break;
-      }
-      HttpResponse<String> response;
-      CompletableFuture<HttpResponse<String>> pending =
-          http.sendAsync(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-      try {
-        response = pending.get(remaining, TimeUnit.NANOSECONDS);
-      } catch (TimeoutException e) {
-        pending.cancel(true);
-        failure = "no answer within the deadline of " + deadlineNanos / 1_000_000_000.0 + " s";
-        break;
-      } catch (ExecutionException e) {
-        Throwable cause = e.getCause();
-        if (cause instanceof HttpTimeoutException) {
-          failure = "timed out";
-        } else if (cause instanceof ConnectException) {
-          failure = "connection refused or unreachable";
-        } else if (cause instanceof IOException) {
-          failure = "I/O error " + cause.getClass().getSimpleName();
-        } else {
-          throw new ParquetCryptoRuntimeException(what + ": " + cause.getClass().getSimpleName());
-        }
-        continue;
-      } catch (InterruptedException e) {
-        pending.cancel(true);
-        Thread.currentThread().interrupt();
-        throw new ParquetCryptoRuntimeException(what + ": interrupted");
-      }
-      int status = response.statusCode();
-      if (status >= 300 && status < 400) {
-        throw new ParquetCryptoRuntimeException(what + " failed: HTTP " + status + " (a redirect); redirects "
-            + "are refused: point parquet.encryption.kms.instance.url at the server that answers");
-      }
-      if (status == 200) {
-        try {
-          Object data = parseObject(response.body()).get("data");
-          if (data instanceof Map) {
-            return (Map<String, Object>) data;
-          }
-        } catch (IllegalArgumentException e) {
-          // fall through to the error below
-        }
-        throw new ParquetCryptoRuntimeException(what + ": response has no JSON \"data\" object");
-      }
-      if (status == 401 || status == 403) {
-        throw new KeyAccessDeniedException(what + ": access denied (HTTP " + status + ")" + errors(response.body()));
-      }
-      failure = "HTTP " + status + errors(response.body());
-      if (status != 429 && status < 500) {
-        break;
-      }
-    }
-    throw new ParquetCryptoRuntimeException(what + " failed: " + failure);
+    return KmsHttp.send(http, what, deadlineNanos, ATTEMPTS, remaining -> request,
+        "point parquet.encryption.kms.instance.url at the server that answers", response -> data(what, response));
   }
 
-  /** {@code value} as JSON text (a request body of strings only: cannot fail). */
-  private static String toJson(Map<String, String> value) {
-    try {
-      return JSON.writeValueAsString(value);
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException("JSON: cannot write a map of strings", e);
-    }
-  }
-
-  /** A JSON object; IllegalArgumentException for anything else (not JSON, or not an object). */
+  /** The "data" object of a 200 answer; 401/403 denied, 429 and 5xx retried, others refused. */
   @SuppressWarnings("unchecked")
-  private static Map<String, Object> parseObject(String text) {
-    Object value;
-    try {
-      value = JSON.readValue(text, Object.class);
-    } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException("JSON: not valid", e);
+  private static Map<String, Object> data(String what, HttpResponse<String> response) throws KmsHttp.Retry {
+    int status = response.statusCode();
+    if (status == 200) {
+      try {
+        Object data = KmsHttp.parseObject(response.body()).get("data");
+        if (data instanceof Map) {
+          return (Map<String, Object>) data;
+        }
+      } catch (IllegalArgumentException e) {
+        // fall through to the error below
+      }
+      throw new ParquetCryptoRuntimeException(what + ": response has no JSON \"data\" object");
     }
-    if (!(value instanceof Map)) {
-      throw new IllegalArgumentException("JSON: expected an object");
+    if (status == 401 || status == 403) {
+      throw new KeyAccessDeniedException(what + ": access denied (HTTP " + status + ")" + errors(response.body()));
     }
-    return (Map<String, Object>) value;
+    String failure = "HTTP " + status + errors(response.body());
+    if (status != 429 && status < 500) {
+      throw new ParquetCryptoRuntimeException(what + " failed: " + failure);
+    }
+    throw new KmsHttp.Retry(failure);
   }
 
   /** The server's "errors" messages, shortened, for exception messages. */
   private static String errors(String body) {
     try {
-      Object errs = parseObject(body).get("errors");
+      Object errs = KmsHttp.parseObject(body).get("errors");
       if (errs instanceof List && !((List<?>) errs).isEmpty()) {
         String joined = String.join("; ", ((List<?>) errs).stream().map(String::valueOf).toArray(String[]::new));
         return ": " + (joined.length() > 200 ? joined.substring(0, 200) + "..." : joined);
@@ -263,13 +188,5 @@ public class VaultTransitKmsClient implements KmsClient {
       // not JSON: say nothing more
     }
     return "";
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 }
