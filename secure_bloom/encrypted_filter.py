@@ -21,19 +21,17 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from .crypto.context import ChunkCryptoContext
-from .crypto.gcm import GcmKey
+from .crypto.gcm import GcmKey, decrypt_many
 from .crypto.modules import (
     MODULE_OVERHEAD,
     ModuleType,
-    check_module_length,
     ciphertext_length,
     decrypt_module,
-    decrypt_modules,
     encrypt_module,
     module_aad,
     read_module,
 )
-from .errors import MalformedBitsetError, MalformedModuleError, TruncatedModuleError
+from .errors import MalformedBitsetError, MalformedInputError, MalformedModuleError, TruncatedModuleError
 from .filter import SplitBlockBloomFilter
 from .header import parse_header_plaintext, serialize_header
 from .spec import LENGTH_PREFIX, MAX_HEADER_BYTES, SPEC_MAX_BITSET_BYTES
@@ -217,9 +215,8 @@ def decrypt_bloom_filter_with_length(data: bytes | memoryview, key: bytes | None
 def _decrypt_exact(view: memoryview, ctx: ChunkCryptoContext, what: str) -> SplitBlockBloomFilter:
     """The filter that fills ``view`` exactly; a size mismatch is refused before the bitset is
     decrypted (``what`` names the size in the message)."""
-    num_bytes, used = _open_header(view, ctx)
-    _check_bitset_fills(view, used, num_bytes, what)
-    return _open_bitset(view[used:], ctx, num_bytes)
+    return _open_exact(view, ctx.key, ctx.aad(ModuleType.BLOOM_FILTER_HEADER), ctx.aad(ModuleType.BLOOM_FILTER_BITSET),
+                       what)
 
 
 def _check_bitset_fills(view: memoryview, used: int, num_bytes: int, what: str) -> None:
@@ -236,18 +233,17 @@ def _check_bitset_fills(view: memoryview, used: int, num_bytes: int, what: str) 
             f"{what} is longer than the modules ({used} + {total - used} bytes): {len(view) - total} trailing bytes")
 
 
-def decrypt_bloom_filters(items: list[tuple[bytes | memoryview, str]], key: GcmKey, header_aads: list[bytes],
+def decrypt_bloom_filters(filters: list[bytes | memoryview], key: GcmKey, header_aads: list[bytes],
                           bitset_aads: list[bytes]) -> list[SplitBlockBloomFilter]:
     """Many encrypted filters of one key, each filling its buffer exactly: :func:`decrypt_bloom_filter`
-    of each, with the same checks and errors, their header modules then their bitset modules
-    opened in one call each (:func:`~secure_bloom.crypto.modules.decrypt_modules`: in C, the GIL
-    released, where the extension is built).
+    of each, with the same answers and errors, all their modules opened in one call into C (the
+    GIL released) where the extension is built; without it, or when anything fails there, they
+    are checked and opened one by one (cryptography), which names what fails.
 
     Parameters
     ----------
-    items : list of (bytes-like, str)
-        Per filter: its bytes (``bloom_filter_length`` of them) and what messages call its size
-        (``"bloom_filter_length N"``).
+    filters : list of bytes-like
+        Per filter: its bytes (``bloom_filter_length`` of them; messages name that length).
     key : GcmKey
         The chunks' data key.
     header_aads, bitset_aads : list of bytes
@@ -267,30 +263,62 @@ def decrypt_bloom_filters(items: list[tuple[bytes | memoryview, str]], key: GcmK
     secure_bloom.errors.MalformedHeaderError
         A decrypted header does not parse or names an unsupported algorithm.
     """
-    views = [memoryview(data) for data, _ in items]
-    heads = []
-    for view in views:
-        if len(view) < LENGTH_PREFIX:
-            raise TruncatedModuleError(f"BLOOM_FILTER_HEADER: {len(view)} bytes, too short for the 4-byte length prefix")
-        first = int.from_bytes(view[:LENGTH_PREFIX], "little")
-        check_module_length(first, len(view) - LENGTH_PREFIX, ModuleType.BLOOM_FILTER_HEADER, MAX_HEADER_BYTES)
-        heads.append(view[:LENGTH_PREFIX + first])
-    plains = decrypt_modules(heads, key, header_aads,
-                             module_type=ModuleType.BLOOM_FILTER_HEADER, max_plaintext=MAX_HEADER_BYTES)
-    sizes, bitsets = [], []
-    for view, head, plain, (_, what) in zip(views, heads, plains, items):
-        num_bytes, used = parse_header_plaintext(plain).num_bytes, len(head)
-        _check_bitset_fills(view, used, num_bytes, what)
-        sizes.append(num_bytes)
-        bitsets.append(view[used:])
-    opened = decrypt_modules(bitsets, key, bitset_aads,
-                             module_type=ModuleType.BLOOM_FILTER_BITSET, max_plaintext=max(sizes, default=0))
+    views = [memoryview(data) for data in filters]
+    opened = _open_together(views, key, header_aads, bitset_aads)
+    if opened is not None:
+        return opened
+    return [_open_exact(view, key, h, b, f"bloom_filter_length {len(view)}")
+            for view, h, b in zip(views, header_aads, bitset_aads)]
+
+
+def _open_together(views: list[memoryview], key: GcmKey, header_aads: list[bytes],
+                   bitset_aads: list[bytes]) -> list[SplitBlockBloomFilter] | None:
+    """Every filter's two modules opened in one call into C, None when the C binding is not in
+    use or anything fails or does not add up: :func:`_open_exact` then checks them one by one
+    and names what fails. It accepts exactly what :func:`_open_exact` accepts: a header module
+    of at most ``MAX_HEADER_BYTES`` that parses, then a bitset module filling the rest, of numBytes."""
+    modules: list[memoryview] = []
+    aads: list[bytes] = []
+    for view, header_aad, bitset_aad in zip(views, header_aads, bitset_aads):
+        if len(view) < 2 * LENGTH_PREFIX:
+            return None
+        end = LENGTH_PREFIX + int.from_bytes(view[:LENGTH_PREFIX], "little")
+        if end + LENGTH_PREFIX > len(view):
+            return None
+        modules += (view[:end], view[end:])
+        aads += (header_aad, bitset_aad)
+    plains = decrypt_many(key, modules, aads, MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES)
+    if plains is None:
+        return None
     out = []
-    for bitset, num_bytes in zip(opened, sizes):
+    for at in range(0, len(plains), 2):
+        header, bitset = plains[at], plains[at + 1]
+        if len(header) > MAX_HEADER_BYTES:
+            return None
+        try:
+            num_bytes = parse_header_plaintext(header).num_bytes
+        except MalformedInputError:
+            return None
         if len(bitset) != num_bytes:
-            raise MalformedBitsetError(f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={num_bytes}")
+            return None
         out.append(SplitBlockBloomFilter.from_bitset(bitset))
     return out
+
+
+def _open_exact(view: memoryview, key: bytes | GcmKey, header_aad: bytes, bitset_aad: bytes,
+                what: str) -> SplitBlockBloomFilter:
+    """The filter that fills ``view`` exactly, checked step by step: the header module opened and
+    parsed, the bitset module's size refused before it is decrypted when it does not match
+    (``what`` names the size in messages), then the bitset opened."""
+    header_plain, used = decrypt_module(view, key, header_aad, module_type=ModuleType.BLOOM_FILTER_HEADER,
+                                        max_plaintext=MAX_HEADER_BYTES)
+    num_bytes = parse_header_plaintext(header_plain).num_bytes
+    _check_bitset_fills(view, used, num_bytes, what)
+    bitset, _ = decrypt_module(view[used:], key, bitset_aad, module_type=ModuleType.BLOOM_FILTER_BITSET,
+                               max_plaintext=num_bytes)
+    if len(bitset) != num_bytes:
+        raise MalformedBitsetError(f"decrypted bitset is {len(bitset)} bytes, the header says numBytes={num_bytes}")
+    return SplitBlockBloomFilter.from_bitset(bitset)
 
 
 def decrypt_bloom_filter(data: bytes | memoryview, key: bytes | None = None, file_aad: bytes | None = None,

@@ -291,9 +291,8 @@ class ParquetBloomReader:
                     f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
             ordinal = rg.ordinal if rg.ordinal is not None else i
             self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
-        labels = tuple((leaf.ordinal, self._key_label(self._key_metadata(first))) for leaf in leaves
-                       if self._chunks and (first := self._chunks[0][leaf.ordinal]).encrypted)
-        self._columns = _column_layout(leaves, labels)
+        self._leaves = leaves
+        self._labelled: tuple[ColumnInfo, ...] | None = None  # columns with key labels: on first use
 
     def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
                           stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
@@ -424,8 +423,24 @@ class ParquetBloomReader:
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
-        """The leaf columns, in schema order."""
-        return self._columns
+        """The leaf columns, in schema order, the encrypted ones with their key's label."""
+        if self._labelled is None:
+            labels = tuple((leaf.ordinal, self._key_label(self._key_metadata(first))) for leaf in self._leaves
+                           if self._chunks and (first := self._chunks[0][leaf.ordinal]).encrypted)
+            self._labelled = _column_layout(self._leaves, labels)
+        return self._labelled
+
+    @property
+    def leaves(self) -> tuple[ColumnInfo, ...]:
+        """The leaf columns as the schema gives them (no key labels, so no key metadata parsed),
+        one tuple shared by every file of the same schema: what a lookup plans with."""
+        return self._leaves
+
+    def _ordinal(self, column: ColumnRef) -> int:
+        """The leaf ordinal of ``column`` (an int ordinal checked, anything else by :meth:`column`)."""
+        if type(column) is int and 0 <= column < len(self._leaves):
+            return column
+        return self.column(column).ordinal
 
     def column(self, column: ColumnRef) -> ColumnInfo:
         """A leaf column by dotted path, path parts (``("a", "b")`` vs ``("a.b",)``), ordinal, or
@@ -446,7 +461,7 @@ class ParquetBloomReader:
         secure_bloom.errors.ColumnNotFoundError
             No such leaf (``AmbiguousColumnError`` when a dotted path names two).
         """
-        return find_column(self._columns, column, self.path)
+        return find_column(self.columns, column, self.path)
 
     def chunk(self, row_group: int, column: ColumnRef) -> ColumnChunk:
         """The chunk of ``column`` in row group ``row_group`` (its position in the footer).
@@ -470,10 +485,10 @@ class ParquetBloomReader:
         secure_bloom.errors.ColumnNotFoundError
             No such leaf (``AmbiguousColumnError`` when a dotted path names two).
         """
-        info = self.column(column)
+        ordinal = self._ordinal(column)
         if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
             raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
-        return self._chunks[row_group][info.ordinal]
+        return self._chunks[row_group][ordinal]
 
     def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
         """Every chunk (row group by row group, leaves in order), or those of ``column``."""
@@ -673,7 +688,7 @@ class ParquetBloomReader:
         secure_bloom.errors.MalformedInputError
             A ColumnMetaData is damaged.
         """
-        ordinal = self.column(column).ordinal
+        ordinal = self._ordinal(column)
         chunks = [self.chunk(rg, ordinal) for rg in row_groups]
         cls = self._thrift().ColumnMetaData
         pending_chunks = [chunk for chunk in chunks
@@ -808,7 +823,7 @@ class ParquetBloomReader:
         secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
             An encrypted column's filter is stored in plaintext.
         """
-        ordinal = self.column(column).ordinal
+        ordinal = self._ordinal(column)
         found: dict[int, SplitBlockBloomFilter | None] = {}
         batch: list[tuple[int, ColumnChunk, FilterLocation]] = []
         for rg in row_groups:
@@ -836,11 +851,36 @@ class ParquetBloomReader:
 
     def _read_filters(self, batch: list[tuple[int, ColumnChunk, FilterLocation]]) -> dict[int, SplitBlockBloomFilter]:
         """The filters of ``batch`` (each with ``bloom_filter_length``), read in coalesced runs."""
-        data: dict[int, memoryview] = {}
+        data = self._filter_bytes(batch)
+        out: dict[int, SplitBlockBloomFilter] = {}
+        encrypted = []
+        for rg, chunk, loc in batch:
+            if chunk.encrypted:
+                encrypted.append(chunk)
+            else:
+                _, used = check_plaintext_header(data[rg], loc.length, loc.length or 0, self.path)
+                out[rg] = SplitBlockBloomFilter.from_bitset(data[rg][used:])
+        for gcm, chunks in self._by_key(encrypted):
+            opened = decrypt_bloom_filters([data[chunk.row_group] for chunk in chunks], gcm,
+                                           self._aads(chunks, ModuleType.BLOOM_FILTER_HEADER),
+                                           self._aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
+            out.update((chunk.row_group, bf) for chunk, bf in zip(chunks, opened))
+        with self._lock:
+            for rg, chunk, loc in batch:
+                self._remember(self._cache_key(chunk, loc), out[rg])
+        return out
+
+    def _filter_bytes(self, batch: list[tuple[int, ColumnChunk, FilterLocation]]) -> dict[int, memoryview]:
+        """Each filter's ``bloom_filter_length`` bytes: one read per run of filters side by side
+        (those held in the tail window read from it)."""
+        if len(batch) == 1:
+            rg, _, loc = batch[0]
+            return {rg: memoryview(self.read_at(loc.offset, cast(int, loc.length)))}
         spans = coalesce([(loc.offset, loc.offset + loc.length) for _, _, loc in batch  # type: ignore[operator]
                           if not self._file.holds(loc.offset, loc.length or 0)], COALESCE_GAP_BYTES)
         starts = [start for start, _ in spans]
         runs = [memoryview(self.read_at(start, end - start)) for start, end in spans]
+        data: dict[int, memoryview] = {}
         for rg, _, loc in batch:
             length = cast(int, loc.length)
             at = bisect.bisect_right(starts, loc.offset) - 1  # the run starting at or before it
@@ -849,22 +889,7 @@ class ParquetBloomReader:
                 data[rg] = runs[at][begin:begin + length]
             else:
                 data[rg] = memoryview(self.read_at(loc.offset, length))  # held in the tail window
-        out: dict[int, SplitBlockBloomFilter] = {}
-        for rg, chunk, loc in batch:
-            if not chunk.encrypted:
-                _, used = check_plaintext_header(data[rg], loc.length, loc.length or 0, self.path)
-                out[rg] = SplitBlockBloomFilter.from_bitset(data[rg][used:])
-        where = {id(chunk): (rg, loc) for rg, chunk, loc in batch}
-        for gcm, chunks in self._by_key([chunk for _, chunk, _ in batch if chunk.encrypted]):
-            items = [where[id(chunk)] for chunk in chunks]
-            opened = decrypt_bloom_filters(
-                [(data[rg], f"bloom_filter_length {loc.length}") for rg, loc in items], gcm,
-                self._aads(chunks, ModuleType.BLOOM_FILTER_HEADER), self._aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
-            out.update((rg, bf) for (rg, _), bf in zip(items, opened))
-        with self._lock:
-            for rg, chunk, loc in batch:
-                self._remember(self._cache_key(chunk, loc), out[rg])
-        return out
+        return data
 
     def prefetch_filters(self, chunks: Sequence[ColumnChunk]) -> int:
         """On an object store, read the filters of ``chunks`` (in the order they will be asked
@@ -1183,6 +1208,6 @@ class ParquetBloomReader:
             "created_by": md.created_by,
             "num_rows": int(md.num_rows),
             "num_row_groups": self.num_row_groups,
-            "columns": [c.to_dict() for c in self._columns],
+            "columns": [c.to_dict() for c in self.columns],
             "row_groups": row_groups,
         }

@@ -55,7 +55,7 @@ class ReaderFacts:
             reader = self.reader
             orders = getattr(reader.footer.metadata, "column_orders", None) or []
             self.num_row_groups = reader.num_row_groups
-            self.columns: tuple[ColumnInfo, ...] = tuple(reader.columns)
+            self.columns: tuple[ColumnInfo, ...] = reader.leaves
             self.type_order = frozenset(i for i, o in enumerate(orders) if getattr(o, "TYPE_ORDER", None) is not None)
         else:
             self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
