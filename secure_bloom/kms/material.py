@@ -33,7 +33,26 @@ T = TypeVar("T")
 
 
 def column_key_reference(n: int) -> str:
-    """The external-storage reference of a file's n-th column key: ``columnKey<n>``."""
+    """The external-storage reference of a file's n-th column key: ``columnKey<n>``, the id
+    parquet-java's ``FileKeyWrapper`` gives it in the key-material sidecar (the footer key's is
+    :data:`FOOTER_KEY_REFERENCE`).
+
+    Parameters
+    ----------
+    n : int
+        The column key's number in the file, counted from 0 in the order the keys were wrapped.
+
+    Returns
+    -------
+    str
+        ``"columnKey0"``, ``"columnKey1"``...
+
+    Raises
+    ------
+    None
+        ``n`` is not checked.
+    """
+
     return f"{_COLUMN_KEY_PREFIX}{n}"
 
 
