@@ -24,7 +24,15 @@ __all__ = ["Destination", "destination_of", "check_local_target", "publish_bytes
 
 @dataclass(frozen=True)
 class Destination:
-    """Where the file goes: a local path (``filesystem`` None) or a path on a pyarrow filesystem."""
+    """Where the file goes: a local path (``filesystem`` None) or a path on a pyarrow filesystem.
+
+    Parameters
+    ----------
+    path : str
+        The local path, or the path on ``filesystem`` (``bucket/key`` for an object store).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem; None for the local disk.
+    """
 
     path: str
     filesystem: Any = None
@@ -88,7 +96,23 @@ def destination_of(where: Any, filesystem: Any, timeouts: StoreTimeouts | None =
 
 
 def check_local_target(target: Path) -> None:
+    """Refuse a local destination that cannot be written before any work is done: its directory
+    must exist and it must not be a directory itself.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The file to be written.
+
+    Raises
+    ------
+    FileNotFoundError
+        The directory does not exist.
+    IsADirectoryError
+        ``target`` is a directory.
+    """
     if not target.parent.is_dir():
+
         raise FileNotFoundError(f"{target.parent}: the destination directory does not exist")
     if target.is_dir():
         raise IsADirectoryError(f"{target}: is a directory")

@@ -88,7 +88,23 @@ def need_encryption_and_kms(encryption: Any, kms: Any, function: str) -> None:
 class BloomColumn:
     """A leaf column to give Bloom filters: the leaf as pyarrow writes it, the index of its
     top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count;
-    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`)."""
+    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`).
+
+    Parameters
+    ----------
+    info : ColumnInfo
+        The leaf, as pyarrow writes it (path, physical and logical type, ordinal).
+    field : int
+        The index of its top-level field in the Arrow schema.
+    ndv : int or None
+        The distinct count to size each filter for; None: each row group's exact count.
+    fpp : float
+        The false-positive rate.
+    sizing : FilterSizing, default PER_ROW_GROUP
+        ``FIXED``: one size for all the column's filters.
+    num_bytes : int, optional
+        That one size (a power of two), when given.
+    """
 
     info: ColumnInfo
     field: int
@@ -286,7 +302,31 @@ def _key_access(kms: Any, config: Any) -> KeyAccess:
 
 @dataclass(frozen=True)
 class WriteSetup:
-    """One writer's checked options, shared by the files of a dataset."""
+    """One writer's checked options, shared by the files of a dataset (what :func:`check_setup`
+    returns; made once per writer, so every file of a dataset is checked the same way).
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The table's schema.
+    leaves : tuple of ColumnInfo
+        Every leaf column as pyarrow writes it, in file order.
+    columns : tuple of BloomColumn
+        The leaves that get Bloom filters, with their options.
+    encryption : EncryptionConfiguration or None
+        pyarrow's encryption options (None: a plaintext file).
+    kms_config : KmsConnectionConfig
+        The connection config given to the KMS client factory.
+    crypto : pyarrow.parquet.encryption.CryptoFactory
+        Makes each file's encryption properties (and so its data keys and KEKs).
+    keys : KeyAccess
+        How the written file is read back to verify it.
+    max_bytes : int
+        The filter size cap.
+    writer_options : dict
+        The remaining pyarrow writer options.
+    """
+
 
     schema: pa.Schema
     leaves: tuple[ColumnInfo, ...]
