@@ -93,9 +93,9 @@ def bloom_filter_aads(file_aad: bytes, row_group_ordinal: int, column_ordinal: i
     Raises
     ------
     TypeError
-        ``file_aad`` is not bytes.
+        ``file_aad`` is not bytes, or an ordinal not an int.
     ValueError
-        An ordinal is missing or outside 0..32767.
+        An ordinal is None or outside 0..32767.
     """
     return (module_aad(file_aad, ModuleType.BLOOM_FILTER_HEADER, row_group_ordinal, column_ordinal),
             module_aad(file_aad, ModuleType.BLOOM_FILTER_BITSET, row_group_ordinal, column_ordinal))

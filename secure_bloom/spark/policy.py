@@ -292,15 +292,23 @@ class BloomFilterSpec:
     Parameters
     ----------
     ndv : int, optional
-        Expected distinct values per file.
+        Expected distinct values per file (``parquet.bloom.filter.expected.ndv``).
     fpp : float, optional
         False-positive probability, in (0, 1).
+    sizing : FilterSizing or str, optional
+        ``"fixed"``: one filter size across row groups and files; ``"per_row_group"`` (or None,
+        unless ``num_bytes`` is given) leaves sizing to parquet-java.
+    num_bytes : int, optional
+        That one size: a power of two of at least 32 bytes (``FIXED`` implied).
 
     Raises
     ------
     ValueError
-        ``ndv`` <= 0 or ``fpp`` outside (0, 1).
+        ``ndv`` <= 0, ``fpp`` outside (0, 1), ``num_bytes`` not a power of two >= 32, both
+        ``ndv`` and ``num_bytes``, ``num_bytes`` with ``"per_row_group"``, or an unknown
+        ``sizing``.
     """
+
 
     ndv: int | None = None
     fpp: float | None = None

@@ -395,20 +395,23 @@ class Policy:
         Parameters
         ----------
         names : iterable of str
-            Sensitive column names.
+            Sensitive column names (stripped; blank ones and repeats are dropped).
         allow_footer_key : bool, default False
             Accept filters under the footer key.
+        hide_filter_sizes : bool, default False
+            Each rule requires one filter size per column in a file.
 
         Returns
         -------
         Policy
-            One rule per name.
+            One rule per distinct name, in the order given.
 
         Raises
         ------
         ValueError
-            No name (duplicates and blank names are dropped).
+            No name is left.
         """
+
         rules = tuple(ColumnRule(path=name, hide_filter_sizes=hide_filter_sizes)
                       for name in dict.fromkeys(n.strip() for n in names) if name)
         if not rules:

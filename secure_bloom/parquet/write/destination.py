@@ -144,23 +144,30 @@ def publish_bytes(data: bytes, target: Path) -> None:
 
 
 def write_object(filesystem: Any, path: str, data: Any) -> None:
-    """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``; a store that cannot be
-    reached is :class:`~secure_bloom.errors.StorageUnavailableError` (``storage_error``).
+    """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``: one output stream,
+    one write, closed (an object store publishes the object at the close).
 
     Parameters
     ----------
     filesystem : pyarrow.fs.FileSystem
         The store.
     path : str
-        The object's path.
-    data : bytes
+        The object's path on it.
+    data : bytes or buffer
         The content.
 
     Raises
     ------
+    secure_bloom.errors.StorageUnavailableError
+        The store cannot be reached (after the filesystem's own bounded retries).
+    PermissionError
+        The store denies access.
+    FileNotFoundError
+        The bucket does not exist.
     OSError
-        The file or store cannot be read or written.
+        Any other failure pyarrow reports, as it is.
     """
+
     try:
         stream = filesystem.open_output_stream(path)
         try:

@@ -131,17 +131,26 @@ def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[i
     ----------
     options : dict or None
         pyarrow's ``bloom_filter_options``.
+    max_bytes : int, optional
+        The filter size cap a ``num_bytes`` must not exceed.
 
     Returns
     -------
     dict
-        column path -> (ndv or None, fpp).
+        Column path -> ``(ndv or None, fpp, sizing, num_bytes or None)``, for every column whose
+        value is not False (empty for None); ``fpp`` defaults to 0.01.
 
     Raises
     ------
-    TypeError, ValueError
-        A value of another shape, ``ndv`` < 1 or ``fpp`` outside (0, 1).
+    TypeError
+        ``options`` is not a mapping, a key is not a non-empty string, or a value is neither a
+        bool nor a mapping.
+    ValueError
+        An unknown option, an ``ndv`` that is not an int >= 1, ``fpp`` outside (0, 1), an
+        unknown ``sizing``, or a ``num_bytes`` that is not a power of two within the cap (the
+        message names the column).
     """
+
     if options is None:
         return {}
     if not isinstance(options, Mapping):
