@@ -40,7 +40,7 @@ def column_key_reference(n: int) -> str:
     Parameters
     ----------
     n : int
-        The column key's number in the file, counted from 0 in the order the keys were wrapped.
+        The column key's number in the file's sidecar, counted from 0 in the order they are stored.
 
     Returns
     -------

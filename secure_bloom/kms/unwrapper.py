@@ -226,8 +226,8 @@ class KeyUnwrapper:
         Returns
         -------
         callable
-            ``recheck(grant) -> None``, raising as :meth:`recheck` does; not thread-safe (one
-            lookup's).
+            ``recheck(grant) -> None``, raising as :meth:`recheck` does; it remembers the grants
+            and KEKs it has rechecked, for the one lookup it is given to.
 
         Raises
         ------

@@ -63,7 +63,8 @@ class SyncingSink:
         Raises
         ------
         OSError
-            The write failed, or a background sync that ended failed (raised once, here).
+            The write failed, or the background sync found finished when the next one is due
+            failed (it stays failed: :meth:`wait` raises it too).
         """
         self._write(data)
         n = memoryview(data).nbytes
