@@ -72,7 +72,32 @@ def _context(key: bytes | None, file_aad: bytes | None, row_group_ordinal: int |
 
 
 def bloom_filter_aads(file_aad: bytes, row_group_ordinal: int, column_ordinal: int) -> tuple[bytes, bytes]:
-    """AADs of the header (type 8) and bitset (type 9) modules of one column chunk."""
+    """AADs of the header (type 8) and bitset (type 9) modules of one column chunk
+    (Encryption.md, "Additional Authenticated Data"; built by
+    :func:`~secure_bloom.crypto.modules.module_aad`).
+
+    Parameters
+    ----------
+    file_aad : bytes
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int
+        The row group's ordinal in the file (0..32767).
+    column_ordinal : int
+        The column's ordinal in the file (0..32767).
+
+    Returns
+    -------
+    (bytes, bytes)
+        The header module's AAD and the bitset module's: ``file_aad | type | row group |
+        column`` (int16 little-endian ordinals).
+
+    Raises
+    ------
+    TypeError
+        ``file_aad`` is not bytes, or an ordinal not an int.
+    ValueError
+        An ordinal is None or outside 0..32767.
+    """
     return (module_aad(file_aad, ModuleType.BLOOM_FILTER_HEADER, row_group_ordinal, column_ordinal),
             module_aad(file_aad, ModuleType.BLOOM_FILTER_BITSET, row_group_ordinal, column_ordinal))
 
@@ -405,7 +430,50 @@ def read_encrypted_filter_num_bytes(stream: BinaryIO, offset: int, key: bytes | 
                                     column_ordinal: int | None = None, *, length: int | None = None,
                                     context: ChunkCryptoContext | None = None) -> int:
     """numBytes of an encrypted filter, from its authenticated header module alone (the bitset is
-    not read: sizes for ``inspect`` cost one small read per chunk, not the bitset)."""
+    not read: sizes for ``inspect`` cost one small read per chunk, not the bitset).
+
+    Parameters
+    ----------
+    stream : binary file
+        Seekable, opened for reading.
+    offset : int
+        Where the filter starts (``bloom_filter_offset``).
+    key : bytes, optional
+        The column's data key (16, 24 or 32 bytes); with ``file_aad`` and both ordinals, instead of
+        ``context``.
+    file_aad : bytes, optional
+        The file's AAD (AAD prefix + file unique).
+    row_group_ordinal : int, optional
+        The row group's ordinal in the file.
+    column_ordinal : int, optional
+        The column's ordinal in the file.
+    length : int, optional
+        ``bloom_filter_length`` when the file stores it: must equal what the two modules take.
+    context : ChunkCryptoContext, optional
+        Key, file AAD and ordinals in one value.
+
+    Returns
+    -------
+    int
+        The bitset's size in bytes as the authenticated header states it: at least one 32-byte
+        block, at most the spec's 128 MiB.
+
+
+    Raises
+    ------
+    TypeError, ValueError
+        Neither a ``context`` nor a complete key / AAD / ordinals set, or a key of the wrong length.
+    secure_bloom.errors.ModuleAuthenticationError
+        The header module fails authentication (one error that does not say why).
+    secure_bloom.errors.MalformedModuleError
+        A negative offset, a length prefix out of bounds, or ``length`` not matching the modules
+        (``TruncatedModuleError`` when the file ends inside the header module).
+    secure_bloom.errors.MalformedHeaderError
+        The decrypted header does not parse or names an unsupported algorithm.
+    OSError
+        The stream cannot be read.
+    """
+
     ctx = _context(key, file_aad, row_group_ordinal, column_ordinal, context)
     return _read_header_module(stream, offset, ctx, length)[0]
 

@@ -46,9 +46,34 @@ def load_extension(name: str, env_var: str, fallback: str, *, fallback_text: str
 
     Under ``auto``, an extension that cannot be loaded warns (:class:`ExtensionFallbackWarning`,
     naming ``fallback_text``, the twin that runs instead, and ``remedy``); callers load each extension once, at
-    import, so the warning comes once per process. Raises ValueError for a switch value other than
-    ``auto``, ``native`` and ``fallback``, and ImportError when ``native`` is demanded and the
-    extension cannot be loaded."""
+    import, so the warning comes once per process.
+
+    Parameters
+    ----------
+    name : str
+        The extension's module name under ``secure_bloom`` (``native_kernels``...).
+    env_var : str
+        The switch (``SECURE_BLOOM_KERNEL``...): ``auto`` (default, also when empty), ``native``
+        or ``fallback``.
+    fallback : str
+        The switch value that chooses the twin (``numpy``, ``python``).
+    fallback_text : str, default ""
+        How the warning names the twin; default ``the <fallback> fallback``.
+    remedy : str, default REBUILD
+        What the warning tells the user to do.
+
+    Returns
+    -------
+    (module or None, str or None)
+        The loaded module and None; or None and the reason (the switch, or the import error).
+
+    Raises
+    ------
+    ValueError
+        The switch is not ``auto``, ``native`` or ``fallback``.
+    ImportError
+        The switch says ``native`` and the extension cannot be loaded.
+    """
     choice = os.environ.get(env_var, "auto").strip().lower() or "auto"
     if choice not in ("auto", "native", fallback):
         raise ValueError(f"{env_var} must be auto, native or {fallback}, got {choice!r}")
@@ -74,7 +99,13 @@ def wheel_tags() -> tuple[str, ...]:
     -------
     tuple of str
         ``("cp310-cp310-manylinux_2_17_x86_64", ...)``: interpreter, ABI and platform tag.
+
+    Raises
+    ------
+    None
+        Built from the two constants.
     """
+
     return tuple(f"cp{v.replace('.', '')}-cp{v.replace('.', '')}-{WHEEL_PLATFORM}" for v in WHEEL_PYTHONS)
 
 

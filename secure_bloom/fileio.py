@@ -166,7 +166,26 @@ def _fold(digest: Any, offset: int, data: bytes) -> None:
 
 def ranges_digest(f: BinaryIO, ranges: Sequence[tuple[int, int]]) -> str:
     """The SHA-256 (hex) of the ``ranges`` (offset, length) of ``f`` read in that order, as
-    :attr:`RecordingFile.digest` computes it while reading them."""
+    :attr:`RecordingFile.digest` computes it while reading them.
+
+    Parameters
+    ----------
+    f : binary file
+        A seekable file holding the bytes that were read.
+    ranges : sequence of (int, int)
+        The (offset, length) pairs, in reading order (:attr:`RecordingFile.ranges`).
+
+    Returns
+    -------
+    str
+        64 hex digits; each range is folded in as its offset and length (two little-endian
+        uint64) followed by the bytes read.
+
+    Raises
+    ------
+    OSError
+        From ``f``'s own ``seek`` or ``read``.
+    """
     digest = hashlib.sha256()
     for offset, n in ranges:
         f.seek(offset)
@@ -178,9 +197,16 @@ class RecordingFile:
     """A read-only file wrapper that records every (offset, length) read: proof that a reader
     reads the tail and filter bytes only.
 
-    ``raw`` is any seekable binary file: a local file, or a ``pyarrow`` random-access file of an
-    object store (each read is then one range request). ``close_raw=False`` leaves ``raw`` open
-    on :meth:`close` (a file the caller opened)."""
+    Parameters
+    ----------
+    raw : binary file
+        Any seekable binary file: a local file, or a ``pyarrow`` random-access file of an object
+        store (each read is then one range request).
+    close_raw : bool, default True
+        Whether :meth:`close` closes ``raw``; False for a file the caller opened and closes.
+    digest : bool, default False
+        Also keep a SHA-256 of every range read (:attr:`digest`).
+    """
 
     def __init__(self, raw: BinaryIO, *, close_raw: bool = True, digest: bool = False) -> None:
         self._raw = raw
@@ -196,18 +222,70 @@ class RecordingFile:
     def hold(self, offset: int, data: bytes) -> None:
         """Keep ``data``, the file's bytes at ``offset`` (already read, e.g. an object store's
         speculative tail read) until :meth:`close`: a later read lying wholly inside one held
-        region is answered from it, with no read of ``raw`` (and none recorded)."""
+        region is answered from it, with no read of ``raw`` (and none recorded).
+
+        Parameters
+        ----------
+        offset : int
+            Where ``data`` starts in the file.
+        data : bytes
+            The bytes there (empty: nothing is held).
+
+        Raises
+        ------
+        None
+            Nothing is read or checked: the caller vouches that ``data`` is the file's.
+        """
         if data:
             self._held.append((offset, data))
 
     def holds(self, offset: int, n: int) -> bool:
-        """Whether the ``n`` bytes at ``offset`` lie wholly inside one held region."""
+        """Whether the ``n`` bytes at ``offset`` lie wholly inside one held region (a read of
+        them would not touch ``raw``).
+
+        Parameters
+        ----------
+        offset : int
+            The first byte.
+        n : int
+            How many bytes.
+
+        Returns
+        -------
+        bool
+            True when one region held by :meth:`hold` or :meth:`read_ahead` covers them all.
+
+        Raises
+        ------
+        None
+            It only looks at what is held.
+        """
         return self._find(offset, n) is not None
 
     def read_ahead(self, offset: int, n: int, *, keep_bytes: int) -> bytes:
         """Read ``n`` bytes at ``offset`` (one read of ``raw``, recorded) and hold them, as
         :meth:`hold` does, but only while the regions read ahead take at most ``keep_bytes``
-        (the oldest are dropped first; the newest is always kept)."""
+        (the oldest are dropped first; the newest is always kept).
+
+        Parameters
+        ----------
+        offset : int
+            The first byte.
+        n : int
+            How many bytes to read.
+        keep_bytes : int
+            The most bytes the regions read ahead may hold together.
+
+        Returns
+        -------
+        bytes
+            What ``raw`` returned: fewer than ``n`` bytes past the end of the file.
+
+        Raises
+        ------
+        OSError
+            From ``raw``'s ``seek`` or ``read``.
+        """
         self._raw.seek(offset)
         data = self._raw.read(n)
         self._record(offset, data)
@@ -227,12 +305,61 @@ class RecordingFile:
         return None
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Move ``raw``'s position (no read, nothing recorded).
+
+        Parameters
+        ----------
+        offset : int
+            The position, relative to ``whence``.
+        whence : int, default os.SEEK_SET
+            ``os.SEEK_SET``, ``os.SEEK_CUR`` or ``os.SEEK_END``.
+
+        Returns
+        -------
+        int
+            The new absolute position.
+
+        Raises
+        ------
+        OSError
+            From ``raw`` (e.g. a negative position).
+        """
         return self._raw.seek(offset, whence)
 
     def tell(self) -> int:
+        """The current position of ``raw``.
+
+        Returns
+        -------
+        int
+            Bytes from the start of the file.
+
+        Raises
+        ------
+        OSError
+            From ``raw`` (e.g. once closed).
+        """
         return self._raw.tell()
 
     def read(self, n: int = -1) -> bytes:
+        """Read ``n`` bytes at the current position: from a held region when one covers them all
+        (not recorded), else from ``raw`` (recorded in :attr:`ranges`).
+
+        Parameters
+        ----------
+        n : int, default -1
+            How many bytes; -1 reads to the end (always from ``raw``).
+
+        Returns
+        -------
+        bytes
+            At most ``n`` bytes (fewer at the end of the file).
+
+        Raises
+        ------
+        OSError
+            From ``raw``'s ``tell``, ``seek`` or ``read``.
+        """
         pos = self._raw.tell()
         found = self._find(pos, n) if n >= 0 else None
         if found is not None:
@@ -253,6 +380,13 @@ class RecordingFile:
         return self._digest.hexdigest() if self._digest is not None else None
 
     def close(self) -> None:
+        """Drop the held regions and close ``raw`` (unless ``close_raw=False``).
+
+        Raises
+        ------
+        OSError
+            From closing ``raw``.
+        """
         self._held, self._ahead = [], []
         if self._close_raw:
             self._raw.close()
@@ -288,9 +422,24 @@ class AtomicOutput:
 
     Where Linux allows it (``O_TMPFILE``) the file has no name until :meth:`publish` links it in,
     so a process killed before that leaves nothing behind; elsewhere it is the hidden temporary
-    ``path`` (beside the target), which the caller removes on failure. ``mode`` is the new
-    file's permission bits (the umask applies). The file is held under an exclusive ``flock``
-    until closed, so a cleaner can tell a live writer's temporary file from a dead one's.
+    ``path`` (beside the target), which the caller removes on failure. The file is held under an
+    exclusive ``flock`` until closed, so a cleaner can tell a live writer's temporary file from a
+    dead one's.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The temporary name, beside the final one (its directory is where the anonymous file is
+        made); must not exist.
+    mode : int
+        The new file's permission bits (the umask applies).
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists (when the file is not anonymous).
+    OSError
+        The directory cannot be written, or ``flock`` fails.
     """
 
     def __init__(self, path: Path, mode: int) -> None:
@@ -314,6 +463,18 @@ class AtomicOutput:
         return Path(f"/proc/self/fd/{self._fd}") if self.anonymous else self.path
 
     def write(self, data: bytes | memoryview) -> None:
+        """Append all of ``data`` (short writes are continued) and count it in :attr:`written`.
+
+        Parameters
+        ----------
+        data : bytes or memoryview
+            The bytes to append.
+
+        Raises
+        ------
+        OSError
+            The write failed (e.g. ``ENOSPC``); what was written stays written.
+        """
         view = memoryview(data)
         while view:
             n = os.write(self._fd, view)
@@ -321,15 +482,45 @@ class AtomicOutput:
             self.written += n
 
     def truncate(self, size: int) -> None:
-        """Cut the file to its first ``size`` bytes; later writes continue from there."""
+        """Cut the file to its first ``size`` bytes; later writes continue from there.
+
+        Parameters
+        ----------
+        size : int
+            The new length (also the new :attr:`written`).
+
+        Raises
+        ------
+        OSError
+            From ``ftruncate`` or ``lseek`` (e.g. a negative size).
+        """
         os.ftruncate(self._fd, size)
         os.lseek(self._fd, size, os.SEEK_SET)
         self.written = size
 
     def chmod(self, mode: int) -> None:
+        """Set the file's permission bits (``fchmod``: the umask does not apply).
+
+        Parameters
+        ----------
+        mode : int
+            The permission bits.
+
+        Raises
+        ------
+        OSError
+            From ``fchmod``.
+        """
         os.fchmod(self._fd, mode)
 
     def sync(self) -> None:
+        """``fsync`` the file's data and metadata (before :meth:`publish`).
+
+        Raises
+        ------
+        OSError
+            From ``fsync`` (e.g. an I/O error on the device).
+        """
         os.fsync(self._fd)
 
     def publish(self, target: Path, *, replace: bool) -> None:
@@ -339,7 +530,22 @@ class AtomicOutput:
         anything: a ``target`` that exists, appeared meanwhile or is a dangling symlink raises
         ``FileExistsError`` and is left as it is. With ``replace`` an anonymous file is linked in
         as ``path`` and renamed over ``target``: a kill between those two calls is the only way
-        to leave a temporary file behind. The directory is not fsynced (:func:`fsync_dir`)."""
+        to leave a temporary file behind. The directory is not fsynced (:func:`fsync_dir`).
+
+        Parameters
+        ----------
+        target : pathlib.Path
+            The final name, in the directory of ``path``.
+        replace : bool
+            Whether an existing ``target`` is replaced (``rename``) rather than refused.
+
+        Raises
+        ------
+        FileExistsError
+            Without ``replace``: ``target`` exists (also as a dangling symlink).
+        OSError
+            The link or rename failed (the file is left unpublished and open).
+        """
         if self.anonymous:
             source = f"/proc/self/fd/{self._fd}"
             directory = os.open(target.parent, os.O_RDONLY)
@@ -371,11 +577,26 @@ class AtomicOutput:
         self.close()
 
     def discard(self) -> None:
-        """Close and remove the unpublished file (if it has a name)."""
+        """Close and remove the unpublished file (if it has a name).
+
+        Raises
+        ------
+        OSError
+            ``path`` exists but cannot be removed (a missing one is fine).
+        """
         self.close()
         self.path.unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Close the descriptor (and so release the ``flock``); an anonymous file not yet
+        published vanishes. Closing twice does nothing.
+
+        Raises
+        ------
+        OSError
+            From ``close``.
+        """
+
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

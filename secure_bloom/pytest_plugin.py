@@ -172,7 +172,20 @@ class AuditFailure(Exception):
 
 class SecureBloomAuditItem(pytest.Item):
     """One Parquet file audited against the policy; ``problem`` is set for a path that could not
-    be searched (it fails without reading anything)."""
+    be searched (it fails without reading anything). Made by the plugin's collection hook with
+    ``from_parent``, one per file found under ``--secure-bloom-audit``.
+
+    Parameters
+    ----------
+    target : str
+        The file's path or URI.
+    problem : str, optional
+        Why the path could not be searched.
+    kind : str, optional
+        The error kind of ``problem`` (``STORAGE_UNAVAILABLE``...).
+    **kwargs
+        pytest's ``Item`` arguments (``name``, ``parent``...).
+    """
 
     def __init__(self, *, target: str, problem: str | None = None, kind: str | None = None,
                  **kwargs: Any) -> None:
@@ -186,6 +199,20 @@ class SecureBloomAuditItem(pytest.Item):
         self.add_marker(MARKER)
 
     def runtest(self) -> None:
+        """Audit the file with the plugin's keys and policy; records its status as the user
+        property ``status`` (JUnit XML shows it).
+
+        Raises
+        ------
+        AuditFailure
+            A violation or a could-not-check result: one line per violation and per reason
+            (:meth:`~secure_bloom.parquet.audit.report.FileResult.failure_lines`).
+        pytest.UsageError
+            Neither ``--secure-bloom-policy`` nor ``--secure-bloom-sensitive`` was given.
+        secure_bloom.errors.SecureBloomError
+            The key options cannot be used (``ConfigurationError``) or the policy file is
+            invalid (``PolicyError``).
+        """
         if self.problem is not None:
             raise AuditFailure(f"COULD NOT CHECK [{self.kind}] {self.shown}: {self.problem}")
         from .parquet.audit.auditor import audit_file
@@ -199,12 +226,45 @@ class SecureBloomAuditItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
+        """The failure as the report shows it: an audit's lines or one of our errors' message
+        alone (no traceback: it would point into the plugin, not at the file); anything else
+        as pytest shows it.
+
+        Parameters
+        ----------
+        excinfo : pytest.ExceptionInfo
+            What :meth:`runtest` raised.
+        style : str, optional
+            pytest's traceback style, for other exceptions.
+
+        Returns
+        -------
+        str
+            The text of the failure.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if isinstance(excinfo.value, (AuditFailure, pytest.UsageError)) or \
                 type(excinfo.value).__module__.startswith("secure_bloom"):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
+        """Where pytest says the item is: the file as shown (credentials removed from a URI).
+
+        Returns
+        -------
+        (str, None, str)
+            The file, no line number, and ``secure-bloom audit: FILE``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return self.shown, None, f"secure-bloom audit: {self.shown}"
 
 
@@ -305,7 +365,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 class AuditFixture:
     """``secure_bloom_audit(paths, policy=None, sensitive=())`` -> AuditReport, with the keys of
-    the plugin's options; ``.assert_compliant(...)`` fails with every violation."""
+    the plugin's options; ``.assert_compliant(...)`` fails with every violation.
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The run's configuration (the plugin's key options are read from it when first needed).
+    """
 
     def __init__(self, config: pytest.Config) -> None:
         self._state = _state(config)
@@ -325,7 +391,35 @@ class AuditFixture:
     def assert_compliant(self, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                          policy: Policy | str | os.PathLike[str] | None = None, sensitive: Iterable[str] = (),
                          keys: KeyAccess | None = None) -> AuditReport:
+        """:func:`secure_bloom.testing.assert_compliant` with the plugin's keys by default.
+
+        Parameters
+        ----------
+        paths : str, os.PathLike or iterable of them
+            Files or directories.
+        policy : Policy, str, os.PathLike or None
+            A policy, or a TOML policy file.
+        sensitive : iterable of str, optional
+            Sensitive column names, beside (or instead of) the policy.
+        keys : KeyAccess, optional
+            Instead of the plugin's keys.
+
+        Returns
+        -------
+        AuditReport
+            The report, when every file complies.
+
+        Raises
+        ------
+        AssertionError
+            A violation, or a file that could not be checked.
+        secure_bloom.errors.PolicyError
+            The policy file is invalid.
+        secure_bloom.errors.ConfigurationError
+            The plugin's key options cannot be used (when ``keys`` is not given).
+        """
         from .testing import assert_compliant
+
 
         return assert_compliant(paths, policy, keys if keys is not None else self.keys, sensitive=sensitive)
 

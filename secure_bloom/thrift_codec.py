@@ -75,7 +75,25 @@ BACKEND = "native" if _native is not None else "python"
 def forced_backend(name: str) -> Iterator[None]:
     """Parse with one decoder, ``"python"`` or ``"native"`` (where it is built, even if
     ``SECURE_BLOOM_THRIFT=python``), whatever :data:`BACKEND` was: for benchmarks and tests that
-    compare them in one process. Process-wide and not thread-safe: other threads see the switch."""
+    compare them in one process. Process-wide and not thread-safe: other threads see the switch.
+
+    Parameters
+    ----------
+    name : str
+        ``"python"`` or ``"native"``.
+
+    Returns
+    -------
+    context manager
+        Restores the previous decoder (and :data:`BACKEND`) on exit.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is neither.
+    ImportError
+        ``"native"`` and the extension is not built or cannot be loaded (the message says why).
+    """
     global _native, BACKEND
     if name not in ("native", "python"):
         raise ValueError(f"backend must be native or python, got {name!r}")
@@ -94,7 +112,21 @@ def forced_backend(name: str) -> Iterator[None]:
 
 
 def thrift_info() -> dict[str, Any]:
-    """Which decoder runs, why the native one does not (if so), and how it was built."""
+    """Which decoder runs, why the native one does not (if so), and how it was built.
+
+    Returns
+    -------
+    dict
+        ``backend`` (``"native"`` or ``"python"``), ``unavailable_reason`` (None when native;
+        else the import failure, the ``SECURE_BLOOM_THRIFT`` setting or
+        ``"forced_backend('python')"``), and with the native decoder its build details
+        (``compiler``, ``flags``...).
+
+    Raises
+    ------
+    None
+        It reports what was loaded at import.
+    """
     why = _why_not if _loaded is None or _native is not None else "forced_backend('python')"
     info: dict[str, Any] = {"backend": BACKEND, "unavailable_reason": None if _native is not None else why}
     if _native is not None:
@@ -104,7 +136,18 @@ def thrift_info() -> dict[str, Any]:
 
 def thrift_summary() -> str:
     """One line naming the decoder in use, e.g. ``native (gcc 12.2.0 -O3)`` or ``python fallback
-    (SECURE_BLOOM_THRIFT=python)`` (for ``--version``)."""
+    (SECURE_BLOOM_THRIFT=python)`` (for ``--version``).
+
+    Returns
+    -------
+    str
+        The line, from :func:`thrift_info`.
+
+    Raises
+    ------
+    None
+        It reports what was loaded at import.
+    """
     info = thrift_info()
     if info["backend"] == "native":
         return f"native ({info.get('compiler')} {info.get('flags')})"
@@ -281,9 +324,33 @@ def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
     """Parse one ``cls`` structure from the start of ``data``.
 
     Returns ``(obj, consumed)`` where ``consumed`` counts the bytes up to and including the
-    structure's STOP byte; what follows is the caller's business. Raises ``error`` (default
-    :class:`MalformedThriftError`; callers name their own :class:`MalformedInputError` subclass,
-    e.g. MalformedHeaderError) for anything invalid.
+    structure's STOP byte; what follows is the caller's business. Both decoders (native, or
+    thriftpy2 with bounded reads) accept and refuse the same bytes: at most 64 levels of
+    nesting and :data:`MAX_COLLECTION_ELEMENTS` collection elements, required fields present,
+    a union with exactly one member.
+
+    Parameters
+    ----------
+    cls : type
+        A structure of the IDL (``idl().FileMetaData``, ``idl().BloomFilterHeader``...).
+    data : bytes or memoryview
+        Compact-protocol bytes starting with the structure.
+    what : str, optional
+        How messages name the structure (default: the class name).
+    error : type, optional
+        The :class:`MalformedInputError` subclass to raise (default
+        :class:`MalformedThriftError`; e.g. ``MalformedHeaderError``).
+
+    Returns
+    -------
+    (object, int)
+        The structure and the bytes it took, up to and including its STOP byte.
+
+    Raises
+    ------
+    secure_bloom.errors.MalformedInputError
+        ``error`` (default ``MalformedThriftError``): truncated or invalid compact encoding, too
+        deep, too many elements, a required field missing or a union not of one member.
     """
     name = what or cls.__name__
     exc = error or MalformedThriftError
@@ -351,7 +418,27 @@ def _check(obj: Any, where: str, exc: type[MalformedInputError]) -> None:
 
 
 def serialize(obj: Any) -> bytes:
-    """Compact-protocol bytes of ``obj`` (fields in id order, as every Parquet writer emits)."""
+    """Compact-protocol bytes of ``obj`` (fields in id order, as every Parquet writer emits;
+    unset fields are left out).
+
+    Parameters
+    ----------
+    obj : object
+        A structure of the IDL.
+
+    Returns
+    -------
+    bytes
+        Its compact-protocol encoding, ending with the STOP byte.
+
+    Raises
+    ------
+    TypeError
+        A field holds a value of the wrong Python type.
+    thriftpy2.protocol.exc.TProtocolException
+        An integer outside its field's width (e.g. an i32 over 2**31 - 1).
+    """
+
     trans = TMemoryBuffer()
     TCompactProtocolFactory().get_protocol(trans).write_struct(obj)
     return bytes(trans.getvalue())

@@ -26,7 +26,27 @@ class PhysicalType(IntEnum):
 
     @classmethod
     def coerce(cls, value: PhysicalType | str | int) -> PhysicalType:
-        """Accept a member, its name (case-insensitive) or its Thrift number."""
+        """Accept a member, its name (case-insensitive) or its Thrift number.
+
+        Parameters
+        ----------
+        value : PhysicalType, str or int
+            A member, a name such as ``"int64"`` (surrounding spaces ignored), or the number
+            ``Type`` has in parquet.thrift (0 BOOLEAN ... 7 FIXED_LEN_BYTE_ARRAY).
+
+        Returns
+        -------
+        PhysicalType
+            The member.
+
+        Raises
+        ------
+        ValueError
+            An unknown name or number.
+        TypeError
+            A value that is neither a string nor a number (e.g. None).
+        """
+
         if isinstance(value, cls):
             return value
         if isinstance(value, str):

@@ -589,7 +589,12 @@ PyMODINIT_FUNC PyInit_native_prune(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    Failed = PyErr_NewException("secure_bloom.native_prune.Failed", NULL, NULL);
+    Failed = PyErr_NewExceptionWithDoc(
+        "secure_bloom.native_prune.Failed",
+        "A check or decrypt of the native pruning path failed (its one argument names the check).\n\n"
+        "Private to secure_bloom.parquet.read.fast_prune, which turns it into \"declined\": the Python\n"
+        "reference path then gives the answer or raises the library's own error.",
+        NULL, NULL);
     if (Failed == NULL || PyModule_AddObject(m, "Failed", Failed) < 0) {
         Py_XDECREF(Failed);
         Py_DECREF(m);

@@ -951,8 +951,18 @@ PyMODINIT_FUNC PyInit_native_thrift(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    DecodeError = PyErr_NewException("secure_bloom.native_thrift.DecodeError", NULL, NULL);
-    UnsupportedSpec = PyErr_NewException("secure_bloom.native_thrift.UnsupportedSpec", PyExc_TypeError, NULL);
+    DecodeError = PyErr_NewExceptionWithDoc(
+        "secure_bloom.native_thrift.DecodeError",
+        "The compact-protocol bytes do not decode: args are (kind, message, nbytes), kind \"short\"\n"
+        "(the input ends too early), \"malformed\" (the bytes cannot be valid) or \"invalid\" (message\n"
+        "names the exception the Python decoder meets). secure_bloom.thrift_codec raises the library's\n"
+        "own error from it.",
+        NULL, NULL);
+    UnsupportedSpec = PyErr_NewExceptionWithDoc(
+        "secure_bloom.native_thrift.UnsupportedSpec",
+        "A thrift_spec shape this decoder does not handle (a map-typed field, a container without its\n"
+        "element spec): secure_bloom.thrift_codec decodes that class with the Python decoder instead.",
+        PyExc_TypeError, NULL);
     spec_cache = PyDict_New();
     str_thrift_spec = PyUnicode_InternFromString("thrift_spec");
     str_dict = PyUnicode_InternFromString("__dict__");

@@ -26,14 +26,41 @@ class FilteredStream:
     """A text stream that passes every write through ``transform``: the redactor for a delegate
     (bench, demo prints with its own argparse and may echo key material), or
     :func:`~secure_bloom.display.visible_lines` for human-readable output (no terminal escape
-    from a column or file name reaches the terminal)."""
+    from a column or file name reaches the terminal). Every other attribute is the stream's.
+
+    Parameters
+    ----------
+    stream : TextIO
+        Where the transformed text goes.
+    transform : callable
+        ``str -> str``, applied to each write on its own.
+    """
 
     def __init__(self, stream: TextIO, transform: Callable[[str], str]) -> None:
         self._stream = stream
         self._transform = transform
 
     def write(self, text: str) -> int:
+        """Write ``transform(text)`` to the stream.
+
+        Parameters
+        ----------
+        text : str
+            What the caller writes.
+
+        Returns
+        -------
+        int
+            ``len(text)``, the caller's count (not that of the transformed text), as
+            ``TextIO.write`` promises.
+
+        Raises
+        ------
+        Exception
+            Whatever ``transform`` or the stream raises (e.g. ``BrokenPipeError``).
+        """
         self._stream.write(self._transform(text))
+
         return len(text)
 
     def __getattr__(self, name: str) -> Any:

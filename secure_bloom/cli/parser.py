@@ -37,7 +37,13 @@ def version_line() -> str:
     str
         ``secure-bloom VERSION (wheel TAG | built from source (TAG) | source tree; kernel: ...;
         thrift decoder: ...; wheels shipped: cp310, ... for manylinux_2_17_x86_64)``.
+
+    Raises
+    ------
+    None
+        Every part describes what it finds: unreadable install metadata reads as a source tree.
     """
+
     shipped = ", ".join(tag.split("-", 1)[0] for tag in extensions.wheel_tags())
     return (f"{PROG} {__version__} ({extensions.installed_build()}; kernel: {kernels.kernel_summary()}; "
             f"thrift decoder: {thrift_codec.thrift_summary()}; wheels shipped: {shipped} for "

@@ -71,24 +71,29 @@ class ChunkCryptoContext:
                 f"file_aad=<{len(self.file_aad)} bytes>)")
 
     def aad(self, module_type: ModuleType, page_ordinal: int | None = None) -> bytes:
-        """The AAD of this chunk's module of ``module_type`` (``page_ordinal`` for data pages and
-        data page headers only).
+        """The AAD of this chunk's module of ``module_type`` (Encryption.md, "Additional
+        Authenticated Data"): the file AAD, the type byte, this chunk's row-group and column
+        ordinals and, for a data page or data page header only, ``page_ordinal``.
 
         Parameters
         ----------
         module_type : ModuleType
-            The module's type.
+            The module's type (8: Bloom filter header, 9: Bloom filter bitset...).
         page_ordinal : int, optional
-            For data pages and data page headers only.
+            The page's ordinal in the chunk; required for data pages and data page headers,
+            refused for every other type.
 
         Returns
         -------
         bytes
-            The module's AAD.
+            ``file_aad | type | row group | column | [page]`` (int16 little-endian ordinals).
 
         Raises
         ------
         ValueError
-            A page ordinal for a module type that takes none, or one out of range.
+            ``page_ordinal`` missing where required, given where not, or outside 0..32767; or
+            ``module_type`` is the footer (which takes no chunk ordinals) or no module type.
+        TypeError
+            ``page_ordinal`` is not an int.
         """
         return module_aad(self.file_aad, module_type, self.row_group_ordinal, self.column_ordinal, page_ordinal)

@@ -93,8 +93,14 @@ def encryption_context(master_key_id: str) -> dict[str, str]:
     -------
     dict[str, str]
         ``{CONTEXT_MASTER_KEY_ID: master_key_id, CONTEXT_PURPOSE: PURPOSE}``.
+
+    Raises
+    ------
+    None
+        ``master_key_id`` is not checked here; :class:`AwsKms` checks it before a request.
     """
     return {CONTEXT_MASTER_KEY_ID: master_key_id, CONTEXT_PURPOSE: PURPOSE}
+
 
 
 _calls = threading.local()

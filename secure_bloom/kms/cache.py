@@ -29,7 +29,21 @@ V = TypeVar("V")
 
 
 class ExpiringCache(Generic[K, V]):
-    """``get_or_create(key, create)``: a cached value younger than ``lifetime_s``, else ``create()``."""
+    """``get_or_create(key, create)``: a cached value younger than ``lifetime_s``, else ``create()``.
+
+    Parameters
+    ----------
+    lifetime_s : float
+        Seconds an entry is served, counted from just before its value was computed; 0 caches
+        nothing (every call computes).
+    clock : callable, default time.monotonic
+        Returns the time in seconds (injectable for tests).
+
+    Raises
+    ------
+    ValueError
+        ``lifetime_s`` is negative or NaN.
+    """
 
     def __init__(self, lifetime_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         if not lifetime_s >= 0:
@@ -46,6 +60,7 @@ class ExpiringCache(Generic[K, V]):
 
     @property
     def lifetime_s(self) -> float:
+        """Seconds an entry is served (as given, as a float)."""
         return self._lifetime
 
     def _fresh(self, key: K, now: float) -> tuple[bool, V | None]:
@@ -55,6 +70,29 @@ class ExpiringCache(Generic[K, V]):
         return False, None
 
     def get_or_create(self, key: K, create: Callable[[], V]) -> V:
+        """The value cached for ``key`` while fresh, else ``create()``, stored for later calls.
+
+        Concurrent misses on one key call ``create`` once: the other threads wait for it and get
+        its value. A hit takes no lock.
+
+        Parameters
+        ----------
+        key : hashable
+            The entry's key (e.g. a master key id and KEK id).
+        create : callable
+            Computes the value on a miss (e.g. a KMS unwrap); called without the cache's lock.
+
+        Returns
+        -------
+        object
+            The fresh cached value or the new one.
+
+        Raises
+        ------
+        Exception
+            Whatever ``create`` raises; nothing is cached then, and a waiting thread calls
+            ``create`` itself.
+        """
         # A hit needs no lock: one dict read is atomic, and an entry is replaced, never mutated.
         hit, value = self._fresh(key, self._clock())
         if hit:
@@ -89,7 +127,14 @@ class ExpiringCache(Generic[K, V]):
                 del self._entries[key]
 
     def clear(self) -> None:
-        """Forget every entry."""
+        """Forget every entry (a value being computed is still stored when it is done).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
+
         with self._lock:
             self._entries.clear()
             self._expiry.clear()

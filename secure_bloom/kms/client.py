@@ -30,9 +30,61 @@ class KmsClient(Protocol):
     KMS refuses, ``KmsUnavailableError`` when it cannot be reached.
     """
 
-    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str: ...
+    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+        """Encrypt ``key_bytes`` under the master key ``master_key_identifier``.
 
-    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes: ...
+        Parameters
+        ----------
+        key_bytes : bytes
+            A data key or KEK (16, 24 or 32 bytes).
+        master_key_identifier : str
+            The master key's id in this KMS.
+
+        Returns
+        -------
+        str
+            The wrapped key, as text the key material stores (usually base64).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The KMS has no such master key.
+        secure_bloom.errors.KeyAccessDeniedError
+            The KMS refuses this caller.
+        secure_bloom.errors.KmsUnavailableError
+            The KMS cannot be reached or does not answer in time.
+        """
+        ...
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        """Decrypt a key that :meth:`wrap_key` wrapped under ``master_key_identifier``.
+
+        Parameters
+        ----------
+        wrapped_key : str
+            What :meth:`wrap_key` returned.
+        master_key_identifier : str
+            The master key's id in this KMS.
+
+        Returns
+        -------
+        bytes
+            The key bytes.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The KMS has no such master key.
+        secure_bloom.errors.KeyAccessDeniedError
+            The KMS refuses this caller (a remote KMS also refuses a wrapped key that does not
+            open under that master key).
+        secure_bloom.errors.AuthenticationError
+            A local KMS (a key list): the wrapped key does not authenticate under that master key.
+        secure_bloom.errors.KmsUnavailableError
+            The KMS cannot be reached or does not answer in time.
+        """
+        ...
+
 
 
 #: Makes the client for one KMS instance: ``factory(kms_instance_id, kms_instance_url)``.
@@ -41,6 +93,23 @@ KmsClientFactory = Callable[[str, str], KmsClient]
 
 def is_kms_client(obj: object) -> bool:
     """True for a KMS client (has ``wrap_key`` and ``unwrap_key``), False for a factory (a
-    client class, whose methods are there unbound, is a factory)."""
+    client class, whose methods are there unbound, is a factory).
+
+    Parameters
+    ----------
+    obj : object
+        What a caller passed as ``kms=``: a client, or a factory of clients.
+
+    Returns
+    -------
+    bool
+        Whether ``obj`` is used as the client itself.
+
+    Raises
+    ------
+    None
+        Only attributes are looked at.
+    """
+
     return not isinstance(obj, type) and callable(getattr(obj, "wrap_key", None)) \
         and callable(getattr(obj, "unwrap_key", None))

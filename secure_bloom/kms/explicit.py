@@ -23,7 +23,25 @@ _ENCODINGS = ("base64", "hex", "text")
 
 
 def describe_key_id(key_metadata: bytes) -> str:
-    """A printable, bounded rendering of a key id for messages (key ids are not secret)."""
+    """A printable, bounded rendering of a key id for messages (key ids are not secret).
+
+    Parameters
+    ----------
+    key_metadata : bytes
+        A column's or the footer's ``key_metadata`` (under explicit keys: the key id's bytes).
+
+    Returns
+    -------
+    str
+        The ``repr`` of its first 64 bytes decoded as UTF-8 (undecodable bytes replaced),
+        followed by ``...`` when it is longer.
+
+    Raises
+    ------
+    None
+        Any bytes render.
+    """
+
     text = bytes(key_metadata[:64]).decode("utf-8", errors="replace")
     return repr(text) + ("..." if len(key_metadata) > 64 else "")
 

@@ -33,7 +33,26 @@ T = TypeVar("T")
 
 
 def column_key_reference(n: int) -> str:
-    """The external-storage reference of a file's n-th column key: ``columnKey<n>``."""
+    """The external-storage reference of a file's n-th column key: ``columnKey<n>``, the id
+    parquet-java's ``FileKeyWrapper`` gives it in the key-material sidecar (the footer key's is
+    :data:`FOOTER_KEY_REFERENCE`).
+
+    Parameters
+    ----------
+    n : int
+        The column key's number in the file's sidecar, counted from 0 in the order they are stored.
+
+    Returns
+    -------
+    str
+        ``"columnKey0"``, ``"columnKey1"``...
+
+    Raises
+    ------
+    None
+        ``n`` is not checked.
+    """
+
     return f"{_COLUMN_KEY_PREFIX}{n}"
 
 
@@ -336,23 +355,24 @@ class KeyMetadata:
         """Parse a file's key_metadata, once per distinct blob: the same bytes give the same
         (immutable) object, from a bounded cache of the last :data:`PARSED_KEY_METADATA` blobs
         (a file's key label, its unwrap and a lookup's recheck share one parse; key metadata
-        holds wrapped keys and ids, never a key). Raises :class:`MalformedKeyMaterialError`
-        (every time: a failure is not cached).
+        holds wrapped keys and ids, never a key).
 
         Parameters
         ----------
         key_metadata : bytes
-            A chunk's or the footer's key metadata.
+            A chunk's or the footer's key metadata, as stored in the file: key-tools JSON.
 
         Returns
         -------
         KeyMetadata
-            Internal material or a key reference.
+            Either the key material itself (internal storage) or a reference into the file's
+            key-material sidecar (``keyReference``).
 
         Raises
         ------
         secure_bloom.errors.MalformedKeyMaterialError
-            The JSON does not parse, or a field is missing or of the wrong type (named).
+            The JSON does not parse, or a field is missing or of the wrong type (the message
+            names it). Raised on every call with those bytes: failures are not cached.
         """
         raw = bytes(key_metadata)
         return _parsed_key_metadata(raw) if cls is KeyMetadata else _parse_key_metadata(cls, raw)

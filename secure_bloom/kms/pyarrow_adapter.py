@@ -27,6 +27,11 @@ class PyArrowKmsClient(pe.KmsClient):  # type: ignore[misc]
     ----------
     kms : KmsClient
         The client ``wrap_key`` / ``unwrap_key`` go to.
+
+    Raises
+    ------
+    TypeError
+        ``kms`` has no ``wrap_key`` / ``unwrap_key`` (a factory, not a client).
     """
 
     def __init__(self, kms: KmsClient) -> None:
@@ -36,9 +41,49 @@ class PyArrowKmsClient(pe.KmsClient):  # type: ignore[misc]
         self._kms = kms
 
     def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+        """Our client's :meth:`~secure_bloom.kms.client.KmsClient.wrap_key` (pyarrow calls it
+        with the KEK or DEK it made).
+
+        Parameters
+        ----------
+        key_bytes : bytes
+            The key to wrap (copied to ``bytes``: pyarrow may pass another buffer type).
+        master_key_identifier : str
+            The master key's id.
+
+        Returns
+        -------
+        str
+            The wrapped key.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            What the client raises, unchanged.
+        """
         return self._kms.wrap_key(bytes(key_bytes), master_key_identifier)
 
     def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        """Our client's :meth:`~secure_bloom.kms.client.KmsClient.unwrap_key`.
+
+        Parameters
+        ----------
+        wrapped_key : str
+            What ``wrap_key`` returned.
+        master_key_identifier : str
+            The master key's id.
+
+        Returns
+        -------
+        bytes
+            The key.
+
+        Raises
+        ------
+        secure_bloom.errors.SecureBloomError
+            What the client raises, unchanged (a ``KeyManagementError``, or
+            ``AuthenticationError`` from a local KMS).
+        """
         return self._kms.unwrap_key(wrapped_key, master_key_identifier)
 
     def __repr__(self) -> str:
@@ -90,7 +135,24 @@ def takes_connection_config(factory: object) -> bool:
     """True for pyarrow's factory shape ``f(KmsConnectionConfig) -> KmsClient`` (what
     ``CryptoFactory`` takes: one required positional parameter, e.g. ``lambda cfg: Client(cfg)``
     or a ``KmsClient`` subclass taking the config), False for a client or for our
-    ``f(kms_instance_id, kms_instance_url)``."""
+    ``f(kms_instance_id, kms_instance_url)``.
+
+    Parameters
+    ----------
+    factory : object
+        What a caller passed as ``kms=``.
+
+    Returns
+    -------
+    bool
+        True when ``factory`` is callable, not a client, and its signature has exactly one
+        required positional parameter (no ``*args``); False also when it has no signature.
+
+    Raises
+    ------
+    None
+        A signature that cannot be read counts as False.
+    """
     if factory is None or is_kms_client(factory) or not callable(factory):
         return False
     try:
@@ -106,7 +168,25 @@ def takes_connection_config(factory: object) -> bool:
 def instance_factory(kms: Any) -> Any:
     """``kms`` as our unwrapper takes it: a client or ``f(kms_instance_id, kms_instance_url)``
     stays as it is; pyarrow's ``f(KmsConnectionConfig)`` is called with a config naming the
-    instance (the key material's, or ``DEFAULT``)."""
+    instance (the key material's, or ``DEFAULT``).
+
+    Parameters
+    ----------
+    kms : object
+        A client, our factory, or pyarrow's factory.
+
+    Returns
+    -------
+    object
+        ``kms`` itself, or ``f(kms_instance_id, kms_instance_url)`` calling pyarrow's factory
+        with a ``KmsConnectionConfig`` of that id and URL (each call makes a client).
+
+    Raises
+    ------
+    None
+        The factory is not called here; what it raises comes from the returned function.
+    """
+
     if not takes_connection_config(kms):
         return kms
 

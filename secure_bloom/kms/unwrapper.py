@@ -140,7 +140,33 @@ class KeyUnwrapper:
 
     def unwrap_material(self, material: KeyMaterial, *,
                         footer_material: KeyMaterial | None = None) -> bytes:
-        """The data key wrapped in ``material``."""
+        """The data key wrapped in ``material``: unwrapped by the KMS (single wrapping), or
+        locally under its KEK (double wrapping; the KEK from the cache, or from the KMS on a miss).
+
+        Parameters
+        ----------
+        material : KeyMaterial
+            The key material (from ``key_metadata`` or the sidecar).
+        footer_material : KeyMaterial, optional
+            The footer's material, which names the KMS instance for column material.
+
+        Returns
+        -------
+        bytes
+            The data key (16, 24 or 32 bytes).
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            This unwrapper has no KMS.
+        secure_bloom.errors.KeyManagementError
+            The KMS refused or failed (``KeyAccessDeniedError``, ``KmsUnavailableError``...), or
+            its ``unwrap_key`` returned something other than bytes.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The KMS returned a key of the wrong length, or the KEK id is not Base64.
+        secure_bloom.errors.AuthenticationError
+            The wrapped DEK does not authenticate under its KEK.
+        """
         instance = self._instance(material if material.is_footer_key else footer_material)
         client = self._client(instance)
         master = material.master_key_id
@@ -165,7 +191,20 @@ class KeyUnwrapper:
     def recheck(self, grant: KeyGrant) -> None:
         """Raise as :meth:`unwrap` would now for the key ``grant`` names (the KMS refusing, the
         key gone), else return: the same KEK cache serves it, so with ``cache_lifetime_s=0``
-        each recheck asks the KMS. The key itself is dropped."""
+        each recheck asks the KMS. The key itself is dropped.
+
+        Parameters
+        ----------
+        grant : KeyGrant
+            What :meth:`FileKeyUnwrapper.grant` returned for a key given earlier.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            A plain key id no explicit key is given for, or key material and no KMS.
+        secure_bloom.errors.KeyManagementError
+            The KMS refuses or fails now, as :meth:`unwrap_material` raises.
+        """
         if grant.material is None:
             if self._explicit is None:
                 raise MissingKeyError(f"key_metadata {describe_key_id(grant.key_metadata)} is a plain key id and no "
@@ -182,7 +221,19 @@ class KeyUnwrapper:
         unwrapped under that KEK when the grant was made, and the KEK id names one KEK, so asking
         the KMS for the KEK is what decides whether the caller still gets the data key. Any
         other grant is rechecked once as :meth:`recheck` does. A refusal is not remembered:
-        every recheck of it asks again (and raises again)."""
+        every recheck of it asks again (and raises again).
+
+        Returns
+        -------
+        callable
+            ``recheck(grant) -> None``, raising as :meth:`recheck` does; it remembers the grants
+            and KEKs it has rechecked, for the one lookup it is given to.
+
+        Raises
+        ------
+        None
+            Nothing until it is called.
+        """
         asked: dict[int, KeyGrant] = {}  # id -> the grant itself (held: its id names no other object)
         keks: set[tuple[str, str, str, str]] = set()
 
@@ -336,7 +387,24 @@ class FileKeyUnwrapper:
         self._grants: dict[bytes, KeyGrant] = {}
 
     def store(self) -> KeyMaterialStore | None:
-        """The file's sidecar, loaded on first use (None without a data file)."""
+        """The file's sidecar, loaded on first use (None without a data file).
+
+        Returns
+        -------
+        KeyMaterialStore or None
+            The external key material of the file, loaded once (by ``load_sidecar`` when given,
+            else from the local sidecar beside ``data_file``).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyNotFoundError
+            The local sidecar does not exist.
+        secure_bloom.errors.MalformedKeyMaterialError
+            The sidecar is not valid key material.
+        Exception
+            Whatever ``load_sidecar`` raises (e.g. ``StorageUnavailableError``); the next call
+            tries again.
+        """
         with self._lock:
             if self._store is None and self._load_sidecar is not None:
                 self._store = self._load_sidecar()
@@ -354,7 +422,24 @@ class FileKeyUnwrapper:
         return key
 
     def grant(self, key_metadata: bytes) -> KeyGrant | None:
-        """How to recheck the key of ``key_metadata`` this unwrapper gave (None: not given)."""
+        """How to recheck the key of ``key_metadata`` this unwrapper gave (None: not given).
+
+        Parameters
+        ----------
+        key_metadata : bytes
+            A key metadata this unwrapper was called with.
+
+        Returns
+        -------
+        KeyGrant or None
+            Its grant (for :meth:`KeyUnwrapper.recheck`), or None when no key was given for it.
+
+        Raises
+        ------
+        None
+            A lookup only.
+        """
+
         return self._grants.get(bytes(key_metadata))
 
     def __repr__(self) -> str:

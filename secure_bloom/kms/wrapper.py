@@ -7,8 +7,9 @@ bits, ``os.urandom``) and wraps it:
 * double wrapping (default, as parquet-java): per master key one random 128-bit KEK with a
   random 16-byte KEK id, ``wrappedKEK = kms.wrap_key(KEK, masterKeyID)``, and
   ``wrappedDEK = Base64(nonce|AES-GCM(DEK)|tag)`` under the KEK with AAD = the raw KEK id. The
-  KEK is reused for ``kek_lifetime_s`` (all keys of all files under one master key meanwhile),
-  so a KMS is called once per master key per lifetime.
+  KEK is reused for ``kek_lifetime_s`` (all keys this wrapper wraps under one master key
+  meanwhile, in every file it writes), so a KMS is called once per master key per lifetime and
+  wrapper: files share KEKs only when they share the wrapper.
 
 The key_metadata is the material itself (internal storage) or, given a
 :class:`~secure_bloom.kms.sidecar.KeyMaterialStore`, a reference into it (external storage).

@@ -44,7 +44,19 @@ __all__ = ["ColumnHashing", "spark_column_hashing", "decimal_flba_width", "build
 @dataclass(frozen=True)
 class ColumnHashing:
     """How a Spark column's values are hashed: the physical type Spark writes, and how to
-    adjust the Arrow values first (``timestamp_unit`` for INT64 timestamps)."""
+    adjust the Arrow values first (``timestamp_unit`` for INT64 timestamps).
+
+    Parameters
+    ----------
+    physical_type : PhysicalType
+        The Parquet physical type Spark writes the column as.
+    type_length : int, optional
+        The width of a FIXED_LEN_BYTE_ARRAY (decimals: :func:`decimal_flba_width`).
+    timestamp_unit : str, optional
+        For INT64 timestamps, the unit Spark writes (``"us"`` or ``"ms"``), to which the Arrow
+        values are cast before hashing.
+    """
+
 
     physical_type: PhysicalType
     type_length: int | None = None

@@ -334,7 +334,35 @@ def run_java(
     text output captured, not checked.
 
     Pass secrets through ``stdin`` (with the harness's --conf-stdin), never in ``args``.
-    Raises JavaNotFoundError without java; subprocess.TimeoutExpired after ``timeout`` seconds.
+
+    Parameters
+    ----------
+    main_class : str
+        The fully qualified class with a ``main`` (e.g. ``io.securebloom.SigV4Tool``).
+    args : sequence of str, default ()
+        Its arguments (no secrets: they show in the process list).
+    timeout : float, default 120.0
+        Seconds before the JVM is killed.
+    stdin : str, optional
+        Text sent to its standard input (empty when None).
+    jvm_args : sequence of str
+        JVM options before ``-cp`` (default: ``-XX:+UseSerialGC -Xss4m``).
+    jars : sequence of pathlib.Path, optional
+        Jars first on the class path (default: the production jar, built if stale).
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        Exit code, stdout and stderr as text; a non-zero exit is not raised.
+
+    Raises
+    ------
+    secure_bloom.errors.JavaNotFoundError
+        No JDK (java / javac 17+) or no pyspark.
+    secure_bloom.errors.JvmError
+        The production jar had to be compiled and compiling failed.
+    subprocess.TimeoutExpired
+        The JVM ran longer than ``timeout`` seconds (it is killed).
     """
     cmd = [str(find_java("java")), *jvm_args, "-cp", classpath(jars), main_class, *args]
     return subprocess.run(cmd, input=stdin if stdin is not None else "", capture_output=True,
@@ -363,9 +391,43 @@ def run_json(
     """Run a main class that prints one JSON object (on the class path of :func:`run_java`) and
     return that object.
 
-    ``conf`` (Hadoop properties, secrets included) is sent on stdin with ``--conf-stdin``. A non-zero
-    exit raises JvmError carrying the harness's one-line error message.
+    ``conf`` (Hadoop properties, secrets included) is sent on stdin with ``--conf-stdin``.
+
+    Parameters
+    ----------
+    main_class : str
+        The fully qualified class with a ``main``.
+    args : sequence of str, default ()
+        Its arguments (no secrets).
+    conf : mapping of str to str, optional
+        Hadoop properties, one ``key=value`` line each on stdin.
+    timeout : float, default 120.0
+        Seconds before the JVM is killed.
+    jvm_args : sequence of str
+        JVM options before ``-cp``.
+    jars : sequence of pathlib.Path, optional
+        Jars first on the class path (default: the production jar).
+
+    Returns
+    -------
+    dict
+        The last line of stdout that starts with ``{``, parsed.
+
+    Raises
+    ------
+    ValueError
+        A ``conf`` name holding ``=`` or a newline, or a value holding a newline.
+    secure_bloom.errors.JvmError
+        A non-zero exit (carrying the harness's one-line error message), no JSON printed, or
+        the production jar failed to compile.
+    secure_bloom.errors.JavaNotFoundError
+        No JDK or no pyspark.
+    subprocess.TimeoutExpired
+        The JVM ran longer than ``timeout`` seconds.
+    json.JSONDecodeError
+        The JSON line does not parse.
     """
+
     full_args = [*args, "--conf-stdin"] if conf is not None else list(args)
     proc = run_java(main_class, full_args, timeout, stdin=_conf_lines(conf or {}),
                     jvm_args=jvm_args, jars=jars)

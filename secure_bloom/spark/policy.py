@@ -203,6 +203,27 @@ class AwsKmsConfig:
     own environment (executors included). ``deadline_s`` bounds each KMS call on the JVM,
     retries included. Master key ids are key ids or alias names (``alias/...``): parquet-java's
     ``column.keys`` syntax cannot carry the ``:`` of an ARN.
+
+    Parameters
+    ----------
+    region : str
+        The AWS region (``eu-west-1``...).
+    endpoint : str, optional
+        The KMS endpoint URL (``http://`` or ``https://``; e.g. a local emulator).
+    credentials_env : bool, default True
+        Put the credentials from the environment into the Hadoop conf (False: the JVM reads its
+        own environment).
+    access_key_env, secret_key_env, session_token_env : str
+        The environment variables the credentials are read from (default ``AWS_ACCESS_KEY_ID``,
+        ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``).
+    deadline_s : float, default 30.0
+        Seconds each KMS call may take on the JVM, retries included.
+
+    Raises
+    ------
+    ValueError
+        ``region`` is not a region name, ``endpoint`` not an http(s) URL, or ``deadline_s``
+        not > 0.
     """
 
     region: str
@@ -222,6 +243,20 @@ class AwsKmsConfig:
             raise ValueError(f"deadline_s must be > 0, not {self.deadline_s}")
 
     def hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop properties of this KMS: the client class, region, deadline and endpoint,
+        and with ``credentials_env`` the credentials (secrets: the policy's :class:`HadoopConf`
+        that holds them hides them in its repr).
+
+        Returns
+        -------
+        dict of str to str
+            The properties.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyAccessDeniedError
+            With ``credentials_env``: the access key id or secret key variable is not set.
+        """
         conf = {"parquet.encryption.kms.client.class": AWS_CLIENT,
                 "secure_bloom.kms.aws.region": self.region,
                 "secure_bloom.kms.aws.deadline.seconds": repr(float(self.deadline_s))}
@@ -257,15 +292,23 @@ class BloomFilterSpec:
     Parameters
     ----------
     ndv : int, optional
-        Expected distinct values per file.
+        Expected distinct values per file (``parquet.bloom.filter.expected.ndv``).
     fpp : float, optional
         False-positive probability, in (0, 1).
+    sizing : FilterSizing or str, optional
+        ``"fixed"``: one filter size across row groups and files; ``"per_row_group"`` (or None,
+        unless ``num_bytes`` is given) leaves sizing to parquet-java.
+    num_bytes : int, optional
+        That one size: a power of two of at least 32 bytes (``FIXED`` implied).
 
     Raises
     ------
     ValueError
-        ``ndv`` <= 0 or ``fpp`` outside (0, 1).
+        ``ndv`` <= 0, ``fpp`` outside (0, 1), ``num_bytes`` not a power of two >= 32, both
+        ``ndv`` and ``num_bytes``, ``num_bytes`` with ``"per_row_group"``, or an unknown
+        ``sizing``.
     """
+
 
     ndv: int | None = None
     fpp: float | None = None
@@ -296,7 +339,21 @@ class BloomFilterSpec:
 
     def expected_ndv(self) -> int | None:
         """The ``parquet.bloom.filter.expected.ndv`` to write: ``ndv``, or for ``num_bytes`` the
-        distinct count parquet-java sizes to exactly ``num_bytes`` at ``fpp`` (None: unset)."""
+        distinct count parquet-java sizes to exactly ``num_bytes`` at ``fpp`` (None: unset).
+
+        Returns
+        -------
+        int or None
+            ``ndv`` without ``num_bytes``; else the fewest distinct values for which
+            parquet-java's sizing (:func:`~secure_bloom.filter.optimal_num_bytes`) gives
+            ``num_bytes``.
+
+        Raises
+        ------
+        ValueError
+            No distinct count gives exactly ``num_bytes`` at ``fpp``.
+        """
+
         if self.num_bytes is None:
             return self.ndv
         fpp = DEFAULT_FPP if self.fpp is None else self.fpp

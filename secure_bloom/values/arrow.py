@@ -448,13 +448,17 @@ def stored_form(values: pa.Array, column: ColumnType) -> pa.Array:
     Returns
     -------
     pyarrow.Array
-        The values as the column stores them.
+        The values as the column stores them: an extension type's storage, view types as
+        ``large_binary``, float16 as its two bytes, times and timestamps in the stored unit,
+        date64 as date32.
 
     Raises
     ------
-    secure_bloom.errors.InvalidValueError
-        The array's type does not fit the column.
+    pyarrow.ArrowInvalid
+        A cast to the stored unit would lose data (never for values read from the column: they
+        go back to the unit they were stored in).
     """
+
     if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
     if pa.types.is_dictionary(values.type):

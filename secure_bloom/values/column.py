@@ -443,7 +443,30 @@ def query_hashes(value: Any, column: ColumnType, *, timezone: TimeZoneLike | Non
 
 
 def maybe_in(bloom_filter: _HashChecker | None, queries: Sequence[QueryHashes]) -> list[bool]:
-    """For each query, whether ``bloom_filter`` may hold its value (None: no filter, all "maybe")."""
+    """For each query, whether ``bloom_filter`` may hold its value (None: no filter, all "maybe").
+
+    All the queries' hashes are checked in one call; a value is "maybe" when any of its hashes
+    is (SQL equality can match several stored values: both zeros, the instants a naive time
+    names in a zone) or when it is always "maybe" (NaN).
+
+    Parameters
+    ----------
+    bloom_filter : SplitBlockBloomFilter or None
+        Anything with ``check_hashes(uint64 array) -> bool array``; None when the chunk has no
+        filter.
+    queries : sequence of QueryHashes
+        One per value (:func:`query_hashes`).
+
+    Returns
+    -------
+    list of bool
+        One per query, in order: False only where the filter rules the value out.
+
+    Raises
+    ------
+    None
+        Nothing of its own (the hashes were made and checked by :func:`query_hashes`).
+    """
     if bloom_filter is None:
         return [True] * len(queries)
     flat = np.array([h for q in queries for h in q.hashes], dtype=np.uint64)
@@ -460,7 +483,17 @@ class QueryBatch:
     One array of hashes serves every filter of every file whose column has this type: hash
     once, then check all filters (:meth:`SplitBlockBloomFilter.check_many
     <secure_bloom.filter.SplitBlockBloomFilter.check_many>`) and fold with :meth:`answers`.
+
+    Parameters
+    ----------
+    hashes : numpy.ndarray of uint64
+        Every value's hashes, one after another.
+    starts : numpy.ndarray of int
+        ``len(self) + 1`` offsets into ``hashes``: value ``i``'s run and the end.
+    always_maybe : numpy.ndarray of bool
+        Per value: it is "maybe" whatever the filter says.
     """
+
 
     hashes: np.ndarray
     starts: np.ndarray

@@ -73,7 +73,30 @@ class ColumnType(Protocol):
 
 
 def column_error(column: ColumnType, value: Any, why: str) -> InvalidValueError:
-    """``InvalidValueError`` naming the column, its type and (shortened) the value."""
+    """``InvalidValueError`` naming the column, its type and (shortened) the value.
+
+    Parameters
+    ----------
+    column : ColumnType
+        The column the value was meant for.
+    value : object
+        The value (shown as its ``repr``, cut to 80 characters; an int too long for a decimal
+        ``repr`` by its bit length).
+    why : str
+        What is wrong, continuing the sentence (``"cannot be probed: Bloom filters do not record
+        nulls"``).
+
+    Returns
+    -------
+    secure_bloom.errors.InvalidValueError
+        ``column 'PATH' (TYPE): VALUE WHY``, for the caller to raise.
+
+    Raises
+    ------
+    None
+        The error is returned, not raised.
+    """
+
     try:
         shown = repr(value)
     except ValueError:  # an int beyond sys.get_int_max_str_digits() has no decimal repr

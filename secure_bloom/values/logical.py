@@ -54,7 +54,20 @@ _INT96_RANGE = "outside the INT96 range (Julian day 0..2^32-1)"
 @dataclass(frozen=True)
 class NanoTimestamp:
     """A ``datetime`` plus the nanoseconds below its microsecond (0..999), without pandas: what
-    timestamp text with seven to nine fractional digits parses to. Naive or aware like ``datetime``."""
+    timestamp text with seven to nine fractional digits parses to. Naive or aware like ``datetime``.
+
+    Parameters
+    ----------
+    datetime : datetime.datetime
+        The instant to the microsecond.
+    nanosecond : int, default 0
+        The nanoseconds below it (0..999).
+
+    Raises
+    ------
+    ValueError
+        ``nanosecond`` outside 0..999.
+    """
 
     datetime: dt.datetime
     nanosecond: int = 0
@@ -64,6 +77,19 @@ class NanoTimestamp:
             raise ValueError(f"nanosecond must be 0..999, got {self.nanosecond}")
 
     def isoformat(self) -> str:
+        """ISO 8601 text with nine fractional digits (``2024-01-02T03:04:05.123456789+00:00``).
+
+        Returns
+        -------
+        str
+            ``datetime.isoformat(timespec="microseconds")`` with the three nanosecond digits
+            inserted before any UTC offset.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         text = self.datetime.isoformat(timespec="microseconds")
         cut = len(self.datetime.replace(tzinfo=None).isoformat(timespec="microseconds"))
         return f"{text[:cut]}{self.nanosecond:03d}{text[cut:]}"
@@ -293,7 +319,30 @@ def time_of_day_nanos(value: dt.time, *, adjusted_to_utc: bool | None, nanos: in
     does (``01:00+02:00`` is ``23:00``); a local column (not adjusted, or not known to be) refuses
     it. A time zone without a fixed offset (a named zone, whose offset depends on a date a time
     of day does not have) is refused: either is :class:`InvalidValueError`, never a dropped offset.
+
+    Parameters
+    ----------
+    value : datetime.time
+        The time of day, naive or with a fixed UTC offset.
+    adjusted_to_utc : bool or None
+        The column's ``isAdjustedToUTC`` (None: not known).
+    nanos : int, default 0
+        Nanoseconds below the microsecond (0..999).
+
+    Returns
+    -------
+    int
+        Nanoseconds after midnight, 0 .. 86_399_999_999_999 (UTC for an adjusted column given an
+        offset).
+
+    Raises
+    ------
+    ValueError
+        ``nanos`` outside 0..999.
+    secure_bloom.errors.InvalidValueError
+        An offset on a column not adjusted to UTC, or a zone without a fixed offset.
     """
+
     if not 0 <= nanos <= 999:
         raise ValueError(f"nanos must be 0..999 (sub-microsecond part), got {nanos}")
     total = (((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond) * 1000 + nanos

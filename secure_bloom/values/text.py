@@ -102,8 +102,10 @@ def parse_time_text(text: str, *, adjusted_to_utc: bool | None) -> Any:
     Raises
     ------
     secure_bloom.errors.InvalidValueError
-        The text does not parse , or has an offset for a local TIME column.
+        The text is not an ISO-8601 time, has more than 9 fractional digits, or has a UTC
+        offset while the column holds local times (``adjusted_to_utc`` not True).
     """
+
     # "Z" spelled as an offset: Python 3.10's fromisoformat reads only "+00:00"
     body, extra = _split_nanos(re.sub(r"[Zz]$", "+00:00", text.strip()))
     try:

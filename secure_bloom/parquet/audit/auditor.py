@@ -471,13 +471,10 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     as locally (:func:`~secure_bloom.parquet.audit.discover.discover`), and files are read by range
     reads only.
 
-    Returns an :class:`AuditReport`; ``report.is_compliant`` is True only when every file was
-    fully checked and no rule was violated. Leftovers of an interrupted ``attach`` in the
-    directories searched are listed in ``report.notices``. ``timeouts``
-    (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`) bound each request to the stores of URI
-    ``paths`` (default: those of ``store_timeouts``): a store that never answers is "could not
-    check" (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` per file.
-    ``hide_filter_sizes`` and ``assumed_fpp`` as for :func:`audit_file`.
+    A problem with a file (missing, not Parquet, a key the caller lacks, a store that does not
+    answer) is not raised: the file is "could not check" in the report, and the audit goes on.
+    Leftovers of an interrupted ``attach`` in the directories searched are listed in
+    ``report.notices``.
 
     Parameters
     ----------
@@ -499,9 +496,10 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     filesystem : pyarrow.fs.FileSystem, optional
         The filesystem ``paths`` are on.
     timeouts : StoreTimeouts, optional
-        Bound each request to the stores of URI ``paths`` (default: those of ``store_timeouts``):
-        a store that never answers is "could not check" (``STORAGE_UNAVAILABLE``) after about
-        ``attempts * request_s`` per file.
+        How long each request to the store of a URI path waits
+        (:class:`~secure_bloom.parquet.file.sources.StoreTimeouts`; default: those of
+        ``store_timeouts``): a store that never answers makes its files "could not check"
+        (``STORAGE_UNAVAILABLE``) after about ``attempts * request_s`` each.
     hide_filter_sizes : bool, default False
         Fail (``FILTER_SIZES_VARY``) a file whose sensitive columns' filters differ in size or
         module length, or that some row groups lack (sizes are visible without a key).
@@ -519,9 +517,9 @@ def audit(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     TypeError
         ``keys`` is none of those, or ``policy`` is not a :class:`~secure_bloom.parquet.audit.policy.Policy`.
     ValueError
-        Neither ``policy`` nor ``sensitive_columns`` names a column to check.
-    FileNotFoundError
-        A path does not exist.
+        Neither ``policy`` nor ``sensitive_columns`` names a column to check, or
+        ``assumed_fpp`` is outside (0, 1). A path that does not exist is not raised: it is a
+        "could not check" file (``FILE_NOT_FOUND``).
 
     Examples
     --------

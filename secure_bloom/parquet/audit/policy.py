@@ -75,7 +75,26 @@ class FilterRequirement(str, Enum):
 
 
 def match_sensitive(name: str, columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
-    """Leaves a name covers: exact path, or a group prefix; else case-insensitively."""
+    """Leaves a name covers: exact path, or a group prefix; else case-insensitively.
+
+    Parameters
+    ----------
+    name : str
+        A column path as a user gives it (``--sensitive``, a rule's ``path``): a leaf or a group.
+    columns : sequence of ColumnInfo
+        The file's leaf columns.
+
+    Returns
+    -------
+    tuple of ColumnInfo
+        The leaves whose path is ``name`` or lies under the group ``name``, compared exactly;
+        only when none does, compared case-insensitively (``casefold``). Empty: no such column.
+
+    Raises
+    ------
+    None
+        A name that matches nothing gives an empty tuple.
+    """
     def matches(fold: Callable[[str], str]) -> tuple[ColumnInfo, ...]:
         want = fold(name)
         return tuple(c for c in columns if fold(c.path) == want or fold(c.path).startswith(want + "."))
@@ -146,6 +165,9 @@ class ColumnRule:
         The lowest effective false-positive rate a filter may have.
     max_bitset_bytes : int, optional
         The largest filter allowed.
+    hide_filter_sizes : bool, default False
+        Every row group's filter of the column must have one size (a filter's size tells how
+        many distinct values its row group holds; ``docs/security-model/filter-sizes.md``).
     description : str, default ""
         Shown in reports.
     line : int, optional
@@ -176,7 +198,20 @@ class ColumnRule:
             raise PolicyError(f"column rule {self.path!r}: {problem}")
 
     def problem(self) -> str | None:
-        """What makes this rule unusable or self-contradictory, or None."""
+        """What makes this rule unusable or self-contradictory, or None (the check the
+        constructor makes before it raises).
+
+        Returns
+        -------
+        str or None
+            The first problem found, as the :class:`~secure_bloom.errors.PolicyError` message
+            says it; None for a usable rule.
+
+        Raises
+        ------
+        None
+            Problems are returned, not raised.
+        """
         if not self.path or self.path != self.path.strip():
             return "path must be a non-empty column path without surrounding spaces"
         if self.is_glob:
@@ -219,7 +254,25 @@ class ColumnRule:
         return f"rule {self.path!r}" + (f" (line {self.line})" if self.line is not None else "")
 
     def matches(self, columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
-        """The leaves this rule covers among ``columns``."""
+        """The leaves this rule covers among ``columns``.
+
+        Parameters
+        ----------
+        columns : sequence of ColumnInfo
+            The file's leaf columns.
+
+        Returns
+        -------
+        tuple of ColumnInfo
+            For a path, what :func:`match_sensitive` finds; for a glob, the leaves of which the
+            glob matches the whole path or a group above it (``*`` and ``?`` within one part,
+            ``**`` across parts), compared exactly.
+
+        Raises
+        ------
+        None
+            The glob was checked when the rule was made.
+        """
         if not self.is_glob:
             return match_sensitive(self.path, columns)
         regex = _glob_regex(self.path)
@@ -231,7 +284,25 @@ class ColumnRule:
         return tuple(c for c in columns if covered(c.path))
 
     def covers_path(self, path: str) -> bool:
-        """Whether this rule covers the (leaf or group) path ``path``, by name alone."""
+        """Whether this rule covers the (leaf or group) path ``path``, by name alone (no schema:
+        how a policy finds rules that contradict each other).
+
+        Parameters
+        ----------
+        path : str
+            A dotted column path, leaf or group.
+
+        Returns
+        -------
+        bool
+            For a path rule: ``path`` is the rule's path, under it or a group above it
+            (exact case). For a glob: the glob matches ``path`` or a group above it.
+
+        Raises
+        ------
+        None
+            The glob was checked when the rule was made.
+        """
         if not self.is_glob:
             return path == self.path or path.startswith(self.path + ".") or self.path.startswith(path + ".")
         parts = path.split(".")
@@ -239,6 +310,19 @@ class ColumnRule:
         return any(regex.fullmatch(".".join(parts[:n])) for n in range(1, len(parts) + 1))
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON-ready data (an item of the report's ``policy.rules``).
+
+        Returns
+        -------
+        dict
+            Every field by its name: tuples as lists, ``filter`` as its value
+            (``"required"``...), unset options as None.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"path": self.path, "glob": self.glob, "sensitive": self.sensitive,
                 "master_keys": None if self.master_keys is None else list(self.master_keys),
                 "filter": self.filter.value,
@@ -311,20 +395,23 @@ class Policy:
         Parameters
         ----------
         names : iterable of str
-            Sensitive column names.
+            Sensitive column names (stripped; blank ones and repeats are dropped).
         allow_footer_key : bool, default False
             Accept filters under the footer key.
+        hide_filter_sizes : bool, default False
+            Each rule requires one filter size per column in a file.
 
         Returns
         -------
         Policy
-            One rule per name.
+            One rule per distinct name, in the order given.
 
         Raises
         ------
         ValueError
-            No name (duplicates and blank names are dropped).
+            No name is left.
         """
+
         rules = tuple(ColumnRule(path=name, hide_filter_sizes=hide_filter_sizes)
                       for name in dict.fromkeys(n.strip() for n in names) if name)
         if not rules:
@@ -601,5 +688,25 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
 
 
 def match_leaves(policy: Policy, columns: Sequence[ColumnInfo]) -> dict[str, tuple[ColumnInfo, ...]]:
-    """Rule path -> the leaves it covers among ``columns``."""
+    """Rule path -> the leaves it covers among ``columns``.
+
+    Parameters
+    ----------
+    policy : Policy
+        The policy whose rules are matched.
+    columns : sequence of ColumnInfo
+        The file's leaf columns.
+
+    Returns
+    -------
+    dict of str to tuple of ColumnInfo
+        Each rule's ``path`` and what :meth:`ColumnRule.matches` gives (empty for a rule that
+        covers no column).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
+
     return {rule.path: rule.matches(columns) for rule in policy.rules}

@@ -115,7 +115,26 @@ _SEVERITY = {code: Severity.WARNING if code is Code.SENSITIVE_COLUMN_MISSING els
 
 
 def location(leaf: str, row_groups: Sequence[int]) -> str:
-    """``column 'a.b', row groups 0-3, 7``: where a finding applies."""
+    """``column 'a.b', row groups 0-3, 7``: where a finding applies.
+
+    Parameters
+    ----------
+    leaf : str
+        The leaf column path.
+    row_groups : sequence of int
+        The row groups concerned (empty: the whole file, no row groups named).
+
+    Returns
+    -------
+    str
+        ``column 'LEAF'``, then ``, row group N`` or ``, row groups`` and
+        :func:`format_row_groups` of them.
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     where = f"column {leaf!r}"
     if row_groups:
         plural = "s" if len(set(row_groups)) > 1 else ""
@@ -124,7 +143,23 @@ def location(leaf: str, row_groups: Sequence[int]) -> str:
 
 
 def format_row_groups(numbers: Sequence[int]) -> str:
-    """``0-3, 7, 9, 10``: runs of three or more collapse to a range."""
+    """``0-3, 7, 9, 10``: runs of three or more collapse to a range.
+
+    Parameters
+    ----------
+    numbers : sequence of int
+        Row group numbers, in any order, repeats allowed.
+
+    Returns
+    -------
+    str
+        The distinct numbers in ascending order, comma-separated; empty for none.
+
+    Raises
+    ------
+    TypeError
+        A number that does not compare with the others (sorting fails).
+    """
     parts: list[str] = []
     nums = sorted(set(numbers))
     i = 0
@@ -179,6 +214,20 @@ class Finding:
         return f"{text} ({self.detail})" if self.detail else text
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as JSON-ready data (an item of ``violations`` / ``warnings`` in
+        ``audit --json``, docs/reference/json.md).
+
+        Returns
+        -------
+        dict
+            ``code``, ``severity``, ``file``, ``column``, ``leaf``, ``row_groups`` (a list) and
+            ``message`` (:attr:`message`, detail included).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"code": self.code.value, "severity": self.severity.value, "file": self.file,
                 "column": self.column, "leaf": self.leaf, "row_groups": list(self.row_groups),
                 "message": self.message}
@@ -194,6 +243,17 @@ class FilterSizes:
     ``unseen`` are the row groups whose filter location is in metadata the audit could not
     decrypt. ``assumed_fpp`` is the false-positive rate the implied counts assume the writer
     sized for (the file does not record it).
+
+    Parameters
+    ----------
+    leaf : str
+        The leaf column path.
+    sizes : tuple of (int or None, int or None, tuple of int)
+        ``(num_bytes, stored_bytes, row_groups)`` per distinct size, largest first.
+    assumed_fpp : float
+        The false-positive rate the implied distinct counts assume.
+    unseen : tuple of int, default ()
+        Row groups whose filter location the audit could not decrypt.
     """
 
     leaf: str
@@ -213,6 +273,7 @@ class FilterSizes:
         Parameters
         ----------
         num_bytes : int
+            A bitset size in bytes.
 
         Returns
         -------
@@ -253,6 +314,22 @@ class FilterSizes:
                 f"(at fpp {self.assumed_fpp:g}: {sizes}{unseen})")
 
     def to_dict(self) -> dict[str, Any]:
+        """The sizes as JSON-ready data (an item of a column's ``filter_sizes`` in
+        ``audit --json``).
+
+        Returns
+        -------
+        dict
+            ``leaf``, ``uniform``, ``distinct_sizes``, ``assumed_fpp``, ``sizes`` (each with
+            ``num_bytes``, ``stored_bytes``, ``row_groups`` and ``implied_ndv`` as
+            ``[low, high]``, high None for no bound; all None for row groups without a filter),
+            ``unseen_row_groups`` and ``summary``.
+
+        Raises
+        ------
+        None
+            Sizes come from validated headers, within what ``implied_ndv`` takes.
+        """
         return {"leaf": self.leaf, "uniform": self.uniform, "distinct_sizes": len(self.sizes),
                 "assumed_fpp": self.assumed_fpp,
                 "sizes": [{"num_bytes": n, "stored_bytes": stored, "row_groups": list(rgs),
@@ -277,6 +354,8 @@ class ColumnResult:
         For a could-not-check result, what was missing (e.g. the column key), row groups included.
     filters_checked : int
         Filters read and checked.
+    filter_sizes : tuple of FilterSizes
+        What the filters' sizes show without a key, per leaf with filters.
     """
 
     column: str
@@ -299,6 +378,20 @@ class ColumnResult:
         return Status.PASS
 
     def to_dict(self) -> dict[str, Any]:
+        """The column's check as JSON-ready data (an item of a file's ``columns`` in
+        ``audit --json``).
+
+        Returns
+        -------
+        dict
+            ``column``, ``status``, ``leaves``, ``filters_checked``, ``findings``,
+            ``could_not_check`` and ``filter_sizes`` (lists of the items' ``to_dict``).
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"column": self.column, "status": self.status.value, "leaves": list(self.leaves),
                 "filters_checked": self.filters_checked,
                 "findings": [f.to_dict() for f in self.findings],
@@ -357,7 +450,20 @@ class FileResult:
 
     def failure_lines(self) -> list[str]:
         """One line per violation (file, row groups, column, code, message) and per
-        could-not-check reason; empty for a pass (what the pytest plugin's failures show)."""
+        could-not-check reason; empty for a pass (what the pytest plugin's failures show).
+
+        Returns
+        -------
+        list of str
+            One ``COULD NOT CHECK [KIND] error`` line for a file that could not be opened; else
+            ``FILE: row groups ..., column 'LEAF': CODE: message`` per violation (warnings left
+            out), then ``FILE: COULD NOT CHECK reason`` per unchecked reason.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         if self.error is not None:
             return [f"COULD NOT CHECK [{self.error_kind}] {self.error}"]
         lines = []
@@ -371,7 +477,21 @@ class FileResult:
         return lines
 
     def to_dict(self) -> dict[str, Any]:
+        """The file's audit as JSON-ready data (an item of ``files`` in ``audit --json``).
+
+        Returns
+        -------
+        dict
+            ``file``, ``status``, ``row_groups``, ``footer_mode``, ``algorithm``, ``error``
+            (None, or ``{"kind", "message"}``), ``bytes_read`` and ``columns``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return {"file": self.file, "status": self.status.value, "row_groups": self.row_groups,
+
                 "footer_mode": self.footer_mode, "algorithm": self.algorithm,
                 "error": None if self.error is None else {"kind": self.error_kind, "message": self.error},
                 "bytes_read": self.bytes_read, "columns": [c.to_dict() for c in self.columns]}

@@ -61,7 +61,19 @@ SAMPLE_SIZE = 64
 
 @dataclass(frozen=True)
 class NewFilter:
-    """A filter to write for ``chunk``; ``sample`` holds hashes of values it must contain."""
+    """A filter to write for ``chunk``; ``sample`` holds hashes of values it must contain.
+
+    Parameters
+    ----------
+    chunk : ColumnChunk
+        The column chunk the filter belongs to, as the reader describes it (its metadata gets
+        the filter's offset and length).
+    bf : SplitBlockBloomFilter
+        The filter, built from every value of the chunk.
+    sample : numpy.ndarray of uint64
+        Up to :data:`SAMPLE_SIZE` of those hashes (:func:`sample_of`): the written filter is
+        read back and each must be found in it before the file is published.
+    """
 
     chunk: ColumnChunk
     bf: SplitBlockBloomFilter
@@ -94,7 +106,20 @@ def sample_of(hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 class FilterTail:
     """What follows the pages: ``blobs[i]`` (the i-th filter) at ``offsets[i]``, then ``tail``
     (footer, its 4-byte length, magic). ``start`` is where the first filter goes (the old
-    footer's offset) and ``size`` the whole file's size."""
+    footer's offset) and ``size`` the whole file's size.
+
+    Parameters
+    ----------
+    start : int
+        Where the first filter goes: the old footer's offset.
+    blobs : tuple of bytes
+        The filters as stored (header and bitset; each module with its length prefix when
+        encrypted), in file order.
+    offsets : tuple of int
+        Where each blob starts (the ``bloom_filter_offset`` the new footer records).
+    tail : bytes
+        The new footer (encrypted or signed as the file's was), its 4-byte length and the magic.
+    """
 
     start: int
     blobs: tuple[bytes, ...]
@@ -107,7 +132,20 @@ class FilterTail:
         return self.start + sum(len(b) for b in self.blobs) + len(self.tail)
 
     def chunks(self) -> list[bytes]:
+        """The bytes to write from :attr:`start` on, in order.
+
+        Returns
+        -------
+        list of bytes
+            The blobs, then the tail.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
         return [*self.blobs, self.tail]
+
 
 
 def check_round_trip(thrift_obj: Any, original: bytes, what: str) -> None:

@@ -543,22 +543,32 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
 
     Raises
     ------
+    ValueError
+        ``fpp`` outside (0, 1), a negative ``ndv``, an unknown ``sizing`` or no column (checked
+        before ``src`` is opened).
+    TypeError
+        Both ``bloom_filter_max_bytes`` and ``max_bytes`` are given.
     secure_bloom.errors.AttachError
-        ``src`` is not a file, or ``dst`` is ``src`` without ``in_place``.
+        ``src`` is not a file, ``dst`` is ``src`` without ``in_place``, the destination
+        directory does not exist, a column is given twice with different options or a fixed
+        size over the cap; and any failure that is not one of the library's own errors (an
+        ``OSError`` reading ``src`` or writing ``dst``: the message names it).
     secure_bloom.errors.DestinationExistsError
         ``dst`` exists (or appeared meanwhile) and ``overwrite`` is False.
     secure_bloom.errors.SourceChangedError
         ``src`` was modified or replaced while it was read; nothing was written.
-    secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
-        A plaintext filter would be written for an encrypted column.
     secure_bloom.errors.ColumnNotFoundError
         A column is not in the file.
-    ValueError
-        ``fpp`` outside (0, 1), ``ndv`` < 1, or a BOOLEAN column.
+    secure_bloom.errors.UnsupportedParquetFeatureError
+        A BOOLEAN column (Bloom filters never hold booleans), or a footer that does not
+        re-serialise to its own bytes (fields this version would drop).
     secure_bloom.errors.KeyManagementError
-        A key of an encrypted ``src`` cannot be obtained.
-    OSError
-        ``src`` cannot be read or ``dst`` written.
+        A key of an encrypted ``src`` cannot be obtained (``MissingKeyError``: the footer key
+        is always needed, to re-encrypt or re-sign the footer).
+    secure_bloom.errors.ParquetFileError
+        ``src`` is malformed, or already holds a plaintext filter on an encrypted column
+        (``PlaintextFilterOnEncryptedColumnError``).
+
 
     Examples
     --------

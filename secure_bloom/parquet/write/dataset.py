@@ -229,16 +229,27 @@ def write_to_dataset(table: pa.Table, root_path: Any, *, partition_cols: Sequenc
     Raises
     ------
     TypeError
-        An option has the wrong type.
+        ``table`` is not a Table, ``encryption`` or ``kms`` is missing (a plaintext dataset is
+        pyarrow's to write), both ``partition_cols`` and ``partitioning``, or another option of
+        the wrong type.
     ValueError
-        An option is out of range or names an unknown, BOOLEAN or map column; raised before any
-        KMS call or write.
-    secure_bloom.errors.KeyManagementError
-        The KMS refused or could not wrap a data key.
-    OSError
-        The destination cannot be written.
+        An option out of range, a layout other than hive, a ``basename_template`` without
+        ``{i}``, or a Bloom filter option naming an unknown, BOOLEAN or map column.
+    secure_bloom.errors.ColumnNotFoundError
+        A partition column is not in the table.
     secure_bloom.errors.DestinationExistsError
         ``existing_data_behavior="error"`` and the root holds files.
+    secure_bloom.errors.ConfigurationError
+        A URI ``root_path`` pyarrow cannot open.
+    secure_bloom.errors.KeyManagementError
+        The KMS refused or could not wrap a data key (files written before stay).
+    secure_bloom.errors.StorageUnavailableError
+        The object store of a URI does not answer.
+    OSError
+        The destination cannot be written.
+
+    Every error but the last three is raised before any KMS call or write.
+
 
     Examples
     --------

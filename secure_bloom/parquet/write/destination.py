@@ -24,7 +24,15 @@ __all__ = ["Destination", "destination_of", "check_local_target", "publish_bytes
 
 @dataclass(frozen=True)
 class Destination:
-    """Where the file goes: a local path (``filesystem`` None) or a path on a pyarrow filesystem."""
+    """Where the file goes: a local path (``filesystem`` None) or a path on a pyarrow filesystem.
+
+    Parameters
+    ----------
+    path : str
+        The local path, or the path on ``filesystem`` (``bucket/key`` for an object store).
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem; None for the local disk.
+    """
 
     path: str
     filesystem: Any = None
@@ -88,7 +96,23 @@ def destination_of(where: Any, filesystem: Any, timeouts: StoreTimeouts | None =
 
 
 def check_local_target(target: Path) -> None:
+    """Refuse a local destination that cannot be written before any work is done: its directory
+    must exist and it must not be a directory itself.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The file to be written.
+
+    Raises
+    ------
+    FileNotFoundError
+        The directory does not exist.
+    IsADirectoryError
+        ``target`` is a directory.
+    """
     if not target.parent.is_dir():
+
         raise FileNotFoundError(f"{target.parent}: the destination directory does not exist")
     if target.is_dir():
         raise IsADirectoryError(f"{target}: is a directory")
@@ -120,23 +144,30 @@ def publish_bytes(data: bytes, target: Path) -> None:
 
 
 def write_object(filesystem: Any, path: str, data: Any) -> None:
-    """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``; a store that cannot be
-    reached is :class:`~secure_bloom.errors.StorageUnavailableError` (``storage_error``).
+    """Write ``data`` (bytes, or a buffer) as one object on ``filesystem``: one output stream,
+    one write, closed (an object store publishes the object at the close).
 
     Parameters
     ----------
     filesystem : pyarrow.fs.FileSystem
         The store.
     path : str
-        The object's path.
-    data : bytes
+        The object's path on it.
+    data : bytes or buffer
         The content.
 
     Raises
     ------
+    secure_bloom.errors.StorageUnavailableError
+        The store cannot be reached (after the filesystem's own bounded retries).
+    PermissionError
+        The store denies access.
+    FileNotFoundError
+        The bucket does not exist.
     OSError
-        The file or store cannot be read or written.
+        Any other failure pyarrow reports, as it is.
     """
+
     try:
         stream = filesystem.open_output_stream(path)
         try:

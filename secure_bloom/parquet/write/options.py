@@ -231,9 +231,10 @@ class ColumnSpec:
 
     Raises
     ------
-    None
-        Nothing when made; attach and the writers check ``ndv`` >= 1 and ``fpp`` in (0, 1)
-        (``ValueError``) before they read or write anything.
+    ValueError
+        ``ndv`` is not a non-negative int, ``fpp`` not in (0, 1), ``sizing`` not a
+        :class:`~secure_bloom.types.FilterSizing` value, or ``num_bytes`` not a power of two from
+        32 bytes to 128 MiB (checked when the spec is made, before anything is read or written).
 
     Examples
     --------
@@ -259,7 +260,33 @@ class ColumnSpec:
     def resolved(self, info: ColumnInfo, fpp: float | Mapping[str, float],
                  ndv: int | Mapping[str, int] | None, sizing: FilterSizing = FilterSizing.PER_ROW_GROUP) -> ColumnSpec:
         """This spec for the leaf ``info``, each unset option taken from the call-wide ``fpp`` /
-        ``ndv`` (one value, or a mapping leaf path -> value) and ``sizing``."""
+        ``ndv`` (one value, or a mapping leaf path -> value) and ``sizing``.
+
+        Parameters
+        ----------
+        info : ColumnInfo
+            The leaf this spec was matched to (its path becomes the spec's).
+        fpp : float or mapping of str to float
+            The call-wide false-positive rate; a leaf missing from a mapping gets
+            :data:`DEFAULT_FPP`.
+        ndv : int, mapping of str to int, or None
+            The call-wide distinct count (None, or a leaf missing from a mapping: count each
+            chunk's values).
+        sizing : FilterSizing, default PER_ROW_GROUP
+            The call-wide sizing.
+
+        Returns
+        -------
+        ColumnSpec
+            A new spec with ``path`` the leaf's dotted path and every option set (``ndv`` may
+            stay None).
+
+        Raises
+        ------
+        ValueError
+            A call-wide value taken is out of range (the new spec checks it as any spec does).
+        """
+
         return ColumnSpec(info.path,
                           ndv=self.ndv if self.ndv is not None else _per_column(ndv, info.path, None),
                           fpp=self.fpp if self.fpp is not None else float(_per_column(fpp, info.path, DEFAULT_FPP)),

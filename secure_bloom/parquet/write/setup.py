@@ -86,7 +86,23 @@ def need_encryption_and_kms(encryption: Any, kms: Any, function: str) -> None:
 class BloomColumn:
     """A leaf column to give Bloom filters: the leaf as pyarrow writes it, the index of its
     top-level Arrow field, and its options (``ndv`` None: each row group's exact distinct count;
-    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`)."""
+    ``sizing`` and ``num_bytes`` as :func:`~secure_bloom.parquet.write.options.check_sizing`).
+
+    Parameters
+    ----------
+    info : ColumnInfo
+        The leaf, as pyarrow writes it (path, physical and logical type, ordinal).
+    field : int
+        The index of its top-level field in the Arrow schema.
+    ndv : int or None
+        The distinct count to size each filter for; None: each row group's exact count.
+    fpp : float
+        The false-positive rate.
+    sizing : FilterSizing, default PER_ROW_GROUP
+        ``FIXED``: one size for all the column's filters.
+    num_bytes : int, optional
+        That one size (a power of two), when given.
+    """
 
     info: ColumnInfo
     field: int
@@ -113,17 +129,26 @@ def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[i
     ----------
     options : dict or None
         pyarrow's ``bloom_filter_options``.
+    max_bytes : int, optional
+        The filter size cap a ``num_bytes`` must not exceed.
 
     Returns
     -------
     dict
-        column path -> (ndv or None, fpp).
+        Column path -> ``(ndv or None, fpp, sizing, num_bytes or None)``, for every column whose
+        value is not False (empty for None); ``fpp`` defaults to 0.01.
 
     Raises
     ------
-    TypeError, ValueError
-        A value of another shape, ``ndv`` < 1 or ``fpp`` outside (0, 1).
+    TypeError
+        ``options`` is not a mapping, a key is not a non-empty string, or a value is neither a
+        bool nor a mapping.
+    ValueError
+        An unknown option, an ``ndv`` that is not an int >= 1, ``fpp`` outside (0, 1), an
+        unknown ``sizing``, or a ``num_bytes`` that is not a power of two within the cap (the
+        message names the column).
     """
+
     if options is None:
         return {}
     if not isinstance(options, Mapping):
@@ -267,9 +292,31 @@ def _check_encryption(encryption: Any, leaves: Sequence[ColumnInfo]) -> None:
 
 @dataclass(frozen=True)
 class WriteSetup:
-    """One writer's checked options, shared by the files of a dataset; ``key_tools`` gives each
-    file its CryptoFactory and KeyAccess (shared with other writes of the same key configuration
-    within the cache lifetime: :mod:`.key_tools`)."""
+    """One writer's checked options, shared by the files of a dataset (what :func:`check_setup`
+    returns; made once per writer, so every file of a dataset is checked the same way).
+    ``key_tools`` gives each file its CryptoFactory and KeyAccess, shared with other writes of the
+    same key configuration within the cache lifetime (:mod:`.key_tools`).
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The table's schema.
+    leaves : tuple of ColumnInfo
+        Every leaf column as pyarrow writes it, in file order.
+    columns : tuple of BloomColumn
+        The leaves that get Bloom filters, with their options.
+    encryption : EncryptionConfiguration or None
+        pyarrow's encryption options (None: a plaintext file).
+    kms_config : KmsConnectionConfig
+        The connection config given to the KMS client factory.
+    key_tools : WriteKeyTools
+        Each file's CryptoFactory (its data keys, and KEKs shared within the cache lifetime) and
+        the KeyAccess the written file is read back with to verify it.
+    max_bytes : int
+        The filter size cap.
+    writer_options : dict
+        The remaining pyarrow writer options.
+    """
 
     schema: pa.Schema
     leaves: tuple[ColumnInfo, ...]

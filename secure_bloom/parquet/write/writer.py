@@ -184,8 +184,37 @@ def build_filter(hashes: npt.NDArray[np.uint64], ndv: int | None, fpp: float, ma
                  sizing: FilterSizing = FilterSizing.PER_ROW_GROUP, num_bytes: int | None = None) -> _Built:
     """One chunk's filter: sized for ``ndv`` or the exact distinct count of ``hashes`` (or
     ``num_bytes``); for ``FIXED`` sizing without ``num_bytes`` or ``ndv``, built at the cap, to be
-    folded down to the size of the largest row group's need (:func:`fix_sizes`)."""
+    folded down to the size of the largest row group's need (:func:`fix_sizes`).
+
+    Parameters
+    ----------
+    hashes : numpy.ndarray of uint64
+        The xxHash64 of every non-null value of the chunk, as pyarrow wrote it.
+    ndv : int or None
+        The distinct count to size for; None: the exact count of distinct ``hashes``.
+    fpp : float
+        The false-positive rate to size for.
+    max_bytes : int
+        The size cap (what ``optimal_num_bytes`` gives beyond it is capped: ``capped``).
+    sizing : FilterSizing, default PER_ROW_GROUP
+        ``FIXED``: every row group's filter of the column gets one size.
+    num_bytes : int, optional
+        That one size, when given.
+
+    Returns
+    -------
+    _Built
+        The filter with every hash inserted and what the write's report says of it: the count
+        sized for (``ndv``), values and distinct hashes, whether the cap applied, a sample of
+        the hashes (checked in the written file), and the size this row group needs.
+
+    Raises
+    ------
+    ValueError
+        ``ndv`` < 0 or ``fpp`` outside (0, 1) (the writers check both before any row group).
+    """
     distinct = count_distinct_hashes(hashes) if hashes.size else 0
+
     size_for = distinct if ndv is None else ndv
     need = needed_num_bytes(distinct, ndv, fpp, max_bytes, num_bytes)
     bf = SplitBlockBloomFilter(build_num_bytes(sizing, ndv, fpp, max_bytes, num_bytes, distinct))
