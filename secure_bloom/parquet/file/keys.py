@@ -54,7 +54,9 @@ class KeyAccess:
     """The caller's key sources for encrypted files, shared by every reader, writer and the CLI.
 
     Unwrapped key encryption keys (and the data keys and chunk contexts derived from them) are
-    cached for ``cache_lifetime_s``, so reading 1000 files costs one KMS call per master key.
+    cached for ``cache_lifetime_s``: reading 1000 files costs one KMS call per KEK, so one per
+    master key for files that share their KEKs (written within one KEK lifetime by one writer
+    configuration or one Spark JVM), one per file for files with KEKs of their own.
 
     Parameters
     ----------
