@@ -531,3 +531,30 @@ def test_a_missing_native_decoder_fails_the_suite_unless_allowed() -> None:
     run = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO_DIR, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0 and re.search(r"1 passed, 1 skipped(, \d+ warnings?)?", run.stdout), run.stdout
+
+
+def test_large_structures_are_decoded_with_the_cyclic_gc_paused_and_restored() -> None:
+    """A footer of millions of objects (none in a cycle) is decoded without cyclic collections
+    walking them again and again; the collector is restored after, left alone for small inputs
+    and when the caller turned it off, and restored when the decode raises."""
+    import gc
+
+    from secure_bloom.errors import MalformedThriftError
+    from secure_bloom.thrift_codec import GC_PAUSE_BYTES, gc_paused_for
+
+    assert gc.isenabled()
+    with gc_paused_for(GC_PAUSE_BYTES):
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with gc_paused_for(GC_PAUSE_BYTES - 1):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused_for(GC_PAUSE_BYTES):
+            pass
+        assert not gc.isenabled()  # the caller's choice is kept
+    finally:
+        gc.enable()
+    with pytest.raises(MalformedThriftError):
+        thrift_codec.parse(thrift_codec.idl().FileMetaData, b"\x15" * GC_PAUSE_BYTES)
+    assert gc.isenabled()

@@ -29,6 +29,7 @@ from ...kms.cache import ExpiringCache
 from ...crypto.context import ChunkCryptoContext
 from ...crypto.gcm import GcmKey
 from ...crypto.modules import MAX_ORDINAL, ModuleType, decrypt_modules, module_aad
+from ... import thrift_codec
 from ...encrypted_filter import decrypt_bloom_filters
 from ...types import ChunkEncryption, FilterForm, FooterMode
 from ...values import TimeZoneLike, maybe_in, query_hashes
@@ -263,8 +264,9 @@ class ParquetBloomReader:
                 else lambda: key_material
             self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
                 if self.keys.has_keys else None
-            self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
-            self._index_chunks()
+            with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
+                self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
+                self._index_chunks()
         except BaseException:
             self._file.close()
             raise
@@ -717,8 +719,6 @@ class ParquetBloomReader:
 
     @staticmethod
     def _thrift() -> Any:
-        from ... import thrift_codec
-
         return thrift_codec.idl()
 
     def filter_location(self, chunk: ColumnChunk) -> FilterLocation | None:
