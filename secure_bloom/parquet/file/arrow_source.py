@@ -295,7 +295,23 @@ def open_arrow_file(path: str | os.PathLike[str], keys: KeyAccess | None = None)
 
 
 class ArrowChunkSource:
-    """Reads one leaf column's values of one row group at a time with pyarrow."""
+    """Reads one leaf column's values of one row group at a time with pyarrow, in the stored
+    form the filters hash (what ``attach`` and the audit insert and compare).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A local Parquet file.
+    decryption : pyarrow.parquet.FileDecryptionProperties or None
+        How pyarrow decrypts it (:func:`decryption_properties`); None for a plaintext file.
+
+    Raises
+    ------
+    OSError
+        The file cannot be opened.
+    pyarrow.ArrowException
+        pyarrow cannot read or decrypt its footer (a damaged file, a wrong or missing key).
+    """
 
     def __init__(self, path: str | os.PathLike[str], decryption: Any) -> None:
         import pyarrow.parquet as pq
@@ -310,13 +326,53 @@ class ArrowChunkSource:
         return leaf_array(table.column(0), column)
 
     def values(self, row_group: int, column: ColumnInfo) -> pa.Array:
+        """The values of ``column`` in ``row_group``, as the column stores them (INT96 as read twice,
+        in nanoseconds and seconds, :func:`~secure_bloom.values.arrow.int96_from_reads`).
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : ColumnInfo
+            The leaf column.
+
+        Returns
+        -------
+        pyarrow.Array
+            One value per row (nulls included), in the column's stored form.
+
+        Raises
+        ------
+        secure_bloom.errors.UnsupportedParquetFeatureError
+            A nesting or type the reader does not take apart.
+        pyarrow.ArrowException
+            pyarrow cannot read or decrypt the chunk (``ArrowIOError`` is an ``OSError``).
+        """
         nanos = self._read(self._file, row_group, column)
         return self._stored(row_group, column, nanos)
 
     def row_group_values(self, row_group: int, columns: Sequence[ColumnInfo]) -> list[pa.Array]:
-        """``values`` of several leaves of one row group, read in one call so that pyarrow
+        """:meth:`values` of several leaves of one row group, read in one call so that pyarrow
         decrypts and decodes the column chunks in parallel (its own threads). A top-level name
-        the file holds twice (a dotted name beside a struct) is read leaf by leaf instead."""
+        the file holds twice (a dotted name beside a struct) is read leaf by leaf instead.
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        columns : sequence of ColumnInfo
+            The leaf columns.
+
+        Returns
+        -------
+        list of pyarrow.Array
+            One array per column, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.UnsupportedParquetFeatureError, pyarrow.ArrowException
+            As :meth:`values`, for any of the chunks.
+        """
         tops = list(dict.fromkeys(c.path_in_schema[0] for c in columns))
         schema = self._file.schema_arrow
         if any(len(schema.get_all_field_indices(name)) != 1 for name in tops):
@@ -330,7 +386,28 @@ class ArrowChunkSource:
         return stored_form(nanos, column)
 
     def int96_seconds(self, row_group: int, column: ColumnInfo) -> pa.Array:
-        """An INT96 column as pyarrow reads it in seconds (exact for every stored day)."""
+        """An INT96 column as pyarrow reads it in seconds (exact for every stored day); the file
+        is opened a second time for that on first use.
+
+        Parameters
+        ----------
+        row_group : int
+            The row group's position.
+        column : ColumnInfo
+            An INT96 leaf of this file.
+
+        Returns
+        -------
+        pyarrow.Array
+            Second-resolution timestamps, one per row.
+
+        Raises
+        ------
+        secure_bloom.errors.UnsupportedParquetFeatureError
+            A nesting the reader does not take apart.
+        pyarrow.ArrowException
+            pyarrow cannot open, read or decrypt it.
+        """
         import pyarrow.parquet as pq
 
         if self._seconds is None:
@@ -339,6 +416,13 @@ class ArrowChunkSource:
         return self._read(self._seconds, row_group, column)
 
     def close(self) -> None:
+        """Close the file (and its second, seconds-resolution opening if made).
+
+        Raises
+        ------
+        None
+            Closes pyarrow's handles; closing twice is fine.
+        """
         self._file.close()
         if self._seconds is not None:
             self._seconds.close()

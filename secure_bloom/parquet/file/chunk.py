@@ -40,7 +40,24 @@ class FilterLocation:
 
     @classmethod
     def of(cls, meta: Any) -> FilterLocation | None:
-        """The location a ColumnMetaData names; None when it has no filter (or no metadata)."""
+        """The location a ColumnMetaData names (BloomFilter.md, "File Format":
+        ``bloom_filter_offset`` and ``bloom_filter_length``).
+
+        Parameters
+        ----------
+        meta : ColumnMetaData or None
+            The chunk's full (decrypted) metadata.
+
+        Returns
+        -------
+        FilterLocation or None
+            None when it has no filter (or no metadata).
+
+        Raises
+        ------
+        None
+            Reads two fields.
+        """
         if meta is None or meta.bloom_filter_offset is None:
             return None
         return cls(int(meta.bloom_filter_offset),

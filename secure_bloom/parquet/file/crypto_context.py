@@ -79,7 +79,25 @@ class EncryptionParams:
 
     @classmethod
     def from_thrift(cls, alg: Any) -> EncryptionParams:
-        """From an ``EncryptionAlgorithm`` union (FileCryptoMetaData 1 or FileMetaData 8)."""
+        """From an ``EncryptionAlgorithm`` union (FileCryptoMetaData 1 or FileMetaData 8;
+        Encryption.md, "Encryption algorithms").
+
+        Parameters
+        ----------
+        alg : EncryptionAlgorithm
+            The Thrift union (``AES_GCM_V1`` or ``AES_GCM_CTR_V1`` set).
+
+        Returns
+        -------
+        EncryptionParams
+            The algorithm's name, ``aad_file_unique`` (empty when absent), the stored AAD prefix
+            and ``supply_aad_prefix``.
+
+        Raises
+        ------
+        AttributeError
+            Neither member of the union is set.
+        """
         if alg.AES_GCM_V1 is not None:
             name, inner = "AES_GCM_V1", alg.AES_GCM_V1
         else:
@@ -89,7 +107,18 @@ class EncryptionParams:
                    supply_aad_prefix=bool(inner.supply_aad_prefix))
 
     def to_dict(self) -> dict[str, Any]:
-        """For ``inspect --json``: the algorithm and how the AAD prefix is handled (not its value)."""
+        """For ``inspect --json``: the algorithm and how the AAD prefix is handled (not its value).
+
+        Returns
+        -------
+        dict
+            ``algorithm``, ``aad_prefix_stored`` (bool) and ``supply_aad_prefix``.
+
+        Raises
+        ------
+        None
+            Copies the fields.
+        """
         return {"algorithm": self.algorithm,
                 "aad_prefix_stored": self.aad_prefix_stored is not None,
                 "supply_aad_prefix": self.supply_aad_prefix}

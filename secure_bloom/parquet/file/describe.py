@@ -23,9 +23,28 @@ def describe_with_storage(reader: ParquetBloomReader) -> dict[str, Any]:
 
     Each chunk with a filter gains ``filter_storage`` (``plaintext`` / ``encrypted`` /
     ``unreadable`` / ``garbage``), ``filter_verified`` (read and, if encrypted, authenticated
-    with the key) and ``filter_problem``: ``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN`` or the read
-    error. ``filter_num_bytes`` comes from the framing when the filter cannot be read. Unlike
+    with the key) and ``filter_problem``: ``PLAINTEXT_FILTER_ON_ENCRYPTED_COLUMN``, an
+    encrypted filter on a plaintext column, what is wrong with the framing, or the read error.
+    ``filter_num_bytes`` comes from the framing when the filter cannot be read. Unlike
     ``describe()``, a leaked or damaged filter is reported, not raised.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        An open reader.
+
+    Returns
+    -------
+    dict
+        The ``inspect`` document (:meth:`ParquetBloomReader.describe`, without header sizes)
+        with the storage fields added to every chunk.
+
+    Raises
+    ------
+    secure_bloom.errors.KeyManagementError
+        The KMS fails for another reason than a missing key (a missing key is reported).
+    OSError
+        The file cannot be read.
     """
     desc: dict[str, Any] = reader.describe(with_sizes=False)
     data_end = reader.tail.footer_offset

@@ -153,6 +153,18 @@ class Footer:
         return self.mode is not FooterMode.PLAINTEXT
 
     def require_file_aad(self) -> bytes:
+        """The file AAD (Encryption.md, "AAD"): ``aad_prefix | aad_file_unique``.
+
+        Returns
+        -------
+        bytes
+            What every module's AAD starts with.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            It is not available (a withheld AAD prefix not supplied: ``aad_error`` says why).
+        """
         if self.file_aad is None:
             raise MissingKeyError(self.aad_error or "the file AAD is not available")
         return self.file_aad

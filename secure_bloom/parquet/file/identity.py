@@ -63,7 +63,23 @@ _LOCAL = pafs.LocalFileSystem()
 
 
 def local_identity(st: os.stat_result) -> Identity:
-    """The identity of a local file from its ``stat`` (of the descriptor read, preferably)."""
+    """The identity of a local file from its ``stat`` (of the descriptor read, preferably).
+
+    Parameters
+    ----------
+    st : os.stat_result
+        The file's ``fstat`` (or ``stat``).
+
+    Returns
+    -------
+    Identity
+        ``("local", st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``.
+
+    Raises
+    ------
+    None
+        Reads fields of ``st``.
+    """
     return ("local", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -81,10 +97,34 @@ def _tail_digest(tail: FileTail) -> str:
 
 
 def opened_identity(raw: Any, filesystem: Any, path: str, tail: FileTail | None = None) -> Identity | None:
-    """The identity of the file ``raw`` (opened from ``path`` on ``filesystem``; None: local),
-    or None when it cannot be told (a caller's stream, no modification time, an error, not a
-    Parquet tail). On a filesystem telling neither inode nor ETag it digests the tail: ``tail``
-    when the caller read it from ``raw``, else read here (one read, :data:`TAIL_READ_BYTES`)."""
+    """The identity of the file ``raw`` (opened from ``path`` on ``filesystem``; None: local).
+    On a filesystem telling neither inode nor ETag it digests the tail: ``tail`` when the
+    caller read it from ``raw``, else read here (one read, :data:`TAIL_READ_BYTES`, then
+    ``raw`` is sought back to 0).
+
+    Parameters
+    ----------
+    raw : file or pyarrow.NativeFile
+        The open file (a local one with ``fileno``).
+    filesystem : pyarrow.fs.FileSystem or None
+        Where it was opened; None or a ``LocalFileSystem``: local.
+    path : str
+        Its path on ``filesystem``.
+    tail : FileTail, optional
+        Its tail, already read from ``raw``.
+
+    Returns
+    -------
+    Identity or None
+        A ``local``, ``object`` or ``fs`` identity (module docstring); None when it cannot be
+        told (a caller's stream, no modification time, a size that disagrees, an error, not a
+        Parquet tail).
+
+    Raises
+    ------
+    None
+        Errors of ``fstat``, the filesystem or the tail read give None.
+    """
     try:
         if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
             fileno = getattr(raw, "fileno", None)
@@ -114,7 +154,23 @@ def opened_identity(raw: Any, filesystem: Any, path: str, tail: FileTail | None 
 def reusable(identity: Identity | None) -> bool:
     """Whether facts derived from one version of a file may answer for a file showing
     ``identity``: a local or object identity, or a tail digest of an encrypted footer (whose
-    random nonce no other write shares); never a plaintext footer's digest (module docstring)."""
+    random nonce no other write shares); never a plaintext footer's digest (module docstring).
+
+    Parameters
+    ----------
+    identity : Identity or None
+        What :func:`opened_identity` told.
+
+    Returns
+    -------
+    bool
+        False for None and for an ``fs`` identity of a plaintext footer.
+
+    Raises
+    ------
+    None
+        Inspects the tuple.
+    """
     return identity is not None and (identity[0] != "fs" or bool(identity[4]))
 
 
@@ -122,7 +178,27 @@ def pinned_identity(identity: Identity | None, ranges: Any, digest: str | None) 
     """The identity a scan pins for a version whose rows were chosen from the ``ranges``
     (offset, length) read, of SHA-256 ``digest``: ``identity`` itself when it proves the
     version (:func:`reusable`), else ``identity`` with the ranges and their digest, which
-    :class:`PinnedFileSystem` reads again at the scan's open (None: nothing proves it)."""
+    :class:`PinnedFileSystem` reads again at the scan's open.
+
+    Parameters
+    ----------
+    identity : Identity or None
+        The identity the reader told.
+    ranges : iterable of (int, int)
+        Every (offset, length) pruning read (``ParquetBloomReader.read_ranges``).
+    digest : str or None
+        Their SHA-256 (``ParquetBloomReader.read_digest``; None: not digested).
+
+    Returns
+    -------
+    Identity or None
+        None when nothing proves the version (no identity, or a needed digest missing).
+
+    Raises
+    ------
+    None
+        Builds a tuple.
+    """
     if identity is None or reusable(identity):
         return identity
     if digest is None:
@@ -135,8 +211,26 @@ def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | 
     for a reader of it. Locally one ``stat`` and no open file (None); on an object store the one
     open (a HEAD) that tells the identity, kept open: a reader given it
     (``ParquetBloomReader(..., opened=)``) reads that version without a HEAD of its own; the
-    caller closes it otherwise. (None, None) when the identity cannot be determined (not a
-    file, an error: the caller then reads the file and reports its error)."""
+    caller closes it otherwise.
+
+    Parameters
+    ----------
+    path : str
+        The file to open: a local path, a URI, or a path on ``filesystem``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where ``path`` is (default: from the URI, else local).
+
+    Returns
+    -------
+    (pyarrow.NativeFile or None, Identity or None)
+        (None, None) when the identity cannot be determined (not a file, an error: the
+        caller then reads the file and reports its error).
+
+    Raises
+    ------
+    None
+        Errors of the open give (None, None).
+    """
     try:
         fs, text = locate(path, filesystem)  # None: a local path (a SubTreeFileSystem's too)
         if fs is None:
@@ -153,8 +247,26 @@ def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | 
 
 def file_identity(path: str, filesystem: Any = None) -> Identity | None:
     """The identity of the file ``path`` now (locally one ``stat``, on an object store one open:
-    a HEAD), in the form :func:`opened_identity` gives for a reader of it; None when it cannot
-    be determined (not a file, an error: the caller then reads the file and reports its error)."""
+    a HEAD, closed again), in the form :func:`opened_identity` gives for a reader of it.
+
+    Parameters
+    ----------
+    path : str
+        A local path, a URI, or a path on ``filesystem``.
+    filesystem : pyarrow.fs.FileSystem, optional
+        The filesystem ``path`` is on.
+
+    Returns
+    -------
+    Identity or None
+        None when it cannot be determined (not a file, an error: the caller then reads the
+        file and reports its error).
+
+    Raises
+    ------
+    None
+        Errors give None (:func:`open_identified`).
+    """
     raw, identity = open_identified(path, filesystem)
     if raw is not None:
         raw.close()
@@ -162,7 +274,23 @@ def file_identity(path: str, filesystem: Any = None) -> Identity | None:
 
 
 def identity_size(identity: Identity) -> int:
-    """The file size recorded in an identity."""
+    """The file size recorded in an identity.
+
+    Parameters
+    ----------
+    identity : Identity
+        A ``local``, ``object`` or ``fs`` identity.
+
+    Returns
+    -------
+    int
+        The size in bytes.
+
+    Raises
+    ------
+    None
+        Reads the tuple.
+    """
     return int(identity[3] if identity[0] == "local" else identity[1])
 
 
@@ -176,7 +304,17 @@ class PinnedFileSystem(CountingFileSystem):
     """A read-only ``pyarrow.fs`` handler over ``inner`` (``pyarrow.fs.PyFileSystem(
     PinnedFileSystem(fs, identities))``) that opens a file named in ``identities`` only if it is
     still that version (:class:`~secure_bloom.errors.FileChangedError` otherwise), and counts
-    reads when given a ``counter``. Files not named open as they are (dataset discovery)."""
+    reads when given a ``counter``. Files not named open as they are (dataset discovery).
+
+    Parameters
+    ----------
+    inner : pyarrow.fs.FileSystem
+        The filesystem read through.
+    identities : mapping of str to Identity
+        Path on ``inner`` -> the identity (:func:`pinned_identity`) its open must show.
+    counter : ReadCounter, optional
+        Counts the reads of opened files (not kept when the handler is pickled).
+    """
 
     def __init__(self, inner: pafs.FileSystem, identities: Mapping[str, Identity],
                  counter: ReadCounter | None = None) -> None:
@@ -185,6 +323,7 @@ class PinnedFileSystem(CountingFileSystem):
         self.counting = counter is not None
 
     def get_type_name(self) -> str:
+        """``pinned+`` and the type name of ``inner``."""
         return f"pinned+{self.inner.type_name}"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -193,6 +332,7 @@ class PinnedFileSystem(CountingFileSystem):
         return (PinnedFileSystem, (self.inner, self.identities))
 
     def equals(self, other: Any) -> bool:
+        """True for another pinned handler over an equal ``inner`` with the same identities."""
         return (isinstance(other, PinnedFileSystem) and bool(self.inner.equals(other.inner))
                 and self.identities == other.identities)
 
@@ -238,8 +378,10 @@ class PinnedFileSystem(CountingFileSystem):
         return raw
 
     def open_input_file(self, path: str) -> pa.NativeFile:
+        """``inner``'s file of ``path``, checked against its recorded identity (``FileChangedError``), its reads counted with a ``counter``."""
         raw = self._open(path)
         return self.counted(raw, path) if self.counting else raw
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
+        """The checked file of :meth:`open_input_file`, read as a stream."""
         return cast(pa.NativeFile, self.open_input_file(path))

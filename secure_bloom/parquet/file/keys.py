@@ -127,7 +127,26 @@ class KeyAccess:
     def retriever(self, data_file: str | os.PathLike[str], *,
                   load_sidecar: Callable[[], KeyMaterialStore] | None = None) -> FileKeyUnwrapper:
         """``key_metadata -> key`` for the file at ``data_file`` (finds its sidecar beside it, or
-        reads it with ``load_sidecar``: a file on an object store)."""
+        reads it with ``load_sidecar``: a file on an object store), sharing this access's KEK
+        cache.
+
+        Parameters
+        ----------
+        data_file : str or os.PathLike
+            The Parquet file (its sidecar holds external key material).
+        load_sidecar : callable, optional
+            Loads the sidecar instead (an object store, material not yet on disk).
+
+        Returns
+        -------
+        FileKeyUnwrapper
+            The per-file callable (:meth:`~secure_bloom.kms.KeyUnwrapper.for_file`).
+
+        Raises
+        ------
+        None
+            Nothing is unwrapped or loaded until a key is asked for.
+        """
         return self.unwrapper.for_file(data_file, load_sidecar=load_sidecar)
 
     def __repr__(self) -> str:
@@ -207,6 +226,29 @@ def key_access_from_sources(*, key_list: str | None = None, key_list_file: str |
     without any, ``SECURE_BLOOM_KEY_LIST`` then ``SECURE_BLOOM_KEY_LIST_FILE``. ``key_specs`` are
     ``ID=base64:...|hex:...|text:...``.
 
+    Parameters
+    ----------
+    key_list : str, optional
+        A key list (``--key-list``).
+    key_list_file : str, optional
+        A file holding one (``--key-list-file``, UTF-8).
+    key_specs : sequence of str, default ()
+        Explicit keys (``--key``), for files whose key metadata is a bare key id.
+    aad_prefix : str, optional
+        The AAD prefix of files that do not store theirs (UTF-8).
+    kms_url : str, optional
+        The OpenBao/Vault address (``--kms-url``).
+    kms_token_env : str, optional
+        The variable holding its token.
+    kms_mount : str, default "transit"
+        The transit engine's mount.
+    kms : KmsService or str, optional
+        ``transit`` (needs ``kms_url``) or ``aws``.
+    kms_region, kms_endpoint, kms_profile : str, optional
+        AWS KMS's region, endpoint and profile (with ``kms="aws"`` only).
+    environ : mapping of str to str, optional
+        The environment read (default ``os.environ``).
+
     Returns
     -------
     KeyAccess
@@ -215,7 +257,8 @@ def key_access_from_sources(*, key_list: str | None = None, key_list_file: str |
     Raises
     ------
     ConfigurationError
-        Names what is wrong (sources given twice, a missing token or region), never a secret.
+        Names what is wrong (sources given twice, a missing token or region, an unreadable
+        key-list file, a bad ``--kms``), never a secret.
     """
     env = os.environ if environ is None else environ
     try:

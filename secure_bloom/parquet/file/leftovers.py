@@ -80,7 +80,20 @@ def _held_by_live_process(path: Path) -> bool:
 
 class PairJournal:
     """The record of one (sidecar, data file) publication: :meth:`begin` before the sidecar is
-    published, :meth:`done` after the data file is, :meth:`abort` on a failure in between."""
+    published, :meth:`done` after the data file is, :meth:`abort` on a failure in between.
+    The journal file is held under an exclusive ``flock`` while it is open, so
+    :func:`find_leftovers` tells a running publication's journal from a dead one's.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The journal file (``.<name>.<hex>.attach.journal``).
+    fd : int
+        Its open descriptor (locked), closed by :meth:`done` or :meth:`abort`.
+    record : dict
+        What it holds: data file and sidecar names, the data file's identity before
+        publication, the backup of a replaced sidecar.
+    """
 
     def __init__(self, path: Path, fd: int, record: dict[str, Any]) -> None:
         self.path = path
@@ -89,6 +102,29 @@ class PairJournal:
 
     @classmethod
     def begin(cls, data_file: Path, sidecar: Path) -> PairJournal:
+        """Start the publication of ``sidecar`` and then ``data_file``: hard-link a backup of a
+        sidecar it will replace, then write the journal (exclusive, locked, fsynced) beside
+        ``data_file``.
+
+        Parameters
+        ----------
+        data_file : pathlib.Path
+            The data file about to be published.
+        sidecar : pathlib.Path
+            Its external key material file, published first.
+
+        Returns
+        -------
+        PairJournal
+            The open journal.
+
+        Raises
+        ------
+        OSError
+            The backup link, the journal's creation or its write fails (a journal partly written
+            is removed; a backup already linked is left, a temporary file :func:`clean_leftovers`
+            removes).
+        """
         directory = data_file.parent
         token = os.urandom(6).hex()
         backup = None
@@ -111,13 +147,26 @@ class PairJournal:
         return cls(path, fd, record)
 
     def done(self) -> None:
-        """Both files are published: drop the backup and the journal."""
+        """Both files are published: drop the backup and the journal.
+
+        Raises
+        ------
+        OSError
+            The backup or the journal cannot be removed (one already gone is fine).
+        """
         if self.record["backup"]:
             (self.path.parent / self.record["backup"]).unlink(missing_ok=True)
         self._close()
 
     def abort(self) -> None:
-        """The data file was not published: put the sidecar back as it was."""
+        """The data file was not published: put the sidecar back as it was (the backup restored,
+        or a sidecar that replaced none removed), then drop the journal.
+
+        Raises
+        ------
+        OSError
+            The sidecar cannot be restored or removed, or the journal removed.
+        """
         _roll_back(self.path.parent, self.record, published=False)
         self._close()
 
@@ -150,7 +199,26 @@ def _roll_back(directory: Path, record: dict[str, Any], published: bool | None =
 
 
 def recover_journal(journal: Path) -> str:
-    """Roll back (or finish) the publication a dead attach left in ``journal``; removes it."""
+    """Roll back (or finish) the publication a dead attach left in ``journal``; removes it.
+    Published (the data file's identity changed since the journal was written): the backup
+    is dropped; not published: the replaced sidecar is restored from its backup, or the
+    orphaned one removed. An unreadable journal is only removed.
+
+    Parameters
+    ----------
+    journal : pathlib.Path
+        A journal (``.<name>.<hex>.attach.journal``) no live process holds.
+
+    Returns
+    -------
+    str
+        What was done, for ``doctor --fix``.
+
+    Raises
+    ------
+    OSError
+        A file cannot be restored or removed.
+    """
     try:
         record = json.loads(journal.read_bytes())
         if not isinstance(record, dict) or not isinstance(record.get("data"), str) \
@@ -187,6 +255,19 @@ class Leftover:
     live: bool = False
 
     def notice(self) -> str:
+        """The audit's notice for this leftover: its path, what it is, and whether a running attach
+        holds it or ``secure-bloom doctor --fix`` cleans it.
+
+        Returns
+        -------
+        str
+            One line.
+
+        Raises
+        ------
+        None
+            Formats the fields (``kind`` is one of the three kinds).
+        """
         what = {"journal": "an unfinished attach publication (journal)",
                 "temporary": "a temporary file of an interrupted attach",
                 "orphaned_sidecar": "key material whose data file does not exist (orphaned sidecar)"}[self.kind]
@@ -194,6 +275,18 @@ class Leftover:
         return f"{self.path}: {what}{state}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The leftover for JSON output: ``path``, ``kind`` and ``live``.
+
+        Returns
+        -------
+        dict
+            Plain values.
+
+        Raises
+        ------
+        None
+            Copies the fields.
+        """
         return {"path": self.path, "kind": self.kind, "live": self.live}
 
 
@@ -208,12 +301,13 @@ def find_leftovers(directory: str | os.PathLike[str]) -> list[Leftover]:
     Returns
     -------
     list of Leftover
-        Journals, hidden temporary files and orphaned sidecars.
+        Journals, hidden temporary files and orphaned sidecars; empty when the directory
+        cannot be listed.
 
     Raises
     ------
     OSError
-        The directory cannot be listed.
+        A leftover's lock cannot be tested (an error other than "held").
     """
     base = Path(directory)
     try:

@@ -138,7 +138,18 @@ def scanning() -> Iterator[None]:
     to end (at most :data:`EXIT_WAIT_S`). A thread other than the main one that starts or ends
     a scan once the exit began is parked there for good (the GIL released, never taken again):
     it would otherwise go on into pyarrow code that CPython ends mid-way once finalization
-    began. The main thread (``atexit`` handlers) scans as usual."""
+    began. The main thread (``atexit`` handlers) scans as usual. Nested blocks count once.
+
+    Returns
+    -------
+    contextmanager
+        A context manager yielding None.
+
+    Raises
+    ------
+    None
+        Counts the scan; a daemon thread during exit blocks instead of raising.
+    """
     global _running
     outermost = not getattr(_depth, "n", 0)
     if outermost:
@@ -163,7 +174,18 @@ def _park_if_exiting() -> None:
 
 
 def exiting() -> bool:
-    """True once the interpreter's exit has begun (the exit hook ran)."""
+    """True once the interpreter's exit has begun (the exit hook ran).
+
+    Returns
+    -------
+    bool
+        Whether the exit hook has started.
+
+    Raises
+    ------
+    None
+        Reads an event flag.
+    """
     return _exiting.is_set()
 
 
@@ -172,6 +194,11 @@ def refuse_when_exiting(what: str) -> None:
     up waiting for the running scans (:data:`EXIT_WAIT_S`): a handler called by Arrow's threads
     then ends its scan at once instead of doing the work ``what``. Before that, running scans
     are let finish: a scan failing early could leave Arrow tasks running that call in later.
+
+    Parameters
+    ----------
+    what : str
+        The work refused (a path, or a handler method's name), as the message names it.
 
     Raises
     ------

@@ -179,15 +179,21 @@ class ProbeResult:
     The answers are :attr:`maybe`, a read-only boolean matrix (row groups x values);
     :attr:`row_groups` (one :class:`RowGroupProbe` each) is made from it on first use.
     :meth:`to_compact_dict` and :meth:`to_arrow` give per value the row groups that may hold it.
+    Made by :func:`probe_row_groups`.
 
     Parameters
     ----------
     file, column : str
         What was probed.
-    row_groups : tuple of RowGroupProbe
-        One per row group, in order.
     labels : tuple of str
         The values' labels, in the caller's order.
+    maybe : numpy.ndarray of bool
+        ``maybe[r, v]``: whether value ``v`` may be in the ``r``-th row group (a row group
+        without a filter: True).
+    has_bloom_filter : tuple of bool
+        Per row group: whether it has a filter.
+    encrypted : tuple of bool
+        Per row group: whether its chunk is encrypted.
     """
 
     file: str
@@ -210,6 +216,7 @@ class ProbeResult:
 
     @property
     def num_row_groups(self) -> int:
+        """The number of row groups probed (rows of :attr:`maybe`)."""
         return int(self.maybe.shape[0])
 
     @cached_property
@@ -222,6 +229,18 @@ class ProbeResult:
                                                               self.encrypted)))
 
     def to_dict(self) -> dict[str, Any]:
+        """The probe in its JSON shape (above): per row group, each value's answer.
+
+        Returns
+        -------
+        dict
+            Plain JSON-able values (verdicts as ``"maybe"`` / ``"absent"`` strings).
+
+        Raises
+        ------
+        None
+            Built from the matrix in memory.
+        """
         verdicts = (ABSENT, MAYBE)
         labels = self.labels
         return {"file": self.file, "column": self.column, "values": list(labels),
@@ -298,7 +317,18 @@ class ProbeResult:
         return self.maybe_row_groups(found[0])
 
     def maybe_by_value(self) -> list[list[int]]:
-        """For each value, in order, the row groups where it may be present."""
+        """For each value, in order, the row groups where it may be present.
+
+        Returns
+        -------
+        list of list of int
+            One list per value (row groups ascending).
+
+        Raises
+        ------
+        None
+            Computed from the matrix in memory.
+        """
         values, groups = np.nonzero(self.maybe.T)  # sorted by value, then row group
         ends = np.cumsum(np.bincount(values, minlength=len(self.labels))).tolist()
         flat = groups.tolist()
@@ -306,7 +336,18 @@ class ProbeResult:
 
     def maybe_pairs(self) -> tuple[list[int], list[int]]:
         """Every (value index, row group) where the value may be present, as two lists ordered by
-        value, then row group (only the hits: cheap when most values are absent)."""
+        value, then row group (only the hits: cheap when most values are absent).
+
+        Returns
+        -------
+        (list of int, list of int)
+            Value indices and row groups, pair by pair.
+
+        Raises
+        ------
+        None
+            Computed from the matrix in memory.
+        """
         values, groups = np.nonzero(self.maybe.T)
         return values.tolist(), groups.tolist()
 
@@ -318,6 +359,11 @@ class ProbeResult:
         dict
             ``{"file": str, "column": str, "num_row_groups": int, "values": [{"value": label,
             "row_groups": [i, ...]}, ...]}``.
+
+        Raises
+        ------
+        None
+            Built from the matrix in memory.
         """
         return {"file": self.file, "column": self.column, "num_row_groups": self.num_row_groups,
                 "values": [{"value": label, "row_groups": groups}
@@ -331,6 +377,11 @@ class ProbeResult:
         pyarrow.Table
             One row per value: ``value_index`` (int32), ``value`` (the label) and ``row_groups``
             (list<int32>: where it may be present).
+
+        Raises
+        ------
+        None
+            Built from the matrix in memory.
         """
         import pyarrow as pa
 
@@ -344,6 +395,7 @@ class ProbeResult:
 
     @property
     def any_maybe(self) -> bool:
+        """Whether any value may be in any row group (False: the file holds none of them)."""
         return bool(self.maybe.any())
 
 

@@ -33,7 +33,20 @@ class SourceProtection:
     """``columns``: top-level column name -> the master key ids its encrypted leaves had (leaf
     path -> ids in ``leaves``); ``footer_keys``: master key ids of the footer keys of files with
     encrypted or signed footers; ``encrypted_footer``: whether any footer was encrypted. A bare
-    explicit key id is recorded as ``"<explicit key id>"``."""
+    explicit key id (or key metadata that names no master key) is recorded as
+    ``"<explicit key id>"``. Made by :func:`source_protection`.
+
+    Parameters
+    ----------
+    columns : mapping of str to frozenset of str
+        Top-level column -> master key ids of its encrypted leaves.
+    leaves : mapping of str to frozenset of str
+        Leaf path -> master key ids.
+    footer_keys : frozenset of str
+        Master key ids of the encrypted or signed footers.
+    encrypted_footer : bool
+        Whether any footer was encrypted (not only signed).
+    """
 
     columns: Mapping[str, frozenset[str]]
     leaves: Mapping[str, frozenset[str]]
@@ -41,12 +54,49 @@ class SourceProtection:
     encrypted_footer: bool
 
     def encrypted_columns(self, names: Sequence[str]) -> list[str]:
-        """Those of ``names`` (a result's columns) encrypted in some file read."""
+        """Those of ``names`` (a result's columns) encrypted in some file read.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Top-level column names.
+
+        Returns
+        -------
+        list of str
+            In the order of ``names``.
+
+        Raises
+        ------
+        None
+            A lookup in memory.
+        """
         return [n for n in names if n in self.columns]
 
     def encryption(self, names: Sequence[str]) -> Any:
         """pyarrow's ``EncryptionConfiguration`` writing a result of columns ``names`` under the
-        same master keys; :class:`ConfigurationError` when it cannot."""
+        same master keys (fresh data keys; double wrapping, internal key material): each
+        encrypted leaf under its master key, the footer under the sources' footer master key,
+        encrypted if any source footer was (else signed plaintext); uniform encryption when no
+        column of ``names`` was encrypted.
+
+        Parameters
+        ----------
+        names : sequence of str
+            The result's top-level columns.
+
+        Returns
+        -------
+        pyarrow.parquet.encryption.EncryptionConfiguration
+            For ``write_table(encryption=...)``.
+
+        Raises
+        ------
+        secure_bloom.errors.ConfigurationError
+            It cannot be done faithfully: a key was a bare explicit key id (no KMS wraps it), a
+            leaf was encrypted under different master keys in different files, or the files had
+            different footer keys or none.
+        """
         import pyarrow.parquet.encryption as pe
 
         wanted = set(self.encrypted_columns(names))
@@ -73,7 +123,23 @@ class SourceProtection:
                                           double_wrapping=True, internal_key_material=True, **keys)
 
     def describe(self, names: Sequence[str]) -> str:
-        """``footer: K; email, ssn: K2`` for messages (master key ids only)."""
+        """``footer: K; email, ssn: K2`` for messages (master key ids only).
+
+        Parameters
+        ----------
+        names : sequence of str
+            The columns to name (those of a result).
+
+        Returns
+        -------
+        str
+            The footer keys, then the encrypted columns of ``names`` by master key.
+
+        Raises
+        ------
+        None
+            Formats what is recorded.
+        """
         wanted = set(self.encrypted_columns(names))
         by_key: dict[str, list[str]] = {}
         for column in sorted(wanted):
@@ -84,7 +150,24 @@ class SourceProtection:
 
 
 def source_protection(readers: Iterable[ParquetBloomReader]) -> SourceProtection:
-    """The protection of the files behind ``readers`` (open; their footers already read)."""
+    """The protection of the files behind ``readers`` (open; their footers already read):
+    master key ids from each chunk's key metadata, never keys.
+
+    Parameters
+    ----------
+    readers : iterable of ParquetBloomReader
+        The readers of the files a result was read from.
+
+    Returns
+    -------
+    SourceProtection
+        What the result's columns and footers were protected with.
+
+    Raises
+    ------
+    None
+        Master key ids the key metadata or sidecar cannot tell are recorded as explicit.
+    """
     columns: dict[str, set[str]] = {}
     leaves: dict[str, set[str]] = {}
     footer_keys: set[str] = set()

@@ -66,7 +66,27 @@ COALESCE_MAX_BYTES = 32 << 20
 
 def coalesce(spans: Iterable[tuple[int, int]], gap: int, limit: int = COALESCE_MAX_BYTES) -> list[tuple[int, int]]:
     """The (start, end) ``spans`` merged where they overlap or lie at most ``gap`` bytes apart,
-    as long as the merged span stays within ``limit`` bytes (a longer span stays alone)."""
+    as long as the merged span stays within ``limit`` bytes (a longer span stays alone).
+
+    Parameters
+    ----------
+    spans : iterable of (int, int)
+        Byte ranges, start inclusive, end exclusive, in any order.
+    gap : int
+        The largest hole between two spans read as one (0: only touching or overlapping spans).
+    limit : int, default COALESCE_MAX_BYTES
+        The longest merged span.
+
+    Returns
+    -------
+    list of (int, int)
+        The merged spans, sorted by start.
+
+    Raises
+    ------
+    None
+        Arithmetic on the spans given.
+    """
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start - merged[-1][1] <= gap and max(merged[-1][1], end) - merged[-1][0] <= limit:
@@ -84,7 +104,15 @@ class FilterReadAhead:
     (:meth:`ParquetBloomReader.prefetch_filters`): call :meth:`before` with a chunk's index
     before reading its filter. A chunk the steps so far went past is never fetched again
     (it is held, cached, or read on its own as without read-ahead), so the work is linear in
-    the chunks whatever the order of the calls."""
+    the chunks whatever the order of the calls. Made by :meth:`ParquetBloomReader.read_ahead`.
+
+    Parameters
+    ----------
+    reader : ParquetBloomReader
+        The open reader whose filters are fetched.
+    chunks : sequence of ColumnChunk
+        The reader's chunks, in the order their filters will be read.
+    """
 
     def __init__(self, reader: ParquetBloomReader, chunks: Sequence[ColumnChunk]) -> None:
         self._reader = reader
@@ -92,6 +120,20 @@ class FilterReadAhead:
         self._covered = 0
 
     def before(self, index: int) -> None:
+        """Fetch the next step of filters if ``chunks[index]`` lies beyond what was fetched so far
+        (a local file: nothing is read).
+
+        Parameters
+        ----------
+        index : int
+            The position in ``chunks`` of the chunk whose filter is read next.
+
+        Raises
+        ------
+        OSError
+            A read ahead fails (``StorageUnavailableError`` on an object store); a chunk whose
+            filter cannot be located is left out, not raised.
+        """
         if index >= self._covered:
             self._covered = self._reader._read_ahead(self._chunks, index)[1]
 
@@ -392,7 +434,28 @@ class ParquetBloomReader:
         return cast(BinaryIO, self._file)
 
     def read_at(self, offset: int, n: int) -> bytes:
-        """Exactly ``n`` bytes at ``offset`` (a short read raises :class:`MalformedBitsetError`)."""
+        """Exactly ``n`` bytes at ``offset``, through the logged handle (bytes read ahead or held
+        from the tail are answered from memory).
+
+        Parameters
+        ----------
+        offset : int
+            Where to read.
+        n : int
+            How many bytes.
+
+        Returns
+        -------
+        bytes
+            ``n`` bytes.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedBitsetError
+            Fewer than ``n`` bytes are there (the file ends).
+        OSError
+            The file cannot be read (``StorageUnavailableError`` on an object store).
+        """
         with self._lock:
             return read_exact(self.file, offset, n, self.path)
 
@@ -493,7 +556,23 @@ class ParquetBloomReader:
         return self._chunks[row_group][ordinal]
 
     def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
-        """Every chunk (row group by row group, leaves in order), or those of ``column``."""
+        """Every chunk (row group by row group, leaves in order), or those of ``column``.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo, optional
+            A dotted path, path parts, an ordinal or a ColumnInfo; None: every column.
+
+        Returns
+        -------
+        list of ColumnChunk
+            In row group order (then leaf order when ``column`` is None).
+
+        Raises
+        ------
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
         if column is None:
             return [chunk for row in self._chunks for chunk in row]
         ordinal = self.column(column).ordinal
@@ -514,19 +593,77 @@ class ParquetBloomReader:
         return self._key_label(self.footer.footer_key_metadata) if self.footer.encrypted else None
 
     def key_id(self, chunk: ColumnChunk) -> str | None:
-        """A printable id of the chunk's key (None for a plaintext chunk); never key bytes."""
+        """A printable id of the chunk's key (None for a plaintext chunk); never key bytes: the
+        explicit key id, or the master key id of its key material (external material looked up in
+        the sidecar; ``external:<reference>`` when it cannot be read).
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose key is named.
+
+        Returns
+        -------
+        str or None
+            The label, None for a plaintext chunk.
+
+        Raises
+        ------
+        None
+            Made from the key metadata; an unreadable one or sidecar is named, not raised.
+        """
         return self._key_label(self._key_metadata(chunk)) if chunk.encrypted else None
 
     def master_key_id(self, chunk: ColumnChunk | None = None) -> str | None:
         """The KMS master key id an encrypted chunk's key (``chunk`` None: the footer key) is
-        wrapped under; None for a plaintext chunk or file, or a bare (explicit) key id."""
+        wrapped under.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk, optional
+            A chunk of this file; None: the footer key.
+
+        Returns
+        -------
+        str or None
+            The master key id; None for a plaintext chunk or file, a bare (explicit) key id,
+            unreadable key metadata or a sidecar that cannot be read.
+
+        Raises
+        ------
+        None
+            Failures to read the key material give None.
+        """
         if chunk is None:
             return master_key_of(self.footer.footer_key_metadata, self._load_sidecar) if self.footer.encrypted else None
         return master_key_of(self._key_metadata(chunk), self._load_sidecar) if chunk.encrypted else None
 
     def key_for(self, chunk: ColumnChunk) -> bytes:
-        """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), resolved once
-        per key metadata; :class:`MissingKeyError` when it is not available."""
+        """The key of an encrypted chunk (the footer key for FOOTER_KEY chunks), unwrapped once per
+        key metadata and kept for ``keys.cache_lifetime_s``.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            An encrypted chunk of this file (its key is wanted).
+
+        Returns
+        -------
+        bytes
+            The data key (never logged or shown).
+
+        Raises
+        ------
+        ValueError
+            ``chunk`` is plaintext.
+        secure_bloom.errors.MissingKeyError
+            The key is not available: no keys were given, the KMS or the explicit keys do not hold
+            it, or the footer key was not obtained.
+        secure_bloom.errors.KeyManagementError
+            The KMS failed otherwise (access denied, unavailable, key disabled).
+        secure_bloom.errors.MalformedKeyMaterialError
+            The key metadata or the sidecar's key material is damaged.
+        """
         if chunk.encryption is ChunkEncryption.FOOTER_KEY:
             return self._footer_key(chunk)
         return self._column_key(chunk).key
@@ -559,7 +696,23 @@ class ParquetBloomReader:
 
     def key_grant(self, chunk: ColumnChunk) -> KeyGrant | None:
         """How to recheck access to the key of an encrypted chunk this reader obtained (the
-        footer key's for FOOTER_KEY chunks); None for a plaintext chunk or a key not obtained."""
+        footer key's for FOOTER_KEY chunks), for :meth:`~secure_bloom.kms.KeyUnwrapper.recheck`.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose key's grant is asked for.
+
+        Returns
+        -------
+        KeyGrant or None
+            None for a plaintext chunk, a reader without keys, or a key not obtained yet.
+
+        Raises
+        ------
+        None
+            A lookup of the grants kept; nothing is unwrapped.
+        """
         kmd = self._key_metadata(chunk) if chunk.encrypted else None
         if kmd is None or self._retriever is None:
             return None
@@ -575,8 +728,29 @@ class ParquetBloomReader:
         return self._retriever.grant(bytes(kmd))
 
     def crypto_context(self, chunk: ColumnChunk) -> ChunkCryptoContext:
-        """Key, file AAD and ordinals of an encrypted chunk (:class:`MissingKeyError` without the
-        key or the file AAD); made once per chunk and kept as long as its key."""
+        """Key, file AAD and ordinals of an encrypted chunk (Encryption.md, "AAD"): made once per
+        chunk and kept as long as its key.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            An encrypted chunk of this file.
+
+        Returns
+        -------
+        ChunkCryptoContext
+            What its modules are decrypted with.
+
+        Raises
+        ------
+        ValueError
+            ``chunk`` is plaintext.
+        secure_bloom.errors.MissingKeyError
+            The chunk's key is not available, or the file AAD is not (a withheld AAD prefix not
+            supplied).
+        secure_bloom.errors.KeyManagementError
+            The KMS failed otherwise (as :meth:`key_for`).
+        """
         if chunk.encryption is ChunkEncryption.FOOTER_KEY:
             key, contexts = self._footer_key(chunk), self._footer_contexts
         else:
@@ -627,12 +801,52 @@ class ParquetBloomReader:
         return found
 
     def column_metadata(self, chunk: ColumnChunk) -> Any:
-        """The chunk's full ColumnMetaData (Thrift object), decrypted on first use if it is stored
-        encrypted; :class:`MissingKeyError` without its key."""
+        """The chunk's full ColumnMetaData (Thrift object): as stored for a plaintext chunk, else
+        decrypted from its ``encrypted_column_metadata`` module (type 1) on first use and kept.
+        Lookups over many row groups read through :meth:`column_metadata_many`.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose metadata is read.
+
+        Returns
+        -------
+        ColumnMetaData
+            The Thrift object.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            The chunk's key or the file AAD is not available.
+        secure_bloom.errors.KeyManagementError
+            The KMS failed otherwise.
+        secure_bloom.errors.ModuleAuthenticationError
+            The module fails authentication (a wrong key, tampered, or moved from another chunk).
+        secure_bloom.errors.MalformedInputError
+            The module or its Thrift is damaged.
+        """
         return self._decrypted_metadata(chunk)[0]
 
     def column_metadata_thrift(self, chunk: ColumnChunk) -> bytes | None:
-        """The exact decrypted Thrift of an encrypted ColumnMetaData (None when not encrypted)."""
+        """The exact decrypted Thrift of an encrypted ColumnMetaData, as its module holds it.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose encrypted metadata is read.
+
+        Returns
+        -------
+        bytes or None
+            The plaintext module; None when the chunk's metadata is not stored encrypted.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError, AuthenticationError, MalformedInputError
+            As :meth:`column_metadata` (a missing key or file AAD, a module failing
+            authentication or damaged).
+        """
         return self._decrypted_metadata(chunk)[1]
 
     def _gcm_key(self, chunk: ColumnChunk) -> GcmKey:
@@ -712,7 +926,25 @@ class ParquetBloomReader:
         return [self._decrypted_metadata(chunk)[0] for chunk in chunks]
 
     def metadata_readable(self, chunk: ColumnChunk) -> bool:
-        """Whether :meth:`column_metadata` can be asked without a missing key or file AAD."""
+        """Whether :meth:`column_metadata` can be asked without a missing key or file AAD (it may
+        still fail authentication).
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose metadata would be read.
+
+        Returns
+        -------
+        bool
+            True for metadata stored in plaintext or already decrypted, else whether the key and
+            the file AAD are available.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            The KMS failed for another reason than a missing key (a missing key is False).
+        """
         if chunk.encrypted_metadata is None or (chunk.row_group, chunk.column_ordinal) in self._metadata:
             return True
         return self.key_available(chunk) and self.footer.file_aad is not None
@@ -722,7 +954,24 @@ class ParquetBloomReader:
         return thrift_codec.idl()
 
     def filter_location(self, chunk: ColumnChunk) -> FilterLocation | None:
-        """Where the chunk's filter lies (from its full ColumnMetaData); None without one."""
+        """Where the chunk's filter lies: ``bloom_filter_offset`` and ``bloom_filter_length`` of
+        its full ColumnMetaData (BloomFilter.md, "File Format"); decrypts it if needed.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose filter is located.
+
+        Returns
+        -------
+        FilterLocation or None
+            None when the chunk has no filter (or no metadata).
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError, AuthenticationError, MalformedInputError
+            Its ColumnMetaData is encrypted and cannot be read: as :meth:`column_metadata`.
+        """
         return FilterLocation.of(self.column_metadata(chunk))
 
     # ---------------------------------------------------------------- filters
@@ -903,7 +1152,23 @@ class ParquetBloomReader:
         read), filters longer than :data:`~secure_bloom.encrypted_filter.COALESCED_FILTER_BYTES`
         (their header is checked before the rest is fetched), and chunks whose filter cannot be
         located (no filter, missing key, no ``bloom_filter_length``, damaged metadata). Local
-        files read nothing here (each read is a cheap ``pread``). Returns the number of reads."""
+        files read nothing here (each read is a cheap ``pread``).
+
+        Parameters
+        ----------
+        chunks : sequence of ColumnChunk
+            Chunks of this file, in the order their filters will be read.
+
+        Returns
+        -------
+        int
+            The number of reads (requests) made; 0 for a local file.
+
+        Raises
+        ------
+        OSError
+            A read fails (``StorageUnavailableError`` on an object store).
+        """
         return self._read_ahead(chunks, 0)[0]
 
     def _read_ahead(self, chunks: Sequence[ColumnChunk], start: int) -> tuple[int, int]:
@@ -945,12 +1210,56 @@ class ParquetBloomReader:
         return location.offset, location.offset + location.length
 
     def read_ahead(self, chunks: Sequence[ColumnChunk]) -> FilterReadAhead:
-        """A :class:`FilterReadAhead` over ``chunks`` (in the order their filters will be read)."""
+        """A :class:`FilterReadAhead` over ``chunks`` (in the order their filters will be read):
+        what :meth:`iter_filters` and the lookups read through on an object store.
+
+        Parameters
+        ----------
+        chunks : sequence of ColumnChunk
+            Chunks of this file, in read order.
+
+        Returns
+        -------
+        FilterReadAhead
+            Nothing is read until its :meth:`~FilterReadAhead.before` is called.
+
+        Raises
+        ------
+        None
+            Nothing is read here.
+        """
         return FilterReadAhead(self, chunks)
 
     def filter_num_bytes(self, chunk: ColumnChunk) -> int | None:
-        """numBytes of the chunk's filter from its header alone (the bitset is neither read nor
-        kept; an encrypted header is authenticated); None without a filter."""
+        """``numBytes`` of the chunk's filter from its ``BloomFilterHeader`` alone (BloomFilter.md,
+        "File Format"): the bitset is neither read nor kept; an encrypted header (module type 8)
+        is authenticated. A cached filter answers without a read.
+
+        Parameters
+        ----------
+        chunk : ColumnChunk
+            The chunk whose filter header is read.
+
+        Returns
+        -------
+        int or None
+            The bitset's size in bytes; None when the chunk has no filter.
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError
+            The chunk is encrypted and its key or the file AAD is not available.
+        secure_bloom.errors.KeyManagementError
+            The KMS failed otherwise.
+        secure_bloom.errors.AuthenticationError
+            The header (or the encrypted ColumnMetaData) fails authentication.
+        secure_bloom.errors.MalformedInputError
+            The header or the metadata is damaged, or the filter lies outside the data.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
+        OSError
+            The file cannot be read.
+        """
         location = self.filter_location(chunk)
         if location is None:
             return None

@@ -114,6 +114,19 @@ class ColumnInfo:
         return f"{phys}/{logical}" if logical else phys
 
     def to_dict(self) -> dict[str, Any]:
+        """The leaf for ``inspect --json``: path, ordinal, physical and logical types, encryption and
+        key label (never key bytes).
+
+        Returns
+        -------
+        dict
+            Plain values (enums by name).
+
+        Raises
+        ------
+        None
+            Copies the fields.
+        """
         return {"path": self.path, "ordinal": self.ordinal, "physical_type": self.physical_type.name,
                 "type_length": self.type_length, "repetition": self.repetition,
                 "logical_type": self.logical_type, "converted_type": self.converted_type,

@@ -79,9 +79,27 @@ def _is_local(filesystem: Any) -> bool:
 
 def local_path(filesystem: Any, path: str) -> str | None:
     """The local path of ``path`` on ``filesystem`` when the filesystem is local disk under
-    another name: a ``SubTreeFileSystem`` (nested or not) over a ``LocalFileSystem``; None for
-    any other filesystem (or a path with ``..`` segments, left to the filesystem to judge).
-    Such a file is then read, and its version told (device, inode, ctime), as a local file."""
+    another name: a ``SubTreeFileSystem`` (nested or not) over a ``LocalFileSystem``. Such a
+    file is then read, and its version told (device, inode, ctime), as a local file.
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem or None
+        The filesystem ``path`` is on.
+    path : str
+        The path on it.
+
+    Returns
+    -------
+    str or None
+        The absolute local path; None for any other filesystem, or a path with ``..``
+        segments (left to the filesystem to judge).
+
+    Raises
+    ------
+    None
+        Path arithmetic only; nothing is opened.
+    """
     if not isinstance(filesystem, pafs.SubTreeFileSystem):
         return None
     if ".." in path.replace("\\", "/").split("/"):
@@ -213,7 +231,24 @@ class StoreTimeouts:
             raise ValueError(f"attempts must be an int >= 1, got {self.attempts!r}")
 
     def within(self, seconds: float) -> StoreTimeouts:
-        """These timeouts, shortened so that one request's tries fit in ``seconds``."""
+        """These timeouts, shortened so that one request's tries fit in ``seconds``: ``request_s``
+        becomes at most ``seconds / attempts`` (not below 0.1 s), ``connect_s`` at most that.
+
+        Parameters
+        ----------
+        seconds : float
+            The time left (a deadline's remainder).
+
+        Returns
+        -------
+        StoreTimeouts
+            A new value; ``attempts`` unchanged.
+
+        Raises
+        ------
+        None
+            Arithmetic; the shortened times stay valid (at least 0.1 s).
+        """
         request = min(self.request_s, max(seconds / self.attempts, 0.1))
         return replace(self, connect_s=min(self.connect_s, request), request_s=request)
 
@@ -586,6 +621,20 @@ class ReadCounter:
         self.files: set[str] = set()
 
     def add(self, path: str, n: int) -> None:
+        """Count one request of ``n`` bytes from ``path`` (under the counter's lock).
+
+        Parameters
+        ----------
+        path : str
+            The file read.
+        n : int
+            The bytes the request returned.
+
+        Raises
+        ------
+        None
+            Updates counters in memory.
+        """
         with self._lock:
             self.requests += 1
             self.bytes += n
@@ -641,43 +690,96 @@ class _CountingFile:
 
 
 class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
-    """A ``pyarrow.fs.FileSystemHandler`` delegating to ``inner`` that counts the bytes of every
-    read (``pyarrow.fs.PyFileSystem(CountingFileSystem(fs))``). Read-only use."""
+    """A ``pyarrow.fs.FileSystemHandler`` delegating to ``inner`` that counts the requests and
+    bytes of every read (``pyarrow.fs.PyFileSystem(CountingFileSystem(fs))``). Read-only: every
+    write raises ``OSError``.
+
+    Parameters
+    ----------
+    inner : pyarrow.fs.FileSystem
+        The filesystem read through.
+    counter : ReadCounter, optional
+        Where the reads are counted (a new one by default; shared to count several scans).
+    """
 
     def __init__(self, inner: pafs.FileSystem, counter: ReadCounter | None = None) -> None:
         self.inner = inner
         self.counter = counter if counter is not None else ReadCounter()
 
     def get_type_name(self) -> str:
+        """``counting+`` and the type name of ``inner`` (what :func:`display_path` strips)."""
         return f"counting+{self.inner.type_name}"
 
     def normalize_path(self, path: str) -> str:
+        """``path`` as ``inner`` normalizes it."""
         return cast(str, self.inner.normalize_path(path))
 
     def equals(self, other: Any) -> bool:
+        """True for another counting handler over an equal ``inner`` filesystem."""
         return isinstance(other, CountingFileSystem) and bool(self.inner.equals(other.inner))
 
     def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
+        """``inner``'s file infos of ``paths`` (not counted as reads; ``OSError`` once the exit gave up)."""
         refuse_when_exiting("get_file_info")
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(list(paths)))
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        """``inner``'s listing of ``selector`` (not counted as reads; ``OSError`` once the exit gave up)."""
         refuse_when_exiting(selector.base_dir)
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(selector))
 
     def counted(self, raw: Any, path: str) -> pa.NativeFile:
-        """``raw`` (a file of ``path`` opened on ``inner``) with every read counted."""
+        """``raw`` (a file of ``path`` opened on ``inner``) with every read counted in
+        :attr:`counter`, its buffers tracked for the interpreter's exit (:func:`~.lifetime.track`).
+
+        Parameters
+        ----------
+        raw : pyarrow.NativeFile
+            A random-access file opened on ``inner``.
+        path : str
+            Its path (what the counter records).
+
+        Returns
+        -------
+        pyarrow.NativeFile
+            A ``pa.PythonFile`` reading through ``raw``.
+
+        Raises
+        ------
+        None
+            Wraps ``raw``; nothing is read here.
+        """
         # Arrow's threads may release the file object last: the exit waits for it (.lifetime)
         return pa.PythonFile(track(_CountingFile(raw, path, self.counter)), mode="r")
 
     def open_input_file(self, path: str) -> pa.NativeFile:
+        """``inner``'s random-access file of ``path``, its reads counted (``OSError`` once the exit gave up)."""
         refuse_when_exiting(path)
         return self.counted(self.inner.open_input_file(path), path)
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
+        """The random-access file of :meth:`open_input_file` (its reads counted), read as a stream."""
         return self.open_input_file(path)
 
     def _read_only(self, *_: Any, **__: Any) -> Any:
+        """Refuse a write (``create_dir``, the ``delete_*`` methods, ``move``, ``copy_file``,
+        ``open_output_stream``, ``open_append_stream``): this handler only reads.
+
+        Parameters
+        ----------
+        *_, **__ : object
+            The write's arguments, ignored.
+
+        Returns
+        -------
+        NoReturn
+            Never returns.
+
+        Raises
+        ------
+        OSError
+            Always: ``CountingFileSystem is read-only``.
+        """
         raise OSError("CountingFileSystem is read-only")
 
     create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _read_only

@@ -396,8 +396,8 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
     secure_bloom.errors.UnsupportedParquetFeatureError
         pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
         their own: see Known limits).
-    secure_bloom.errors.ParquetFileError
-        A file is not Parquet, is damaged, or fails authentication.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
     OSError
         A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
 
@@ -530,8 +530,8 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
         A surviving file pyarrow cannot decrypt ``columns`` in.
     secure_bloom.errors.KeyManagementError
         A key cannot be obtained.
-    secure_bloom.errors.ParquetFileError
-        A damaged file.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
     """
     restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
                                             progress=progress, cache=cache, counter=counter)
@@ -683,8 +683,8 @@ def read_table(source: Any, *, columns: Sequence[str] | None = None, filters: An
     secure_bloom.errors.UnsupportedParquetFeatureError
         pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
         their own: see Known limits).
-    secure_bloom.errors.ParquetFileError
-        A file is not Parquet, is damaged, or fails authentication.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
     OSError
         A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
 
@@ -765,8 +765,8 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
     secure_bloom.errors.UnsupportedParquetFeatureError
         pyarrow could not decrypt the columns to read in a surviving file (explicit keys of
         their own: see Known limits).
-    secure_bloom.errors.ParquetFileError
-        A file is not Parquet, is damaged, or fails authentication.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
     OSError
         A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
 

@@ -68,7 +68,22 @@ _COMPARE_FN = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_e
 @dataclass(frozen=True)
 class LeafPlan:
     """How one leaf is decided on files that store its column as ``own`` (the dataset's type
-    ``typ``). ``values``: for ``fast``, the literals as the column stores them (type ``own``)."""
+    ``typ``): one of the modes of the module docstring. Made by :func:`plan_leaf`, once per leaf
+    and column layout.
+
+    Parameters
+    ----------
+    mode : str
+        ``fast``, ``bounds``, ``keep`` or ``raise``.
+    own : pyarrow.DataType, optional
+        The column's type in the file.
+    typ : pyarrow.DataType, optional
+        The type Arrow compares in (the dataset's, or the common type).
+    values : pyarrow.Array, optional
+        For ``fast``: the literals as the column stores them (type ``own``).
+    reason : str, default ""
+        Why this mode (for explanations and tests).
+    """
 
     mode: str
     own: pa.DataType | None = None

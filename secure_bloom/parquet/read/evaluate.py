@@ -8,9 +8,11 @@ groups at once:
 * :meth:`RowGroupFacts.may_contain`: whether the column's Bloom filter may hold any of a query's
   hashes (no filter, or a key not given: "may").
 
-Providers: a file read for this lookup (:class:`~.facts.FileFacts` over the one reader), and the
-same over what a :class:`~.prune_cache.PruneCache` holds (:mod:`.facts`): a warm lookup and a
-cold one are this code with different providers.
+The provider is :class:`~.facts.ReaderFacts`: a file's reader for this lookup, answering first
+from the :class:`~.prune_cache.FileFacts` a :class:`~.prune_cache.PruneCache` holds of it (a warm
+lookup and a cold one are this code over the same provider, with and without cached facts). Its
+reads are batched per column: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.column_metadata_many`
+and :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.bloom_filters`.
 
 Per file, every candidate row group is judged at once and column-wise, in two passes. First the
 statistics (:meth:`TreeVerdicts.judge`), then, for the row groups they leave, the Bloom filters of
@@ -65,11 +67,53 @@ class RowGroupFacts(Protocol):
     type_order: frozenset[int]
 
     def bounds(self, info: ColumnInfo, row_groups: Sequence[int]) -> list[Bounds | None]:
-        """Each row group's statistics of ``info`` (None: none usable, or the key is not given)."""
+        """Each row group's statistics of ``info`` (None: none usable, or the key is not given).
+
+        Parameters
+        ----------
+        info : ColumnInfo
+            One of :attr:`columns`.
+        row_groups : sequence of int
+            The row groups asked about (positions in the footer).
+
+        Returns
+        -------
+        list of Bounds or None
+            One per row group, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.SecureBloomError
+            What reading the statistics raises (:meth:`.facts.ReaderFacts.bounds`: a KMS failure,
+            encrypted metadata failing authentication, damaged metadata); a missing key is None.
+        """
 
     def may_contain(self, info: ColumnInfo, row_groups: Sequence[int], hashes: Sequence[int]) -> list[bool]:
         """Per row group, whether the column's filter may hold any of ``hashes`` (True: it may,
-        it has no filter, or its key is not given)."""
+        it has no filter, or its key is not given). BloomFilter.md: a filter never answers
+        "absent" for a value inserted.
+
+        Parameters
+        ----------
+        info : ColumnInfo
+            One of :attr:`columns`.
+        row_groups : sequence of int
+            The row groups asked about.
+        hashes : sequence of int
+            The query's xxHash64 values (any hit: "may").
+
+        Returns
+        -------
+        list of bool
+            One per row group, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.SecureBloomError
+            What reading the filters raises (:meth:`.facts.ReaderFacts.may_contain`: a KMS failure,
+            a filter failing authentication or damaged, a plaintext filter on an encrypted column);
+            a missing key is True.
+        """
 
 
 def _arrow_type(schema: pa.Schema | None, name: str) -> pa.DataType | None:
@@ -327,8 +371,8 @@ class TreeVerdicts:
 
         Raises
         ------
-        secure_bloom.errors.ParquetFileError
-            A damaged file (from the facts provider).
+        secure_bloom.errors.MalformedInputError, AuthenticationError
+            Damaged or tampered metadata or filters (from the facts provider).
         secure_bloom.errors.KeyManagementError
             A key the provider needs cannot be obtained (a missing key is "may", not an error).
         """

@@ -109,8 +109,8 @@ class ReaderFacts:
 
         Raises
         ------
-        secure_bloom.errors.ParquetFileError
-            Damaged column metadata.
+        secure_bloom.errors.MalformedInputError, AuthenticationError
+            Damaged column metadata, or encrypted metadata failing authentication.
         secure_bloom.errors.KeyManagementError
             The column's key cannot be obtained (a missing key gives None).
         """
@@ -163,8 +163,10 @@ class ReaderFacts:
 
         Raises
         ------
-        secure_bloom.errors.ParquetFileError
+        secure_bloom.errors.MalformedInputError, AuthenticationError
             A damaged filter, or one failing authentication.
+        secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
+            An encrypted column's filter is stored in plaintext.
         secure_bloom.errors.KeyManagementError
             The column's key cannot be obtained (a missing key gives True).
         """

@@ -45,8 +45,24 @@ Listed = tuple[Sequence[str], Sequence[Any] | None]
 
 
 def listed_files(base: ds.FileSystemDataset) -> Listed:
-    """The files of ``base`` and their partition expressions (None: a dataset pyarrow discovered
-    without partition fields, whose files' expressions are all true)."""
+    """The files of ``base`` and their partition expressions, in pyarrow's order.
+
+    Parameters
+    ----------
+    base : pyarrow.dataset.FileSystemDataset
+        A dataset pyarrow discovered.
+
+    Returns
+    -------
+    Listed
+        (paths, partition expressions); the expressions are None for a dataset pyarrow
+        discovered without partition fields (every file's is true).
+
+    Raises
+    ------
+    None
+        Reads the discovered dataset in memory.
+    """
     partitioning = getattr(base, "partitioning", None)
     if partitioning is not None and len(partitioning.schema) == 0:
         return base.files, None
@@ -84,8 +100,26 @@ def _local_tree(root: str) -> list[tuple[str, bool]] | None:
 
 def listing(resolved: Resolved) -> tuple[Any, ...] | None:
     """What pyarrow's discovery of ``resolved`` depends on besides the files' contents: the
-    kind of each source path and, for a directory, every entry under it (sorted); None when it
-    cannot be told (the discovery is then not kept)."""
+    kind of each source path and, for a directory, every entry under it (sorted; one
+    ``os.scandir`` per local directory, one recursive ``FileSelector`` listing elsewhere).
+
+    Parameters
+    ----------
+    resolved : Resolved
+        The source's filesystem and paths (:func:`~secure_bloom.parquet.file.sources.resolve`).
+
+    Returns
+    -------
+    tuple or None
+        ``("files", ...)``, ``("file", path)`` or ``("directory", path, entries...)``; None when
+        it cannot be told (not a file or directory, a local symbolic link, an error): the
+        discovery is then not kept.
+
+    Raises
+    ------
+    secure_bloom.errors.StorageUnavailableError
+        The store does not answer (raised at once: a second wait would double the call's).
+    """
     fs = resolved.filesystem
     try:
         if len(resolved.paths) > 1:
@@ -114,7 +148,17 @@ def listing(resolved: Resolved) -> tuple[Any, ...] | None:
 
 class KnownSource:
     """One source as a :class:`PruneCache` keeps its discovery: :meth:`of` names it, :meth:`facts`
-    gives the kept discovery while the source lists the same, :meth:`remember` keeps one."""
+    gives the kept discovery while the source lists the same, :meth:`remember` keeps one.
+
+    Parameters
+    ----------
+    cache : PruneCache
+        The cache that keeps the discovery.
+    resolved : Resolved
+        The source's filesystem and paths.
+    key : tuple
+        Its cache key: (key scope, filesystem key, paths, partitioning key).
+    """
 
     def __init__(self, cache: PruneCache, resolved: Resolved, key: tuple[Any, ...]) -> None:
         self.cache = cache
@@ -124,7 +168,34 @@ class KnownSource:
     @classmethod
     def of(cls, cache: PruneCache, source: Any, keys: Any, filesystem: Any, partitioning: Any,
            timeouts: StoreTimeouts | None) -> KnownSource | None:
-        """The source, or None when its discovery cannot be kept (see the module docstring)."""
+        """The source, or None when its discovery cannot be kept (see the module docstring).
+
+        Parameters
+        ----------
+        cache : PruneCache
+            The cache to keep it in.
+        source : str, os.PathLike or list of them
+            What ``pyarrow.dataset.dataset`` is given.
+        keys : KeyAccess or None
+            The caller's keys (entries are scoped by them, :meth:`PruneCache.scope`).
+        filesystem : pyarrow.fs.FileSystem or None
+            The filesystem ``source`` is on.
+        partitioning : None, str or list of str
+            The ``partitioning`` argument (a Partitioning object cannot be named: None is returned).
+        timeouts : StoreTimeouts or None
+            For a filesystem built from a URI.
+
+        Returns
+        -------
+        KnownSource or None
+            None when the partitioning or filesystem cannot be named, or the source does not
+            resolve (the discovery then raises the error).
+
+        Raises
+        ------
+        None
+            Errors resolving the source give None.
+        """
         parts = _partitioning_key(partitioning)
         if parts is None:
             return None
@@ -143,10 +214,33 @@ class KnownSource:
         return self.resolved.filesystem
 
     def listing(self) -> tuple[Any, ...] | None:
+        """:func:`listing` of this source now.
+
+        Returns
+        -------
+        tuple or None
+            None when it cannot be told.
+
+        Raises
+        ------
+        secure_bloom.errors.StorageUnavailableError
+            The store does not answer.
+        """
         return listing(self.resolved)
 
     def facts(self) -> DatasetFacts | None:
-        """The kept discovery if the source still lists as it did (None: discover it)."""
+        """The kept discovery if the source still lists as it did (a listing that differs forgets it).
+
+        Returns
+        -------
+        DatasetFacts or None
+            None: discover it.
+
+        Raises
+        ------
+        secure_bloom.errors.StorageUnavailableError
+            The store does not answer the listing.
+        """
         kept = self.cache.dataset(self.key)
         if kept is None:
             return None
@@ -156,16 +250,56 @@ class KnownSource:
         return kept
 
     def forget(self) -> None:
+        """Drop the discovery kept for this source.
+
+        Raises
+        ------
+        None
+            Removes an entry in memory.
+        """
         self.cache.keep_dataset(self.key, None)
 
     def identity_of(self, path: str) -> Identity | None:
+        """The identity of ``path`` on this source's filesystem now (:func:`~..file.identity.file_identity`).
+
+        Parameters
+        ----------
+        path : str
+            A file of the source.
+
+        Returns
+        -------
+        Identity or None
+            None when it cannot be determined.
+
+        Raises
+        ------
+        None
+            Errors give None.
+        """
         return file_identity(path, self.filesystem)
 
     def remember(self, before: tuple[Any, ...], base: ds.FileSystemDataset,
                  seen: Mapping[str, Identity | None] | None = None) -> None:
         """Keep ``base`` (pyarrow's discovery, made after the source listed as ``before``) when
-        the source still lists so and its first file is provably the version its schema is of.
-        ``seen``: identities of files taken after the discovery (by the prune that followed it)."""
+        the source still lists so and its first file is provably the version its schema is of:
+        its identity taken, its schema read again by pyarrow, its identity taken again. Nothing
+        is kept otherwise.
+
+        Parameters
+        ----------
+        before : tuple
+            :meth:`listing` taken before the discovery.
+        base : pyarrow.dataset.FileSystemDataset
+            The discovery.
+        seen : mapping of str to Identity or None, optional
+            Identities of files taken after the discovery (by the prune that followed it).
+
+        Raises
+        ------
+        secure_bloom.errors.StorageUnavailableError
+            The store does not answer the second listing.
+        """
         fs = self.filesystem
         paths, partitions = listed_files(base)
         first = paths[0] if paths else None

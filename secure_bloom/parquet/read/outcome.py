@@ -156,15 +156,21 @@ class PruneReport:
     def to_dict(self, *, with_files: bool = True) -> dict[str, Any]:
         """The report as JSON-able values (``query --explain --format json``).
 
+        Parameters
+        ----------
+        with_files : bool, default True
+            Add ``per_file``: each file's :meth:`FilePrune.to_dict`.
+
         Returns
         -------
         dict
-            Plain JSON-able values (the ``--json`` document's shape).
+            Plain JSON-able values (the ``--json`` document's shape); the cache's counts when a
+            cache was used.
 
         Raises
         ------
         None
-            Nothing of its own.
+            Built from the report in memory.
         """
         out: dict[str, Any] = {
             "files": len(self.files) + self.files_skipped_by_partition,

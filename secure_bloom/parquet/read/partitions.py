@@ -36,8 +36,27 @@ _FALSE = AnyOf(())
 
 def known_fields(partition_expression: pc.Expression | None, schema: pa.Schema) -> dict[str, pa.Array] | None:
     """The fields a file's partition expression fixes, each as a one-element array of its value
-    in the dataset's type (a null for ``is_null``); None when the expression is not a
-    conjunction of those (then nothing is known for sure about any field)."""
+    in the dataset's type (a null for ``is_null``).
+
+    Parameters
+    ----------
+    partition_expression : pyarrow.compute.Expression or None
+        The file's partition expression (``Fragment.partition_expression``).
+    schema : pyarrow.Schema
+        The dataset's schema.
+
+    Returns
+    -------
+    dict of str to pyarrow.Array, or None
+        Empty for no (or a true) expression; None when the expression is not a conjunction of
+        ``field == value`` / ``is_null(field)`` on fields of ``schema`` whose values cast safely
+        (then nothing is known for sure about any field).
+
+    Raises
+    ------
+    None
+        An expression it cannot read, or a value that does not cast, gives None.
+    """
     if partition_expression is None or partition_expression.equals(pc.scalar(True)):
         return {}
     tree = predicate_tree(partition_expression, schema)
@@ -93,8 +112,30 @@ def _substitute(node: Node, known: dict[str, pa.Array]) -> Node:
 
 def partition_tree(tree: Node, partition_expression: pc.Expression | None, schema: pa.Schema) -> Node:
     """``tree`` for one file of a dataset: leaves on the fields its ``partition_expression``
-    fixes decided on those values (see the module docstring); ``tree`` itself when it names
-    none of them."""
+    fixes decided on those values (see the module docstring).
+
+    Parameters
+    ----------
+    tree : Node
+        The filter's predicate tree.
+    partition_expression : pyarrow.compute.Expression or None
+        The file's partition expression.
+    schema : pyarrow.Schema
+        The dataset's schema.
+
+    Returns
+    -------
+    Node
+        ``tree`` itself when it fixes no field; :class:`Unknown` (no pruning) for an
+        expression of another form; else ``tree`` with those leaves replaced by an empty
+        :class:`AllOf` (true), an empty :class:`AnyOf` (false or null) or :class:`Unknown`
+        (pyarrow raises on the value).
+
+    Raises
+    ------
+    None
+        A leaf pyarrow raises on for the partition value becomes :class:`Unknown`.
+    """
     known = known_fields(partition_expression, schema)
     if known is None:
         return Unknown("a partition expression that is not a conjunction of field == value / is_null(field)")

@@ -51,7 +51,17 @@ class Leaf:
     literal(s), non-null) or is_null, is_valid (``values`` None).
 
     Null rows match no comparison and no ``in`` (Kleene logic; ``is_in`` answers false for a
-    null when its value set holds none) but DO match ``not in`` (pyarrow's ``~is_in``)."""
+    null when its value set holds none) but DO match ``not in`` (pyarrow's ``~is_in``).
+
+    Parameters
+    ----------
+    column : str
+        The column's name in the dataset (a dotted path for a nested field).
+    op : str
+        The operator.
+    values : pyarrow.Array, optional
+        The literal(s), in pyarrow's type of the filter's value.
+    """
 
     column: str
     op: str
@@ -64,11 +74,27 @@ class Leaf:
 
 @dataclass(frozen=True)
 class AllOf:
+    """AND of ``parts``: a row group may match only if every part may (empty: true, every row
+    group may match).
+
+    Parameters
+    ----------
+    parts : tuple of Node
+        The conjuncts.
+    """
     parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class AnyOf:
+    """OR of ``parts``: a row group may match if any part may (empty: false, no row group
+    matches).
+
+    Parameters
+    ----------
+    parts : tuple of Node
+        The disjuncts.
+    """
     parts: tuple[Node, ...]
 
 
@@ -78,7 +104,17 @@ class Unknown:
     evaluation by pyarrow may raise on some stored values (a cast, an unknown function), so no row
     group is dropped at all while it is part of the filter (pyarrow must meet those values and
     raise as it would); ``inner``: the leaf it hides (a negated float comparison), whose own
-    raising is still checked."""
+    raising is still checked.
+
+    Parameters
+    ----------
+    reason : str
+        Why it is not used (for explanations).
+    may_raise : bool, default True
+        Whether pyarrow's evaluation of it may raise.
+    inner : Node, optional
+        The leaf it hides.
+    """
 
     reason: str
     may_raise: bool = True

@@ -1,11 +1,13 @@
 """Which row groups of which files can hold rows matching a filter: statistics, then Bloom filters.
 
 A row group is dropped only on proof that pyarrow's own evaluation of the filter
-(``pyarrow.dataset(...).to_table(filter=...)``) matches none of its rows. Per row group, the
-filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot match" in two passes:
-first with min/max statistics and null counts alone (:mod:`.statistics`, decrypting encrypted
-ColumnMetaData with the column's key), then, for the row groups that survive, with the Bloom
-filters of the ``==`` / ``in`` columns (encrypted or not; read lazily, only where needed). AND
+(``pyarrow.dataset(...).to_table(filter=...)``) matches none of its rows. Per file, the
+filter's tree (:mod:`.predicate`) is evaluated to "may match" or "cannot match" for every
+candidate row group at once by the one evaluator, :mod:`.evaluate`, over the file's
+:class:`~.facts.ReaderFacts`, in two passes: first with min/max statistics and null counts alone
+(:mod:`.statistics`, decrypting encrypted ColumnMetaData with the column's key), then, for the
+row groups that survive, with the Bloom filters of the ``==`` / ``in`` columns (encrypted or not;
+each column's read in one batch, only for the row groups still in question). AND
 needs every part to may-match, OR one. Whatever is missing or doubtful (no statistics, no filter, a
 key that is not available, NaN) means "may match". The caller applies the exact filter to what is
 read.
@@ -131,8 +133,8 @@ def prune_reader(reader: ParquetBloomReader, tree: Node, schema: pa.Schema | Non
     ------
     secure_bloom.errors.KeyManagementError
         A key cannot be obtained.
-    secure_bloom.errors.ParquetFileError
-        A damaged file, or a filter that fails authentication.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or a footer, metadata or filter fails authentication.
     OSError
         A file cannot be read.
     """
@@ -270,10 +272,14 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
 
     Raises
     ------
+    TypeError
+        ``cache`` is not a :class:`PruneCache`.
+    ValueError
+        ``threads`` < 1, or not one tree per path in ``trees``.
     secure_bloom.errors.KeyManagementError
         A key cannot be obtained.
-    secure_bloom.errors.ParquetFileError
-        A damaged file, or a filter that fails authentication.
+    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
+        A file is not Parquet (``NotParquetError``), is damaged, or a footer, metadata or filter fails authentication.
     OSError
         A file cannot be read.
     """

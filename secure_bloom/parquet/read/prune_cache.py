@@ -84,7 +84,29 @@ class FileFacts:
     the filter, or None when the chunk has none. Missing keys are never recorded.
     ``footer_grant``: the footer key the file-level facts were read with (None: none needed);
     ``grants``: (row group, ordinal) -> the key an encrypted chunk's facts were derived with;
-    ``shared_format_opens``: a scan of it needs no format of its own (no reader to choose one)."""
+    ``shared_format_opens``: a scan of it needs no format of its own (no reader to choose one).
+
+    Parameters
+    ----------
+    path : str
+        The file, as reports name it.
+    num_row_groups : int
+        Its row groups.
+    columns : tuple of ColumnInfo
+        Its leaf columns.
+    type_order : frozenset of int
+        Ordinals of the leaves whose statistics follow the column's type order (TypeDefinedOrder).
+    bounds : mapping of (int, int) to Bounds or None
+        Statistics per (row group, ordinal) read so far.
+    filters : mapping of (int, int) to SplitBlockBloomFilter or None
+        Filters per (row group, ordinal) read so far.
+    footer_grant : KeyGrant, optional
+        The footer key's grant.
+    grants : mapping of (int, int) to KeyGrant, optional
+        The column keys' grants.
+    shared_format_opens : bool, default False
+        pyarrow's one dataset format opens this version.
+    """
 
     path: str
     num_row_groups: int
@@ -127,7 +149,25 @@ class DatasetFacts:
     read the schema from, and ``first_identity``, the version the schema is of (a lookup finding
     another version discovers again); ``names``, for a partitioned dataset, a pyarrow dataset of
     the paths and their partition expressions alone (a plain format, a filesystem never read
-    through) that pyarrow's own ``get_fragments(filter=...)`` prunes by partition."""
+    through) that pyarrow's own ``get_fragments(filter=...)`` prunes by partition.
+
+    Parameters
+    ----------
+    listing : tuple
+        :func:`~.known.listing` of the source at discovery.
+    schema : pyarrow.Schema
+        The dataset's schema.
+    paths : tuple of str
+        Its files.
+    partitions : tuple of pyarrow.dataset.Expression, optional
+        Their partition expressions.
+    first : str, optional
+        The file the schema was read from.
+    first_identity : Identity, optional
+        Its version.
+    names : pyarrow.dataset.FileSystemDataset, optional
+        The paths and partition expressions alone (partitioned datasets).
+    """
 
     listing: tuple[Any, ...]
     schema: Any
@@ -183,8 +223,24 @@ class CacheStats:
 
 
 def filesystem_key(filesystem: Any) -> str | None:
-    """Names ``filesystem`` in cache keys: ``local``, a digest of its pickled options (no
-    credentials kept), or None when it cannot be named (its files are then not cached)."""
+    """Names ``filesystem`` in cache keys.
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem or None
+        The filesystem files are read from.
+
+    Returns
+    -------
+    str or None
+        ``local`` (None or a ``LocalFileSystem``), a SHA-256 of its pickled options (no
+        credentials kept), or None when it cannot be named (its files are then not cached).
+
+    Raises
+    ------
+    None
+        A filesystem that does not pickle gives None.
+    """
     if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
         return "local"
     try:

@@ -81,7 +81,33 @@ class PruningDataset(ds.FileSystemDataset):  # type: ignore[misc]
 
     def scanner(self, columns: Any = None, filter: pc.Expression | None = None, **kwargs: Any) -> ds.Scanner:
         """``pyarrow.dataset.Dataset.scanner`` over the row groups the filter (the caller's AND
-        the attached one) may match; pyarrow applies the filter to their rows."""
+        the attached one) may match; pyarrow applies the filter to their rows. Prunes at every
+        call (:attr:`last_report` is its report).
+
+        Parameters
+        ----------
+        columns : list of str or dict, optional
+            What pyarrow's scanner takes (a dict of expressions: every column is pruned for).
+        filter : pyarrow.compute.Expression, optional
+            The caller's filter.
+        **kwargs
+            Passed to ``pyarrow.dataset.Scanner.from_dataset`` (batch_size, use_threads, ...).
+
+        Returns
+        -------
+        pyarrow.dataset.Scanner
+            A scanner of the surviving row groups.
+
+        Raises
+        ------
+        secure_bloom.errors.KeyManagementError
+            A key the pruning needs cannot be obtained.
+        secure_bloom.errors.SecureBloomError
+            A file is not Parquet, damaged, or fails authentication; or pyarrow's format cannot
+            decrypt a surviving file (``UnsupportedParquetFeatureError``).
+        OSError
+            A file cannot be read (``StorageUnavailableError`` for a store that does not answer).
+        """
         both = _both(self._attached, filter)
         return self.scanner_pruned_by(both, columns=columns, filter=both, **kwargs)
 
@@ -89,17 +115,72 @@ class PruningDataset(ds.FileSystemDataset):  # type: ignore[misc]
                           filter: pc.Expression | None = None, **kwargs: Any) -> ds.Scanner:
         """A scanner of the row groups ``prune_by`` may match (the attached filter ANDed in)
         whose rows pyarrow filters with ``filter`` only: for a caller that filters the rows
-        itself with a predicate that implies ``prune_by`` (the Polars IO source)."""
+        itself with a predicate that implies ``prune_by`` (the Polars IO source).
+
+        Parameters
+        ----------
+        prune_by : pyarrow.compute.Expression or None
+            What the row groups are pruned with.
+        columns : list of str or dict, optional
+            What pyarrow's scanner takes.
+        filter : pyarrow.compute.Expression, optional
+            What pyarrow filters the rows with (the attached filter ANDed in).
+        **kwargs
+            Passed to ``pyarrow.dataset.Scanner.from_dataset``.
+
+        Returns
+        -------
+        pyarrow.dataset.Scanner
+            Over the row groups ``prune_by`` leaves.
+
+        Raises
+        ------
+        secure_bloom.errors.SecureBloomError, OSError
+            As :meth:`scanner`.
+        """
         restricted = self._restricted(_both(self._attached, prune_by), columns)
         return ds.Scanner.from_dataset(restricted, columns=columns, filter=_both(self._attached, filter), **kwargs)
 
     def get_fragments(self, filter: pc.Expression | None = None) -> Iterator[ds.Fragment]:
         """The fragments (files, restricted to their surviving row groups) that the filter (and
-        the attached one) may match."""
+        the attached one) may match; prunes at every call (:attr:`last_report`).
+
+        Parameters
+        ----------
+        filter : pyarrow.compute.Expression, optional
+            The caller's filter.
+
+        Returns
+        -------
+        iterator of pyarrow.dataset.Fragment
+            Parquet fragments of the surviving row groups.
+
+        Raises
+        ------
+        secure_bloom.errors.SecureBloomError, OSError
+            As :meth:`scanner`.
+        """
         return iter(list(self._restricted(_both(self._attached, filter), None).get_fragments()))
 
     def filter(self, expression: pc.Expression) -> PruningDataset:
-        """This dataset with ``expression`` attached (ANDed with any filter already attached)."""
+        """This dataset with ``expression`` attached (ANDed with any filter already attached);
+        nothing is pruned until a scan.
+
+        Parameters
+        ----------
+        expression : pyarrow.compute.Expression
+            The filter to attach.
+
+        Returns
+        -------
+        PruningDataset
+            A new dataset over the same files.
+
+        Raises
+        ------
+        TypeError
+            ``expression`` is None or not an Expression.
+        """
         if expression is None:
             raise TypeError("filter needs an expression")
         return PruningDataset(self._base, self._prune, _both(self._attached, expression))

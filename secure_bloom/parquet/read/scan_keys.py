@@ -62,7 +62,24 @@ _shared_lock = threading.Lock()
 
 def answers(keys: KeyAccess) -> ExpiringCache[tuple[str, ...], bytes]:
     """The KMS answers pyarrow's key tools got for ``keys`` (unwrapped keys by KMS instance,
-    access token digest, master key id and wrapped key), kept ``keys.cache_lifetime_s``."""
+    access token digest, master key id and wrapped key), kept ``keys.cache_lifetime_s`` and
+    dropped with ``keys``.
+
+    Parameters
+    ----------
+    keys : KeyAccess
+        The caller's keys.
+
+    Returns
+    -------
+    ExpiringCache
+        One per KeyAccess, made on first use.
+
+    Raises
+    ------
+    None
+        A lookup in memory.
+    """
     with _lock:
         found = _answers.get(id(keys))
         if found is None:
@@ -124,6 +141,11 @@ def scan_keys_for(keys: KeyAccess) -> ScanKeys:
     Returns
     -------
     ScanKeys
+
+    Raises
+    ------
+    ValueError
+        ``keys.kms`` is None (:class:`ScanKeys`).
     """
     lifetime = keys.cache_lifetime_s
     if lifetime < SCAN_KEYS_S:
@@ -139,10 +161,22 @@ def scan_keys_for(keys: KeyAccess) -> ScanKeys:
 
 class ScanKeys:
     """pyarrow's Parquet format decrypting through ``keys.kms`` with a ``CryptoFactory`` of its
-    own (``format``), whose caches :meth:`unwrap_before_scan` fills before a scan.
+    own (``format``), whose caches :meth:`unwrap_before_scan` fills before a scan. Its KMS
+    client answers from :func:`answers` (no key in its repr).
 
-    ``lifetime_s`` (None: ``max(keys.cache_lifetime_s, SCAN_KEYS_S)``) is how long pyarrow's
-    caches of it keep keys."""
+    Parameters
+    ----------
+    keys : KeyAccess
+        Keys with a KMS client (``keys.kms``).
+    lifetime_s : float, optional
+        How long pyarrow's caches of it keep keys (default ``max(keys.cache_lifetime_s,``
+        :data:`SCAN_KEYS_S` ``)``).
+
+    Raises
+    ------
+    ValueError
+        ``keys.kms`` is None.
+    """
 
     def __init__(self, keys: KeyAccess, lifetime_s: float | None = None) -> None:
         if keys.kms is None:
@@ -184,7 +218,13 @@ class ScanKeys:
         Returns
         -------
         (int, int)
-            The bytes and requests this read of the footer took (for the scan's report).
+            The bytes and requests this read of the footer took (for the scan's report; (0, 0)
+            when nothing was read or it failed).
+
+        Raises
+        ------
+        None
+            Every failure is left to the scan, which raises it where pyarrow meets it.
         """
         wanted = None if columns is None else frozenset(columns)
         with self._unwrapping:
@@ -233,6 +273,11 @@ def reads_leaf(path_in_schema: Sequence[str], columns: Sequence[str] | None) -> 
     Returns
     -------
     bool
+
+    Raises
+    ------
+    None
+        Compares names.
     """
     if columns is None:
         return True

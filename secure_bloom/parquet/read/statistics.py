@@ -37,7 +37,22 @@ _BYTES_LOGICAL = (None, "STRING", "ENUM", "JSON", "BSON", "UUID")
 class Bounds:
     """What a chunk's statistics guarantee. ``low``/``high``: bounds of the non-null values in the
     column's order (None: unknown); ``exact``: both are values that occur; ``null_count`` (None:
-    unknown) of ``num_values`` leaf entries; ``all_null`` only for a top-level, non-repeated column."""
+    unknown) of ``num_values`` leaf entries; ``all_null`` only for a top-level, non-repeated column.
+    Made by :func:`chunk_bounds`.
+
+    Parameters
+    ----------
+    low, high : object, optional
+        The bounds as plain Python keys in the column's order (:func:`stat_kind`).
+    exact : bool, default False
+        Both are values that occur (``min_value`` / ``max_value``, not the deprecated ``min`` / ``max``).
+    null_count : int, optional
+        Nulls in the chunk.
+    num_values : int, optional
+        Leaf entries in the chunk.
+    top_level : bool, default False
+        The column is top-level and not repeated (so ``null_count == num_values`` means every row is null).
+    """
 
     low: Any = None
     high: Any = None

@@ -65,7 +65,15 @@ class Connective(Enum):
 
 @dataclass(frozen=True)
 class Junction:
-    """Conditions (or junctions) joined by AND or OR."""
+    """Conditions (or junctions) joined by AND or OR.
+
+    Parameters
+    ----------
+    connective : Connective
+        AND or OR.
+    parts : tuple of Where
+        The joined conditions and junctions, in the text's order.
+    """
 
     connective: Connective
     parts: tuple[Where, ...]
