@@ -332,7 +332,23 @@ class PinnedFileSystem(CountingFileSystem):
         return (PinnedFileSystem, (self.inner, self.identities))
 
     def equals(self, other: Any) -> bool:
-        """True for another pinned handler over an equal ``inner`` with the same identities."""
+        """Whether ``other`` is a pinned handler over an equal ``inner`` with the same identities.
+
+        Parameters
+        ----------
+        other : object
+            The handler pyarrow compares this one with.
+
+        Returns
+        -------
+        bool
+            True for an equal pinned handler.
+
+        Raises
+        ------
+        None
+            A comparison in memory (the inner filesystems' ``equals``).
+        """
         return (isinstance(other, PinnedFileSystem) and bool(self.inner.equals(other.inner))
                 and self.identities == other.identities)
 

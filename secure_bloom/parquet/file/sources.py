@@ -715,7 +715,23 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         return cast(str, self.inner.normalize_path(path))
 
     def equals(self, other: Any) -> bool:
-        """True for another counting handler over an equal ``inner`` filesystem."""
+        """Whether ``other`` is a counting handler over an equal ``inner`` filesystem.
+
+        Parameters
+        ----------
+        other : object
+            The handler pyarrow compares this one with.
+
+        Returns
+        -------
+        bool
+            True for an equal counting handler.
+
+        Raises
+        ------
+        None
+            A comparison in memory (the inner filesystems' ``equals``).
+        """
         return isinstance(other, CountingFileSystem) and bool(self.inner.equals(other.inner))
 
     def get_file_info(self, paths: Sequence[str]) -> list[pafs.FileInfo]:
