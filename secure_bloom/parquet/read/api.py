@@ -32,20 +32,15 @@ before anything is scanned (:func:`~secure_bloom.parquet.file.arrow_source.direc
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ...errors import ColumnNotFoundError, MissingKeyError, StorageUnavailableError
-from ...types import ChunkEncryption
-from ..file.arrow_source import direct_decryption_properties, shared_format_opens
-from ..file.identity import PinnedFileSystem
+from ...errors import MissingKeyError, StorageUnavailableError
 from ..file.keys import KeyAccess, as_key_access
 from ..file.lifetime import retain, scanning
 from ..file.reader import ParquetBloomReader
@@ -58,84 +53,15 @@ from ..file.sources import (
     resolve,
     storage_error,
 )
-from .known import KnownSource, Listed, listed_files
-from .partitions import partition_tree
-from .predicate import Node, columns_of, predicate_tree, to_expression
-from .prune import FilePrune, PruneReport, prune_files
+from .known import KnownSource
+from .predicate import Node, to_expression
+from .prune import PruneReport
 from .prune_cache import PruneCache
 from .pruning_dataset import PruningDataset
-from .scan_keys import ScanKeys, reads_leaf, scan_keys_for
+from .restrict import file_format, parquet_format, restrict, restrict_located
 
 __all__ = ["read_table", "dataset", "scan", "open_dataset", "restrict", "PrunedScan", "PruningDataset", "parquet_format",
            "file_format"]
-
-
-def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
-    """pyarrow's Parquet format, with decryption through ``keys.kms`` when it is set (KMS
-    answers shared with every scan of ``keys``: :mod:`.scan_keys`).
-
-    Parameters
-    ----------
-    keys : KeyAccess or None
-        The caller's keys.
-
-    Returns
-    -------
-    pyarrow.dataset.ParquetFileFormat
-        The format.
-
-    Raises
-    ------
-    None
-        Nothing of its own.
-    """
-    if keys is None or keys.kms is None:
-        return ds.ParquetFileFormat()
-    return ScanKeys(keys, keys.cache_lifetime_s).format
-
-
-def _direct_format(decryption: Any) -> ds.ParquetFileFormat:
-    """pyarrow's Parquet format for one file, holding that file's decryption properties."""
-    return ds.ParquetFileFormat(
-        default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_properties=decryption))
-
-
-def file_format(reader: ParquetBloomReader, keys: KeyAccess | None, shared: ds.ParquetFileFormat,
-                columns: Sequence[str] | None = None) -> ds.ParquetFileFormat:
-    """The format pyarrow scans the open file with: ``shared`` (plaintext, or pyarrow's KMS path)
-    or, for a file that path cannot open, one holding its footer key. ``columns`` (None: all)
-    are what the scan reads, filter columns included: the columns that need keys of their own
-    pyarrow cannot be given make it :class:`UnsupportedParquetFeatureError` here.
-
-    Parameters
-    ----------
-    reader : ParquetBloomReader
-        The open file.
-    keys : KeyAccess or None
-        The caller's keys.
-    shared : pyarrow.dataset.ParquetFileFormat
-        The dataset's shared format.
-    columns : sequence of str, optional
-        What the scan reads.
-
-    Returns
-    -------
-    pyarrow.dataset.ParquetFileFormat
-        The format for this file.
-
-    Raises
-    ------
-    secure_bloom.errors.UnsupportedParquetFeatureError
-        Columns under keys of their own that pyarrow cannot be given.
-    """
-    if shared_format_opens(reader):
-        return shared
-    footer = reader.footer
-    own_keys = [c for c in reader.column_chunks() if c.encryption is ChunkEncryption.COLUMN_KEY]
-    read = [c for c in own_keys if reads_leaf(c.column.path_in_schema, columns)]
-    return _direct_format(direct_decryption_properties(
-        footer, [c.key_metadata for c in read], keys if keys is not None else KeyAccess(), reader.path,
-        columns=list(dict.fromkeys(c.column.path for c in read))))
 
 
 @dataclass
@@ -445,7 +371,7 @@ def _scan(source: Any, filters: Any, keys: KeyAccess | None, filesystem: Any, co
     counter = ReadCounter() if count_reads else None
     base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
     expression = to_expression(filters)
-    restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+    restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
                                                threads=threads, progress=progress, cache=cache, counter=counter)
     if known is not None and listing is not None:
         known.remember(listing, base, {path: report.files[i].identity for path, i in kept.items()})
@@ -469,7 +395,7 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
         scan_fs, fmt = _scan_filesystem(fs, keys, counter)
         base = facts.names if facts.names is not None else ds.FileSystemDataset([], facts.schema, fmt, scan_fs)
         expression = to_expression(filters)
-        restricted, tree, report, kept = _restrict(base, fs, fmt, expression, keys=keys, columns=columns,
+        restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
                                                    threads=threads, progress=progress, cache=known.cache,
                                                    counter=counter, listed=(facts.paths, facts.partitions))
         if facts.first is not None:
@@ -483,136 +409,6 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
     return PrunedScan(restricted, expression, tree, report, counter, tuple(columns) if columns is not None else None)
 
 
-# ---- restrict: one pruning of a discovered dataset (shared with .pruning_dataset) ----
-
-
-def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
-             expression: Any, *, keys: KeyAccess | None, columns: Sequence[str] | None = None,
-             threads: int | None = None, progress: bool | None = None,
-             cache: PruneCache | None = None,
-             counter: ReadCounter | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
-    """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
-    match, as a dataset read through a filesystem that pins each file's pruned version (and
-    counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
-    columns the scan reads: see :func:`scan`.
-
-    Parameters
-    ----------
-    base : pyarrow.dataset.FileSystemDataset
-        The discovered dataset.
-    fs : pyarrow.fs.FileSystem
-        Its filesystem.
-    fmt : pyarrow.dataset.ParquetFileFormat
-        The shared format.
-    expression : pyarrow.compute.Expression or None
-        The filter.
-    keys : KeyAccess or None
-        The caller's keys.
-    columns : sequence of str, optional
-        The columns the scan reads.
-    threads : int, optional
-        Pruning threads.
-    progress : bool, optional
-        A progress bar.
-    cache : PruneCache, optional
-        Kept across lookups.
-    counter : ReadCounter, optional
-        Counts the scan's reads.
-
-    Returns
-    -------
-    (pyarrow.dataset.FileSystemDataset, Node, PruneReport)
-        The restricted dataset, the pruning tree, the report.
-
-    Raises
-    ------
-    secure_bloom.errors.UnsupportedParquetFeatureError
-        A surviving file pyarrow cannot decrypt ``columns`` in.
-    secure_bloom.errors.KeyManagementError
-        A key cannot be obtained.
-    secure_bloom.errors.ParquetFileError, MalformedInputError, AuthenticationError
-        A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
-    """
-    restricted, tree, report, _ = _restrict(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
-                                            progress=progress, cache=cache, counter=counter)
-    return restricted, tree, report
-
-
-def _kept(base: ds.FileSystemDataset, listed: Listed, expression: Any) -> list[tuple[str, Any]]:
-    """The files (path, partition expression or None) of ``listed`` that pyarrow's
-    ``base.get_fragments(filter=expression)`` keeps: its own evaluation of the partition
-    expressions (ColumnNotFoundError for a filter naming no column of the dataset). Files without
-    partition fields are all kept or none: one of them decides for all (``base`` need not hold
-    them then)."""
-    paths, partitions = listed
-    if expression is None:
-        return list(zip(paths, partitions if partitions is not None else [None] * len(paths)))
-    try:
-        if partitions is None:
-            probe = base if not paths else ds.FileSystemDataset(
-                [base.format.make_fragment(paths[0], base.filesystem)], base.schema, base.format, base.filesystem)
-            return [(path, None) for path in paths] if any(True for _ in probe.get_fragments(filter=expression)) else []
-        return [(f.path, f.partition_expression) for f in base.get_fragments(filter=expression)]
-    except pa.ArrowInvalid as e:
-        missing = re.search(r"No match for FieldRef\.(?:Name|Nested)\((.*?)\) in ", str(e))
-        if missing is None:
-            raise
-        raise ColumnNotFoundError(f"the filter names column {missing.group(1)!r}, which the dataset does not have "
-                                  f"(columns: {', '.join(base.schema.names)})") from None
-
-
-def _restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
-              keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None, progress: bool | None,
-              cache: PruneCache | None, counter: ReadCounter | None, listed: Listed | None = None,
-              ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
-    """:func:`restrict`, and where each file pruned is in the report (by path). ``listed``: the
-    files of ``base`` (:func:`listed_files`) when the caller knows them (a kept discovery)."""
-    tree = predicate_tree(expression, base.schema)
-    if listed is None:
-        listed = listed_files(base)
-    kept = _kept(base, listed, expression)
-    read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
-    formats: dict[str, ds.ParquetFileFormat] = {}
-    # this scan's own KMS format: its keys are unwrapped before anyone scans it (.scan_keys)
-    scan_keys = scan_keys_for(keys) if keys is not None and keys.kms is not None else None
-    shared = scan_keys.format if scan_keys is not None else fmt
-
-    def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
-        if result.row_groups:  # only the files scanned need pyarrow to decrypt them
-            formats[path] = file_format(reader, keys, shared, read)
-
-    trees = None
-    if listed[1] is not None:
-        unpartitioned = pc.scalar(True)  # a file outside partitions: the tree as it is
-        trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema) for _, part in kept]
-    pruned = prune_files([path for path, _ in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
-                         threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
-                         on_reader_unless_shared=True)
-    # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
-    identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
-                  if result.row_groups and result.scan_identity is not None}
-    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
-    if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
-        for i, ((path, _), result) in enumerate(zip(kept, pruned)):
-            if result.row_groups and (result.shared_format_opens or formats[path] is shared):
-                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity)
-                pruned[i] = replace(result, metadata_bytes_read=result.metadata_bytes_read + n,
-                                    metadata_requests=result.metadata_requests + requests)
-    chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])
-              for (path, part), result in zip(kept, pruned) if result.row_groups]
-    fragments = [chosen_format.make_fragment(path, filesystem=pinned, partition_expression=part,
-                                             row_groups=list(result.row_groups), file_size=result.file_size)
-                 for path, part, result, chosen_format in chosen]
-    restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=shared, filesystem=pinned)
-    # an Arrow thread finishing the scan after to_table returns must never be the one destroying
-    # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
-    retain(pinned, shared)
-    report = PruneReport(files=pruned, files_skipped_by_partition=len(listed[0]) - len(kept),
-                         cache=cache.stats if cache is not None else None)
-    return restricted, tree, report, {path: i for i, (path, _) in enumerate(kept)}
-
-
-# ---- end restrict ----
 
 
 #: pyarrow's own decryption arguments, and what to give secure_bloom instead.
