@@ -16,6 +16,7 @@ import sys
 from typing import Any, NoReturn
 
 from .. import __version__, extensions, kernels, thrift_codec
+from ..crypto import gcm
 from ..errors import ErrorKind
 from ..spec import DEFAULT_FPP, MIN_BITSET_BYTES, SPEC_MAX_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from ..types import FilterSizing
@@ -36,7 +37,7 @@ def version_line() -> str:
     -------
     str
         ``secure-bloom VERSION (wheel TAG | built from source (TAG) | source tree; kernel: ...;
-        thrift decoder: ...; wheels shipped: cp310, ... for manylinux_2_17_x86_64)``.
+        thrift decoder: ...; AES-GCM: ...; wheels shipped: cp310, ... for manylinux_2_17_x86_64)``.
 
     Raises
     ------
@@ -46,7 +47,7 @@ def version_line() -> str:
 
     shipped = ", ".join(tag.split("-", 1)[0] for tag in extensions.wheel_tags())
     return (f"{PROG} {__version__} ({extensions.installed_build()}; kernel: {kernels.kernel_summary()}; "
-            f"thrift decoder: {thrift_codec.thrift_summary()}; wheels shipped: {shipped} for "
+            f"thrift decoder: {thrift_codec.thrift_summary()}; AES-GCM: {gcm.gcm_summary()}; wheels shipped: {shipped} for "
             f"{extensions.WHEEL_PLATFORM})")
 
 

@@ -35,7 +35,7 @@ from ..extensions import load_extension
 from ..spec import NONCE_LENGTH, TAG_LENGTH
 
 __all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "decrypt", "decrypt_many", "sign",
-           "GcmKey", "NATIVE_GCM", "NATIVE_GCM_UNAVAILABLE", "GCM_ENV_VAR"]
+           "GcmKey", "NATIVE_GCM", "NATIVE_GCM_UNAVAILABLE", "GCM_ENV_VAR", "gcm_summary"]
 
 #: The switch of the C binding: ``auto`` (default), ``native`` (demand it) or ``cryptography``.
 GCM_ENV_VAR = "SECURE_BLOOM_GCM"
@@ -148,6 +148,24 @@ def encrypt(key: bytes, plaintext: bytes, aad: bytes, *, _nonce: bytes | None = 
     nonce = os.urandom(NONCE_LENGTH) if _nonce is None else _check_nonce(_nonce)
     _COUNTER.take(key_bytes)
     return nonce + AESGCM(key_bytes).encrypt(nonce, bytes(plaintext), bytes(aad))
+
+
+def gcm_summary() -> str:
+    """Which AES-GCM opens the lookups' batches of modules, for ``secure-bloom --version``.
+
+    Returns
+    -------
+    str
+        ``native (OpenSSL VERSION)`` or ``cryptography fallback (why)``.
+
+    Raises
+    ------
+    None
+        It describes what it finds.
+    """
+    if _native is None:
+        return f"cryptography fallback ({NATIVE_GCM_UNAVAILABLE})"
+    return f"native ({_native.info()['openssl']})"
 
 
 class GcmKey:

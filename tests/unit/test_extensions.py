@@ -13,12 +13,13 @@ import pytest
 
 from secure_bloom.extensions import ExtensionFallbackWarning, load_extension
 
-# The interpreter finds neither extension (None in sys.modules makes their import fail as an
-# unbuilt module's does), then uses both backends twice and prints --version.
+# The interpreter finds none of the three extensions (None in sys.modules makes their import fail
+# as an unbuilt module's does), then uses the backends twice and prints --version.
 _WITHOUT_EXTENSIONS = """
 import sys
 sys.modules["secure_bloom.native_kernels"] = None
 sys.modules["secure_bloom.native_thrift"] = None
+sys.modules["secure_bloom.native_prune"] = None
 from secure_bloom.filter import SplitBlockBloomFilter
 for _ in range(2):
     f = SplitBlockBloomFilter.for_ndv(100)
@@ -34,11 +35,15 @@ def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, env={**os.environ, **env}, check=False)
 
 
-def test_missing_extensions_warn_once_each_and_version_names_both() -> None:
-    proc = _run({"SECURE_BLOOM_KERNEL": "auto", "SECURE_BLOOM_THRIFT": "auto"})
+def test_missing_extensions_warn_once_each_and_version_names_them() -> None:
+    proc = _run({"SECURE_BLOOM_KERNEL": "auto", "SECURE_BLOOM_THRIFT": "auto", "SECURE_BLOOM_GCM": "auto"})
     assert proc.returncode == 0, proc.stderr
-    warned = [line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line]
-    assert len(warned) == 2, proc.stderr
+    warned = sorted((line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line),
+                    key=lambda line: ("native_prune" in line, "native_thrift" in line))
+    assert len(warned) == 3, proc.stderr
+    assert "secure_bloom.native_prune is not built" in warned[2] and "cryptography's AES-GCM" in warned[2]
+    assert "SECURE_BLOOM_GCM=cryptography" in warned[2]
+    assert "; AES-GCM: cryptography fallback (secure_bloom.native_prune is not built" in proc.stdout
     assert "secure_bloom.native_kernels is not built" in warned[0] and "the numpy kernels" in warned[0]
     assert "secure_bloom.native_thrift is not built" in warned[1] and "Python (thriftpy2)" in warned[1]
     assert "SECURE_BLOOM_KERNEL=numpy" in warned[0] and "SECURE_BLOOM_THRIFT=python" in warned[1]
@@ -48,11 +53,12 @@ def test_missing_extensions_warn_once_each_and_version_names_both() -> None:
 
 
 def test_choosing_the_fallback_is_silent() -> None:
-    proc = _run({"SECURE_BLOOM_KERNEL": "numpy", "SECURE_BLOOM_THRIFT": "python"})
+    proc = _run({"SECURE_BLOOM_KERNEL": "numpy", "SECURE_BLOOM_THRIFT": "python", "SECURE_BLOOM_GCM": "cryptography"})
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr
     assert "; kernel: numpy fallback (SECURE_BLOOM_KERNEL=numpy); " \
-           "thrift decoder: python fallback (SECURE_BLOOM_THRIFT=python); " in proc.stdout
+           "thrift decoder: python fallback (SECURE_BLOOM_THRIFT=python); " \
+           "AES-GCM: cryptography fallback (SECURE_BLOOM_GCM=cryptography); " in proc.stdout
 
 
 def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch) -> None:

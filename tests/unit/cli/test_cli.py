@@ -130,6 +130,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert re.fullmatch(r"secure-bloom \S+ \((wheel cp3\d+-cp3\d+-\S+|built from source \(cp3\d+-cp3\d+-\S+\)|"
                         r"source tree); kernel: (native \((avx2|scalar); .+\)|numpy fallback \(.+\)); "
                         r"thrift decoder: (native \(.+ -O3\)|python fallback \(.+\)); "
+                        r"AES-GCM: (native \(OpenSSL .+\)|cryptography fallback \(.+\)); "
                         r"wheels shipped: cp310, cp311, cp312, cp313 for manylinux_2_17_x86_64\)\n", out)
     assert f"cp{sys.version_info.major}{sys.version_info.minor}-" in out or "source tree" in out
 
