@@ -80,6 +80,12 @@ class ReaderFacts:
         grant = self.facts.grants.get(at)
         return grant is None or self._still_granted(grant)
 
+    def _unknown(self, row_groups: Sequence[int], ordinal: int, held: Mapping[tuple[int, int], Any],
+                 computed: Mapping[tuple[int, int], Any]) -> list[int]:
+        """The row groups of ``row_groups`` whose fact of column ``ordinal`` neither the cache
+        (``held``, its key still granted) nor this evaluation (``computed``) has: what to read."""
+        return [rg for rg in row_groups if not self._held((rg, ordinal), held) and (rg, ordinal) not in computed]
+
     @property
     def reader(self) -> ParquetBloomReader:
         """The file's reader, opened on first use."""
@@ -115,8 +121,7 @@ class ReaderFacts:
             The column's key cannot be obtained (a missing key gives None).
         """
         ordinal = info.ordinal
-        held = self.facts.bounds if self.facts is not None else {}
-        to_read = [rg for rg in row_groups if not self._held((rg, ordinal), held) and (rg, ordinal) not in self._bounds]
+        to_read = self._unknown(row_groups, ordinal, self.facts.bounds if self.facts is not None else {}, self._bounds)
         if to_read:
             reader = self.reader
             try:
@@ -172,7 +177,7 @@ class ReaderFacts:
         """
         ordinal = info.ordinal
         held = self.facts.filters if self.facts is not None else {}
-        to_read = [rg for rg in row_groups if not self._held((rg, ordinal), held) and (rg, ordinal) not in self._filters]
+        to_read = self._unknown(row_groups, ordinal, held, self._filters)
         if to_read:
             try:
                 read = self.reader.bloom_filters(ordinal, to_read)
