@@ -206,11 +206,17 @@ class RecordingFile:
         Whether :meth:`close` closes ``raw``; False for a file the caller opened and closes.
     digest : bool, default False
         Also keep a SHA-256 of every range read (:attr:`digest`).
+    positional : bool, default False
+        ``raw`` is a regular local file this process opened: :meth:`read_at` reads it with
+        ``os.pread`` on its descriptor (one system call, ``raw``'s position untouched) instead of
+        a seek and a read through its buffer.
     """
 
-    def __init__(self, raw: BinaryIO, *, close_raw: bool = True, digest: bool = False) -> None:
+    def __init__(self, raw: BinaryIO, *, close_raw: bool = True, digest: bool = False,
+                 positional: bool = False) -> None:
         self._raw = raw
         self._close_raw = close_raw
+        self._fd: int | None = raw.fileno() if positional else None
         self.ranges: list[tuple[int, int]] = []
         #: With ``digest``: a SHA-256 of every range read, in order (:func:`ranges_digest` of
         #: :attr:`ranges` gives the same when the file still holds those bytes).
@@ -367,6 +373,39 @@ class RecordingFile:
             return found
         data = self._raw.read(n)
         self._record(pos, data)
+        return data
+
+    def read_at(self, offset: int, n: int) -> bytes:
+        """Read ``n`` bytes at ``offset`` (a positional read): from a held region when one covers
+        them all (not recorded), else from ``raw`` (recorded in :attr:`ranges`), with ``os.pread``
+        for a ``positional`` file.
+
+        Parameters
+        ----------
+        offset : int
+            The first byte (>= 0).
+        n : int
+            How many bytes (>= 0).
+
+        Returns
+        -------
+        bytes
+            At most ``n`` bytes (fewer at the end of the file).
+
+        Raises
+        ------
+        OSError
+            From ``raw`` (or ``os.pread``).
+        """
+        found = self._find(offset, n)
+        if found is not None:
+            return found
+        if self._fd is not None:
+            data = os.pread(self._fd, n, offset)
+        else:
+            self._raw.seek(offset)
+            data = self._raw.read(n)
+        self._record(offset, data)
         return data
 
     def _record(self, offset: int, data: bytes) -> None:

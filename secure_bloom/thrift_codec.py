@@ -355,6 +355,8 @@ def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
     """
     name = what or cls.__name__
     exc = error or MalformedThriftError
+    if len(data) < GC_PAUSE_BYTES:  # the common case, without a context manager's cost
+        return _parse(cls, data, name, exc)
     with gc_paused_for(len(data)):
         return _parse(cls, data, name, exc)
 

@@ -26,6 +26,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -187,14 +188,34 @@ class GcmKey:
         The key is not 16, 24 or 32 bytes.
     """
 
-    __slots__ = ("_aead", "_length", "_native")
+    __slots__ = ("_aead", "_key", "_length", "_native")
 
     def __init__(self, key: bytes) -> None:
         key_bytes = check_key(key)
         self._aead = AESGCM(key_bytes)
+        self._key = bytes(key_bytes)
         self._length = len(key_bytes)
-        #: the OpenSSL context of the same key (None without the extension)
-        self._native = _native.GcmKey(bytes(key_bytes)) if _native is not None else None
+        #: the OpenSSL context of the same key, made on the first batch (:func:`decrypt_many`):
+        #: a key that opens one module (a KEK, most footers) never needs it
+        self._native: Any = None
+
+    def native(self) -> Any:
+        """The OpenSSL context of this key (made once, on first use), or None without the
+        extension.
+
+        Returns
+        -------
+        native_prune.GcmKey or None
+            The context.
+
+        Raises
+        ------
+        None
+            The key was checked when this object was made.
+        """
+        if self._native is None and _native is not None:
+            self._native = _native.GcmKey(self._key)
+        return self._native
 
     def __repr__(self) -> str:
         return f"GcmKey(<{self._length} bytes>)"
@@ -263,8 +284,8 @@ def decrypt_many(key: GcmKey, modules: list[bytes | memoryview], aads: list[byte
     None
         Nothing of its own: a failure is None.
     """
-    native = key._native
-    if native is None:
+    native = key.native()
+    if native is None or _native is None:
         return None
     try:
         plains: list[bytes] = native.decrypt_modules(modules, aads, max_plaintext)

@@ -55,7 +55,7 @@ def test_the_gcm_layer_uses_the_extension(native: Any) -> None:
     if os.environ.get(gcm.GCM_ENV_VAR, "auto") == "cryptography":
         pytest.skip(f"{gcm.GCM_ENV_VAR}=cryptography chooses cryptography's binding")
     assert gcm.NATIVE_GCM and gcm.NATIVE_GCM_UNAVAILABLE is None
-    assert GcmKey(KEY)._native is not None
+    assert GcmKey(KEY).native() is not None
 
 
 def test_only_the_gcm_layer_loads_the_extension() -> None:

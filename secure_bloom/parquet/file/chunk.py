@@ -64,9 +64,11 @@ class FilterLocation:
                    None if meta.bloom_filter_length is None else int(meta.bloom_filter_length))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class ColumnChunk:
-    """One column chunk of a file, as its footer describes it.
+    """One column chunk of a file, as its footer describes it (read-only by convention: not
+    frozen, because a reader makes one per chunk of its footer and a frozen dataclass costs
+    four times as much to make).
 
     ``row_group`` is the row group's position in the footer, ``row_group_ordinal`` the ordinal
     its encrypted modules are bound to (``RowGroup.ordinal``, else the position). ``key_metadata``

@@ -38,6 +38,7 @@ from ...errors import (
     MalformedThriftError,
     PlaintextFilterOnEncryptedColumnError,
 )
+from ...fileio import RecordingFile
 from ...filter import SplitBlockBloomFilter
 from ...crypto.context import ChunkCryptoContext
 from ...header import parse_header, validate_num_bytes
@@ -207,8 +208,11 @@ def read_exact(raw: BinaryIO, offset: int, n: int, path: str) -> bytes:
     OSError
         The file cannot be read.
     """
-    raw.seek(offset)
-    data = raw.read(n)
+    if isinstance(raw, RecordingFile):  # one positional read (not pyarrow's read_at(nbytes, offset))
+        data = raw.read_at(offset, n)
+    else:
+        raw.seek(offset)
+        data = raw.read(n)
     if len(data) != n:
         raise MalformedBitsetError(f"{path}: short read of {len(data)} bytes, wanted {n} at offset {offset}")
     return data

@@ -285,7 +285,8 @@ class ParquetBloomReader:
         remote = filesystem is not None and not hasattr(path, "read")
         # remote reads are digested: where a filesystem tells no strong identity, the bytes
         # pruning read are what proves the version a scan opens (identity.pinned_identity)
-        self._file = RecordingFile(raw, close_raw=owned, digest=remote)
+        self._file = RecordingFile(raw, close_raw=owned, digest=remote,  # a local file of ours: pread
+                                   positional=owned and filesystem is None)
         try:
             # On an object store each read is a request: the tail comes in one speculative read
             # (and the leading magic is not read: .tail), the filters together (prefetch_filters).
@@ -306,9 +307,13 @@ class ParquetBloomReader:
                 else lambda: key_material
             self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
                 if self.keys.has_keys else None
-            with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
+            if len(self.tail.footer) < thrift_codec.GC_PAUSE_BYTES:
                 self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
                 self._index_chunks()
+            else:
+                with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
+                    self.footer = open_footer(self.tail, self.keys, self._retriever)
+                    self._index_chunks()
         except BaseException:
             self._file.close()
             raise
@@ -326,47 +331,54 @@ class ParquetBloomReader:
     # ---------------------------------------------------------------- opening
 
     def _index_chunks(self) -> None:
+        """Check the footer's row groups against its schema; each :class:`ColumnChunk` is made
+        (and its crypto metadata checked) when it is first asked for (:meth:`_chunk_at`): a
+        lookup asks for the chunks of the columns it filters on, and a footer of many row groups
+        and columns is not turned into objects it never uses."""
         md = self.footer.metadata
         leaves = shared_leaf_columns(md.schema)
-        self._chunks: list[tuple[ColumnChunk, ...]] = []
+        width = len(leaves)
         for i, rg in enumerate(md.row_groups):
-            if len(rg.columns) != len(leaves):
+            if len(rg.columns) != width:
                 raise MalformedThriftError(
-                    f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {len(leaves)} leaves")
-            ordinal = rg.ordinal if rg.ordinal is not None else i
-            self._chunks.append(self._row_group_chunks(i, ordinal, leaves, rg.columns))
+                    f"{self.path}: row group {i} has {len(rg.columns)} column chunks, the schema {width} leaves")
+        self._row_groups: list[Any] = md.row_groups
+        self._made: dict[int, ColumnChunk] = {}  # rg * width + ordinal -> its chunk, once made
         self._leaves = leaves
         self._labelled: tuple[ColumnInfo, ...] | None = None  # columns with key labels: on first use
 
-    def _row_group_chunks(self, rg: int, ordinal: int, leaves: Sequence[ColumnInfo],
-                          stored: Sequence[Any]) -> tuple[ColumnChunk, ...]:
-        """The chunks of one row group, checked as the footer is read (the ordinals' checks are
-        made once per row group and column, when the first encrypted chunk needs them)."""
-        chunks = []
-        ordinals_checked = False
-        for leaf, cc in zip(leaves, stored):
-            crypto = cc.crypto_metadata
-            if crypto is None:
-                encryption, kmd = ChunkEncryption.PLAINTEXT, None
+    def _chunk_at(self, rg: int, ordinal: int) -> ColumnChunk:
+        """The chunk of leaf ``ordinal`` in row group ``rg`` (both in range), made and checked on
+        first use: its crypto metadata must name its own column, an encrypted chunk's ordinals
+        must fit the AAD, and it must have metadata (plaintext or encrypted)."""
+        at = rg * len(self._leaves) + ordinal
+        made = self._made.get(at)
+        if made is not None:
+            return made
+        leaf = self._leaves[ordinal]
+        group = self._row_groups[rg]
+        cc = group.columns[ordinal]
+        row_group_ordinal = group.ordinal if group.ordinal is not None else rg
+        crypto = cc.crypto_metadata
+        if crypto is None:
+            encryption, kmd = ChunkEncryption.PLAINTEXT, None
+        else:
+            if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
+                encryption, kmd = ChunkEncryption.FOOTER_KEY, None
             else:
-                if crypto.ENCRYPTION_WITH_FOOTER_KEY is not None:
-                    encryption, kmd = ChunkEncryption.FOOTER_KEY, None
-                else:
-                    with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
-                    if tuple(with_key.path_in_schema) != leaf.path_in_schema:
-                        raise MalformedThriftError(
-                            f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
-                            f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
-                    encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
-                if not ordinals_checked or leaf.ordinal > MAX_ORDINAL:
-                    self._check_ordinals(rg, ordinal, leaf)
-                    ordinals_checked = True
-            if cc.meta_data is None and (crypto is None or cc.encrypted_column_metadata is None):
-                raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
-            chunks.append(ColumnChunk(row_group=rg, row_group_ordinal=ordinal, column=leaf, encryption=encryption,
-                                      key_metadata=kmd, visible_metadata=cc.meta_data,
-                                      encrypted_metadata=cc.encrypted_column_metadata))
-        return tuple(chunks)
+                with_key = crypto.ENCRYPTION_WITH_COLUMN_KEY
+                if tuple(with_key.path_in_schema) != leaf.path_in_schema:
+                    raise MalformedThriftError(
+                        f"{self.path}: row group {rg} column {leaf.ordinal}: crypto metadata names "
+                        f"{'.'.join(with_key.path_in_schema)!r}, the schema {leaf.path!r}")
+                encryption, kmd = ChunkEncryption.COLUMN_KEY, with_key.key_metadata
+            self._check_ordinals(rg, row_group_ordinal, leaf)
+        if cc.meta_data is None and (crypto is None or cc.encrypted_column_metadata is None):
+            raise MalformedThriftError(f"{self.path}: row group {rg} column {leaf.path!r} has no metadata")
+        chunk = ColumnChunk(row_group=rg, row_group_ordinal=row_group_ordinal, column=leaf, encryption=encryption,
+                            key_metadata=kmd, visible_metadata=cc.meta_data,
+                            encrypted_metadata=cc.encrypted_column_metadata)
+        return self._made.setdefault(at, chunk)  # one object per chunk, whichever thread made it
 
     def _key_label(self, key_metadata: bytes | None) -> str:
         """Printable key id; external key material is named by its master key from the sidecar."""
@@ -479,7 +491,7 @@ class ParquetBloomReader:
     @property
     def num_row_groups(self) -> int:
         """The number of row groups."""
-        return len(self._chunks)
+        return len(self._row_groups)
 
     @property
     def num_rows(self) -> int:
@@ -491,7 +503,7 @@ class ParquetBloomReader:
         """The leaf columns, in schema order, the encrypted ones with their key's label."""
         if self._labelled is None:
             labels = tuple((leaf.ordinal, self._key_label(self._key_metadata(first))) for leaf in self._leaves
-                           if self._chunks and (first := self._chunks[0][leaf.ordinal]).encrypted)
+                           if self._row_groups and (first := self._chunk_at(0, leaf.ordinal)).encrypted)
             self._labelled = _column_layout(self._leaves, labels)
         return self._labelled
 
@@ -551,9 +563,9 @@ class ParquetBloomReader:
             No such leaf (``AmbiguousColumnError`` when a dotted path names two).
         """
         ordinal = self._ordinal(column)
-        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._chunks):
-            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._chunks) - 1}")
-        return self._chunks[row_group][ordinal]
+        if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._row_groups):
+            raise IndexError(f"row group {row_group!r} out of range 0..{len(self._row_groups) - 1}")
+        return self._chunk_at(row_group, ordinal)
 
     def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
         """Every chunk (row group by row group, leaves in order), or those of ``column``.
@@ -574,9 +586,10 @@ class ParquetBloomReader:
             No such leaf (``AmbiguousColumnError`` when a dotted path names two).
         """
         if column is None:
-            return [chunk for row in self._chunks for chunk in row]
+            return [self._chunk_at(rg, ordinal) for rg in range(len(self._row_groups))
+                    for ordinal in range(len(self._leaves))]
         ordinal = self.column(column).ordinal
-        return [row[ordinal] for row in self._chunks]
+        return [self._chunk_at(rg, ordinal) for rg in range(len(self._row_groups))]
 
     # ---------------------------------------------------------------- keys and metadata
 
@@ -910,7 +923,7 @@ class ParquetBloomReader:
         pending_chunks = [chunk for chunk in chunks
                           if chunk.encrypted_metadata is not None and (chunk.row_group, ordinal) not in self._metadata]
         for gcm, pending in self._by_key(pending_chunks):
-            modules = [chunk.encrypted_metadata for chunk in pending]
+            modules: list[bytes | memoryview] = [cast(bytes, chunk.encrypted_metadata) for chunk in pending]
             aads = self._aads(pending, ModuleType.COLUMN_META_DATA)
             try:
                 plains = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,

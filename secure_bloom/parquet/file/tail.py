@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ...errors import NotParquetError
+from ...fileio import RecordingFile
 
 __all__ = ["PLAIN_MAGIC", "ENCRYPTED_MAGIC", "FileTail", "read_tail", "MAX_FOOTER_BYTES", "TAIL_READ_BYTES"]
 
@@ -85,8 +86,11 @@ class FileTail:
 
 
 def _read_at(f: BinaryIO, offset: int, n: int) -> bytes:
-    f.seek(offset)
-    data = f.read(n)
+    if isinstance(f, RecordingFile):  # one positional read (not pyarrow's read_at(nbytes, offset))
+        data = f.read_at(offset, n)
+    else:
+        f.seek(offset)
+        data = f.read(n)
     if len(data) != n:
         raise NotParquetError(f"short read: wanted {n} bytes at offset {offset}, got {len(data)}")
     return data
