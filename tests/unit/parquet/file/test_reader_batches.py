@@ -384,3 +384,41 @@ def test_a_surviving_file_pyarrow_opens_itself_is_not_handed_over(
     assert got[0].shared_format_opens is expected
     assert opened == ([str(path)] if expected else [str(path), str(path)])
     assert expected is (kind not in ("explicit", "withheld"))
+
+
+def test_local_reads_are_positional_and_recorded(files: dict[str, tuple[Path, KeyAccess | None]],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local file's reader reads with os.pread (one system call per range, the file object's
+    position untouched); every range is still recorded; a stream the caller opened is read with
+    seek + read (it may be no regular file)."""
+    path, keys = files["gcm"]
+    preads: list[tuple[int, int]] = []
+    real = os.pread
+
+    def counting(fd: int, n: int, offset: int) -> bytes:
+        preads.append((offset, n))
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", counting)
+    with ParquetBloomReader(path, keys) as reader:
+        key = reader.column("key").ordinal
+        position = reader.file.tell()
+        reader.bloom_filters(key, range(reader.num_row_groups))
+        assert preads == list(reader.read_ranges) and len(preads) >= 4  # magic, length, footer, filters
+        assert reader.file.tell() == position
+    preads.clear()
+    with open(path, "rb") as stream, ParquetBloomReader(stream, keys) as reader:
+        reader.bloom_filters(reader.column("key").ordinal, range(reader.num_row_groups))
+        assert preads == [] and reader.read_ranges
+
+
+def test_chunks_are_made_when_first_asked_for(files: dict[str, tuple[Path, KeyAccess | None]]) -> None:
+    """The open checks the row groups' widths only; a chunk is made (and its crypto metadata
+    checked) on first use, once: the same object every time, whichever call asks."""
+    path, keys = files["gcm"]
+    with ParquetBloomReader(path, keys) as reader:
+        key = reader.column("key").ordinal
+        first = reader.chunk(0, key)
+        assert reader.chunk(0, key) is first and reader.column_chunks(key)[0] is first
+        assert len(reader.column_chunks()) == reader.num_row_groups * len(reader.leaves)
+        assert reader.column_chunks()[key] is first
