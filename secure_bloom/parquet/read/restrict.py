@@ -30,6 +30,7 @@ from ..file.keys import KeyAccess
 from ..file.lifetime import retain
 from ..file.reader import ParquetBloomReader
 from ..file.sources import ReadCounter
+from ..file.tail import FileTail
 from .known import Listed, listed_files
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree
@@ -222,6 +223,8 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     kept = _kept(base, listed, expression)
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
+    #: the tails pruning read of the surviving files: pyarrow's footer reads come from them
+    tails: dict[str, FileTail] = {}
     # this scan's own KMS format: its keys are unwrapped before anyone scans it (.scan_keys)
     scan_keys = scan_keys_for(keys) if keys is not None and keys.kms is not None else None
     shared = scan_keys.format if scan_keys is not None else fmt
@@ -229,6 +232,8 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, shared, read)
+            if reader.tail.window:  # an object store's speculative read: the footer pyarrow reads again
+                tails[path] = reader.tail
 
     trees = None
     if listed[1] is not None:
@@ -240,11 +245,12 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
-    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
+    held = {path: region for path, tail in tails.items() if (region := tail.held()) is not None}
+    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter, held))
     if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
         for i, ((path, _), result) in enumerate(zip(kept, pruned)):
             if result.row_groups and (result.shared_format_opens or formats[path] is shared):
-                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity)
+                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity, tails.get(path))
                 pruned[i] = replace(result, metadata_bytes_read=result.metadata_bytes_read + n,
                                     metadata_requests=result.metadata_requests + requests)
     chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])
