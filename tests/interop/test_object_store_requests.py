@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from secure_bloom.errors import NotParquetError
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters, read_table
 from secure_bloom.parquet.file.tail import TAIL_READ_BYTES
 from secure_bloom.parquet.read.api import scan
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
@@ -137,6 +137,39 @@ def test_scan_of_a_prefix_prunes_with_the_same_requests_per_file(s3: Any, lake: 
     # issue 28 item 2), is read from the tail pruning read: no request more for it
     assert [f.metadata_requests for f in pruned.report.files] == [2] * FILES
     assert pruned.to_table()["rid"].to_pylist() == ([GROUP * 5 + 3] if present else [])
+
+
+@pytest.mark.parametrize("layout", ["1rg-inside", "5rg-inside", "5rg-outside"])
+def test_a_surviving_file_is_not_fetched_again_for_the_bytes_pruning_read(s3: Any, lake: dict[str, Any],
+                                                                          layout: str) -> None:
+    """read_table of a present key: each file gets its HEAD, its tail read and (outside the tail)
+    its filter read; the surviving one then only the HEAD of the scan's open (the check that it
+    is the version pruned: FileChangedError) and one read of its row group's data, unless the
+    tail read holds those too. Its footer, opened again to unwrap the scan's keys and by
+    pyarrow's scan, comes from the tail pruning read: no range of any file is asked for twice."""
+    groups = LAYOUTS[layout][0]
+    value = _key(GROUP * groups + 3)  # file 1, row group 0
+    fs = s3.filesystem()
+    s3.reset()
+    table = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                       filesystem=fs)
+    assert table["rid"].to_pylist() == [GROUP * groups + 3]
+    per_file: dict[str, list[tuple[str, str | None]]] = {}
+    for method, where, rng in s3.log:
+        if where.split("?")[0].endswith(".parquet"):
+            per_file.setdefault(where.lstrip("/"), []).append((method, rng))
+    for f, local in enumerate(lake[layout]):
+        requests = per_file[f"{lake['bucket']}/{layout}/part-{f}.parquet"]
+        pruning = _expected_gets(local, list(range(groups)), lake["keys"])
+        gets = [rng for method, rng in requests if method == "GET"]
+        heads = sum(1 for method, _ in requests if method == "HEAD")
+        assert len(set(gets)) == len(gets), requests  # nothing read twice
+        assert gets[:len(pruning)] == pruning
+        if f == 0:
+            assert (heads, gets) == (1, pruning), requests
+        else:  # the survivor: the scan's HEAD, and its data unless the tail read held it
+            data = gets[len(pruning):]
+            assert heads == 2 and len(data) == (0 if local.stat().st_size <= TAIL_READ_BYTES else 1), requests
 
 
 def test_filters_apart_are_read_one_by_one_and_no_byte_between_them(s3: Any, lake: dict[str, Any]) -> None:

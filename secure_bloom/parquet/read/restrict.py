@@ -189,7 +189,7 @@ def _kept(base: ds.FileSystemDataset, listed: Listed, expression: Any) -> list[t
 def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
                      keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None,
                      progress: bool | None, cache: PruneCache | None, counter: ReadCounter | None,
-                     listed: Listed | None = None,
+                     listed: Listed | None = None, opened: dict[str, ParquetBloomReader] | None = None,
                      ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
     """:func:`restrict`, and where each file pruned is in the report.
 
@@ -200,6 +200,9 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     listed : Listed, optional
         The files of ``base`` (:func:`~.known.listed_files`) when the caller knows them (a kept
         discovery).
+    opened : dict of str to ParquetBloomReader, optional
+        Readers of some files opened already (the discovery's of the first file), handed to
+        :func:`~.prune.prune_files` (which closes them).
 
     Returns
     -------
@@ -241,7 +244,7 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
         trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema) for _, part in kept]
     pruned = prune_files([path for path, _ in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
-                         on_reader_unless_shared=True)
+                         on_reader_unless_shared=True, opened=opened)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
