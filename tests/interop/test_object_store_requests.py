@@ -6,7 +6,10 @@ one read of the filters of the surviving row groups that lie outside that read (
 side, they come in one range of exactly their bytes). No read of the leading magic, no request
 per filter. Files of 1 and 5 row groups, filters inside and outside the tail read, absent and
 present keys; a column's filters apart from each other (another column's between them) are read
-one by one, never the bytes between them.
+one by one, never the bytes between them. A file that survives is opened once more for the
+scan (a HEAD: the check that it is the version pruned) and its row group's data read; its
+footer is not fetched again (the tail pruning read answers for it). Per lookup: pyarrow's
+discovery of the prefix (one HEAD, two listings), nothing more.
 """
 
 from __future__ import annotations
@@ -170,6 +173,27 @@ def test_a_surviving_file_is_not_fetched_again_for_the_bytes_pruning_read(s3: An
         else:  # the survivor: the scan's HEAD, and its data unless the tail read held it
             data = gets[len(pruning):]
             assert heads == 2 and len(data) == (0 if local.stat().st_size <= TAIL_READ_BYTES else 1), requests
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["absent", "present"])
+def test_a_lookup_checks_the_prefix_once_and_lists_it_once(s3: Any, lake: dict[str, Any], present: bool) -> None:
+    """Beside the files' own requests, read_table of a prefix makes what pyarrow's discovery
+    makes: one HEAD of the prefix (an object, or a directory?), the listing a "no such object"
+    leads to (max-keys=1), then the one recursive listing of the files. Not a second check of the
+    directory, nor a read of the first file's footer for the schema (the pruning reader's tail
+    gives it)."""
+    layout = "5rg-inside"
+    value = _key(GROUP * 5 + 3) if present else ABSENT
+    s3.reset()
+    rows = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                      filesystem=s3.filesystem()).num_rows
+    assert rows == present
+    other = [(method, where) for method, where, _ in s3.log if not where.split("?")[0].endswith(".parquet")]
+    assert [method for method, _ in other] == ["HEAD", "GET", "GET"], other
+    assert other[0][1] == f"/{lake['bucket']}/{layout}" and "max-keys=1&" in other[1][1], other
+    assert "delimiter" not in other[2][1], other  # recursive
+    heads = [where for method, where, _ in s3.log if method == "HEAD" and where.endswith(".parquet")]
+    assert len(heads) == FILES + present  # one per file, and the survivor's open for the scan
 
 
 def test_filters_apart_are_read_one_by_one_and_no_byte_between_them(s3: Any, lake: dict[str, Any]) -> None:

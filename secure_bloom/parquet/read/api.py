@@ -193,19 +193,29 @@ def _scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadC
     return scan_fs, fmt
 
 
-def _tail_schema_dataset(directory: str, fs: pafs.FileSystem, scan_fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
-                         partitioning: Any, keys: KeyAccess | None,
-                         opened: dict[str, ParquetBloomReader]) -> ds.FileSystemDataset:
-    """``pyarrow.dataset.dataset(directory)`` on an object store, its first file's schema read
-    from the tail our pruning reader reads of it (left in ``opened`` for the pruning): pyarrow
-    lists as it does (one listing; the directory is known already, so not checked again), and
-    the footer it would fetch for the schema is answered from that tail. Whatever fails there is
-    left to pyarrow's own inspection (its errors), except a store that does not answer."""
-    options = ds.FileSystemFactoryOptions(
-        partitioning=ds.partitioning(flavor=partitioning) if isinstance(partitioning, str)
-        else ds.partitioning(field_names=partitioning) if isinstance(partitioning, list) else partitioning)
-    factory = ds.FileSystemDatasetFactory(scan_fs, pafs.FileSelector(fs.normalize_path(directory), recursive=True),
-                                          fmt, options)
+def _directory_factory(directory: str, scan_fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+                       partitioning: Any) -> ds.FileSystemDatasetFactory | None:
+    """The factory ``pyarrow.dataset.dataset(directory, partitioning=partitioning)`` makes (its
+    one recursive listing), for a path known to be a directory: pyarrow does not check it again
+    (on an object store, a HEAD and a listing less). None for a partitioning pyarrow's own call
+    is left to judge (it raises its error)."""
+    if isinstance(partitioning, str):
+        partitioning = ds.partitioning(flavor=partitioning)
+    elif isinstance(partitioning, list):
+        partitioning = ds.partitioning(field_names=partitioning)
+    elif partitioning is not None and not isinstance(partitioning, (ds.Partitioning, ds.PartitioningFactory)):
+        return None
+    return ds.FileSystemDatasetFactory(scan_fs, pafs.FileSelector(scan_fs.normalize_path(directory), recursive=True),
+                                       fmt, ds.FileSystemFactoryOptions(partitioning=partitioning))
+
+
+def _tail_schema_dataset(factory: ds.FileSystemDatasetFactory, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+                         keys: KeyAccess | None, opened: dict[str, ParquetBloomReader]) -> ds.FileSystemDataset:
+    """``factory.finish()`` on an object store, the first file's schema read from the tail our
+    pruning reader reads of it (left in ``opened`` for the pruning): the footer pyarrow would
+    fetch for the schema is answered from that tail. Whatever fails there is left to pyarrow's
+    own inspection (its errors), except a store or a KMS that does not answer (asked again, it
+    would wait again)."""
     partition = factory.inspect(fragments=0)  # the partition fields alone: from the paths, nothing opened
     files = factory.finish(partition).files
     if not files:
@@ -243,11 +253,13 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
     try:
-        if (opened is not None and single_dir and not resolved.local
-                and (parts is None or isinstance(parts, str) or isinstance(parts, list))):
-            base = _tail_schema_dataset(resolved.paths[0], fs, scan_fs, fmt, parts, keys, opened)
-        else:
+        factory = _directory_factory(resolved.paths[0], scan_fs, fmt, parts) if single_dir else None
+        if factory is None:
             base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
+        elif opened is not None and not resolved.local:
+            base = _tail_schema_dataset(factory, fs, fmt, keys, opened)
+        else:
+            base = factory.finish()
     except (pa.ArrowInvalid, OSError) as e:
         if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
             raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
