@@ -175,6 +175,28 @@ def test_a_surviving_file_is_not_fetched_again_for_the_bytes_pruning_read(s3: An
             assert heads == 2 and len(data) == (0 if local.stat().st_size <= TAIL_READ_BYTES else 1), requests
 
 
+def test_survivors_beyond_the_held_tail_bytes_fetch_their_footer_again(s3: Any, lake: dict[str, Any],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restricted dataset keeps at most HELD_TAIL_BYTES of survivors' tails for its scan; a
+    survivor beyond them is scanned as pyarrow scans it (its footer fetched again): same rows."""
+    from secure_bloom.parquet.read import restrict
+
+    layout = "5rg-outside"
+    value = _key(GROUP * 5 + 3)
+    logs = []
+    for budget in (restrict.HELD_TAIL_BYTES, 0):
+        monkeypatch.setattr(restrict, "HELD_TAIL_BYTES", budget)
+        s3.reset()
+        table = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                           filesystem=s3.filesystem())
+        assert table["rid"].to_pylist() == [GROUP * 5 + 3]
+        logs.append([rng for method, where, rng in s3.log if method == "GET" and where.endswith("part-1.parquet")])
+    held, fetched = logs
+    size = lake[layout][1].stat().st_size
+    assert fetched[:len(held) - 1] == held[:-1] and len(fetched) > len(held)  # the scan's footer reads on top
+    assert f"bytes={size - TAIL_READ_BYTES}-{size - 1}" in fetched[len(held) - 1:]
+
+
 @pytest.mark.parametrize("present", [False, True], ids=["absent", "present"])
 def test_a_lookup_checks_the_prefix_once_and_lists_it_once(s3: Any, lake: dict[str, Any], present: bool) -> None:
     """Beside the files' own requests, read_table of a prefix makes what pyarrow's discovery

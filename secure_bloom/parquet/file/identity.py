@@ -309,7 +309,8 @@ class PinnedFileSystem(CountingFileSystem):
     ``held``: bytes pruning read of a pinned file (its tail: :meth:`~.tail.FileTail.held`). Once
     the opened file is proven that version, pyarrow's reads inside them (the footer, read again
     to scan) are answered from memory: on an object store, no second request for bytes already
-    read. Reads outside go to the opened file.
+    read. Reads outside go to the opened file. They serve the file's first open only (then they
+    are dropped: a dataset kept for later scans does not keep them).
 
     Parameters
     ----------
@@ -405,7 +406,7 @@ class PinnedFileSystem(CountingFileSystem):
     def open_input_file(self, path: str) -> pa.NativeFile:
         """``inner``'s file of ``path``, checked against its recorded identity (``FileChangedError``), its reads counted with a ``counter``."""
         raw = self._open(path)
-        held = self.held.get(path)  # only after _open proved the version: these are its bytes
+        held = self.held.pop(path, None)  # only after _open proved the version: these are its bytes
         return self.counted(raw, path, held) if self.counting or held is not None else raw
 
     def open_input_stream(self, path: str) -> pa.NativeFile:

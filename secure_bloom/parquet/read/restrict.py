@@ -38,7 +38,12 @@ from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .scan_keys import ScanKeys, reads_leaf, scan_keys_for
 
-__all__ = ["restrict", "restrict_located", "parquet_format", "file_format"]
+__all__ = ["restrict", "restrict_located", "parquet_format", "file_format", "HELD_TAIL_BYTES"]
+
+#: Tail bytes of surviving files a restricted dataset keeps for its scan's first open of each
+#: (:class:`~secure_bloom.parquet.file.identity.PinnedFileSystem` ``held``): 64 files' 64 KiB
+#: tails. Files beyond it have their footer fetched again by the scan (one request each).
+HELD_TAIL_BYTES = 4 << 20
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -248,7 +253,14 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
-    held = {path: region for path, tail in tails.items() if (region := tail.held()) is not None}
+    held: dict[str, tuple[int, bytes]] = {}
+    budget = HELD_TAIL_BYTES  # what of them waits for the scan's opens
+    for path in identities:  # in the files' order
+        tail = tails.get(path)
+        region = tail.held() if tail is not None else None
+        if region is not None and len(region[1]) <= budget:
+            held[path] = region
+            budget -= len(region[1])
     pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter, held))
     if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
         for i, ((path, _), result) in enumerate(zip(kept, pruned)):
