@@ -96,6 +96,12 @@ def test_an_unchanged_object_is_scanned_with_one_identity_check(s3: Any) -> None
     assert pruned.to_table()["k"].to_pylist() == [2]
     requests, _ = s3.counts()
     assert requests.get("HEAD", 0) == 1  # the open that checks the ETag; then range GETs only
+    # the object is smaller than the tail pruning read (TAIL_READ_BYTES): once the HEAD proves it
+    # the version pruned, its footer and data come from that read (no GET)
+    assert requests == {"HEAD": 1}
+    s3.reset()
+    assert pruned.to_table()["k"].to_pylist() == [2]  # scanned again: those bytes served one open only
+    assert s3.counts()[0]["HEAD"] == 1 and s3.counts()[0]["GET"] >= 1
 
 
 def test_a_cache_never_answers_a_replaced_object_with_the_old_facts(s3: Any) -> None:

@@ -6,7 +6,10 @@ one read of the filters of the surviving row groups that lie outside that read (
 side, they come in one range of exactly their bytes). No read of the leading magic, no request
 per filter. Files of 1 and 5 row groups, filters inside and outside the tail read, absent and
 present keys; a column's filters apart from each other (another column's between them) are read
-one by one, never the bytes between them.
+one by one, never the bytes between them. A file that survives is opened once more for the
+scan (a HEAD: the check that it is the version pruned) and its row group's data read; its
+footer is not fetched again (the tail pruning read answers for it). Per lookup: pyarrow's
+discovery of the prefix (one HEAD, two listings), nothing more.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 from secure_bloom.errors import NotParquetError
-from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
+from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters, read_table
 from secure_bloom.parquet.file.tail import TAIL_READ_BYTES
 from secure_bloom.parquet.read.api import scan
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
@@ -132,12 +135,87 @@ def test_scan_of_a_prefix_prunes_with_the_same_requests_per_file(s3: Any, lake: 
     value = _key(GROUP * 5 + 3) if present else ABSENT
     pruned = scan(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
                   filesystem=s3.filesystem())
-    # tail, filters; a surviving file's footer is opened once more before the scan is handed out,
-    # so that its keys are in pyarrow's caches (read/scan_keys.py: no KMS call from Arrow's threads,
-    # issue 28 item 2): two requests more for it (issue 29 is to read it once)
-    surviving = [1 if present and f == (GROUP * 5 + 3) // (GROUP * 5) else 0 for f in range(FILES)]  # 5 groups a file
-    assert [f.metadata_requests for f in pruned.report.files] == [2 + 2 * s for s in surviving]
+    # tail, filters; a surviving file's footer, opened once more before the scan is handed out so
+    # that its keys are in pyarrow's caches (read/scan_keys.py: no KMS call from Arrow's threads,
+    # issue 28 item 2), is read from the tail pruning read: no request more for it
+    assert [f.metadata_requests for f in pruned.report.files] == [2] * FILES
     assert pruned.to_table()["rid"].to_pylist() == ([GROUP * 5 + 3] if present else [])
+
+
+@pytest.mark.parametrize("layout", ["1rg-inside", "5rg-inside", "5rg-outside"])
+def test_a_surviving_file_is_not_fetched_again_for_the_bytes_pruning_read(s3: Any, lake: dict[str, Any],
+                                                                          layout: str) -> None:
+    """read_table of a present key: each file gets its HEAD, its tail read and (outside the tail)
+    its filter read; the surviving one then only the HEAD of the scan's open (the check that it
+    is the version pruned: FileChangedError) and one read of its row group's data, unless the
+    tail read holds those too. Its footer, opened again to unwrap the scan's keys and by
+    pyarrow's scan, comes from the tail pruning read: no range of any file is asked for twice."""
+    groups = LAYOUTS[layout][0]
+    value = _key(GROUP * groups + 3)  # file 1, row group 0
+    fs = s3.filesystem()
+    s3.reset()
+    table = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                       filesystem=fs)
+    assert table["rid"].to_pylist() == [GROUP * groups + 3]
+    per_file: dict[str, list[tuple[str, str | None]]] = {}
+    for method, where, rng in s3.log:
+        if where.split("?")[0].endswith(".parquet"):
+            per_file.setdefault(where.lstrip("/"), []).append((method, rng))
+    for f, local in enumerate(lake[layout]):
+        requests = per_file[f"{lake['bucket']}/{layout}/part-{f}.parquet"]
+        pruning = _expected_gets(local, list(range(groups)), lake["keys"])
+        gets = [rng for method, rng in requests if method == "GET"]
+        heads = sum(1 for method, _ in requests if method == "HEAD")
+        assert len(set(gets)) == len(gets), requests  # nothing read twice
+        assert gets[:len(pruning)] == pruning
+        if f == 0:
+            assert (heads, gets) == (1, pruning), requests
+        else:  # the survivor: the scan's HEAD, and its data unless the tail read held it
+            data = gets[len(pruning):]
+            assert heads == 2 and len(data) == (0 if local.stat().st_size <= TAIL_READ_BYTES else 1), requests
+
+
+def test_survivors_beyond_the_held_tail_bytes_fetch_their_footer_again(s3: Any, lake: dict[str, Any],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restricted dataset keeps at most HELD_TAIL_BYTES of survivors' tails for its scan; a
+    survivor beyond them is scanned as pyarrow scans it (its footer fetched again): same rows."""
+    from secure_bloom.parquet.read import restrict
+
+    layout = "5rg-outside"
+    value = _key(GROUP * 5 + 3)
+    logs = []
+    for budget in (restrict.HELD_TAIL_BYTES, 0):
+        monkeypatch.setattr(restrict, "HELD_TAIL_BYTES", budget)
+        s3.reset()
+        table = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                           filesystem=s3.filesystem())
+        assert table["rid"].to_pylist() == [GROUP * 5 + 3]
+        logs.append([rng for method, where, rng in s3.log if method == "GET" and where.endswith("part-1.parquet")])
+    held, fetched = logs
+    size = lake[layout][1].stat().st_size
+    assert fetched[:len(held) - 1] == held[:-1] and len(fetched) > len(held)  # the scan's footer reads on top
+    assert f"bytes={size - TAIL_READ_BYTES}-{size - 1}" in fetched[len(held) - 1:]
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["absent", "present"])
+def test_a_lookup_checks_the_prefix_once_and_lists_it_once(s3: Any, lake: dict[str, Any], present: bool) -> None:
+    """Beside the files' own requests, read_table of a prefix makes what pyarrow's discovery
+    makes: one HEAD of the prefix (an object, or a directory?), the listing a "no such object"
+    leads to (max-keys=1), then the one recursive listing of the files. Not a second check of the
+    directory, nor a read of the first file's footer for the schema (the pruning reader's tail
+    gives it)."""
+    layout = "5rg-inside"
+    value = _key(GROUP * 5 + 3) if present else ABSENT
+    s3.reset()
+    rows = read_table(f"{lake['bucket']}/{layout}", filters=[("key", "==", value)], keys=lake["keys"],
+                      filesystem=s3.filesystem()).num_rows
+    assert rows == present
+    other = [(method, where) for method, where, _ in s3.log if not where.split("?")[0].endswith(".parquet")]
+    assert [method for method, _ in other] == ["HEAD", "GET", "GET"], other
+    assert other[0][1] == f"/{lake['bucket']}/{layout}" and "max-keys=1&" in other[1][1], other
+    assert "delimiter" not in other[2][1], other  # recursive
+    heads = [where for method, where, _ in s3.log if method == "HEAD" and where.endswith(".parquet")]
+    assert len(heads) == FILES + present  # one per file, and the survivor's open for the scan
 
 
 def test_filters_apart_are_read_one_by_one_and_no_byte_between_them(s3: Any, lake: dict[str, Any]) -> None:

@@ -42,6 +42,8 @@ class Traffic:
     gets: list[tuple[str, str | None]] = field(default_factory=list)
     #: requests by X-Amz-Target (JSON APIs such as KMS: "TrentService.Encrypt")
     targets: Counter[str] = field(default_factory=Counter)
+    #: (method, request path, Range header or None) of every request, in the order answered.
+    log: list[tuple[str, str, str | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -94,6 +96,7 @@ class CountingProxy:
                         traffic.get_ranges.append(self.headers["Range"])
                     if self.command == "GET":
                         traffic.gets.append((self.path, self.headers.get("Range")))
+                    traffic.log.append((self.command, self.path, self.headers.get("Range")))
                 self.send_response(response.status)
                 for k, v in response.getheaders():
                     if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
@@ -150,6 +153,7 @@ class S3Service:
             self.proxy.traffic.body_bytes = 0
             self.proxy.traffic.get_ranges.clear()
             self.proxy.traffic.gets.clear()
+            self.proxy.traffic.log.clear()
 
     def counts(self) -> tuple[dict[str, int], int]:
         """(requests by method, response body bytes) since the last :meth:`reset`."""
@@ -164,6 +168,11 @@ class S3Service:
     def gets(self) -> list[tuple[str, str | None]]:
         """(path, Range or None) of every GET since the last :meth:`reset` (listings included)."""
         return list(self.proxy.traffic.gets)
+
+    @property
+    def log(self) -> list[tuple[str, str, str | None]]:
+        """(method, path, Range or None) of every request since the last :meth:`reset`, in order."""
+        return list(self.proxy.traffic.log)
 
     def uri(self, path: str, endpoint: str | None = None) -> str:
         """``s3://ACCESS:SECRET@path?endpoint_override=...``: an object or prefix as a user gives it

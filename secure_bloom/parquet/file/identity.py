@@ -306,6 +306,12 @@ class PinnedFileSystem(CountingFileSystem):
     still that version (:class:`~secure_bloom.errors.FileChangedError` otherwise), and counts
     reads when given a ``counter``. Files not named open as they are (dataset discovery).
 
+    ``held``: bytes pruning read of a pinned file (its tail: :meth:`~.tail.FileTail.held`). Once
+    the opened file is proven that version, pyarrow's reads inside them (the footer, read again
+    to scan) are answered from memory: on an object store, no second request for bytes already
+    read. Reads outside go to the opened file. They serve the file's first open only (then they
+    are dropped: a dataset kept for later scans does not keep them).
+
     Parameters
     ----------
     inner : pyarrow.fs.FileSystem
@@ -314,13 +320,17 @@ class PinnedFileSystem(CountingFileSystem):
         Path on ``inner`` -> the identity (:func:`pinned_identity`) its open must show.
     counter : ReadCounter, optional
         Counts the reads of opened files (not kept when the handler is pickled).
+    held : mapping of str to (int, bytes), optional
+        Path -> (offset, bytes) of its pinned version, read already (not kept when pickled:
+        another process reads them again).
     """
 
     def __init__(self, inner: pafs.FileSystem, identities: Mapping[str, Identity],
-                 counter: ReadCounter | None = None) -> None:
+                 counter: ReadCounter | None = None, held: Mapping[str, tuple[int, bytes]] | None = None) -> None:
         super().__init__(inner, counter)
         self.identities = dict(identities)
         self.counting = counter is not None
+        self.held = {path: region for path, region in (held or {}).items() if path in self.identities}
 
     def get_type_name(self) -> str:
         """``pinned+`` and the type name of ``inner``."""
@@ -396,7 +406,8 @@ class PinnedFileSystem(CountingFileSystem):
     def open_input_file(self, path: str) -> pa.NativeFile:
         """``inner``'s file of ``path``, checked against its recorded identity (``FileChangedError``), its reads counted with a ``counter``."""
         raw = self._open(path)
-        return self.counted(raw, path) if self.counting else raw
+        held = self.held.pop(path, None)  # only after _open proved the version: these are its bytes
+        return self.counted(raw, path, held) if self.counting or held is not None else raw
 
     def open_input_stream(self, path: str) -> pa.NativeFile:
         """The checked file of :meth:`open_input_file`, read as a stream."""

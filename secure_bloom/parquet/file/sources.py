@@ -642,17 +642,36 @@ class ReadCounter:
 
 
 class _CountingFile:
-    """A file-like object over a pyarrow random-access file that counts every read."""
+    """A file-like object over a pyarrow random-access file that counts every read; reads lying
+    wholly inside ``held`` (offset, bytes of the same file) are answered from memory, uncounted."""
 
-    def __init__(self, raw: Any, path: str, counter: ReadCounter) -> None:
+    def __init__(self, raw: Any, path: str, counter: ReadCounter, held: tuple[int, bytes] | None = None) -> None:
         self._raw = raw
         self._path = path
         self._counter = counter
+        self._held = held
         self.closed = False
         self.mode = "rb"
 
+    def _from_held(self, n: int | None) -> memoryview | None:
+        """The ``n`` bytes (None or < 0: to the end) at the position, if ``held`` has them all
+        (the position then moves past them); else None."""
+        if self._held is None:
+            return None
+        offset, data = self._held
+        at = int(self._raw.tell())
+        if n is None or n < 0:
+            n = int(self._raw.size()) - at
+        if at < offset or at + n > offset + len(data):
+            return None
+        self._raw.seek(at + n)
+        return memoryview(data)[at - offset:at - offset + n]
+
     def read(self, n: int = -1) -> bytes:
         refuse_when_exiting(self._path)
+        held = self._from_held(n)
+        if held is not None:
+            return bytes(held)
         data = self._raw.read(None if n is None or n < 0 else n)
         self._counter.add(self._path, len(data))
         return cast(bytes, data)
@@ -662,6 +681,9 @@ class _CountingFile:
         buffer, possibly on its own threads, so the interpreter's exit waits for its release
         (:func:`~.lifetime.track`)."""
         refuse_when_exiting(self._path)
+        held = self._from_held(n)
+        if held is not None:
+            return track(pa.py_buffer(held))
         data = self._raw.read_buffer(None if n is None or n < 0 else n)
         self._counter.add(self._path, data.size)
         return track(data)
@@ -687,6 +709,48 @@ class _CountingFile:
     def close(self) -> None:
         self.closed = True
         self._raw.close()
+
+
+class _OpenedOnRead:
+    """A file of a known size, opened on ``inner`` only when a read needs it (one answered from
+    held bytes opens nothing: no request on an object store)."""
+
+    def __init__(self, inner: pafs.FileSystem, path: str, size: int) -> None:
+        self._inner = inner
+        self._path = path
+        self._size = size
+        self._at = 0
+        self._raw: Any = None
+
+    def _opened(self) -> Any:
+        if self._raw is None:
+            self._raw = self._inner.open_input_file(self._path)
+        self._raw.seek(self._at)
+        return self._raw
+
+    def read(self, n: int | None = None) -> bytes:
+        data = self._opened().read(n)
+        self._at += len(data)
+        return cast(bytes, data)
+
+    def read_buffer(self, n: int | None = None) -> pa.Buffer:
+        data = self._opened().read_buffer(n)
+        self._at += data.size
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._at = offset if whence == 0 else self._at + offset if whence == 1 else self._size + offset
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+    def size(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
 
 
 class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
@@ -744,9 +808,10 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
         refuse_when_exiting(selector.base_dir)
         return cast("list[pafs.FileInfo]", self.inner.get_file_info(selector))
 
-    def counted(self, raw: Any, path: str) -> pa.NativeFile:
+    def counted(self, raw: Any, path: str, held: tuple[int, bytes] | None = None) -> pa.NativeFile:
         """``raw`` (a file of ``path`` opened on ``inner``) with every read counted in
         :attr:`counter`, its buffers tracked for the interpreter's exit (:func:`~.lifetime.track`).
+        Reads lying wholly inside ``held`` are answered from memory (not counted, no request).
 
         Parameters
         ----------
@@ -754,6 +819,9 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
             A random-access file opened on ``inner``.
         path : str
             Its path (what the counter records).
+        held : (int, bytes), optional
+            Bytes of this very version of the file at an offset
+            (:meth:`~.tail.FileTail.held`: a tail already read); the caller vouches for them.
 
         Returns
         -------
@@ -766,7 +834,35 @@ class CountingFileSystem(pafs.FileSystemHandler):  # type: ignore[misc]
             Wraps ``raw``; nothing is read here.
         """
         # Arrow's threads may release the file object last: the exit waits for it (.lifetime)
-        return pa.PythonFile(track(_CountingFile(raw, path, self.counter)), mode="r")
+        return pa.PythonFile(track(_CountingFile(raw, path, self.counter, held)), mode="r")
+
+    def open_held(self, path: str, size: int, held: tuple[int, bytes]) -> pa.NativeFile:
+        """A file of ``path`` (``size`` bytes) whose reads inside ``held`` are answered from
+        memory; ``inner`` is opened (on an object store: a HEAD) only when a read falls outside,
+        and those reads are counted. Not checked against a version: for reads whose failure is
+        harmless (:mod:`~secure_bloom.parquet.read.scan_keys` opening a footer pruning read).
+
+        Parameters
+        ----------
+        path : str
+            The file on ``inner``.
+        size : int
+            Its size.
+        held : (int, bytes)
+            Bytes of it at an offset (:meth:`~.tail.FileTail.held`).
+
+        Returns
+        -------
+        pyarrow.NativeFile
+            A ``pa.PythonFile``.
+
+        Raises
+        ------
+        OSError
+            Once the interpreter's exit gave up (:func:`~.lifetime.refuse_when_exiting`).
+        """
+        refuse_when_exiting(path)
+        return self.counted(_OpenedOnRead(self.inner, path, size), path, held)
 
     def open_input_file(self, path: str) -> pa.NativeFile:
         """``inner``'s random-access file of ``path``, its reads counted (``OSError`` once the exit gave up)."""

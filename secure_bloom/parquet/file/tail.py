@@ -79,6 +79,28 @@ class FileTail:
         """The trailing magic the file has: ``PARE`` (encrypted footer) or ``PAR1``."""
         return ENCRYPTED_MAGIC if self.encrypted_footer else PLAIN_MAGIC
 
+    def held(self) -> tuple[int, bytes] | None:
+        """The end of the file this tail read holds, as (offset, bytes): from the first footer
+        byte or the start of the speculative read, whichever comes first, to the last byte. A
+        reader of the same version (pyarrow opening the footer again) can be answered from it.
+
+        Returns
+        -------
+        (int, bytes) or None
+            None without a speculative read (a local file: its footer was read exactly).
+
+        Raises
+        ------
+        None
+            Slices bytes in memory.
+        """
+        if not self.window:
+            return None
+        start = self.file_size - len(self.window)
+        if self.footer_offset < start:  # a footer longer than the speculative read: its front too
+            return self.footer_offset, self.footer[:start - self.footer_offset] + self.window
+        return start, self.window
+
     def __repr__(self) -> str:
         return (f"FileTail(path={self.path!r}, file_size={self.file_size}, "
                 f"encrypted_footer={self.encrypted_footer}, footer_offset={self.footer_offset}, "

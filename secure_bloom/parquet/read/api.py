@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ...errors import MissingKeyError, StorageUnavailableError
+from ...errors import KmsUnavailableError, MissingKeyError, SecureBloomError, StorageUnavailableError
 from ..file.keys import KeyAccess, as_key_access
 from ..file.lifetime import retain, scanning
 from ..file.reader import ParquetBloomReader
@@ -55,7 +55,7 @@ from ..file.sources import (
 )
 from .known import KnownSource
 from .predicate import Node, to_expression
-from .prune import PruneReport
+from .prune import PruneReport, open_pruning_reader
 from .prune_cache import PruneCache
 from .pruning_dataset import PruningDataset
 from .restrict import file_format, parquet_format, restrict, restrict_located
@@ -167,12 +167,15 @@ def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | No
 
 def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
               partitioning: Any, timeouts: StoreTimeouts | None = None,
+              opened: dict[str, ParquetBloomReader] | None = None,
               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
-    scans read through, and the format shared by the files pyarrow opens with ``keys.kms``."""
+    scans read through, and the format shared by the files pyarrow opens with ``keys.kms``.
+    ``opened``: where the pruning reader of the first file goes when the discovery opened one
+    for the schema (:func:`_tail_schema_dataset`; the caller closes it or hands it to pruning)."""
     resolved = resolve(source, filesystem, timeouts)
     try:
-        return _open_base(resolved, keys, counter, partitioning)
+        return _open_base(resolved, keys, counter, partitioning, opened)
     except OSError as e:  # a store that cannot be reached says so (STORAGE_UNAVAILABLE)
         error = storage_error(e, display_path(None if resolved.local else resolved.filesystem, resolved.paths[0]))
         if error is e:
@@ -190,7 +193,59 @@ def _scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadC
     return scan_fs, fmt
 
 
+def _directory_factory(directory: str, scan_fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+                       partitioning: Any) -> ds.FileSystemDatasetFactory | None:
+    """The factory ``pyarrow.dataset.dataset(directory, partitioning=partitioning)`` makes (its
+    one recursive listing), for a path known to be a directory: pyarrow does not check it again
+    (on an object store, a HEAD and a listing less). None for a partitioning pyarrow's own call
+    is left to judge (it raises its error)."""
+    if isinstance(partitioning, str):
+        partitioning = ds.partitioning(flavor=partitioning)
+    elif isinstance(partitioning, list):
+        partitioning = ds.partitioning(field_names=partitioning)
+    elif partitioning is not None and not isinstance(partitioning, (ds.Partitioning, ds.PartitioningFactory)):
+        return None
+    return ds.FileSystemDatasetFactory(scan_fs, pafs.FileSelector(scan_fs.normalize_path(directory), recursive=True),
+                                       fmt, ds.FileSystemFactoryOptions(partitioning=partitioning))
+
+
+def _tail_schema_dataset(factory: ds.FileSystemDatasetFactory, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
+                         keys: KeyAccess | None, opened: dict[str, ParquetBloomReader]) -> ds.FileSystemDataset:
+    """``factory.finish()`` on an object store, the first file's schema read from the tail our
+    pruning reader reads of it (left in ``opened`` for the pruning): the footer pyarrow would
+    fetch for the schema is answered from that tail. Whatever fails there is left to pyarrow's
+    own inspection (its errors), except a store or a KMS that does not answer (asked again, it
+    would wait again)."""
+    partition = factory.inspect(fragments=0)  # the partition fields alone: from the paths, nothing opened
+    files = factory.finish(partition).files
+    if not files:
+        return factory.finish()
+    try:
+        reader = open_pruning_reader(files[0], keys, fs)
+    except OSError as e:
+        if isinstance(storage_error(e, ""), StorageUnavailableError):
+            raise
+        return factory.finish()  # pyarrow's inspection says what is wrong, as without this
+    except KmsUnavailableError:
+        raise  # asked again, it would wait again: the error pyarrow's inspection leads to (_open_base)
+    except SecureBloomError:
+        return factory.finish()
+    try:
+        held = reader.tail.held()
+        if held is None:
+            raise ValueError("no tail held")
+        with CountingFileSystem(fs).open_held(files[0], reader.tail.file_size, held) as tail:
+            schema = fmt.inspect(tail)
+        base = factory.finish(pa.unify_schemas([schema, partition]))  # pyarrow's inspection: the same order
+    except (OSError, ValueError, pa.ArrowException):
+        reader.close()
+        return factory.finish()
+    opened[files[0]] = reader
+    return base
+
+
 def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
+               opened: dict[str, ParquetBloomReader] | None = None,
                ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     fs = resolved.filesystem
     scan_fs, fmt = _scan_filesystem(fs, keys, counter)
@@ -198,7 +253,13 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
     target = resolved.paths[0] if single_dir else list(resolved.paths)
     parts = partitioning if single_dir else None
     try:
-        base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
+        factory = _directory_factory(resolved.paths[0], scan_fs, fmt, parts) if single_dir else None
+        if factory is None:
+            base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
+        elif opened is not None and not resolved.local:
+            base = _tail_schema_dataset(factory, fs, fmt, keys, opened)
+        else:
+            base = factory.finish()
     except (pa.ArrowInvalid, OSError) as e:
         if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
             raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
@@ -369,10 +430,17 @@ def _scan(source: Any, filters: Any, keys: KeyAccess | None, filesystem: Any, co
             return done
         listing = known.listing()  # before discovery: what is kept must not be newer than it
     counter = ReadCounter() if count_reads else None
-    base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts)
-    expression = to_expression(filters)
-    restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
-                                               threads=threads, progress=progress, cache=cache, counter=counter)
+    opened: dict[str, ParquetBloomReader] = {}  # the first file's, when discovery read its schema with it
+    try:
+        base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts,
+                                           opened if cache is None else None)
+        expression = to_expression(filters)
+        restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
+                                                          threads=threads, progress=progress, cache=cache,
+                                                          counter=counter, opened=opened)
+    finally:
+        for reader in opened.values():  # not handed to the pruning (it closes those it gets)
+            reader.close()
     if known is not None and listing is not None:
         known.remember(listing, base, {path: report.files[i].identity for path, i in kept.items()})
     return PrunedScan(restricted, expression, tree, report, counter, selected)

@@ -59,7 +59,7 @@ from .predicate import Node, columns_of, leaves
 from .prune_cache import PruneCache, filesystem_key
 
 __all__ = ["FilePrune", "PruneReport", "PruneCache", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
-           "default_prune_threads"]
+           "default_prune_threads", "open_pruning_reader"]
 
 #: Files pruned at once on an object store (a few range requests each: latency dominates).
 DEFAULT_PRUNE_THREADS = 16
@@ -94,6 +94,34 @@ def default_prune_threads(paths: Sequence[str], filesystem: Any) -> int:
     return 1
 #: Filter bytes cached per reader while pruning (one filter is usually read once).
 _PRUNE_FILTER_CACHE = 8 << 20
+
+
+def open_pruning_reader(path: str, keys: KeyAccess | None, filesystem: Any, opened: Any = None) -> ParquetBloomReader:
+    """The reader :func:`prune_files` prunes ``path`` with (what a caller opening it first hands
+    over in ``prune_files(opened=...)``).
+
+    Parameters
+    ----------
+    path : str
+        The file on ``filesystem``.
+    keys : KeyAccess or None
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem or None
+        Its filesystem.
+    opened : pyarrow.NativeFile, optional
+        The file already opened (``ParquetBloomReader(opened=)``).
+
+    Returns
+    -------
+    ParquetBloomReader
+        Open; the caller closes it.
+
+    Raises
+    ------
+    secure_bloom.errors.SecureBloomError, OSError
+        As ``ParquetBloomReader``.
+    """
+    return ParquetBloomReader(path, keys, filesystem=filesystem, filter_cache_bytes=_PRUNE_FILTER_CACHE, opened=opened)
 
 
 # ---------------------------------------------------------------- one file
@@ -155,7 +183,8 @@ class _CacheUse:
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
-               cache: _CacheUse | None, memo: dict[Any, Any], unless_shared: bool = False) -> FilePrune:
+               cache: _CacheUse | None, memo: dict[Any, Any], unless_shared: bool = False,
+               preopened: ParquetBloomReader | None = None) -> FilePrune:
     identity = facts = None
     with contextlib.ExitStack() as stack:
         # the open that tells an object's identity (its HEAD) is the one a cache miss reads through
@@ -169,10 +198,13 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
             name = f"{cache.filesystem_key}:{path}"
             facts = cache.cache.get(cache.scope, name, identity)
 
+        if preopened is not None:
+            stack.callback(preopened.close)
+
         def open_reader() -> ParquetBloomReader:
-            return stack.enter_context(ParquetBloomReader(path, keys, filesystem=filesystem,
-                                                          filter_cache_bytes=_PRUNE_FILTER_CACHE,
-                                                          opened=handles.pop() if handles else None))
+            if preopened is not None:
+                return preopened
+            return stack.enter_context(open_pruning_reader(path, keys, filesystem, handles.pop() if handles else None))
 
         source = ReaderFacts(facts, open_reader, cache.recheck if cache is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
@@ -220,7 +252,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
                 threads: int | None = None, progress: bool | None = None,
                 on_done: Callable[[FilePrune], None] | None = None,
                 on_reader: OnReader | None = None, cache: PruneCache | None = None,
-                trees: Sequence[Node] | None = None, on_reader_unless_shared: bool = False) -> list[FilePrune]:
+                trees: Sequence[Node] | None = None, on_reader_unless_shared: bool = False,
+                opened: dict[str, ParquetBloomReader] | None = None) -> list[FilePrune]:
     """:func:`prune_reader` for every file (in order), ``threads`` at a time (None:
     :func:`default_prune_threads`); a progress bar on stderr when it is a TTY
     (``progress=None``). Errors (a missing key for the footer, a damaged file) propagate: a file
@@ -235,6 +268,10 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     ``on_reader_unless_shared``: a file answered from the cache whose facts say pyarrow's shared
     format opens it is not handed to
     ``on_reader`` (its result says ``shared_format_opens``).
+
+    ``opened``: readers the caller opened already (:func:`open_pruning_reader`), by path, used
+    for those files instead of opening them again (without a ``cache``); each is closed here,
+    used or not.
 
     Parameters
     ----------
@@ -264,6 +301,8 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         One tree per path.
     on_reader_unless_shared : bool, default False
         Skip ``on_reader`` for files pyarrow's shared format opens.
+    opened : dict of str to ParquetBloomReader, optional
+        Readers already open, by path (emptied: each is closed here).
 
     Returns
     -------
@@ -283,6 +322,22 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
     OSError
         A file cannot be read.
     """
+    ready = dict(opened or {})
+    if opened:
+        opened.clear()
+    try:
+        return _prune_all(paths, tree, keys, filesystem, schema, row_groups, threads, progress, on_done, on_reader,
+                          cache, trees, on_reader_unless_shared, ready)
+    finally:
+        for reader in ready.values():  # not handed to a file (or a cache asked to open it itself)
+            reader.close()
+
+
+def _prune_all(paths: Sequence[str], tree: Node, keys: KeyAccess | None, filesystem: Any, schema: pa.Schema | None,
+               row_groups: Sequence[Sequence[int] | None] | None, threads: int | None, progress: bool | None,
+               on_done: Callable[[FilePrune], None] | None, on_reader: OnReader | None, cache: PruneCache | None,
+               trees: Sequence[Node] | None, on_reader_unless_shared: bool,
+               ready: dict[str, ParquetBloomReader]) -> list[FilePrune]:
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),
@@ -302,8 +357,9 @@ def prune_files(paths: Sequence[str], tree: Node, *, keys: KeyAccess | None = No
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
     def work(i: int) -> FilePrune:
+        preopened = ready.pop(paths[i], None) if use is None else None
         result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo, on_reader_unless_shared)
+                            on_reader, use, memo, on_reader_unless_shared, preopened)
         if bar is not None:
             bar.update(1)
         if on_done is not None:

@@ -30,6 +30,7 @@ from ..file.keys import KeyAccess
 from ..file.lifetime import retain
 from ..file.reader import ParquetBloomReader
 from ..file.sources import ReadCounter
+from ..file.tail import FileTail
 from .known import Listed, listed_files
 from .partitions import partition_tree
 from .predicate import Node, columns_of, predicate_tree
@@ -37,7 +38,12 @@ from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .scan_keys import ScanKeys, reads_leaf, scan_keys_for
 
-__all__ = ["restrict", "restrict_located", "parquet_format", "file_format"]
+__all__ = ["restrict", "restrict_located", "parquet_format", "file_format", "HELD_TAIL_BYTES"]
+
+#: Tail bytes of surviving files a restricted dataset keeps for its scan's first open of each
+#: (:class:`~secure_bloom.parquet.file.identity.PinnedFileSystem` ``held``): 64 files' 64 KiB
+#: tails. Files beyond it have their footer fetched again by the scan (one request each).
+HELD_TAIL_BYTES = 4 << 20
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -188,7 +194,7 @@ def _kept(base: ds.FileSystemDataset, listed: Listed, expression: Any) -> list[t
 def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat, expression: Any, *,
                      keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None,
                      progress: bool | None, cache: PruneCache | None, counter: ReadCounter | None,
-                     listed: Listed | None = None,
+                     listed: Listed | None = None, opened: dict[str, ParquetBloomReader] | None = None,
                      ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
     """:func:`restrict`, and where each file pruned is in the report.
 
@@ -199,6 +205,9 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     listed : Listed, optional
         The files of ``base`` (:func:`~.known.listed_files`) when the caller knows them (a kept
         discovery).
+    opened : dict of str to ParquetBloomReader, optional
+        Readers of some files opened already (the discovery's of the first file), handed to
+        :func:`~.prune.prune_files` (which closes them).
 
     Returns
     -------
@@ -222,6 +231,8 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     kept = _kept(base, listed, expression)
     read = None if columns is None else list(dict.fromkeys([*columns, *columns_of(tree)]))
     formats: dict[str, ds.ParquetFileFormat] = {}
+    #: the tails pruning read of the surviving files: pyarrow's footer reads come from them
+    tails: dict[str, FileTail] = {}
     # this scan's own KMS format: its keys are unwrapped before anyone scans it (.scan_keys)
     scan_keys = scan_keys_for(keys) if keys is not None and keys.kms is not None else None
     shared = scan_keys.format if scan_keys is not None else fmt
@@ -229,6 +240,8 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     def choose_format(path: str, reader: ParquetBloomReader, result: FilePrune) -> None:
         if result.row_groups:  # only the files scanned need pyarrow to decrypt them
             formats[path] = file_format(reader, keys, shared, read)
+            if reader.tail.window:  # an object store's speculative read: the footer pyarrow reads again
+                tails[path] = reader.tail
 
     trees = None
     if listed[1] is not None:
@@ -236,15 +249,23 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
         trees = [tree if part.equals(unpartitioned) else partition_tree(tree, part, base.schema) for _, part in kept]
     pruned = prune_files([path for path, _ in kept], tree, keys=keys, filesystem=fs, schema=base.schema,
                          threads=threads, progress=progress, on_reader=choose_format, cache=cache, trees=trees,
-                         on_reader_unless_shared=True)
+                         on_reader_unless_shared=True, opened=opened)
     # pyarrow scans exactly the versions the row groups were chosen from, or raises FileChangedError
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
-    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter))
+    held: dict[str, tuple[int, bytes]] = {}
+    budget = HELD_TAIL_BYTES  # what of them waits for the scan's opens
+    for path in identities:  # in the files' order
+        tail = tails.get(path)
+        region = tail.held() if tail is not None else None
+        if region is not None and len(region[1]) <= budget:
+            held[path] = region
+            budget -= len(region[1])
+    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter, held))
     if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
         for i, ((path, _), result) in enumerate(zip(kept, pruned)):
             if result.row_groups and (result.shared_format_opens or formats[path] is shared):
-                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity)
+                n, requests = scan_keys.unwrap_before_scan(path, fs, read, result.scan_identity, tails.get(path))
                 pruned[i] = replace(result, metadata_bytes_read=result.metadata_bytes_read + n,
                                     metadata_requests=result.metadata_requests + requests)
     chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])

@@ -23,8 +23,10 @@ Limits, stated: pyarrow's caches of a scan's factory live ``max(cache_lifetime_s
 :data:`SCAN_KEYS_S` ``)`` from the unwrapping (a scan running longer may fetch again, from
 Arrow's threads); keys wrapped once by the master key (``double_wrapping=False``) are not cached
 by pyarrow at all, so it calls the KMS client at each use, but outside its key mutex (no such
-deadlock). The unwrapping reads each surviving encrypted file's footer once more (local: a
-``pread``; an object store: one request per file).
+deadlock). The unwrapping opens each surviving encrypted file's footer once more: from the tail
+pruning read when it is given (``tail``: an object store's speculative read, which holds the
+footer; no request), else through the filesystem (local: a ``pread``; an object store: a HEAD
+and the footer's reads).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ..file.keys import KeyAccess
 from ..file.sources import CountingFileSystem, ReadCounter
+from ..file.tail import FileTail
 
 __all__ = ["ScanKeys", "SCAN_KEYS_S", "answers", "reads_leaf", "scan_keys_for"]
 
@@ -196,7 +199,7 @@ class ScanKeys:
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(decryption_config=config))
 
     def unwrap_before_scan(self, path: str, filesystem: Any, columns: Sequence[str] | None,
-                           version: Any = None) -> tuple[int, int]:
+                           version: Any = None, tail: FileTail | None = None) -> tuple[int, int]:
         """Put the keys a scan of ``path`` (on ``filesystem``) reading ``columns`` (None: all;
         top-level names or dotted paths) needs into pyarrow's caches of this factory: its footer
         is opened and the metadata of each encrypted column read is decrypted, on this thread.
@@ -214,6 +217,10 @@ class ScanKeys:
             The file version's identity (:mod:`~secure_bloom.parquet.file.identity`): a version
             whose keys for these columns this factory holds already is not read again (None:
             always read).
+        tail : FileTail, optional
+            The tail pruning read of that version (:meth:`~..file.tail.FileTail.held`): pyarrow's
+            reads of the footer inside it are answered from memory (no request); reads outside
+            it open the file.
 
         Returns
         -------
@@ -231,18 +238,22 @@ class ScanKeys:
             done = self._unwrapped.get((path, version), frozenset()) if version is not None else frozenset()
             if version is not None and (done is None or (wanted is not None and wanted <= done)):
                 return 0, 0
-            read = self._unwrap(path, filesystem, columns)
+            read = self._unwrap(path, filesystem, columns, tail)
             if version is not None and read is not None:
                 self._unwrapped[(path, version)] = None if wanted is None or done is None else done | wanted
         return read if read is not None else (0, 0)
 
-    def _unwrap(self, path: str, filesystem: Any, columns: Sequence[str] | None) -> tuple[int, int] | None:
+    def _unwrap(self, path: str, filesystem: Any, columns: Sequence[str] | None,
+                tail: FileTail | None) -> tuple[int, int] | None:
         """(bytes, requests) of opening ``path``'s footer and its columns' metadata; None when
         that failed (left to the scan)."""
         counter = ReadCounter()
         try:
             props = self.factory.file_decryption_properties(self.connection, self.decryption, path, filesystem)
-            with CountingFileSystem(filesystem, counter).open_input_file(path) as raw:
+            handler = CountingFileSystem(filesystem, counter)
+            held = tail.held() if tail is not None else None
+            with (handler.open_held(path, tail.file_size, held) if tail is not None and held is not None
+                  else handler.open_input_file(path)) as raw:
                 metadata = pq.ParquetFile(raw, decryption_properties=props).metadata
                 group = metadata.row_group(0) if metadata.num_row_groups else None
                 for j in range(metadata.num_columns if group is not None else 0):
