@@ -558,3 +558,34 @@ def test_large_structures_are_decoded_with_the_cyclic_gc_paused_and_restored() -
     with pytest.raises(MalformedThriftError):
         thrift_codec.parse(thrift_codec.idl().FileMetaData, b"\x15" * GC_PAUSE_BYTES)
     assert gc.isenabled()
+
+
+def test_gc_pauses_on_several_threads_never_turn_the_collector_on_under_one_another() -> None:
+    """One pause for the process, reentrant: a thread ending its pause while another's is still
+    on leaves the collector off (the old context manager turned it back on under the other); the
+    last one to end turns it on, once; nested pauses on one thread likewise."""
+    import gc
+    import threading
+
+    from secure_bloom.thrift_codec import gc_paused
+
+    assert gc.isenabled()
+    first_in, second_out = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def long_pause() -> None:
+        with gc_paused():
+            first_in.set()
+            second_out.wait(10)
+            seen.append(gc.isenabled())  # the other thread's pause has ended by now
+
+    worker = threading.Thread(target=long_pause)
+    worker.start()
+    first_in.wait(10)
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    second_out.set()
+    worker.join(10)
+    assert seen == [False] and gc.isenabled()

@@ -13,6 +13,7 @@ missing raises :class:`MissingKeyError`, never "absent".
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import os
 import threading
@@ -137,6 +138,12 @@ class FilterReadAhead:
         if index >= self._covered:
             self._covered = self._reader._read_ahead(self._chunks, index)[1]
 
+
+#: Batches of at least this many chunks (their ColumnMetaData, their filters) are decoded with
+#: the cyclic GC paused (:func:`~secure_bloom.thrift_codec.gc_paused`): a 2,000-row-group file
+#: spent a third of its pruning in collections walking its footer's objects.
+GC_PAUSE_CHUNKS = 64
+_NO_PAUSE = contextlib.nullcontext()
 
 #: Default bound on the filter bytes one reader keeps cached (least recently used go first). A
 #: legal filter is at most 128 MiB; whatever the footer claims, a reader holds at most this much
@@ -307,13 +314,9 @@ class ParquetBloomReader:
                 else lambda: key_material
             self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
                 if self.keys.has_keys else None
-            if len(self.tail.footer) < thrift_codec.GC_PAUSE_BYTES:
+            with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
                 self.footer: Footer = open_footer(self.tail, self.keys, self._retriever)
                 self._index_chunks()
-            else:
-                with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
-                    self.footer = open_footer(self.tail, self.keys, self._retriever)
-                    self._index_chunks()
         except BaseException:
             self._file.close()
             raise
@@ -928,8 +931,10 @@ class ParquetBloomReader:
             try:
                 plains = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,
                                          max_plaintext=MAX_THRIFT_MODULE_BYTES)
-                parsed = [parse_thrift_plaintext(cls, plain, what=f"ColumnMetaData of {chunk.where}")
-                          for chunk, plain in zip(pending, plains)]
+                # objects of many row groups at once, none in a cycle: no collection among them
+                with thrift_codec.gc_paused() if len(pending) >= GC_PAUSE_CHUNKS else _NO_PAUSE:
+                    parsed = [parse_thrift_plaintext(cls, plain, what=f"ColumnMetaData of {chunk.where}")
+                              for chunk, plain in zip(pending, plains)]
             except SecureBloomError:  # named chunk by chunk, as column_metadata names it
                 for chunk in pending:
                     self._decrypted_metadata(chunk)
@@ -1123,9 +1128,10 @@ class ParquetBloomReader:
                 _, used = check_plaintext_header(data[rg], loc.length, loc.length or 0, self.path)
                 out[rg] = SplitBlockBloomFilter.from_bitset(data[rg][used:])
         for gcm, chunks in self._by_key(encrypted):
-            opened = decrypt_bloom_filters([data[chunk.row_group] for chunk in chunks], gcm,
-                                           self._aads(chunks, ModuleType.BLOOM_FILTER_HEADER),
-                                           self._aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
+            with thrift_codec.gc_paused() if len(chunks) >= GC_PAUSE_CHUNKS else _NO_PAUSE:
+                opened = decrypt_bloom_filters([data[chunk.row_group] for chunk in chunks], gcm,
+                                               self._aads(chunks, ModuleType.BLOOM_FILTER_HEADER),
+                                               self._aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
             out.update((chunk.row_group, bf) for chunk, bf in zip(chunks, opened))
         with self._lock:
             for rg, chunk, loc in batch:

@@ -47,6 +47,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ... import thrift_codec
 from ...kms import KeyGrant
 from ..file.identity import identity_size, open_identified, pinned_identity
 from ..file.keys import KeyAccess
@@ -209,6 +210,11 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
         source = ReaderFacts(facts, open_reader, cache.recheck if cache is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
         display = facts.path if facts is not None else source.reader.path
+        if source.opened is not None and len(source.opened.tail.footer) >= thrift_codec.GC_PAUSE_BYTES:
+            # a large footer's objects stay alive while its row groups are judged: collections
+            # among the objects the judging makes would walk them again and again (a third of a
+            # 2,000-row-group file's pruning); one file's judging is bounded, so pause for it
+            stack.enter_context(thrift_codec.gc_paused())
         result = _judge(source, display, tree, schema, row_groups, memo)
         if facts is not None and source.opened is None:
             # answered from the cache alone: no reader, unless one is wanted for a scan
