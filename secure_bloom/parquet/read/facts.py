@@ -80,6 +80,15 @@ class ReaderFacts:
         grant = self.facts.grants.get(at)
         return grant is None or self._still_granted(grant)
 
+    def _all_cached(self, row_groups: Sequence[int], ordinal: int, held: Mapping[tuple[int, int], Any]) -> bool:
+        """Whether the cache (``held``: its bounds or filters) answers for column ``ordinal`` in
+        every one of ``row_groups``, every key its facts of that column were derived with still
+        granted: the warm lookup's case, answered without a check per row group."""
+        facts = self.facts
+        if facts is None or any((rg, ordinal) not in held for rg in row_groups):
+            return False
+        return all(self._still_granted(grant) for grant in facts.column_grants.get(ordinal, ()))
+
     def _unknown(self, row_groups: Sequence[int], ordinal: int, held: Mapping[tuple[int, int], Any],
                  computed: Mapping[tuple[int, int], Any]) -> list[int]:
         """The row groups of ``row_groups`` whose fact of column ``ordinal`` neither the cache
@@ -121,6 +130,9 @@ class ReaderFacts:
             The column's key cannot be obtained (a missing key gives None).
         """
         ordinal = info.ordinal
+        if self.facts is not None and self._all_cached(row_groups, ordinal, self.facts.bounds):
+            cached = self.facts.bounds
+            return [cached[(rg, ordinal)] for rg in row_groups]
         to_read = self._unknown(row_groups, ordinal, self.facts.bounds if self.facts is not None else {}, self._bounds)
         if to_read:
             reader = self.reader
@@ -177,6 +189,9 @@ class ReaderFacts:
         """
         ordinal = info.ordinal
         held = self.facts.filters if self.facts is not None else {}
+        if self._all_cached(row_groups, ordinal, held):
+            return [bf is None or any(bf.check_hash(h) for h in hashes)
+                    for bf in (held[(rg, ordinal)] for rg in row_groups)]
         to_read = self._unknown(row_groups, ordinal, held, self._filters)
         if to_read:
             try:

@@ -128,6 +128,15 @@ class FileFacts:
             grants.setdefault(grant.key_metadata, grant)
         return tuple(grants.values())
 
+    @functools.cached_property
+    def column_grants(self) -> Mapping[int, tuple[KeyGrant, ...]]:
+        """Per leaf ordinal, the keys its chunks' facts were derived with, each once (a lookup
+        that still gets them all may answer from every cached fact of that column at once)."""
+        out: dict[int, dict[bytes, KeyGrant]] = {}
+        for (_, ordinal), grant in self.grants.items():
+            out.setdefault(ordinal, {}).setdefault(grant.key_metadata, grant)
+        return {ordinal: tuple(grants.values()) for ordinal, grants in out.items()}
+
     @property
     def nbytes(self) -> int:
         """The estimate the cache bounds: bitsets plus fixed sizes per file, column and item."""
