@@ -19,7 +19,7 @@ not used, and ``is_in`` of 0.0 looks for -0.0 too. Each part is translated for w
 keep: the rows Polars keeps (the predicate), or, under a NOT, the rows Polars rejects; a part
 that cannot be translated (another function, a cast, a column compared with a column, literals
 of other types) is simply not used for pruning, and a predicate holding a part that may raise on
-some values (a strict cast, arithmetic, a function not known to be total) is not used at all, so
+some values or types (a cast, arithmetic, a function not known to be total) is not used at all, so
 Polars sees every row and raises where it would. Type errors are Polars' own whatever survives
 pruning (raised, as Polars raises them, when the files hold rows): each comparison of a column
 with literals or a column is first applied on its own to an empty frame of the schema (Polars'
@@ -71,7 +71,7 @@ def _compare(field: pc.Expression, op: str, value: pa.Scalar) -> pc.Expression:
 
 
 def _may_raise(node: Any) -> bool:
-    """Whether evaluating the expression tree ``node`` may raise on some values (a strict cast,
+    """Whether evaluating the expression tree ``node`` may raise on some values or types (a cast,
     arithmetic, a function not known to be total): such a predicate is not used for pruning."""
     if isinstance(node, list):
         return any(_may_raise(n) for n in node)
@@ -84,8 +84,8 @@ def _may_raise(node: Any) -> bool:
     if "BinaryExpr" in node:
         b = node["BinaryExpr"]
         return b.get("op") not in _TOTAL_OPS or _may_raise([b.get("left"), b.get("right")])
-    if "Cast" in node:
-        return node["Cast"].get("options") != "NonStrict" or _may_raise(node["Cast"].get("expr"))
+    if "Cast" in node:  # strict: on values; non-strict too, on types Polars cannot cast (binary to Int64)
+        return True
     if "Ternary" in node:
         return _may_raise(list(node["Ternary"].values()))
     if "Function" in node:
@@ -325,13 +325,17 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> None:
     """Raise what Polars raises for ``predicate`` over rows of ``schema`` whatever their values:
     each comparison of a column with literals or a column on its own (Polars' reader checks them
     even where its optimizer has removed them from the predicate it hands an IO source:
-    ``(c == 2**70) & False``), then (``whole``) the predicate over an empty frame."""
+    ``(c == 2**70) & False``) unless the predicate may raise on some values (then Polars sees
+    every row), then (``whole``) the predicate over an empty frame."""
     empty = schema.to_frame()
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # noqa: BLE001 - an expression Polars cannot serialise: the whole one only
         tree = None
-    for leaf in _leaves(tree):
+    # A predicate that may raise on some values prunes nothing (arrow_predicate): Polars evaluates
+    # all of it over every row and raises what it raises there (a strict cast's error before a
+    # comparison's type error, as its reader does), so no part of it is raised here on its own.
+    for leaf in _leaves(tree) if tree is not None and not _may_raise(tree) else ():
         try:
             expr = pl.Expr.deserialize(io.StringIO(json.dumps(leaf)), format="json")
         except Exception:  # noqa: BLE001 - a form Polars does not read back (a NaN literal): not checked

@@ -192,3 +192,20 @@ def test_item8_a_list_of_patterns_and_paths(tmp_path: Path) -> None:
     _tree(tmp_path, True)
     lazy = scan_parquet([f"{tmp_path}/a/*.parquet", tmp_path / "top.parquet"], keys=KEYS)
     assert sorted(lazy.collect()["id"].to_list()) == [0, 1, 10, 11]
+
+
+def test_a_non_strict_cast_polars_cannot_make_raises_as_polars(tmp_path: Path) -> None:
+    """Regression (the long differential profile, 2026-12-02): a non-strict cast of binary to
+    Int64 beside a string-vs-int comparison. Polars raises the cast's InvalidOperationError (its
+    reader and over the rows); the IO source raised the comparison's ComputeError on its own,
+    because only strict casts counted as parts that may raise. A cast of either kind now keeps
+    the predicate from pruning and from being type-checked part by part: Polars sees every row."""
+    table = pa.table({"bin": pa.array([b""] * 4, pa.binary()), "i16": pa.array([None] * 4, pa.int16())})
+    write_table(table, tmp_path / "e.parquet", encryption=encryption_config(True), kms=vector_kms(),
+                bloom_filter_options={"bin": True}, row_group_size=1)
+    pq.write_table(table, tmp_path / "p.parquet", row_group_size=1)
+    expr = (pl.col("bin").cast(pl.Int64, strict=False) == pl.lit(b"")) & (pl.lit("-32768") == pl.col("i16"))
+    assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == "InvalidOperationError"
+    in_memory = _outcome(lambda: pl.read_parquet(tmp_path / "p.parquet").filter(expr))
+    assert in_memory == "InvalidOperationError"
+    assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == in_memory
