@@ -209,6 +209,10 @@ class _Translate:
     def part(self, node: Any, keep: bool) -> pc.Expression | None:
         if not isinstance(node, dict):
             return None
+        if set(node) == {"Literal"}:  # a constant Polars left in (``false & x``): it keeps no row or every row
+            scalar = node["Literal"].get("Scalar") if isinstance(node["Literal"], dict) else None
+            value = scalar.get("Boolean") if isinstance(scalar, dict) else None
+            return pc.scalar(value == keep) if isinstance(value, bool) else None
         if "BinaryExpr" in node:
             return self.binary(node["BinaryExpr"], keep)
         if "Function" in node:
@@ -321,12 +325,26 @@ def _leaves(node: Any) -> Iterator[Any]:
             yield node
 
 
+def _column_names(node: Any) -> Iterator[str]:
+    """The column names an expression tree (Polars' JSON form) refers to."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "Column" and isinstance(value, str):
+                yield value
+            else:
+                yield from _column_names(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _column_names(item)
+
+
 def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> None:
     """Raise what Polars raises for ``predicate`` over rows of ``schema`` whatever their values:
     each comparison of a column with literals or a column on its own (Polars' reader checks them
     even where its optimizer has removed them from the predicate it hands an IO source:
     ``(c == 2**70) & False``) unless the predicate may raise on some values (then Polars sees
-    every row), then (``whole``) the predicate over an empty frame."""
+    every row) or the comparison is of a Categorical (which Polars' reader does not check), then
+    (``whole``) the predicate over an empty frame."""
     empty = schema.to_frame()
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
@@ -336,13 +354,17 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> None:
     # all of it over every row and raises what it raises there (a strict cast's error before a
     # comparison's type error, as its reader does), so no part of it is raised here on its own.
     for leaf in _leaves(tree) if tree is not None and not _may_raise(tree) else ():
+        if any(isinstance(schema.get(name), (pl.Categorical, pl.Enum)) for name in _column_names(leaf)):
+            # Polars' reader checks no comparison of a Categorical against row-group statistics
+            # ((7 == cat) & False answers no rows): its type errors surface over the rows only
+            continue
         try:
             expr = pl.Expr.deserialize(io.StringIO(json.dumps(leaf)), format="json")
         except Exception:  # noqa: BLE001 - a form Polars does not read back (a NaN literal): not checked
             continue
         empty.filter(expr)
     if whole:
-        empty.filter(predicate)
+        empty.lazy().filter(predicate).collect()
 
 
 def arrow_predicate(predicate: pl.Expr, schema: pa.Schema) -> pc.Expression | None:

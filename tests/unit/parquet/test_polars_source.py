@@ -209,3 +209,20 @@ def test_a_non_strict_cast_polars_cannot_make_raises_as_polars(tmp_path: Path) -
     in_memory = _outcome(lambda: pl.read_parquet(tmp_path / "p.parquet").filter(expr))
     assert in_memory == "InvalidOperationError"
     assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == in_memory
+
+
+def test_a_categorical_comparison_polars_optimises_away_does_not_raise(tmp_path: Path) -> None:
+    """Regression (the long differential profile, 2026-12-02): ``(7 == cat) & cat.is_in([])``
+    answers no rows in Polars (its reader checks no Categorical comparison against row-group
+    statistics, and the rows never evaluate the comparison); the IO source raised the
+    comparison's ComputeError, type-checking it on its own. A comparison on its own still raises
+    as Polars does."""
+    table = pa.table({"cat": pa.array([""]).dictionary_encode(), "b": pa.array([None], pa.bool_())})
+    write_table(table, tmp_path / "e.parquet", encryption=encryption_config(True), kms=vector_kms(),
+                bloom_filter_options={"cat": True})
+    pq.write_table(table, tmp_path / "p.parquet")
+    for expr, polars in (((pl.lit(7) == pl.col("cat")) & pl.col("cat").is_in([]), []),
+                         ((pl.lit(7) == pl.col("cat")) & pl.lit(False), []),
+                         (pl.lit(7) == pl.col("cat"), "ComputeError")):
+        assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == polars
+        assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == polars
