@@ -1,7 +1,7 @@
 """Build script for the optional C kernels; every other setting lives in pyproject.toml.
 
 ``secure_bloom.native_kernels`` (secure_bloom/_native/kernels.c), ``secure_bloom.native_thrift``
-(secure_bloom/_native/thrift_compact.c) and ``secure_bloom.native_prune`` (secure_bloom/_native/prune.c,
+(secure_bloom/_native/thrift_compact.c) and ``secure_bloom.native_gcm`` (secure_bloom/_native/gcm.c,
 which loads OpenSSL's libcrypto at run time with dlopen: no OpenSSL headers or -lcrypto at build time,
 no libcrypto in the wheel) are *optional* extensions: where they cannot be compiled (no C compiler,
 no Python headers; a big-endian host for the kernels) ``pip install .`` still succeeds, :mod:`secure_bloom.kernels` uses its numpy fallback,
@@ -50,7 +50,7 @@ setup(
         # OpenSSL's libcrypto (EVP AES-GCM) is dlopen()ed at import, not linked: the wheel keeps the
         # glibc floor of the other extensions (manylinux_2_17) and uses the system's libcrypto.
         # -ldl: dlopen lives in libdl before glibc 2.34 (in libc since; the stub libdl is harmless).
-        Extension("secure_bloom.native_prune", sources=["secure_bloom/_native/prune.c"], depends=[_SBBF_HEADER],
+        Extension("secure_bloom.native_gcm", sources=["secure_bloom/_native/gcm.c"], depends=[_SBBF_HEADER],
                   libraries=[] if sys.platform in ("win32", "darwin") else ["dl"], optional=True),
     ],
     cmdclass={"build_ext": _BuildExt},

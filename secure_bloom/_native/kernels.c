@@ -4,7 +4,7 @@
  * Written for secure_bloom from the specifications only:
  *   - XXH64: the xxHash specification (doc/xxhash_spec.md in the xxHash project), seed 0;
  *   - SBBF: Parquet BloomFilter.md "Technical Approach"; the salt, block index and block
- *     insert/check are sbbf.h's (one definition, shared with prune.c), this file loops them over
+ *     insert/check are sbbf.h's (one definition, shared with gcm.c), this file loops them over
  *     many hashes (with prefetch and AVX2 versions). z = floor(numBytes / 32): tail bytes of a
  *     bitset that is not whole blocks are never touched (as parquet-java does).
  *
@@ -231,7 +231,7 @@ static void xxh64_var_many(const uint8_t *const *p, const uint64_t *len, const u
 
 /* ------------------------------------------------------------------ SBBF block operations */
 
-/* SBBF_SALT, the block index and the block insert/check: sbbf.h (shared with prune.c); here the
+/* SBBF_SALT, the block index and the block insert/check: sbbf.h (shared with gcm.c); here the
  * loops over many hashes, with prefetch, and their AVX2 versions (one register is one block). */
 
 /* Insert/check hashes h[0:n] into/against the z blocks at `bits`. PF = prefetch distance. */

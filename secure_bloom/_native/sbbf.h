@@ -1,5 +1,5 @@
 /*
- * The Parquet split-block Bloom filter primitive, shared by the C extensions (kernels.c, prune.c):
+ * The Parquet split-block Bloom filter primitive, shared by the C extensions (kernels.c, gcm.c):
  * one definition of the salt, the block index, the block insert/check and the BloomFilterHeader
  * parser. No Python, no I/O, no allocation: bytes in, answers out.
  *

@@ -13,7 +13,7 @@ after which :class:`KeyUsageLimitError` is raised. :func:`decrypt` turns cryptog
 catches ``InvalidTag``.
 
 Two bindings, one per language: cryptography's ``AESGCM`` in Python, and OpenSSL's EVP interface
-in C (the optional extension ``secure_bloom.native_prune``, which loads the system's libcrypto at
+in C (the optional extension ``secure_bloom.native_gcm``, which loads the system's libcrypto at
 run time). A :class:`GcmKey` holds both contexts; :func:`decrypt_many` opens many sealed values
 with one key in one call into C, the GIL released (the lookups' batches of ColumnMetaData and
 Bloom filter modules). Without the extension, or with ``SECURE_BLOOM_GCM=cryptography``, the same
@@ -41,7 +41,7 @@ __all__ = ["AES_KEY_LENGTHS", "GCM_INVOCATION_LIMIT", "check_key", "encrypt", "d
 #: The switch of the C binding: ``auto`` (default), ``native`` (demand it) or ``cryptography``.
 GCM_ENV_VAR = "SECURE_BLOOM_GCM"
 _native, NATIVE_GCM_UNAVAILABLE = load_extension(
-    "native_prune", GCM_ENV_VAR, "cryptography", fallback_text="cryptography's AES-GCM, one module per call",
+    "native_gcm", GCM_ENV_VAR, "cryptography", fallback_text="cryptography's AES-GCM, one module per call",
     remedy="Install OpenSSL's libcrypto (1.1 or 3: the libssl3 or openssl-libs package), which it loads at run "
            "time, or reinstall with a C compiler and the Python headers")
 #: Whether :func:`decrypt_many` opens its values in C (OpenSSL), the GIL released.
@@ -205,7 +205,7 @@ class GcmKey:
 
         Returns
         -------
-        native_prune.GcmKey or None
+        native_gcm.GcmKey or None
             The context.
 
         Raises

@@ -43,7 +43,7 @@ pytestmark = pytest.mark.native
 
 
 def _require_native() -> None:
-    for name in ("native_kernels", "native_thrift", "native_prune"):
+    for name in ("native_kernels", "native_thrift", "native_gcm"):
         try:
             __import__(f"secure_bloom.{name}")
         except ImportError:

@@ -1,6 +1,6 @@
 """The C extensions under AddressSanitizer and UndefinedBehaviorSanitizer (marker ``sanitizer``).
 
-tests/support/sanitizer.py builds kernels.c, thrift_compact.c and prune.c with ``-fsanitize=address,undefined
+tests/support/sanitizer.py builds kernels.c, thrift_compact.c and gcm.c with ``-fsanitize=address,undefined
 -fno-omit-frame-pointer -g`` into a copy of the installed package; a fresh interpreter with the ASan
 runtime preloaded imports that copy and runs the kernel, Thrift decoder and native pruning tests
 (the extension's own, and the fast pruning path's over real files) and the mutation cases (tests/robustness/test_native_mutation.py, whose processes inherit the environment). Any
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.sanitizer
 #: What runs sanitized: the tests of the native kernels and decoder (their ``native`` halves; the
 #: numpy / thriftpy2 halves run no C of ours) and every mutation case.
 SANITIZED_TESTS = ["unit/test_kernels.py", "unit/test_thrift_codec.py", "robustness/test_robustness_thrift.py",
-                   "robustness/test_native_mutation.py", "unit/test_native_prune.py"]
-#: Run whole (no marker): the one reader's batches over real files, through native_prune.
+                   "robustness/test_native_mutation.py", "unit/test_native_gcm.py"]
+#: Run whole (no marker): the one reader's batches over real files, through native_gcm.
 SANITIZED_WHOLE = ["unit/parquet/file/test_reader_batches.py"]
 #: The two 2-3 million value count_distinct cases take most of a run's time in np.unique (not ours);
 #: the 100,000-value case and the property test keep count_distinct in the run.
@@ -100,7 +100,7 @@ def test_a_planted_fault_is_reported(sanitized: Path, tmp_path: Path, call: str,
 def test_the_sanitized_build_is_what_the_process_imports(sanitized: Path) -> None:
     code, output = _run([sys.executable, "-c", "import secure_bloom.kernels as k, secure_bloom.thrift_codec as t; "
                          "import secure_bloom.native_kernels as nk, secure_bloom.native_thrift as nt; "
-                         "import secure_bloom.native_prune as npr; "
+                         "import secure_bloom.native_gcm as npr; "
                          "print(k.BACKEND, t.BACKEND, nk.__file__, nt.__file__, npr.__file__, npr.info()['flags'], "
                          "k.kernel_info()['flags'])"],
                         sanitized)

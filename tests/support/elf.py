@@ -1,6 +1,6 @@
 """What a shared object needs from the dynamic linker, read from its ELF file: the libraries it names
 (DT_NEEDED) and the symbol versions it requires from each (.gnu.version_r). Enough of ELF for the
-extension tests (tests/unit/test_native_prune.py), without readelf or pyelftools: 32- and 64-bit,
+extension tests (tests/unit/test_native_gcm.py), without readelf or pyelftools: 32- and 64-bit,
 either byte order; a file that is not ELF raises ValueError.
 """
 

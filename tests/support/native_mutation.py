@@ -282,16 +282,16 @@ def case_thrift(seconds: float) -> Tally:
 
 
 def case_prune_modules(seconds: float) -> Tally:
-    """native_prune copies a module and an AAD given as bytearrays before it releases the GIL:
+    """native_gcm copies a module and an AAD given as bytearrays before it releases the GIL:
     another thread flipping their bytes (a tag byte, a length prefix byte set to 0xFF) meanwhile
     gives the right plaintext or the refusal, never other plaintext or a read past the buffer."""
-    from secure_bloom import native_prune
+    from secure_bloom import native_gcm
     from secure_bloom.crypto.modules import encrypt_module
 
     key, plain = bytes(range(16)), bytes(range(256)) * 64
     sealed = encrypt_module(plain, key, b"aad")
     module, aad = bytearray(sealed), bytearray(b"aad")
-    gcm = native_prune.GcmKey(key)
+    gcm = native_gcm.GcmKey(key)
     turn = [0]
     sys.setswitchinterval(1e-6)  # the writer runs between any two bytecodes of the caller
 
@@ -312,7 +312,7 @@ def case_prune_modules(seconds: float) -> Tally:
         time.sleep(0)
 
     def call(t: Tally) -> None:
-        out = t.call(lambda: gcm.decrypt_modules([module], [aad], len(plain)), refusal=native_prune.Failed)
+        out = t.call(lambda: gcm.decrypt_modules([module], [aad], len(plain)), refusal=native_gcm.Failed)
         if out is not None and out != [plain]:
             t.unexpected.append("decrypted other plaintext")
 

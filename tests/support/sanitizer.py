@@ -2,7 +2,7 @@
 against it (tests/robustness/test_sanitizers.py).
 
 :func:`build_sanitized_package` compiles ``secure_bloom/_native/kernels.c``, ``thrift_compact.c``
-and ``prune.c`` (which dlopen()s OpenSSL's libcrypto at import, as the release build does) with
+and ``gcm.c`` (which dlopen()s OpenSSL's libcrypto at import, as the release build does) with
 ``-fsanitize=address,undefined -fno-omit-frame-pointer -g`` (plus the release ``-O3``) into a copy of
 the INSTALLED package in a temporary folder, so a Python started with that folder first on
 its path imports ``secure_bloom`` with the sanitized extensions (the pure-Python modules are the
@@ -33,9 +33,9 @@ SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g
 _OPT_FLAGS = ("-O3",)  # as setup.py builds the wheel; the kernels report their flags in info()
 EXTENSIONS = {"native_kernels": REPO_DIR / "secure_bloom" / "_native" / "kernels.c",
               "native_thrift": REPO_DIR / "secure_bloom" / "_native" / "thrift_compact.c",
-              "native_prune": REPO_DIR / "secure_bloom" / "_native" / "prune.c"}
+              "native_gcm": REPO_DIR / "secure_bloom" / "_native" / "gcm.c"}
 #: Libraries an extension links (as setup.py says: -ldl for dlopen on glibc < 2.34; empty from 2.34).
-LIBRARIES = {"native_prune": ("dl",)}
+LIBRARIES = {"native_gcm": ("dl",)}
 #: Lines that only a sanitizer prints.
 REPORT_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "SUMMARY: UndefinedBehaviorSanitizer",
                   "ERROR: LeakSanitizer")

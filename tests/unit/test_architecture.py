@@ -26,7 +26,7 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("secure_bloom.spec", "secure_bloom.types", "secure_bloom.errors", "secure_bloom.display",
          "secure_bloom.extensions", "secure_bloom.fileio")),
     (1, ("secure_bloom.xxh64", "secure_bloom.sbbf_numpy", "secure_bloom.native_kernels",
-         "secure_bloom.native_thrift", "secure_bloom.native_prune")),
+         "secure_bloom.native_thrift", "secure_bloom.native_gcm")),
     (2, ("secure_bloom.kernels",)),
     (3, ("secure_bloom.values",)),
     (4, ("secure_bloom.thrift_codec", "secure_bloom.header", "secure_bloom.filter")),

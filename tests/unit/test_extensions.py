@@ -19,7 +19,7 @@ _WITHOUT_EXTENSIONS = """
 import sys
 sys.modules["secure_bloom.native_kernels"] = None
 sys.modules["secure_bloom.native_thrift"] = None
-sys.modules["secure_bloom.native_prune"] = None
+sys.modules["secure_bloom.native_gcm"] = None
 from secure_bloom.filter import SplitBlockBloomFilter
 for _ in range(2):
     f = SplitBlockBloomFilter.for_ndv(100)
@@ -39,11 +39,11 @@ def test_missing_extensions_warn_once_each_and_version_names_them() -> None:
     proc = _run({"SECURE_BLOOM_KERNEL": "auto", "SECURE_BLOOM_THRIFT": "auto", "SECURE_BLOOM_GCM": "auto"})
     assert proc.returncode == 0, proc.stderr
     warned = sorted((line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line),
-                    key=lambda line: ("native_prune" in line, "native_thrift" in line))
+                    key=lambda line: ("native_gcm" in line, "native_thrift" in line))
     assert len(warned) == 3, proc.stderr
-    assert "secure_bloom.native_prune is not built" in warned[2] and "cryptography's AES-GCM" in warned[2]
+    assert "secure_bloom.native_gcm is not built" in warned[2] and "cryptography's AES-GCM" in warned[2]
     assert "SECURE_BLOOM_GCM=cryptography" in warned[2]
-    assert "; AES-GCM: cryptography fallback (secure_bloom.native_prune is not built" in proc.stdout
+    assert "; AES-GCM: cryptography fallback (secure_bloom.native_gcm is not built" in proc.stdout
     assert "secure_bloom.native_kernels is not built" in warned[0] and "the numpy kernels" in warned[0]
     assert "secure_bloom.native_thrift is not built" in warned[1] and "Python (thriftpy2)" in warned[1]
     assert "SECURE_BLOOM_KERNEL=numpy" in warned[0] and "SECURE_BLOOM_THRIFT=python" in warned[1]
@@ -76,7 +76,7 @@ def test_load_extension_warns_with_its_category(monkeypatch: pytest.MonkeyPatch)
 _WITHOUT_PRUNE = """
 import sys, json
 if sys.argv[1] == "missing":
-    sys.modules["secure_bloom.native_prune"] = None
+    sys.modules["secure_bloom.native_gcm"] = None
 sys.path.insert(0, sys.argv[3])
 import pyarrow as pa, pyarrow.compute as pc
 from support.parquet_files import vector_kms, write_encrypted
@@ -116,7 +116,7 @@ def test_without_the_gcm_extension_the_same_reader_prunes_with_cryptography(tmp_
         runs[mode] = (json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr)
     built, quiet = runs["built"]
     assert built["native"] is True and "ExtensionFallbackWarning" not in quiet
-    for mode, why in (("missing", "import of secure_bloom.native_prune halted"),
+    for mode, why in (("missing", "import of secure_bloom.native_gcm halted"),
                       ("no_libcrypto", "cannot load OpenSSL's libcrypto")):
         python, warned = runs[mode]
         assert python["native"] is False
@@ -124,6 +124,6 @@ def test_without_the_gcm_extension_the_same_reader_prunes_with_cryptography(tmp_
         assert python["results"][0][0] and not python["results"][1][0]  # k5 kept, the absent key pruned
         assert python["results"][1][1]  # ... by its Bloom filters
         lines = [line for line in warned.splitlines() if "ExtensionFallbackWarning" in line]
-        assert len(lines) == 1 and "secure_bloom.native_prune is not built" in lines[0], warned
+        assert len(lines) == 1 and "secure_bloom.native_gcm is not built" in lines[0], warned
         assert why in lines[0], lines[0]
         assert "cryptography's AES-GCM" in lines[0] and "SECURE_BLOOM_GCM=cryptography" in lines[0]

@@ -22,7 +22,7 @@ from secure_bloom.errors import MissingKeyError, NotParquetError
 from secure_bloom.fileio import RecordingFile
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
-from secure_bloom.parquet.file.reader import COALESCE_GAP_BYTES, coalesce
+from secure_bloom.parquet.file.filter_reads import COALESCE_GAP_BYTES, coalesce
 from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
 from secure_bloom.parquet.file.tail import TAIL_READ_BYTES, read_tail
 from support.parquet_files import TESTING_KEYS, vector_kms, write_encrypted
@@ -156,9 +156,9 @@ def test_read_ahead_goes_a_step_at_a_time_and_reads_each_filter_once(big_filters
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """With steps of at most 300 KB (two 128 KiB filters), a probe of 5 row groups reads the tail, then
     filters 0-1, 2-3 and 4, each byte once; probing again reads nothing (cached)."""
-    from secure_bloom.parquet.file import reader as reader_module
+    from secure_bloom.parquet.file import filter_reads
 
-    monkeypatch.setattr(reader_module, "COALESCE_MAX_BYTES", 300_000)
+    monkeypatch.setattr(filter_reads, "COALESCE_MAX_BYTES", 300_000)
     fs, counter = _store()
     with ParquetBloomReader(str(big_filters), KeyAccess(kms=vector_kms()), filesystem=fs) as reader:
         spans = [(c.bloom_filter_offset, c.bloom_filter_length) for c in reader.chunks(with_sizes=False)

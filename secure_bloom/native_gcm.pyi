@@ -1,4 +1,4 @@
-# Type stub of the optional C extension secure_bloom.native_prune (secure_bloom/_native/prune.c).
+# Type stub of the optional C extension secure_bloom.native_gcm (secure_bloom/_native/gcm.c).
 # Private: secure_bloom.crypto.gcm (GcmKey, decrypt_many) is its only user.
 from collections.abc import Sequence
 from typing import Any

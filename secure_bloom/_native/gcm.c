@@ -1,5 +1,5 @@
 /*
- * secure_bloom.native_prune: AES-GCM for batches of Parquet modules, with the GIL released: the C
+ * secure_bloom.native_gcm: AES-GCM for batches of Parquet modules, with the GIL released: the C
  * binding of secure_bloom.crypto.gcm (decrypt_many), which every lookup's batches of ColumnMetaData
  * and Bloom filter modules go through (ParquetBloomReader.column_metadata_many / bloom_filters).
  *
@@ -152,7 +152,7 @@ static const EVP_CIPHER *AES_GCM[3];
 #ifdef _WIN32
 static int load_libcrypto(void)
 {
-    PyErr_SetString(PyExc_ImportError, "secure_bloom.native_prune loads libcrypto with dlopen: not on Windows");
+    PyErr_SetString(PyExc_ImportError, "secure_bloom.native_gcm loads libcrypto with dlopen: not on Windows");
     return -1;
 }
 #else
@@ -539,7 +539,7 @@ static PyMethodDef Key_methods[] = {
 
 static PyTypeObject KeyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "secure_bloom.native_prune.GcmKey",
+    .tp_name = "secure_bloom.native_gcm.GcmKey",
     .tp_basicsize = sizeof(KeyObject),
     .tp_dealloc = (destructor)Key_dealloc,
     .tp_repr = (reprfunc)Key_repr,
@@ -568,10 +568,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_prune",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "native_gcm",
                                     "OpenSSL AES-GCM for batches of Parquet modules (private: secure_bloom.crypto.gcm is its API)", -1, methods};
 
-PyMODINIT_FUNC PyInit_native_prune(void)
+PyMODINIT_FUNC PyInit_native_gcm(void)
 {
     static const char *names[3] = {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
     if (load_libcrypto() < 0)
@@ -590,10 +590,10 @@ PyMODINIT_FUNC PyInit_native_prune(void)
     if (m == NULL)
         return NULL;
     Failed = PyErr_NewExceptionWithDoc(
-        "secure_bloom.native_prune.Failed",
-        "A check or decrypt of the native pruning path failed (its one argument names the check).\n\n"
-        "Private to secure_bloom.parquet.read.fast_prune, which turns it into \"declined\": the Python\n"
-        "reference path then gives the answer or raises the library's own error.",
+        "secure_bloom.native_gcm.Failed",
+        "A framing check or a decrypt of a module batch failed (its one argument names the check).\n\n"
+        "Private to secure_bloom.crypto.gcm.decrypt_many, which then opens the batch's modules one\n"
+        "by one with cryptography so that the library's own error names the module that fails.",
         NULL, NULL);
     if (Failed == NULL || PyModule_AddObject(m, "Failed", Failed) < 0) {
         Py_XDECREF(Failed);

@@ -1,4 +1,4 @@
-"""secure_bloom.native_prune (secure_bloom/_native/prune.c), the C binding of AES-GCM, against
+"""secure_bloom.native_gcm (secure_bloom/_native/gcm.c), the C binding of AES-GCM, against
 cryptography's (:func:`secure_bloom.crypto.modules.decrypt_module`, one module at a time).
 
 For many generated modules, valid or damaged (a flipped byte, a changed length prefix, a
@@ -44,11 +44,11 @@ KEY = bytes(range(16))
 @pytest.fixture(scope="module")
 def native() -> Any:
     try:
-        from secure_bloom import native_prune
+        from secure_bloom import native_gcm
     except ImportError as e:
-        missing("native", f"secure_bloom.native_prune is not built or finds no libcrypto in this environment "
+        missing("native", f"secure_bloom.native_gcm is not built or finds no libcrypto in this environment "
                           f"({e}; it loads OpenSSL's libcrypto.so.3 or .so.1.1 at run time)")
-    return native_prune
+    return native_gcm
 
 
 def test_the_gcm_layer_uses_the_extension(native: Any) -> None:
@@ -60,7 +60,7 @@ def test_the_gcm_layer_uses_the_extension(native: Any) -> None:
 
 def test_only_the_gcm_layer_loads_the_extension() -> None:
     package = Path(gcm.__file__).parents[1]
-    users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "native_prune" in p.read_text())
+    users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "native_gcm" in p.read_text())
     assert users == ["crypto/gcm.py"]
 
 
@@ -76,7 +76,7 @@ def test_limits_are_the_specs(native: Any) -> None:
 # ---------------------------------------------------------------------- libcrypto, loaded at run time
 
 def _load_in_subprocess(libcrypto: str, code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``code`` run by a fresh interpreter (-I: the installed package) whose native_prune loads ``libcrypto``
+    """``code`` run by a fresh interpreter (-I: the installed package) whose native_gcm loads ``libcrypto``
     (SECURE_BLOOM_LIBCRYPTO)."""
     return subprocess.run([sys.executable, "-I", "-W", "default", "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "SECURE_BLOOM_LIBCRYPTO": libcrypto, **env}, check=False)
@@ -84,7 +84,7 @@ def _load_in_subprocess(libcrypto: str, code: str, **env: str) -> subprocess.Com
 
 _IMPORT = """
 try:
-    import secure_bloom.native_prune as n
+    import secure_bloom.native_gcm as n
 except ImportError as e:
     print("ImportError:", e)
 else:
@@ -133,14 +133,14 @@ def test_an_unloadable_libcrypto_is_an_import_error_and_cryptography_opens_the_m
                 "print(g.NATIVE_GCM, g.NATIVE_GCM_UNAVAILABLE)")
     proc = _load_in_subprocess(path, fallback, SECURE_BLOOM_GCM="auto")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("False secure_bloom.native_prune is not built or cannot be loaded") \
+    assert proc.stdout.startswith("False secure_bloom.native_gcm is not built or cannot be loaded") \
         and why in proc.stdout, proc.stdout
     warned = [line for line in proc.stderr.splitlines() if "ExtensionFallbackWarning" in line]
     assert len(warned) == 1 and why in warned[0] and "SECURE_BLOOM_GCM=cryptography" in warned[0], proc.stderr
     assert "Install OpenSSL's libcrypto" in warned[0], proc.stderr  # the remedy for this extension
 
     proc = _load_in_subprocess(path, fallback, SECURE_BLOOM_GCM="native")
-    assert proc.returncode != 0 and "ImportError: SECURE_BLOOM_GCM=native but secure_bloom.native_prune " \
+    assert proc.returncode != 0 and "ImportError: SECURE_BLOOM_GCM=native but secure_bloom.native_gcm " \
                                     "cannot be loaded" in proc.stderr and why in proc.stderr, proc.stderr
 
 
