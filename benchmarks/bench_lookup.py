@@ -182,7 +182,7 @@ def _ours(data: dict[str, Any], key: str, count: bool, warm: Any = None) -> tupl
 def _pyarrow(data: dict[str, Any], key: str, count: bool) -> tuple[int, int | None]:
     from secure_bloom.parquet import KeyAccess
     from secure_bloom.parquet.read.api import parquet_format
-    from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
+    from secure_bloom.parquet.file.read_counting import CountingFileSystem, ReadCounter
 
     counter = ReadCounter()
     fs = pafs.PyFileSystem(CountingFileSystem(pafs.LocalFileSystem(), counter)) if count else pafs.LocalFileSystem()

@@ -224,7 +224,7 @@ def _pyarrow_lookup(path: Path, value: str, kms: Any) -> tuple[int, int, float]:
 
     from secure_bloom.parquet import KeyAccess
     from secure_bloom.parquet.read.api import parquet_format
-    from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
+    from secure_bloom.parquet.file.read_counting import CountingFileSystem, ReadCounter
 
     counter = ReadCounter()
     start = time.perf_counter()

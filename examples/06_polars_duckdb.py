@@ -27,7 +27,7 @@ from secure_bloom.parquet import KeyAccess, PruningDataset, dataset, write_table
 from secure_bloom.parquet.duckdb import register
 from secure_bloom.parquet.polars import scan_dataset
 from secure_bloom.parquet.read.api import parquet_format
-from secure_bloom.parquet.file.sources import CountingFileSystem
+from secure_bloom.parquet.file.read_counting import CountingFileSystem
 
 KEYS = Path(__file__).resolve().parent.parent / "keys" / "dev-key-list.txt"  # development keys only
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess
-from secure_bloom.parquet.read import api
+from secure_bloom.parquet.read import api, discovery
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
 from secure_bloom.parquet.read.prune import prune_files
 root = Path(sys.argv[1]); d = pickle.load(open(root/"meta.pkl","rb"))
@@ -18,11 +18,11 @@ def med(f, n=15):
         t=time.perf_counter(); f(); ts.append(time.perf_counter()-t)
     return 1e3*statistics.median(ts)
 keys = KeyAccess(kms=kms)
-base, fs, scan_fs, fmt = api._discover(d["encrypted"], keys, None, None, "hive")
+base, fs, scan_fs, fmt = discovery.discover_dataset(d["encrypted"], keys, None, None, "hive")
 expr = to_expression([("key","==",key)])
 tree = predicate_tree(expr, base.schema)
 paths = [f.path for f in base.get_fragments()]
-print("discover %.2f ms" % med(lambda: api._discover(d["encrypted"], KeyAccess(kms=kms), None, None, "hive")))
+print("discover %.2f ms" % med(lambda: discovery.discover_dataset(d["encrypted"], KeyAccess(kms=kms), None, None, "hive")))
 print("restrict %.2f ms" % med(lambda: api.restrict(base, fs, fmt, expr, keys=KeyAccess(kms=kms))))
 print("prune_files %.2f ms" % med(lambda: prune_files(paths, tree, keys=KeyAccess(kms=kms), filesystem=fs, schema=base.schema, progress=False)))
 r,_,_ = api.restrict(base, fs, fmt, expr, keys=KeyAccess(kms=kms))

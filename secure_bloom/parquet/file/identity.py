@@ -49,7 +49,8 @@ import pyarrow.fs as pafs
 from ...errors import FileChangedError, SecureBloomError
 from ...fileio import open_regular_fd, ranges_digest
 from .lifetime import refuse_when_exiting
-from .sources import CountingFileSystem, ReadCounter, display_path, locate
+from .read_counting import CountingFileSystem, ReadCounter
+from .sources import display_path, locate
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
 __all__ = ["Identity", "local_identity", "opened_identity", "open_identified", "file_identity", "identity_size",

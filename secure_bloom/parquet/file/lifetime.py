@@ -1,7 +1,7 @@
 """Keep Arrow's threads from destroying Python-backed objects while the interpreter exits.
 
 A pruned scan hands pyarrow C++ objects that hold Python objects: a ``PyFileSystem`` over our
-handlers (:class:`~.identity.PinnedFileSystem`, :class:`~.sources.CountingFileSystem`), a
+handlers (:class:`~.identity.PinnedFileSystem`, :class:`~.read_counting.CountingFileSystem`), a
 ``ParquetFileFormat`` whose decryption config holds our KMS client factory, and - when reads are
 counted - the buffers our counting file returns (``pa.PythonFile`` wraps each in a C++ buffer
 holding the Python object). Their C++ destructors take the GIL to release those Python objects.

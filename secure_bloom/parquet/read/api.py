@@ -40,22 +40,15 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ...errors import KmsUnavailableError, MissingKeyError, SecureBloomError, StorageUnavailableError
 from ..file.keys import KeyAccess, as_key_access
-from ..file.lifetime import retain, scanning
+from ..file.lifetime import scanning
 from ..file.reader import ParquetBloomReader
-from ..file.sources import (
-    CountingFileSystem,
-    ReadCounter,
-    Resolved,
-    StoreTimeouts,
-    display_path,
-    resolve,
-    storage_error,
-)
+from ..file.read_counting import ReadCounter
+from ..file.sources import StoreTimeouts
+from .discovery import discover_dataset, scan_filesystem
 from .known import KnownSource
 from .predicate import Node, to_expression
-from .prune import PruneReport, open_pruning_reader
+from .prune import PruneReport
 from .prune_cache import PruneCache
 from .pruning_dataset import PruningDataset
 from .restrict import file_format, parquet_format, restrict, restrict_located
@@ -141,143 +134,6 @@ class PrunedScan:
         return self.dataset.to_table(columns=selected, filter=self.expression, use_threads=use_threads)
 
 
-def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
-                      keys: KeyAccess | None) -> ds.ParquetFileFormat | None:
-    """A format that opens the footer of the first file pyarrow inspects for the schema, when
-    pyarrow's KMS path cannot (explicit key ids, a withheld AAD prefix); None when that is not
-    why the inspection failed."""
-    if keys is None or (not keys.has_keys and keys.aad_prefix is None):
-        return None
-    first = _first_file(target, fs, partitioning)
-    if first is None:
-        return None
-    with ParquetBloomReader(first, keys, filesystem=fs) as reader:
-        shared = ds.ParquetFileFormat()
-        fmt = file_format(reader, keys, shared, columns=())  # the footer only: the schema
-    return None if fmt is shared else fmt
-
-
-def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | None:
-    """The first file pyarrow would inspect for the schema (listed, not opened)."""
-    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
-                         schema=pa.schema([]))
-    first = next(iter(listing.get_fragments()), None)
-    return first.path if first is not None else None
-
-
-def _discover(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
-              partitioning: Any, timeouts: StoreTimeouts | None = None,
-              opened: dict[str, ParquetBloomReader] | None = None,
-              ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
-    """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
-    scans read through, and the format shared by the files pyarrow opens with ``keys.kms``.
-    ``opened``: where the pruning reader of the first file goes when the discovery opened one
-    for the schema (:func:`_tail_schema_dataset`; the caller closes it or hands it to pruning)."""
-    resolved = resolve(source, filesystem, timeouts)
-    try:
-        return _open_base(resolved, keys, counter, partitioning, opened)
-    except OSError as e:  # a store that cannot be reached says so (STORAGE_UNAVAILABLE)
-        error = storage_error(e, display_path(None if resolved.local else resolved.filesystem, resolved.paths[0]))
-        if error is e:
-            raise
-        raise error from None
-
-
-def _scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadCounter | None,
-                     ) -> tuple[pafs.FileSystem, ds.ParquetFileFormat]:
-    """The filesystem scans read through (counting into ``counter`` when given) and the format
-    shared by the files pyarrow opens with ``keys.kms``."""
-    scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
-    fmt = parquet_format(keys)
-    retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
-    return scan_fs, fmt
-
-
-def _directory_factory(directory: str, scan_fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
-                       partitioning: Any) -> ds.FileSystemDatasetFactory | None:
-    """The factory ``pyarrow.dataset.dataset(directory, partitioning=partitioning)`` makes (its
-    one recursive listing), for a path known to be a directory: pyarrow does not check it again
-    (on an object store, a HEAD and a listing less). None for a partitioning pyarrow's own call
-    is left to judge (it raises its error)."""
-    if isinstance(partitioning, str):
-        partitioning = ds.partitioning(flavor=partitioning)
-    elif isinstance(partitioning, list):
-        partitioning = ds.partitioning(field_names=partitioning)
-    elif partitioning is not None and not isinstance(partitioning, (ds.Partitioning, ds.PartitioningFactory)):
-        return None
-    return ds.FileSystemDatasetFactory(scan_fs, pafs.FileSelector(scan_fs.normalize_path(directory), recursive=True),
-                                       fmt, ds.FileSystemFactoryOptions(partitioning=partitioning))
-
-
-def _tail_schema_dataset(factory: ds.FileSystemDatasetFactory, fs: pafs.FileSystem, fmt: ds.ParquetFileFormat,
-                         keys: KeyAccess | None, opened: dict[str, ParquetBloomReader]) -> ds.FileSystemDataset:
-    """``factory.finish()`` on an object store, the first file's schema read from the tail our
-    pruning reader reads of it (left in ``opened`` for the pruning): the footer pyarrow would
-    fetch for the schema is answered from that tail. Whatever fails there is left to pyarrow's
-    own inspection (its errors), except a store or a KMS that does not answer (asked again, it
-    would wait again)."""
-    partition = factory.inspect(fragments=0)  # the partition fields alone: from the paths, nothing opened
-    files = factory.finish(partition).files
-    if not files:
-        return factory.finish()
-    try:
-        reader = open_pruning_reader(files[0], keys, fs)
-    except OSError as e:
-        if isinstance(storage_error(e, ""), StorageUnavailableError):
-            raise
-        return factory.finish()  # pyarrow's inspection says what is wrong, as without this
-    except KmsUnavailableError:
-        raise  # asked again, it would wait again: the error pyarrow's inspection leads to (_open_base)
-    except SecureBloomError:
-        return factory.finish()
-    try:
-        held = reader.tail.held()
-        if held is None:
-            raise ValueError("no tail held")
-        with CountingFileSystem(fs).open_held(files[0], reader.tail.file_size, held) as tail:
-            schema = fmt.inspect(tail)
-        base = factory.finish(pa.unify_schemas([schema, partition]))  # pyarrow's inspection: the same order
-    except (OSError, ValueError, pa.ArrowException):
-        reader.close()
-        return factory.finish()
-    opened[files[0]] = reader
-    return base
-
-
-def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter | None, partitioning: Any,
-               opened: dict[str, ParquetBloomReader] | None = None,
-               ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
-    fs = resolved.filesystem
-    scan_fs, fmt = _scan_filesystem(fs, keys, counter)
-    single_dir = len(resolved.paths) == 1 and fs.get_file_info(resolved.paths[0]).type == pafs.FileType.Directory
-    target = resolved.paths[0] if single_dir else list(resolved.paths)
-    parts = partitioning if single_dir else None
-    try:
-        factory = _directory_factory(resolved.paths[0], scan_fs, fmt, parts) if single_dir else None
-        if factory is None:
-            base = ds.dataset(target, filesystem=scan_fs, format=fmt, partitioning=parts)
-        elif opened is not None and not resolved.local:
-            base = _tail_schema_dataset(factory, fs, fmt, keys, opened)
-        else:
-            base = factory.finish()
-    except (pa.ArrowInvalid, OSError) as e:
-        if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
-            raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
-        inspect = _discovery_format(target, fs, parts, keys)
-        if inspect is not None:
-            base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
-        elif "decryption" in str(e) and (keys is None or keys.kms is None):
-            first = _first_file(target, fs, parts)
-            if first is not None:  # our reader says which key is missing, as the CLI does
-                with ParquetBloomReader(first, keys, filesystem=fs):
-                    pass
-            raise MissingKeyError(f"{e}. The files are encrypted: pass keys=KeyAccess(kms=...) with the KMS "
-                                  "client their key material was wrapped with (or explicit=... for key ids)") from None
-        else:
-            raise
-    return base, fs, scan_fs, fmt
-
-
 def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any = None,
                  partitioning: Any = "hive", timeouts: StoreTimeouts | None = None,
                  ) -> tuple[ds.FileSystemDataset, pafs.FileSystem]:
@@ -310,7 +166,7 @@ def open_dataset(source: Any, *, keys: KeyAccess | None = None, filesystem: Any 
     OSError
         The source cannot be listed or read.
     """
-    base, fs, _, _ = _discover(source, as_key_access(keys), filesystem, None, partitioning, timeouts)
+    base, fs, _, _ = discover_dataset(source, as_key_access(keys), filesystem, None, partitioning, timeouts)
     return base, fs
 
 
@@ -345,7 +201,7 @@ def scan(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, fil
         The filesystem ``source`` is on.
     count_reads : bool, default False
         Route pyarrow's reads through a
-        :class:`~secure_bloom.parquet.file.sources.CountingFileSystem` (for reports and benchmarks).
+        :class:`~secure_bloom.parquet.file.read_counting.CountingFileSystem` (for reports and benchmarks).
     threads : int, optional
         Threads pruning files (default: 1 for local files, 16 for object stores).
     progress : bool, optional
@@ -432,7 +288,7 @@ def _scan(source: Any, filters: Any, keys: KeyAccess | None, filesystem: Any, co
     counter = ReadCounter() if count_reads else None
     opened: dict[str, ParquetBloomReader] = {}  # the first file's, when discovery read its schema with it
     try:
-        base, fs, scan_fs, fmt = _discover(source, keys, filesystem, counter, partitioning, timeouts,
+        base, fs, scan_fs, fmt = discover_dataset(source, keys, filesystem, counter, partitioning, timeouts,
                                            opened if cache is None else None)
         expression = to_expression(filters)
         restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
@@ -460,7 +316,7 @@ def _scan_known(known: KnownSource, filters: Any, keys: KeyAccess | None, count_
     try:
         counter = ReadCounter() if count_reads else None
         fs = known.filesystem
-        scan_fs, fmt = _scan_filesystem(fs, keys, counter)
+        scan_fs, fmt = scan_filesystem(fs, keys, counter)
         base = facts.names if facts.names is not None else ds.FileSystemDataset([], facts.schema, fmt, scan_fs)
         expression = to_expression(filters)
         restricted, tree, report, kept = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns,
@@ -658,7 +514,7 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
     """
     _refuse_pyarrow_options("dataset", pyarrow_options)
     keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
-    base, fs, _, fmt = _discover(source, keys, filesystem, None, partitioning, timeouts)
+    base, fs, _, fmt = discover_dataset(source, keys, filesystem, None, partitioning, timeouts)
 
     def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:
         restricted, _, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,

@@ -29,7 +29,7 @@ from ..file.identity import PinnedFileSystem
 from ..file.keys import KeyAccess
 from ..file.lifetime import retain
 from ..file.reader import ParquetBloomReader
-from ..file.sources import ReadCounter
+from ..file.read_counting import ReadCounter
 from ..file.tail import FileTail
 from .known import Listed, listed_files
 from .partitions import partition_tree
@@ -121,7 +121,7 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
              threads: int | None = None, progress: bool | None = None,
              cache: PruneCache | None = None,
              counter: ReadCounter | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
-    """The row groups of ``base`` (from :func:`_discover`) that ``expression`` (None: all) may
+    """The row groups of ``base`` (from :func:`~.discovery.discover_dataset`) that ``expression`` (None: all) may
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
     columns the scan reads: see :func:`scan`.

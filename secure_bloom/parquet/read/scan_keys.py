@@ -47,7 +47,7 @@ from ...kms.cache import ExpiringCache
 from ...kms.client import is_kms_client
 from ...kms.pyarrow_adapter import pyarrow_kms_client_factory, takes_connection_config
 from ..file.keys import KeyAccess
-from ..file.sources import CountingFileSystem, ReadCounter
+from ..file.read_counting import CountingFileSystem, ReadCounter
 from ..file.tail import FileTail
 
 __all__ = ["ScanKeys", "SCAN_KEYS_S", "answers", "reads_leaf", "scan_keys_for"]

@@ -31,7 +31,7 @@ from secure_bloom.parquet.duckdb import register
 from secure_bloom.parquet.polars import arrow_predicate, scan_dataset, scan_parquet
 from secure_bloom.parquet.read.pruning_dataset import PruningDataset
 from secure_bloom.parquet.read.api import dataset, parquet_format
-from secure_bloom.parquet.file.sources import CountingFileSystem
+from secure_bloom.parquet.file.read_counting import CountingFileSystem
 from support.parquet_files import vector_kms, write_encrypted, write_plain
 
 ROWS = 60000

@@ -23,7 +23,7 @@ from secure_bloom.fileio import RecordingFile
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
 from secure_bloom.parquet.file.filter_reads import COALESCE_GAP_BYTES, coalesce
-from secure_bloom.parquet.file.sources import CountingFileSystem, ReadCounter
+from secure_bloom.parquet.file.read_counting import CountingFileSystem, ReadCounter
 from secure_bloom.parquet.file.tail import TAIL_READ_BYTES, read_tail
 from support.parquet_files import TESTING_KEYS, vector_kms, write_encrypted
 
