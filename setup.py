@@ -25,6 +25,7 @@ _UNIX_FLAGS = ["-O3"]
 #: The split-block Bloom filter primitive (salt, block index, block insert/check, header parser)
 #: both C files include: a change to it rebuilds them.
 _SBBF_HEADER = "secure_bloom/_native/sbbf.h"
+_GIL_HEADER = "secure_bloom/_native/gil.h"
 _MSVC_FLAGS = ["/O2"]
 
 
@@ -44,13 +45,13 @@ setup(
     packages=[*find_packages(include=["secure_bloom", "secure_bloom.*"]), "secure_bloom._idl"],
     package_dir={"secure_bloom._idl": "specs"},
     ext_modules=[
-        Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], depends=[_SBBF_HEADER],
+        Extension("secure_bloom.native_kernels", sources=["secure_bloom/_native/kernels.c"], depends=[_SBBF_HEADER, _GIL_HEADER],
                   optional=True),
         Extension("secure_bloom.native_thrift", sources=["secure_bloom/_native/thrift_compact.c"], optional=True),
         # OpenSSL's libcrypto (EVP AES-GCM) is dlopen()ed at import, not linked: the wheel keeps the
         # glibc floor of the other extensions (manylinux_2_17) and uses the system's libcrypto.
         # -ldl: dlopen lives in libdl before glibc 2.34 (in libc since; the stub libdl is harmless).
-        Extension("secure_bloom.native_gcm", sources=["secure_bloom/_native/gcm.c"], depends=[_SBBF_HEADER],
+        Extension("secure_bloom.native_gcm", sources=["secure_bloom/_native/gcm.c"], depends=[_SBBF_HEADER, _GIL_HEADER],
                   libraries=[] if sys.platform in ("win32", "darwin") else ["dl"], optional=True),
     ],
     cmdclass={"build_ext": _BuildExt},

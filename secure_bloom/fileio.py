@@ -4,6 +4,9 @@
   ``data.parquet`` would block ``open()`` until a writer appears and a character device may never
   end, so the file is opened without blocking (``O_NONBLOCK``) and the opened descriptor checked
   with ``fstat`` (no race between check and open).
+* :class:`LocalFile` (:func:`open_local_file`): a regular file read with ``os.pread`` alone, its
+  ``fstat`` the one taken at the open: no buffered file object, whose making costs four more
+  system calls (each a release of the GIL that another thread takes).
 * :class:`RecordingFile`: a read-only file that logs every (offset, length) read.
 * :class:`AtomicOutput` and :func:`fsync_dir`: a file that appears under its final name complete
   and synced, or not at all (``O_TMPFILE`` + ``linkat`` where Linux allows it, else a hidden
@@ -30,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["open_regular_file", "open_regular_fd", "open_regular_stat", "file_kind", "RecordingFile", "ranges_digest", "AtomicOutput", "fsync_dir"]
+__all__ = ["open_regular_file", "open_regular_fd", "open_regular_stat", "open_local_file", "LocalFile", "file_kind", "RecordingFile", "ranges_digest", "AtomicOutput", "fsync_dir"]
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -157,6 +160,171 @@ def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+class LocalFile:
+    """A regular local file open for positional reads: its descriptor, the ``fstat`` taken when
+    it was opened (:func:`open_local_file`), and a position of its own. ``read`` is one
+    ``os.pread`` at that position; ``seek`` moves it without a system call, ``SEEK_END``
+    counting from :attr:`stat`'s size (the size when opened: a reader reads the version it
+    opened). Only :meth:`close` releases the descriptor.
+
+    Parameters
+    ----------
+    fd : int
+        A descriptor open for reading (owned: :meth:`close` closes it).
+    st : os.stat_result
+        Its ``fstat``.
+    name : str
+        The path, as messages name it.
+    """
+
+    mode = "rb"
+
+    def __init__(self, fd: int, st: os.stat_result, name: str) -> None:
+        self._fd = fd
+        #: The ``fstat`` of the descriptor when it was opened.
+        self.stat = st
+        self.name = name
+        self._pos = 0
+        self.closed = False
+
+    def fileno(self) -> int:
+        """The descriptor.
+
+        Returns
+        -------
+        int
+            The open descriptor.
+
+        Raises
+        ------
+        ValueError
+            Once closed.
+        """
+        if self.closed:
+            raise ValueError(f"{self.name}: I/O operation on a closed file")
+        return self._fd
+
+    def read(self, n: int = -1) -> bytes:
+        """Read ``n`` bytes (-1: to the size when opened) at the position, which moves past them.
+
+        Parameters
+        ----------
+        n : int, default -1
+            How many bytes.
+
+        Returns
+        -------
+        bytes
+            At most ``n`` bytes (fewer at the end of the file).
+
+        Raises
+        ------
+        OSError
+            From ``os.pread``.
+        ValueError
+            Once closed.
+        """
+        if n is None or n < 0:
+            n = max(0, self.stat.st_size - self._pos)
+        data = os.pread(self.fileno(), n, self._pos)
+        self._pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Move the position (no system call).
+
+        Parameters
+        ----------
+        offset : int
+            The position, relative to ``whence``.
+        whence : int, default os.SEEK_SET
+            ``os.SEEK_SET``, ``os.SEEK_CUR`` or ``os.SEEK_END`` (the size when opened).
+
+        Returns
+        -------
+        int
+            The new absolute position.
+
+        Raises
+        ------
+        OSError
+            A negative position (``EINVAL``), as ``lseek`` raises.
+        ValueError
+            An unknown ``whence``, or once closed.
+        """
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self.stat.st_size}.get(whence)
+        if base is None:
+            raise ValueError(f"invalid whence ({whence})")
+        self.fileno()
+        if base + offset < 0:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), self.name)
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        """The position.
+
+        Returns
+        -------
+        int
+            Bytes from the start of the file.
+
+        Raises
+        ------
+        ValueError
+            Once closed.
+        """
+        self.fileno()
+        return self._pos
+
+    def close(self) -> None:
+        """Close the descriptor (closing twice is fine).
+
+        Raises
+        ------
+        OSError
+            From ``os.close``.
+        """
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+
+    def __enter__(self) -> LocalFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LocalFile({self.name!r}, closed={self.closed})"
+
+
+def open_local_file(path: str | os.PathLike[str]) -> LocalFile:
+    """:func:`open_regular_stat` as a :class:`LocalFile`: a regular file only, never blocking.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    LocalFile
+        Open for positional reads (the caller closes it).
+
+    Raises
+    ------
+    secure_bloom.errors.NotRegularFileError
+        A FIFO, socket or device.
+    IsADirectoryError
+        A directory.
+    OSError
+        Any other failure to open it.
+    """
+    fd, st = open_regular_stat(path)
+    return LocalFile(fd, st, os.fspath(path))
 
 
 def _fold(digest: Any, offset: int, data: bytes) -> None:

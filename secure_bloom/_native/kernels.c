@@ -12,7 +12,8 @@
  * arrays, converts errors and provides the numpy fallback). Every function here:
  *   - takes C-contiguous buffer-protocol objects and validates every length, offset and index
  *     against the buffer sizes BEFORE touching memory (ValueError otherwise);
- *   - releases the GIL for the loops (the buffers stay exported, so they cannot be resized);
+ *   - releases the GIL for the loops over large inputs (gil.h: from about 2,000 values; the buffers
+ *     stay exported, so they cannot be resized);
  *   - writes results into caller-provided output buffers (no numpy C API: the module builds
  *     against Python's headers alone).
  * Arrow validity bitmaps (bit i of the bitmap at bit offset `validity_offset`, 1 = valid) make
@@ -53,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gil.h"
 #include "sbbf.h"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -697,9 +699,9 @@ static int validate_source(const source_t *s)
 {
     verr_t err = {0};
     int rc;
-    Py_BEGIN_ALLOW_THREADS
+    SB_BEGIN_ALLOW_THREADS_FOR((long long)s->n * 32)
     rc = source_validate(s, &err);
-    Py_END_ALLOW_THREADS
+    SB_END_ALLOW_THREADS_FOR
     if (rc < 0) {
         char msg[200];
         PyOS_snprintf(msg, sizeof(msg), err.what, err.index, err.a, err.b);
@@ -781,9 +783,9 @@ static PyObject *do_source(int kind, int op, PyObject *bitset, PyObject *a, PyOb
     if (op == OP_INSERT && validate_source(&s) < 0)
         goto done;
     Py_ssize_t count, bad = 0;
-    Py_BEGIN_ALLOW_THREADS
+    SB_BEGIN_ALLOW_THREADS_FOR((long long)s.n * 32)
     count = run_source(&s, op, b.used[0] ? b.views[0].buf : NULL, z, have_out ? ob.buf : NULL, &bad);
-    Py_END_ALLOW_THREADS
+    SB_END_ALLOW_THREADS_FOR
     if (bad == 0)
         result = PyLong_FromSsize_t(count);
     else if (op == OP_INSERT || validate_source(&s) == 0)  /* valid now, or validated before: changed */
@@ -999,9 +1001,9 @@ static PyObject *py_hashes_op(PyObject *args, PyObject *kw, int op)
         if (get_buffer(&b, 2, out, 1, "out") < 0 || check_out(&b.views[2], n, 1) < 0)
             goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
+    SB_BEGIN_ALLOW_THREADS_FOR((long long)n * 32)
     hashes_op(op, b.views[0].buf, z, b.views[1].buf, n, op == OP_CHECK ? b.views[2].buf : NULL);
-    Py_END_ALLOW_THREADS
+    SB_END_ALLOW_THREADS_FOR
     result = Py_NewRef(Py_None);
 done:
     buffers_release(&b);
@@ -1057,10 +1059,10 @@ static PyObject *py_check_many(PyObject *self, PyObject *args, PyObject *kw)
             goto done;
         }
     }
-    Py_BEGIN_ALLOW_THREADS
+    SB_BEGIN_ALLOW_THREADS_FOR((long long)f * n * 32)
     for (Py_ssize_t i = 0; i < f; i++)
         hashes_op(OP_CHECK, views[i].buf, blocks[i], b.views[1].buf, n, (uint8_t *)b.views[2].buf + i * n);
-    Py_END_ALLOW_THREADS
+    SB_END_ALLOW_THREADS_FOR
     result = Py_NewRef(Py_None);
 done:
     for (Py_ssize_t i = 0; views != NULL && i < held; i++)
@@ -1234,9 +1236,9 @@ static PyObject *py_count_distinct(PyObject *self, PyObject *args, PyObject *kw)
     }
     int nomem = 0, changed = 0;
     long long d;
-    Py_BEGIN_ALLOW_THREADS
+    SB_BEGIN_ALLOW_THREADS_FOR((long long)b.views[0].len * 4)
     d = count_distinct(b.views[0].buf, (size_t)(b.views[0].len / 8), &nomem, &changed);
-    Py_END_ALLOW_THREADS
+    SB_END_ALLOW_THREADS_FOR
     if (nomem)
         result = PyErr_NoMemory();
     else if (changed)

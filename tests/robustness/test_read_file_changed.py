@@ -104,6 +104,32 @@ def test_rewritten_in_place_raises(versions: tuple[Path, Path]) -> None:
         pruned.to_table()
 
 
+def test_rewritten_in_place_while_its_tail_is_read_raises(versions: tuple[Path, Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The version a reader reads is the one its open saw (the fstat of the open, before any
+    read): a rewrite in place right after the footer was read is another version at the scan,
+    never the version the old footer's row groups are applied to."""
+    from secure_bloom.parquet.file import reader as reader_module
+
+    data, new = versions
+    read_tail = reader_module.read_tail
+
+    def then_rewrite(*args: Any, **kwargs: Any) -> Any:
+        tail = read_tail(*args, **kwargs)
+        if not getattr(then_rewrite, "done", False):
+            then_rewrite.done = True  # type: ignore[attr-defined]
+            time.sleep(0.01)  # lets a coarse clock tick past the version opened
+            with open(data, "r+b") as f:  # same inode, same size, other bytes
+                f.write(new.read_bytes())
+        return tail
+
+    monkeypatch.setattr(reader_module, "read_tail", then_rewrite)
+    pruned = scan(data, filters=KEY)
+    assert [f.row_groups for f in pruned.report.files] == [(0,)]  # the old footer's answer
+    with pytest.raises(FileChangedError):
+        pruned.to_table()
+
+
 def test_an_unchanged_file_reads_every_time_and_others_may_change(versions: tuple[Path, Path]) -> None:
     data, new = versions
     other = _version(data.parent / "other.parquet", [4, 5, 6], [7, 8, 9])

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ...errors import FileChangedError, SecureBloomError
-from ...fileio import open_regular_fd, ranges_digest
+from ...fileio import LocalFile, open_regular_fd, ranges_digest
 from .lifetime import refuse_when_exiting
 from .read_counting import CountingFileSystem, ReadCounter
 from .sources import display_path, locate
@@ -128,6 +128,10 @@ def opened_identity(raw: Any, filesystem: Any, path: str, tail: FileTail | None 
     """
     try:
         if filesystem is None or isinstance(filesystem, pafs.LocalFileSystem):
+            if isinstance(raw, LocalFile):
+                # the fstat of its open, taken before anything was read: a change while the
+                # reader reads shows as another version when the scan opens the file
+                return local_identity(raw.stat)
             fileno = getattr(raw, "fileno", None)
             return local_identity(os.fstat(fileno())) if fileno is not None else None
         metadata = raw.metadata() if hasattr(raw, "metadata") else {}

@@ -56,6 +56,26 @@ def _sidecar_reader(source: Any, filesystem: Any, key_material_file: Any) -> Cal
     return load
 
 
+class _SidecarOnce:
+    """A file's external key material, loaded on first use and kept (``__call__``), and the
+    printable key ids it names (:meth:`label`). It holds no reference to the reader."""
+
+    __slots__ = ("_read", "_store")
+
+    def __init__(self, read: Callable[[], KeyMaterialStore]) -> None:
+        self._read = read
+        self._store: KeyMaterialStore | None = None
+
+    def __call__(self) -> KeyMaterialStore:
+        if self._store is None:
+            self._store = self._read()
+        return self._store
+
+    def label(self, key_metadata: bytes | None) -> str:
+        """Printable key id; external key material is named by its master key from the sidecar."""
+        return key_id_of(key_metadata, self)
+
+
 class ParquetBloomReader:
     """Bloom filters of one Parquet file. Use as a context manager, or call :meth:`close`.
 
@@ -152,9 +172,12 @@ class ParquetBloomReader:
             if self.tail.window:  # filters written before the footer are often inside: no request then
                 self._file.hold(self.tail.file_size - len(self.tail.window), self.tail.window)
             key_file = self.path if key_material_file is None else os.fspath(key_material_file)
-            self._sidecar: Any = None
             self._read_sidecar = _sidecar_reader(path, filesystem, key_material_file) if key_material is None \
                 else lambda: key_material
+            # Neither holds the reader: a reader in no reference cycle is freed, footer and all,
+            # when it is dropped, not left for the cyclic collector to find (and walk) later.
+            self._load_sidecar = _SidecarOnce(self._read_sidecar)
+            self._key_label = self._load_sidecar.label
             self._retriever = self.keys.retriever(key_file, load_sidecar=self._read_sidecar) \
                 if self.keys.has_keys else None
             with thrift_codec.gc_paused_for(len(self.tail.footer)):  # objects per chunk: no cycles
@@ -177,17 +200,6 @@ class ParquetBloomReader:
         #: The chunks' Bloom filters, read and cached (:class:`~.filter_reads.FilterReads`).
         self.filter_reads = FilterReads(self._file, self.path, self.tail.footer_offset, remote, self.chunk_keys,
                                         self.chunk_metadata, filter_cache_bytes)
-
-    # ---------------------------------------------------------------- opening
-
-    def _key_label(self, key_metadata: bytes | None) -> str:
-        """Printable key id; external key material is named by its master key from the sidecar."""
-        return key_id_of(key_metadata, self._load_sidecar)
-
-    def _load_sidecar(self) -> Any:
-        if self._sidecar is None:
-            self._sidecar = self._read_sidecar()
-        return self._sidecar
 
     # ---------------------------------------------------------------- context manager
 

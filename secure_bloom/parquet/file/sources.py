@@ -1,8 +1,8 @@
 """Where Parquet files are: local paths, URIs and ``pyarrow.fs`` filesystems (S3, GCS, HDFS...).
 
 Every reader of this package opens its files here. A local path (or ``file://`` URI) is opened
-as a regular file (:func:`~secure_bloom.fileio.open_regular_file`: never a FIFO or a device); a
-path on another filesystem, or a URI such as ``s3://bucket/key``, through
+as a regular file read positionally (:func:`~secure_bloom.fileio.open_local_file`: never a FIFO
+or a device); a path on another filesystem, or a URI such as ``s3://bucket/key``, through
 ``filesystem.open_input_file``, whose reads are range requests of exactly the bytes asked for:
 opening a file on an object store downloads nothing but what the reader reads.
 
@@ -40,7 +40,7 @@ import pyarrow.fs as pafs
 
 from ...display import display_uri, is_uri, uri_secrets
 from ...errors import ConfigurationError, KeyNotFoundError, StorageUnavailableError
-from ...fileio import open_regular_file
+from ...fileio import open_local_file
 from ...kms.sidecar import SIDECAR_PREFIX, SIDECAR_SUFFIX, KeyMaterialStore
 
 __all__ = ["open_source", "resolve", "locate", "is_uri", "is_store_uri", "display_path", "display_uri",
@@ -535,7 +535,7 @@ def open_source(source: str | os.PathLike[str] | BinaryIO, filesystem: Any = Non
         return str(getattr(source, "name", "<stream>")), cast(BinaryIO, source), False
     filesystem, text = locate(source, filesystem)
     if filesystem is None:
-        return text, open_regular_file(text), True
+        return text, cast(BinaryIO, open_local_file(text)), True
     try:
         raw = filesystem.open_input_file(text)
     except OSError as e:
