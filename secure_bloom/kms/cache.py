@@ -69,6 +69,26 @@ class ExpiringCache(Generic[K, V]):
             return True, entry[1]
         return False, None
 
+    def get(self, key: K) -> V | None:
+        """The value cached for ``key`` while fresh, else None (nothing is computed; no lock).
+
+        Parameters
+        ----------
+        key : hashable
+            The entry's key.
+
+        Returns
+        -------
+        object or None
+            The fresh cached value, or None when there is none.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
+        return self._fresh(key, self._clock())[1]
+
     def get_or_create(self, key: K, create: Callable[[], V]) -> V:
         """The value cached for ``key`` while fresh, else ``create()``, stored for later calls.
 

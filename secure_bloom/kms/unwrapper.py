@@ -246,7 +246,8 @@ class KeyUnwrapper:
                 instance = self._instance(material if material.is_footer_key else grant.footer_material)
                 kek = (instance[0], instance[1], material.master_key_id, material.kek_id)
                 if kek not in keks:
-                    self._kek(instance, self._client(instance), material)
+                    if self._keks.get(kek) is None:  # a fresh KEK answers without the KMS client
+                        self._kek(instance, self._client(instance), material)
                     keks.add(kek)
             else:
                 self.recheck(grant)

@@ -203,7 +203,10 @@ class LeafView:
             return True
         low, high = b.low, b.high
         if op in ("==", "in"):
-            return any((low is None or low <= k) and (high is None or k <= high) for k in keys)
+            for k in keys:  # a loop, not any(): this runs per row group of every lookup
+                if (low is None or low <= k) and (high is None or k <= high):
+                    return True
+            return False
         if op in ("!=", "not in"):
             if self.info is not None and self.info.physical_type in (PhysicalType.FLOAT, PhysicalType.DOUBLE):
                 return True  # a NaN is != everything and has no bound
@@ -382,11 +385,11 @@ class TreeVerdicts:
         kept = self._must_keep() if self.plan.checked else set()
         judged = [rg for rg in candidates if rg not in kept]
         left = set(self._may(tree, judged, bloom=False))
-        by_stats = tuple(rg for rg in judged if rg not in left)
+        by_stats = tuple([rg for rg in judged if rg not in left])
         survived = [rg for rg in judged if rg in left]
         bloomed = set(self._may(tree, survived, bloom=True)) if self.plan.bloom and survived else set(survived)
-        by_bloom = tuple(rg for rg in survived if rg not in bloomed)
-        keep = tuple(rg for rg in candidates if rg in kept or rg in bloomed)
+        by_bloom = tuple([rg for rg in survived if rg not in bloomed])
+        keep = tuple([rg for rg in candidates if rg in kept or rg in bloomed])
         return keep, by_stats, by_bloom
 
     # facts, each asked once

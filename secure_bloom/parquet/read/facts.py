@@ -85,9 +85,15 @@ class ReaderFacts:
         every one of ``row_groups``, every key its facts of that column were derived with still
         granted: the warm lookup's case, answered without a check per row group."""
         facts = self.facts
-        if facts is None or any((rg, ordinal) not in held for rg in row_groups):
+        if facts is None:
             return False
-        return all(self._still_granted(grant) for grant in facts.column_grants.get(ordinal, ()))
+        for rg in row_groups:  # loops, not any() / all(): this runs for every file of a warm lookup
+            if (rg, ordinal) not in held:
+                return False
+        for grant in facts.column_grants.get(ordinal, ()):
+            if not self._still_granted(grant):
+                return False
+        return True
 
     def _unknown(self, row_groups: Sequence[int], ordinal: int, held: Mapping[tuple[int, int], Any],
                  computed: Mapping[tuple[int, int], Any]) -> list[int]:

@@ -17,6 +17,7 @@ literal is missing or doubtful.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -61,9 +62,10 @@ class Bounds:
     num_values: int | None = None
     top_level: bool = False
 
-    @property
+    @functools.cached_property
     def all_null(self) -> bool:
-        """True if every value of the (top-level) chunk is null."""
+        """True if every value of the (top-level) chunk is null (computed once: warm lookups ask
+        the cached bounds again and again)."""
         return self.top_level and self.null_count is not None and self.null_count == self.num_values
 
 

@@ -260,6 +260,20 @@ def test_expiring_cache_never_serves_expired_entries() -> None:
         ExpiringCache(-1)
 
 
+def test_expiring_cache_get_serves_only_fresh_entries_and_computes_nothing() -> None:
+    clock = SettableClock()
+    cache: ExpiringCache[str, int] = ExpiringCache(10, clock)
+    assert cache.get("a") is None and len(cache) == 0  # a miss stores nothing
+    cache.get_or_create("a", lambda: 1)
+    clock.now += 9.999
+    assert cache.get("a") == 1
+    clock.now += 0.001
+    assert cache.get("a") is None  # expired: as get_or_create would compute again
+    zero: ExpiringCache[str, int] = ExpiringCache(0, clock)
+    zero.get_or_create("a", lambda: 1)
+    assert zero.get("a") is None
+
+
 def test_expiring_cache_lifetime_counts_from_request_start() -> None:
     """The creation time is taken before the (slow) KMS call."""
     clock = SettableClock()

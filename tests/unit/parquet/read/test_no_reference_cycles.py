@@ -20,6 +20,8 @@ import pyarrow as pa
 import pytest
 
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, PruneCache, attach_bloom_filters, read_table
+from secure_bloom.parquet.read.api import dataset as pruned_dataset
+from secure_bloom.parquet.read.api import scan
 from support.parquet_files import sample_table, vector_kms, write_encrypted
 
 
@@ -87,4 +89,19 @@ def test_a_lookup_leaves_no_cycles_of_ours(dataset: Path, value: str, warm: bool
 
     expected = 3 if value != "absent-ssn" else 0
     assert lookup().num_rows == expected  # the warm one fills the cache first
+    assert _ours_in_cycles(lambda: [lookup() for _ in range(2)]) == []
+
+
+@pytest.mark.usefixtures("collector_off")
+@pytest.mark.parametrize("how", ["scan", "dataset"])
+def test_scans_and_pruning_datasets_leave_no_cycles_of_ours(dataset: Path, how: str) -> None:
+    keys = KeyAccess(kms=vector_kms())
+    filters = [("ssn", "==", "000-00-0000")]
+
+    def lookup() -> int:
+        if how == "scan":
+            return scan(dataset, filters=filters, keys=keys).to_table().num_rows
+        return pruned_dataset(dataset, filters=filters, keys=keys).to_table().num_rows
+
+    assert lookup() == 3
     assert _ours_in_cycles(lambda: [lookup() for _ in range(2)]) == []
