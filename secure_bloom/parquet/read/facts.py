@@ -22,7 +22,7 @@ from ..file.arrow_source import shared_format_opens
 from ..file.reader import ParquetBloomReader
 from ..file.schema import ColumnInfo
 from .prune_cache import FileFacts
-from .statistics import Bounds, chunk_bounds
+from .statistics import Bounds, chunk_bounds, stat_kind
 
 __all__ = ["ReaderFacts"]
 
@@ -147,9 +147,9 @@ class ReaderFacts:
             except MissingKeyError:  # some chunk's key is not given: each on its own
                 metas = None
             if metas is not None:
-                typed = ordinal in self.type_order
+                typed, kind = ordinal in self.type_order, stat_kind(info)
                 for rg, meta in zip(to_read, metas):
-                    self._bounds[(rg, ordinal)] = chunk_bounds(meta, info, typed)
+                    self._bounds[(rg, ordinal)] = chunk_bounds(meta, info, typed, kind)
         return [self._bound(rg, info) for rg in row_groups]
 
     def _bound(self, rg: int, info: ColumnInfo) -> Bounds | None:
