@@ -54,6 +54,35 @@ def test_wrap_unwrap(master_keys: OpenBaoServer, length: int) -> None:
         kms.unwrap_key(wrapped, "finance_key")
 
 
+def test_proxy_and_ca_environment_read_when_the_client_is_made(master_keys: OpenBaoServer,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client reads the proxy and CA bundle variables once, when it makes its session (not on
+    every request, as requests would): a proxy set then is used, NO_PROXY is honoured, and
+    REQUESTS_CA_BUNDLE is the bundle verify=True means."""
+    from secure_bloom.kms._openbao_http import new_client
+
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    wrapped = _kms(master_keys).wrap_key(KEY, "pii_key")
+    dead = "http://127.0.0.1:9"  # the discard port: nothing answers there
+    monkeypatch.setenv("HTTP_PROXY", dead)
+    through_proxy = _kms(master_keys, retries=0, deadline_s=5)
+    with pytest.raises(KmsUnavailableError):
+        through_proxy.unwrap_key(wrapped, "pii_key")  # the proxy of the environment is used
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert _kms(master_keys).unwrap_key(wrapped, "pii_key") == KEY  # NO_PROXY bypasses it
+    monkeypatch.delenv("NO_PROXY")
+    monkeypatch.delenv("HTTP_PROXY")
+    assert _kms(master_keys).unwrap_key(wrapped, "pii_key") == KEY
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/tmp/example-bundle.pem")
+    client = new_client("https://kms.example:8200", "token-not-real", (1.0, 1.0), True)
+    assert client.adapter._kwargs["verify"] == "/tmp/example-bundle.pem"
+    assert new_client("https://kms.example:8200", "token-not-real", (1.0, 1.0), False).adapter._kwargs["verify"] is False
+    # a CA bundle given is the one used (hvac sends the session's verify: it was always True)
+    given = new_client("https://kms.example:8200", "token-not-real", (1.0, 1.0), "/tmp/private-ca.pem")
+    assert given.adapter._kwargs["verify"] == "/tmp/private-ca.pem"
+
+
 def test_token_from_environment(master_keys: OpenBaoServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VAULT_TOKEN", raising=False)
     monkeypatch.setenv("BAO_TOKEN", master_keys.token)
