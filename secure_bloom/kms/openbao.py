@@ -92,7 +92,9 @@ class OpenBaoTransitKms:
     deadline_s : float, default 30.0
         The bound on each whole call.
     verify : bool or str, default True
-        TLS verification, or a CA bundle path.
+        TLS verification, or a CA bundle path. True uses ``REQUESTS_CA_BUNDLE`` or
+        ``CURL_CA_BUNDLE`` when set (read when a thread's client is made, as are the proxy
+        variables ``HTTP(S)_PROXY`` and ``NO_PROXY``), else requests' default bundle.
 
     Raises
     ------
