@@ -61,13 +61,44 @@ def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | No
 
 
 def discover_dataset(source: Any, keys: KeyAccess | None, filesystem: Any, counter: ReadCounter | None,
-              partitioning: Any, timeouts: StoreTimeouts | None = None,
-              opened: dict[str, ParquetBloomReader] | None = None,
-              ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
+                     partitioning: Any, timeouts: StoreTimeouts | None = None,
+                     opened: dict[str, ParquetBloomReader] | None = None,
+                     ) -> tuple[ds.FileSystemDataset, pafs.FileSystem, pafs.FileSystem, ds.ParquetFileFormat]:
     """pyarrow's dataset of ``source`` (the schema, the fragments), the files' filesystem, the one
     scans read through, and the format shared by the files pyarrow opens with ``keys.kms``.
-    ``opened``: where the pruning reader of the first file goes when the discovery opened one
-    for the schema (:func:`_tail_schema_dataset`; the caller closes it or hands it to pruning)."""
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list
+        Files, a directory or a URI (:func:`~secure_bloom.parquet.file.sources.resolve`).
+    keys : KeyAccess or None
+        The caller's keys.
+    filesystem : pyarrow.fs.FileSystem or None
+        The filesystem of the paths.
+    counter : ReadCounter or None
+        Counts what scans read (None: nothing counted).
+    partitioning : str, list, Partitioning or None
+        As ``pyarrow.dataset.dataset`` takes it.
+    timeouts : StoreTimeouts, optional
+        For a URI's filesystem.
+    opened : dict, optional
+        Where the pruning reader of the first file goes when the discovery opened one for the
+        schema (:func:`_tail_schema_dataset`); the caller closes it or hands it to pruning.
+
+    Returns
+    -------
+    (pyarrow.dataset.FileSystemDataset, pyarrow.fs.FileSystem, pyarrow.fs.FileSystem, pyarrow.dataset.ParquetFileFormat)
+        The dataset, the files' filesystem, the filesystem scans read through, the shared format.
+
+    Raises
+    ------
+    secure_bloom.errors.MissingKeyError
+        The files are encrypted and no key or KMS given opens them (named by our reader).
+    secure_bloom.errors.StorageUnavailableError
+        The store does not answer.
+    OSError, pyarrow.ArrowInvalid
+        The source cannot be listed or its schema read (pyarrow's own errors).
+    """
     resolved = resolve(source, filesystem, timeouts)
     try:
         return _open_base(resolved, keys, counter, partitioning, opened)
@@ -79,9 +110,30 @@ def discover_dataset(source: Any, keys: KeyAccess | None, filesystem: Any, count
 
 
 def scan_filesystem(fs: pafs.FileSystem, keys: KeyAccess | None, counter: ReadCounter | None,
-                     ) -> tuple[pafs.FileSystem, ds.ParquetFileFormat]:
+                    ) -> tuple[pafs.FileSystem, ds.ParquetFileFormat]:
     """The filesystem scans read through (counting into ``counter`` when given) and the format
-    shared by the files pyarrow opens with ``keys.kms``."""
+    shared by the files pyarrow opens with ``keys.kms``.
+
+    Parameters
+    ----------
+    fs : pyarrow.fs.FileSystem
+        The files' filesystem.
+    keys : KeyAccess or None
+        The caller's keys.
+    counter : ReadCounter or None
+        Counts the requests and bytes scans read (None: ``fs`` itself).
+
+    Returns
+    -------
+    (pyarrow.fs.FileSystem, pyarrow.dataset.ParquetFileFormat)
+        The filesystem and the format, both retained
+        (:func:`~secure_bloom.parquet.file.lifetime.retain`: they may call back into Python).
+
+    Raises
+    ------
+    None
+        Nothing of its own.
+    """
     scan_fs = pafs.PyFileSystem(CountingFileSystem(fs, counter)) if counter is not None else fs
     fmt = parquet_format(keys)
     retain(scan_fs, fmt)  # both may call back into Python when destroyed (see .lifetime)
