@@ -118,16 +118,19 @@ class ExpiringCache(Generic[K, V]):
         if hit:
             return value  # type: ignore[return-value]
         with self._lock:
-            hit, value = self._fresh(key, self._clock())
-            if hit:
-                return value  # type: ignore[return-value]
-            key_lock = self._creating.setdefault(key, threading.Lock())
+            key_lock = self._creating.get(key)
+            if key_lock is None:
+                key_lock = self._creating[key] = threading.Lock()
         with key_lock:
-            with self._lock:
-                hit, value = self._fresh(key, self._clock())
-                if hit:
-                    return value  # type: ignore[return-value]
+            # Checked again under the key's lock: a thread that computed it meanwhile stored it
+            # (under self._lock, before releasing the key's lock), so this read sees it.
             created = self._clock()
+            hit, value = self._fresh(key, created)
+            if hit:  # stored between the first check and this one: drop the key's lock made for it
+                with self._lock:
+                    if self._creating.get(key) is key_lock:
+                        del self._creating[key]
+                return value  # type: ignore[return-value]
             new_value = create()
             with self._lock:
                 self._purge(self._clock())
