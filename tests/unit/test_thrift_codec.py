@@ -56,6 +56,31 @@ def test_real_footers_parse_and_reserialize(thrift_backend: str, name: str) -> N
     assert again == meta
 
 
+@pytest.mark.native
+def test_native_objects_are_left_out_of_the_cyclic_collector() -> None:
+    """A decoded tree has no cycles: the native decoder untracks every struct, struct dict and
+    list it makes (collections walked them as long as the decoding took), and the objects are
+    still freed by reference counting."""
+    import gc
+    import weakref
+
+    require_native_thrift()
+    raw = _plain_footer("data_index_bloom_encoding_stats.parquet")
+    with thrift_codec.forced_backend("native"):
+        meta, _ = thrift_codec.parse(M.FileMetaData, raw)
+    with thrift_codec.forced_backend("python"):
+        reference, _ = thrift_codec.parse(M.FileMetaData, raw)
+    assert meta == reference
+    chunk = meta.row_groups[0].columns[0]
+    made = [meta, vars(meta), meta.schema, meta.row_groups, meta.row_groups[0], chunk, vars(chunk),
+            chunk.meta_data, chunk.meta_data.encodings, chunk.meta_data.statistics]
+    assert [gc.is_tracked(o) for o in made] == [False] * len(made)
+    assert gc.is_tracked(reference) and gc.is_tracked(reference.row_groups)  # thriftpy2's are tracked
+    gone = weakref.ref(chunk.meta_data)
+    del meta, chunk, made
+    assert gone() is None
+
+
 def test_file_crypto_metadata(thrift_backend: str) -> None:
     algo = M.EncryptionAlgorithm(AES_GCM_V1=M.AesGcmV1(aad_prefix=b"tester", aad_file_unique=b"\x01" * 8,
                                                        supply_aad_prefix=False))
