@@ -17,7 +17,6 @@ literal is missing or doubtful.
 
 from __future__ import annotations
 
-import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -53,6 +52,9 @@ class Bounds:
         Leaf entries in the chunk.
     top_level : bool, default False
         The column is top-level and not repeated (so ``null_count == num_values`` means every row is null).
+    all_null : bool, default False
+        Every value of the (top-level) chunk is null: ``top_level`` and ``null_count ==
+        num_values`` (:func:`chunk_bounds` computes it once; False only keeps row groups).
     """
 
     low: Any = None
@@ -61,12 +63,7 @@ class Bounds:
     null_count: int | None = None
     num_values: int | None = None
     top_level: bool = False
-
-    @functools.cached_property
-    def all_null(self) -> bool:
-        """True if every value of the (top-level) chunk is null (computed once: warm lookups ask
-        the cached bounds again and again)."""
-        return self.top_level and self.null_count is not None and self.null_count == self.num_values
+    all_null: bool = False
 
 
 #: :func:`chunk_bounds` without a ``kind``: it finds it.
@@ -166,7 +163,7 @@ def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool, kind: str | No
     top = len(column.path_in_schema) == 1 and column.repetition != "REPEATED"
     num_values = getattr(meta, "num_values", None)
     if stats is None:
-        return Bounds(num_values=num_values, top_level=top)
+        return Bounds(num_values=num_values, top_level=top)  # no null count: never all null
     null_count = stats.null_count if stats.null_count is not None and stats.null_count >= 0 else None
     low = high = None
     exact = False
@@ -179,7 +176,8 @@ def chunk_bounds(meta: Any, column: ColumnInfo, type_order: bool, kind: str | No
             exact = True
     if low is not None and high is not None and low > high:  # inconsistent statistics: trust nothing
         low = high = None
-    return Bounds(low, high, exact and low is not None and high is not None, null_count, num_values, top)
+    return Bounds(low, high, exact and low is not None and high is not None, null_count, num_values, top,
+                  top and null_count is not None and null_count == num_values)
 
 
 def _unscaled(values: pa.Array, column: ColumnInfo) -> list[int]:
