@@ -237,9 +237,6 @@ def open_identified(path: str, filesystem: Any = None) -> tuple[pa.NativeFile | 
         Errors of the open give (None, None).
     """
     try:
-        if (filesystem is None or type(filesystem) is pafs.LocalFileSystem) and isinstance(path, str) \
-                and "://" not in path:
-            return None, local_identity(os.stat(path))  # what locate() gives such a path: itself
         fs, text = locate(path, filesystem)  # None: a local path (a SubTreeFileSystem's too)
         if fs is None:
             return None, local_identity(os.stat(text))

@@ -447,6 +447,9 @@ def locate(source: str | os.PathLike[str], filesystem: Any = None) -> tuple[Any,
     secure_bloom.errors.ConfigurationError
         A URI pyarrow cannot open.
     """
+    if (filesystem is None or type(filesystem) is pafs.LocalFileSystem) and isinstance(source, str) \
+            and "://" not in source:
+        return None, source  # a plain local path (no URI: is_uri needs "://"): itself, at once
     text = os.fspath(source)
     if filesystem is None and is_store_uri(text):
         filesystem, text = filesystem_from_uri(text)
