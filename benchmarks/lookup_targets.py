@@ -152,7 +152,9 @@ def _s3_support() -> Any:
 def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int = 10) -> dict[str, Any]:
     """A cold lookup of each of ``keys`` (label -> key) over the first ``files`` files of ``data``
     uploaded to moto's S3 server on 127.0.0.1: HTTP requests and response bytes per file, ours
-    (``read_table``) beside ``pyarrow.dataset`` with the same decryption, counted at a proxy."""
+    (``scan`` then its table) beside ``pyarrow.dataset`` with the same decryption, counted at a
+    proxy: requests naming an object per file, requests once per lookup (the prefix, listings),
+    and ours' pruning reads per file from the prune report."""
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as e:
@@ -162,7 +164,7 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
         return {"not_run": "tests/support/s3_server.py (the counting proxy) is not beside the benchmarks"}
     import pyarrow.dataset as ds
 
-    from secure_bloom.parquet import KeyAccess, read_table
+    from secure_bloom.parquet import KeyAccess, scan
     from secure_bloom.parquet.read.api import parquet_format
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
@@ -185,19 +187,25 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
             for engine in ("ours", "pyarrow"):
                 fs = s3.filesystem()
                 s3.reset()
+                pruning: list[int] = []
                 if engine == "ours":
-                    rows = read_table(prefix, filesystem=fs, filters=[("key", "==", key)],
-                                      keys=KeyAccess(kms=data["kms"])).num_rows
+                    pruned = scan(prefix, filesystem=fs, filters=[("key", "==", key)],
+                                  keys=KeyAccess(kms=data["kms"]))
+                    pruning = [f.metadata_requests for f in pruned.report.files]
+                    rows = pruned.to_table().num_rows
                 else:
                     dataset = ds.dataset(prefix, filesystem=fs, format=parquet_format(KeyAccess(kms=data["kms"])))
                     rows = dataset.to_table(filter=ds.field("key") == key).num_rows
                 requests, body = s3.counts()
-                object_gets = sum(1 for where, _ in s3.gets if where.split("?")[0].endswith(".parquet"))
-                heads = requests.get("HEAD", 0)  # the objects' and the prefix's (a directory check)
+                on_objects = sum(1 for _, where, _ in s3.log if where.split("?")[0].endswith(".parquet"))
                 out[f"{engine}_{label}"] = {
-                    "rows": rows, "requests": dict(requests), "bytes": body, "object_gets": object_gets,
-                    "other_gets": requests.get("GET", 0) - object_gets, "heads": heads,
-                    "requests_per_file": round((object_gets + heads) / len(paths), 2),
+                    "rows": rows, "requests": dict(requests), "bytes": body,
+                    # every request naming one object (HEADs, tail, filter and data reads) per file
+                    "requests_per_file": round(on_objects / len(paths), 2),
+                    # the prefix's HEAD and the listings: once per lookup, not per file
+                    "per_lookup": sum(requests.values()) - on_objects,
+                    # ours only: the pruning reads of each file (tail, then the coalesced filters)
+                    "pruning_requests_max": max(pruning, default=None),
                     "bytes_per_file": round(body / len(paths))}
         return out
     finally:

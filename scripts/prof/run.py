@@ -19,7 +19,7 @@ if mode == "prof":
     pr = cProfile.Profile(); pr.enable()
     for _ in range(10):
         for k in absent: look(k, KeyAccess(kms=kms))
-    pr.disable(); pstats.Stats(pr).sort_stats("cumulative").print_stats(45)
+    pr.disable(); pstats.Stats(pr).sort_stats(sys.argv[3] if len(sys.argv)>3 else "cumulative").print_stats(int(sys.argv[4]) if len(sys.argv)>4 else 45)
 else:
     for label, ks in (("absent", absent), ("present", present)):
         ts=[]
