@@ -55,7 +55,6 @@ def spark_bloom_files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> S
 @pytest.fixture(scope="session")
 def dev_key_list_file() -> Any:
     """keys/dev-key-list.txt of this checkout (development keys: never for production)."""
-    from pathlib import Path
 
     path = REPO_DIR / "keys" / "dev-key-list.txt"
     assert path.is_file(), path

@@ -2,7 +2,6 @@
 # Copied from the issue-22 profiling kit.
 import pickle, sys, time, base64, statistics
 from pathlib import Path
-import pyarrow.dataset as ds
 from secure_bloom.kms import KeyListKms
 from secure_bloom.parquet import KeyAccess
 from secure_bloom.parquet.read import api, discovery

@@ -388,8 +388,6 @@ def cmd_encrypt(args: argparse.Namespace, out: TextIO) -> int:
     bloom: dict[str, dict[str, Any]] = {}
     for path, ndv, fpp, sizing, num_bytes in specs:
         name = path if isinstance(path, str) else ".".join(path)
-        if ndv == 0:
-            raise CliError(f"--bloom {name}: ndv must be >= 1", ErrorKind.USAGE_ERROR)
         bloom[name] = {"fpp": fpp if fpp is not None else args.fpp, **({"ndv": ndv} if ndv is not None else {}),
                        **({"sizing": sizing} if sizing is not None else {}),
                        **({"num_bytes": num_bytes} if num_bytes is not None else {})}

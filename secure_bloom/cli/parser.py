@@ -616,8 +616,8 @@ def parse_bloom_spec(spec: str, option: str = "--bloom") -> tuple[str | tuple[st
                 ndv = int(value)
             except ValueError:
                 raise UsageError(f"{option} {spec!r}: ndv must be an integer, got {value!r}") from None
-            if ndv < 0:
-                raise UsageError(f"{option} {spec!r}: ndv must be >= 0")
+            if ndv < 1:
+                raise UsageError(f"{option} {spec!r}: ndv must be >= 1")
         elif name == "fpp":
             try:
                 fpp = _fpp(value)

@@ -55,6 +55,7 @@ from typing import Any, Literal, Union, cast
 from secure_bloom.errors import KeyAccessDeniedError, KeyNotFoundError
 from secure_bloom.filter import optimal_num_bytes
 from secure_bloom.kms.key_list import parse_key_list
+from secure_bloom.parquet.write.options import check_ndv
 from secure_bloom.spec import DEFAULT_FPP, MIN_BITSET_BYTES, WRITER_DEFAULT_MAX_BYTES
 from secure_bloom.types import FilterSizing
 
@@ -316,8 +317,7 @@ class BloomFilterSpec:
     num_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.ndv is not None and self.ndv <= 0:
-            raise ValueError(f"ndv must be positive, not {self.ndv}")
+        check_ndv(self.ndv)
         if self.fpp is not None and not 0.0 < self.fpp < 1.0:
             raise ValueError(f"fpp must be in (0, 1), not {self.fpp}")
         if self.num_bytes is not None:

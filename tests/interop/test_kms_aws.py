@@ -25,7 +25,7 @@ from support.aws_kms_server import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, AwsKms
 from support.kms_support import call_outcome
 
 from secure_bloom.errors import (AuthenticationError, ConfigurationError, KeyAccessDeniedError, KeyDisabledError,
-                                 KeyManagementError, KeyNotFoundError, KmsUnavailableError, MalformedKeyMaterialError)
+                                 KeyNotFoundError, KmsUnavailableError, MalformedKeyMaterialError)
 from secure_bloom.kms import AwsKms, FileKeyWrapper, KeyUnwrapper, pyarrow_kms_client_factory
 from secure_bloom.kms.aws import encryption_context
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 import pytest
 
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters
@@ -325,7 +324,6 @@ def test_audit_on_s3_reads_by_range_only_and_a_small_fraction_of_the_bytes(s3: A
 def test_cli_audit_and_inspect_of_an_s3_prefix(s3: Any, mixed: dict[str, Any],
                                                capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import json
 
     from secure_bloom.cli import main
     from support.parquet_files import TESTING_KEY_LIST

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from support.robustness_support import (DATA, INTERESTING_U32, TESTING_KEYS, BoundedReadFile, allocation_peak, examples,
                                 mutated)
 
-from secure_bloom.crypto import gcm, modules
+from secure_bloom.crypto import gcm
 from secure_bloom.encrypted_filter import (COALESCED_FILTER_BYTES, HEADER_READ_BYTES, MAX_ENCRYPTED_FILTER_BYTES,
                                            decrypt_bloom_filter, encrypt_bloom_filter, read_encrypted_bloom_filter)
 from secure_bloom.errors import (KeyUsageLimitError, MalformedInputError, MalformedModuleError,
@@ -39,7 +39,7 @@ def _real_filters() -> list[tuple[bytes, bytes, int, SplitBlockBloomFilter]]:
     data = VECTOR.read_bytes()
     out = []
     with ParquetBloomReader(VECTOR, KeyAccess(explicit=TESTING_KEYS)) as reader:
-        file_aad = reader.footer.require_file_aad()
+        reader.footer.require_file_aad()  # the vector is encrypted: it has a file AAD
         for chunk in reader.chunks():
             if chunk.has_bloom_filter:
                 assert chunk.bloom_filter_offset is not None and chunk.bloom_filter_length is not None

@@ -15,7 +15,6 @@ import base64
 import logging
 import os
 import subprocess
-import sys
 import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path

@@ -14,7 +14,6 @@ import base64
 import struct
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from secure_bloom import thrift_codec

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from support.profiles import examples  # re-exported: the robustness tests import it from here
+from support.profiles import examples  # noqa: F401 (re-exported: the robustness tests import it from here)
 from hypothesis import strategies as st
 
 from secure_bloom.parquet import ParquetBloomReader

@@ -6,7 +6,6 @@ import base64
 import io
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -544,7 +544,7 @@ def attach_bloom_filters(src: str | os.PathLike[str], dst: str | os.PathLike[str
     Raises
     ------
     ValueError
-        ``fpp`` outside (0, 1), a negative ``ndv``, an unknown ``sizing`` or no column (checked
+        ``fpp`` outside (0, 1), an ``ndv`` below 1, an unknown ``sizing`` or no column (checked
         before ``src`` is opened).
     TypeError
         Both ``bloom_filter_max_bytes`` and ``max_bytes`` are given.

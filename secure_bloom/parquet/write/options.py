@@ -18,6 +18,8 @@ upper bound (:func:`build_num_bytes`) and folded down to that one size
 
 from __future__ import annotations
 
+import numbers
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +89,9 @@ def check_fpp(fpp: Any) -> float:
 
 
 def check_ndv(ndv: Any) -> int | None:
-    """A distinct count, checked (None: count the chunk's values).
+    """A distinct count a caller gives, checked (None: count the chunk's values): an int >= 1,
+    pyarrow's rule for ``bloom_filter_options`` (``ndv`` 0 would size every filter to the
+    32-byte minimum whatever the chunk holds).
 
     Parameters
     ----------
@@ -97,16 +101,18 @@ def check_ndv(ndv: Any) -> int | None:
     Returns
     -------
     int or None
-        It.
+        It, as a Python int (numpy integers accepted).
 
     Raises
     ------
     ValueError
-        Not an int >= 0.
+        Not an int >= 1.
     """
-    if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, int) or ndv < 0):
-        raise ValueError(f"ndv must be a non-negative int, got {ndv!r}")
-    return ndv
+    if ndv is None:
+        return None
+    if isinstance(ndv, bool) or not isinstance(ndv, numbers.Integral) or ndv < 1:
+        raise ValueError(f"ndv must be an int >= 1, got {ndv!r}")
+    return int(ndv)
 
 
 def check_sizing(sizing: Any, num_bytes: Any, max_bytes: int | None = None) -> tuple[FilterSizing, int | None]:
@@ -232,7 +238,7 @@ class ColumnSpec:
     Raises
     ------
     ValueError
-        ``ndv`` is not a non-negative int, ``fpp`` not in (0, 1), ``sizing`` not a
+        ``ndv`` is not an int >= 1, ``fpp`` not in (0, 1), ``sizing`` not a
         :class:`~secure_bloom.types.FilterSizing` value, or ``num_bytes`` not a power of two from
         32 bytes to 128 MiB (checked when the spec is made, before anything is read or written).
 
@@ -250,7 +256,7 @@ class ColumnSpec:
     num_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        check_ndv(self.ndv)
+        object.__setattr__(self, "ndv", check_ndv(self.ndv))
         if self.fpp is not None:
             check_fpp(self.fpp)
         if self.sizing is not None or self.num_bytes is not None:

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
@@ -26,7 +25,7 @@ from ...values.physical import hash_values
 from ..file.schema import ColumnInfo, find_column, leaf_columns
 from ...types import FilterSizing
 from .key_tools import WriteKeyTools, lifetime_s
-from .options import DEFAULT_FPP, check_fpp, check_sizing
+from .options import DEFAULT_FPP, check_fpp, check_ndv, check_sizing
 
 __all__ = ["BloomColumn", "WriteSetup", "check_setup", "refuse_pyarrow_encryption",
            "need_encryption_and_kms", "bloom_specs", "parquet_leaves", "bloom_columns"]
@@ -169,15 +168,13 @@ def bloom_specs(options: Any, max_bytes: int | None = None) -> dict[str, tuple[i
         if unknown:
             raise ValueError(f"bloom_filter_options[{path!r}]: unknown option {unknown[0]!r} "
                              f"(use {', '.join(repr(k) for k in _OPTION_KEYS)})")
-        ndv = option.get("ndv")
-        if ndv is not None and (isinstance(ndv, bool) or not isinstance(ndv, (int, np.integer)) or ndv < 1):
-            raise ValueError(f"bloom_filter_options[{path!r}]: ndv must be an int >= 1, got {ndv!r}")
         try:
+            ndv = check_ndv(option.get("ndv"))
             fpp = check_fpp(option.get("fpp", DEFAULT_FPP))
             sizing, num_bytes = check_sizing(option.get("sizing"), option.get("num_bytes"), max_bytes)
         except ValueError as e:
             raise ValueError(f"bloom_filter_options[{path!r}]: {e}") from None
-        out[path] = (None if ndv is None else int(ndv), fpp, sizing, num_bytes)
+        out[path] = (ndv, fpp, sizing, num_bytes)
     return out
 
 

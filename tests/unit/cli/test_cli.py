@@ -527,7 +527,7 @@ def test_parse_column_spec(spec: str, expected: tuple[str, int | None, float | N
     assert parse_column_spec(spec) == expected
 
 
-@pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1", "[a.b]", "[]", '["a", 1]'])
+@pytest.mark.parametrize("spec", ["x:ndv=many", "x:fpp=2", "x:size=3", ":ndv=3", "x:ndv=-1", "x:ndv=0", "[a.b]", "[]", '["a", 1]'])
 def test_parse_column_spec_rejects(capsys: pytest.CaptureFixture[str], spec: str) -> None:
     rc, _, err = run(capsys, "attach", PLAIN_BLOOM, "/tmp/never-written.parquet", "--bloom", spec)
     assert rc == 2 and ONE_LINE_ERROR.match(err), err

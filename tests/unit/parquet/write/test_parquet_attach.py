@@ -22,7 +22,6 @@ from support.parquet_files import (
     ROWS_PER_GROUP,
     TESTING_KEYS,
     read_encrypted,
-    sample_table,
     ssn,
     vector_kms,
     write_encrypted,
@@ -162,8 +161,16 @@ def test_column_specs_carry_per_column_options(tmp_path: Path) -> None:
                      "id": optimal_num_bytes(1000, 0.05)}
     with pytest.raises(ValueError, match="fpp must be in \\(0, 1\\), got 2"):
         ColumnSpec("ssn", fpp=2)
-    with pytest.raises(ValueError, match="ndv must be a non-negative int, got -1"):
+    with pytest.raises(ValueError, match="ndv must be an int >= 1, got -1"):
         ColumnSpec("ssn", ndv=-1)
+    # one rule with write_table's bloom_filter_options (pyarrow's): ndv 0 would size every
+    # filter to the minimum whatever the chunk holds
+    with pytest.raises(ValueError, match="ndv must be an int >= 1, got 0"):
+        ColumnSpec("ssn", ndv=0)
+    with pytest.raises(ValueError, match="ndv must be an int >= 1, got 0"):
+        attach_bloom_filters(src, tmp_path / "zero.parquet", ["ssn"], ndv=0)
+    assert not (tmp_path / "zero.parquet").exists()
+    assert ColumnSpec("ssn", ndv=np.int64(7)).ndv == 7 and type(ColumnSpec("ssn", ndv=np.int64(7)).ndv) is int
     with pytest.raises(AttachError, match="column .ssn. is given twice with different options"):
         attach_bloom_filters(src, tmp_path / "twice.parquet", ["ssn", ColumnSpec("ssn", ndv=7)])
     assert not (tmp_path / "twice.parquet").exists()

@@ -779,7 +779,6 @@ def test_dictionary_column_whose_bounds_are_wider_than_its_values(tmp_path: Path
 def test_the_statistics_cross_check_still_refuses_a_wrong_filter() -> None:
     """A bound that is neither in the filter nor a value of the chunk's dictionary is refused:
     dictionary values hashed by a wrong conversion do not match the stored bytes either."""
-    import dataclasses
 
     from secure_bloom import thrift_codec
     from secure_bloom.errors import WriteError
