@@ -274,6 +274,8 @@ def open_arrow_file(path: str | os.PathLike[str], keys: KeyAccess | None = None)
         A key is wrong.
     OSError
         The file cannot be read.
+    pyarrow.ArrowException
+        pyarrow refuses the footer our reader accepted (a feature it does not read).
     """
     import pyarrow.parquet as pq
 

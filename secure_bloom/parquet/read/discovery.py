@@ -36,14 +36,13 @@ from .restrict import file_format, parquet_format
 __all__ = ["discover_dataset", "scan_filesystem"]
 
 
-def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
-                      keys: KeyAccess | None) -> ds.ParquetFileFormat | None:
+def _discovery_format(target: Any, fs: pafs.FileSystem, keys: KeyAccess | None) -> ds.ParquetFileFormat | None:
     """A format that opens the footer of the first file pyarrow inspects for the schema, when
     pyarrow's KMS path cannot (explicit key ids, a withheld AAD prefix); None when that is not
     why the inspection failed."""
     if keys is None or (not keys.has_keys and keys.aad_prefix is None):
         return None
-    first = _first_file(target, fs, partitioning)
+    first = _first_file(target, fs)
     if first is None:
         return None
     with ParquetBloomReader(first, keys, filesystem=fs) as reader:
@@ -52,10 +51,11 @@ def _discovery_format(target: Any, fs: pafs.FileSystem, partitioning: Any,
     return None if fmt is shared else fmt
 
 
-def _first_file(target: Any, fs: pafs.FileSystem, partitioning: Any) -> str | None:
-    """The first file pyarrow would inspect for the schema (listed, not opened)."""
-    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), partitioning=partitioning,
-                         schema=pa.schema([]))
+def _first_file(target: Any, fs: pafs.FileSystem) -> str | None:
+    """The first file pyarrow would inspect for the schema (listed, not opened). Listed without
+    the partitioning, which does not change the files listed: field names (``["year"]``) are
+    not in the empty schema a listing is made with (ArrowInvalid "No match for FieldRef")."""
+    listing = ds.dataset(target, filesystem=fs, format=ds.ParquetFileFormat(), schema=pa.schema([]))
     first = next(iter(listing.get_fragments()), None)
     return first.path if first is not None else None
 
@@ -210,11 +210,11 @@ def _open_base(resolved: Resolved, keys: KeyAccess | None, counter: ReadCounter 
     except (pa.ArrowInvalid, OSError) as e:
         if isinstance(e, OSError) and isinstance(storage_error(e, ""), StorageUnavailableError):
             raise  # not a decryption problem: the store does not answer (asked again, it would wait again)
-        inspect = _discovery_format(target, fs, parts, keys)
+        inspect = _discovery_format(target, fs, keys)
         if inspect is not None:
             base = ds.dataset(target, filesystem=scan_fs, format=inspect, partitioning=parts)
         elif "decryption" in str(e) and (keys is None or keys.kms is None):
-            first = _first_file(target, fs, parts)
+            first = _first_file(target, fs)
             if first is not None:  # our reader says which key is missing, as the CLI does
                 with ParquetBloomReader(first, keys, filesystem=fs):
                     pass

@@ -380,6 +380,24 @@ def test_uniform_vector_reads_as_pyarrow_with_the_footer_key() -> None:
         read_table(path, keys=KeyAccess(explicit={"kc1": TESTING_KEYS["kc1"]}))
 
 
+@pytest.mark.parametrize("partitioning", [["year"], "hive", None], ids=["field-names", "hive", "none"])
+def test_explicit_keys_with_any_partitioning(tmp_path: Path, partitioning: Any) -> None:
+    """Regression: a directory of explicit-key files partitioned by field names (``["year"]``)
+    raised ArrowInvalid "No match for FieldRef.Name(year)" from the listing that finds the file
+    pyarrow inspects for the schema (made with an empty schema and the partitioning)."""
+    path = VECTORS_DIR / "uniform_encryption.parquet.encrypted"
+    (tmp_path / "2024").mkdir()
+    (tmp_path / "2024" / "a.parquet").write_bytes(path.read_bytes())
+    keys = KeyAccess(explicit={"kf": TESTING_KEYS["kf"]})
+    decryption = pe.create_decryption_properties(TESTING_KEYS["kf"])
+    fmt = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+        decryption_properties=decryption))
+    expected = ds.dataset(tmp_path, format=fmt, partitioning=partitioning).to_table(
+        filter=pc.field("double_field") < 2.0)
+    got = read_table(tmp_path, keys=keys, partitioning=partitioning, filters=[("double_field", "<", 2.0)])
+    assert got.num_rows == expected.num_rows > 0 and got.sort_by("int32_field").equals(expected.sort_by("int32_field"))
+
+
 def test_a_file_refused_for_its_columns_is_fine_once_pruned_away(tmp_path: Path) -> None:
     """Only the files scanned must be readable by pyarrow: a row group ruled out is never read."""
     keys = KeyAccess(explicit=TESTING_KEYS)
