@@ -302,7 +302,7 @@ def _open_together(views: list[memoryview], key: GcmKey, header_aads: list[bytes
     use or anything fails or does not add up: :func:`_open_exact` then checks them one by one
     and names what fails. It accepts exactly what :func:`_open_exact` accepts: a header module
     of at most ``MAX_HEADER_BYTES`` that parses, then a bitset module filling the rest, of numBytes."""
-    modules: list[memoryview] = []
+    modules: list[bytes | memoryview] = []
     aads: list[bytes] = []
     for view, header_aad, bitset_aad in zip(views, header_aads, bitset_aads):
         if len(view) < 2 * LENGTH_PREFIX:

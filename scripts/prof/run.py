@@ -19,7 +19,9 @@ if mode == "prof":
     pr = cProfile.Profile(); pr.enable()
     for _ in range(10):
         for k in absent: look(k, KeyAccess(kms=kms))
-    pr.disable(); pstats.Stats(pr).sort_stats(sys.argv[3] if len(sys.argv)>3 else "cumulative").print_stats(int(sys.argv[4]) if len(sys.argv)>4 else 45)
+    pr.disable(); st = pstats.Stats(pr).sort_stats(sys.argv[3] if len(sys.argv)>3 else "cumulative")
+    if len(sys.argv) > 5: st.print_callers(sys.argv[5])  # e.g. "builtins.len"
+    else: st.print_stats(int(sys.argv[4]) if len(sys.argv)>4 else 45)
 else:
     for label, ks in (("absent", absent), ("present", present)):
         ts=[]

@@ -786,7 +786,8 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
     """The parser of ``command`` (``parser`` itself if it has none of that name)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            return action.choices[command]
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
     return parser
 
 

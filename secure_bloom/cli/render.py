@@ -245,13 +245,14 @@ def probe_by_value_json(results: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     for index, (_, result) in enumerate(results):
         if result.labels != labels:
             raise ValueError("every file must be probed for the same values")
-        last, hit = -1, None
+        last = -1
+        rgs: list[int] = []
         for value, rg in zip(*result.maybe_pairs()):
             if value != last:
-                hit = {"file": index, "row_groups": []}
-                maybe.setdefault(value, []).append(hit)
+                rgs = []
+                maybe.setdefault(value, []).append({"file": index, "row_groups": rgs})
                 last = value
-            hit["row_groups"].append(rg)  # type: ignore[index]
+            rgs.append(rg)
     nowhere: list[dict[str, Any]] = []
     return {"column": results[0][1].column if results else None,
             "files": [{"file": file, "num_row_groups": result.num_row_groups} for file, result in results],

@@ -175,7 +175,7 @@ def module_aad(file_aad: bytes, module_type: ModuleType | int, row_group_ordinal
     ValueError
         An ordinal is missing, not allowed for the type, or out of range.
     """
-    chunk_type = _CHUNK_TYPE_BYTE.get(module_type) if page_ordinal is None else None  # type: ignore[call-overload]
+    chunk_type: bytes | None = _CHUNK_TYPE_BYTE.get(module_type) if page_ordinal is None else None  # type: ignore[call-overload]
     if chunk_type is not None and type(file_aad) is bytes and type(row_group_ordinal) is int \
             and type(column_ordinal) is int and 0 <= row_group_ordinal <= MAX_ORDINAL \
             and 0 <= column_ordinal <= MAX_ORDINAL:  # a chunk module, checked at once

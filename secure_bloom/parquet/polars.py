@@ -144,7 +144,7 @@ class _Translate:
         """The column a node names, when the dataset has it (and Polars reads it as Arrow types it)."""
         if not (isinstance(node, dict) and isinstance(node.get("Column"), str)):
             return None
-        name = node["Column"]
+        name: str = node["Column"]
         if self.schema.get_field_index(name) < 0 or name not in self.polars:
             return None
         return name

@@ -556,10 +556,12 @@ class QueryBatch:
         if found.shape[-1:] != self.hashes.shape:
             raise ValueError(f"{found.shape[-1:]} answers for {self.hashes.size} hashes")
         if self.hashes.size == len(self):  # one hash per value (no zero, no DST fold): as found
-            return found | self.always_maybe
+            same: np.ndarray = found | self.always_maybe
+            return same
         if not len(self):
             return np.zeros(found.shape[:-1] + (0,), dtype=np.bool_)
-        return np.logical_or.reduceat(found, self.starts[:-1], axis=-1) | self.always_maybe
+        folded: np.ndarray = np.logical_or.reduceat(found, self.starts[:-1], axis=-1) | self.always_maybe
+        return folded
 
 
 #: BYTE_ARRAY annotations whose ``str`` values are their UTF-8 bytes and ``bytes`` values as given.
@@ -572,7 +574,8 @@ def _one_hash_each(values: Sequence[Any], column: ColumnType) -> np.ndarray | No
     a plain signed integer column, all valid); None otherwise (the caller asks each value)."""
     ptype, logical = column.physical_type, column.logical_type
     if ptype is PhysicalType.BYTE_ARRAY and logical in _TEXT_LIKE:
-        hashed = kernels.xxh64_objects(values)  # None on another type or a lone surrogate
+        batch = values if isinstance(values, (list, tuple)) else list(values)
+        hashed = kernels.xxh64_objects(batch)  # None on another type or a lone surrogate
         return hashed if hashed is not None and hashed.size == len(values) else None  # fewer: a None
     if ptype in (PhysicalType.INT32, PhysicalType.INT64) and logical in (None, "INTEGER") \
             and column.int_signed in (None, True) and all(type(v) is int for v in values):

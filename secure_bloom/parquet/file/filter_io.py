@@ -143,7 +143,7 @@ def classify_filter_bytes(head: bytes, length: int | None, available: int,
     return FilterStorage(FilterForm.ENCRYPTED, num_bytes, stored_bytes=end)
 
 
-def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end: int) -> FilterStorage:
+def read_filter_storage(raw: BinaryIO | RecordingFile, offset: int, length: int | None, data_end: int) -> FilterStorage:
     """:func:`classify_filter_bytes` for the filter at ``offset`` of the open file ``raw``, whose
     data region ends (the footer starts) at ``data_end``.
 
@@ -182,7 +182,7 @@ def read_filter_storage(raw: BinaryIO, offset: int, length: int | None, data_end
 
 
 
-def read_exact(raw: BinaryIO, offset: int, n: int, path: str) -> bytes:
+def read_exact(raw: BinaryIO | RecordingFile, offset: int, n: int, path: str) -> bytes:
     """``n`` bytes at ``offset``; a short read is :class:`MalformedBitsetError`.
 
     Parameters
@@ -279,7 +279,7 @@ def check_plaintext_header(head: bytes | memoryview, length: int | None, limit: 
     return header, used
 
 
-def _plaintext_header(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+def _plaintext_header(raw: BinaryIO | RecordingFile, chunk: ColumnChunk, location: FilterLocation, data_end: int,
                       path: str) -> tuple[Any, int]:
     """The plaintext filter's header and its size; numBytes checked against the length (or,
     without one, against the data region) before any bitset byte is read."""
@@ -304,7 +304,7 @@ def _check_plaintext_length(chunk: ColumnChunk, length: int | None, path: str) -
             f"({MAX_HEADER_BYTES + SPEC_MAX_BITSET_BYTES} bytes)")
 
 
-def _read_plaintext_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+def _read_plaintext_filter(raw: BinaryIO | RecordingFile, chunk: ColumnChunk, location: FilterLocation, data_end: int,
                            path: str) -> SplitBlockBloomFilter:
     """A plaintext filter: header and bitset in one read when ``bloom_filter_length`` is known
     and at most :data:`COALESCED_FILTER_BYTES`, else the header first, then the bitset."""
@@ -318,7 +318,7 @@ def _read_plaintext_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLo
     return SplitBlockBloomFilter.from_bitset(read_exact(raw, offset + used, header.num_bytes, path))
 
 
-def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, data_end: int,
+def _read_encrypted(raw: BinaryIO | RecordingFile, chunk: ColumnChunk, location: FilterLocation, data_end: int,
                     context: ChunkCryptoContext | None, read: Callable[..., _R]) -> _R:
     """``read(file, offset, length=, context=)`` for an encrypted chunk; broken framing that is a
     plaintext filter is reported as the leak it is."""
@@ -335,7 +335,7 @@ def _read_encrypted(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation,
         raise
 
 
-def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int, path: str,
+def read_chunk_filter(raw: BinaryIO | RecordingFile, chunk: ColumnChunk, location: FilterLocation, *, data_end: int, path: str,
                       context: ChunkCryptoContext | None = None) -> SplitBlockBloomFilter:
     """The filter of ``chunk`` at ``location`` of the open file ``raw`` (whose footer starts at
     ``data_end``), decrypted with ``context`` if the chunk is encrypted.
@@ -377,7 +377,7 @@ def read_chunk_filter(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocatio
     return _read_encrypted(raw, chunk, location, data_end, context, read_encrypted_bloom_filter)
 
 
-def read_chunk_filter_num_bytes(raw: BinaryIO, chunk: ColumnChunk, location: FilterLocation, *, data_end: int,
+def read_chunk_filter_num_bytes(raw: BinaryIO | RecordingFile, chunk: ColumnChunk, location: FilterLocation, *, data_end: int,
                                 path: str, context: ChunkCryptoContext | None = None) -> int:
     """numBytes of the chunk's filter from its header alone (authenticated if encrypted); the
     bitset is not read.

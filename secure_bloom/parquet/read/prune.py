@@ -216,8 +216,8 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
             # 2,000-row-group file's pruning); one file's judging is bounded, so pause for it
             stack.enter_context(thrift_codec.gc_paused())
         result = _judge(source, display, tree, schema, row_groups, memo)
-        if facts is not None and source.opened is None:
-            # answered from the cache alone: no reader, unless one is wanted for a scan
+        if facts is not None and identity is not None and source.opened is None:
+            # answered from the cache alone (facts are only found for a known identity): no reader, unless one is wanted for a scan
             shared = bool(result.row_groups) and unless_shared and facts.shared_format_opens
             if on_reader is None or not result.row_groups or shared:
                 return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,

@@ -257,7 +257,7 @@ class ScanKeys:
                 metadata = pq.ParquetFile(raw, decryption_properties=props).metadata
                 group = metadata.row_group(0) if metadata.num_row_groups else None
                 for j in range(metadata.num_columns if group is not None else 0):
-                    if reads_leaf(metadata.schema.column(j).path.split("."), columns):
+                    if group is not None and reads_leaf(metadata.schema.column(j).path.split("."), columns):
                         try:
                             group.column(j)  # decrypts its ColumnMetaData: the column's key
                         except Exception:  # noqa: BLE001 - a key refused: the scan reports it

@@ -93,7 +93,7 @@ def lifetime_s(encryption: pe.EncryptionConfiguration) -> float:
     None
         Nothing of its own.
     """
-    return max(encryption.cache_lifetime.total_seconds(), 0.0)
+    return max(float(encryption.cache_lifetime.total_seconds()), 0.0)
 
 
 def _connection_digest(config: pe.KmsConnectionConfig) -> str:
