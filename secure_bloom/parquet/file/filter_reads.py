@@ -287,6 +287,9 @@ class FilterReads:
         """
         found: dict[int, SplitBlockBloomFilter | None] = {}  # by row group: chunks of one column
         batch: list[tuple[int, ColumnChunk, FilterLocation]] = []
+        # where each filter lies is in its chunk's ColumnMetaData: the encrypted ones not yet
+        # opened are opened together (one native call per key), not one by one below
+        self._metadata.many(chunks)
         for chunk in chunks:
             rg = chunk.row_group
             if rg in found:

@@ -171,6 +171,35 @@ def test_batches_answer_as_the_one_chunk_reads(files: dict[str, tuple[Path, KeyA
                                      reader.bloom_filter(3, "key")) if bf is not None]
 
 
+@pytest.mark.parametrize("kind", ["gcm", "gcm-ctr", "external"])
+def test_filters_asked_first_open_their_metadata_together(files: dict[str, tuple[Path, KeyAccess | None]],
+                                                          kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bloom_filters on a fresh reader: where each filter lies is in its chunk's encrypted
+    ColumnMetaData, opened together (one native call per key), never one module at a time."""
+    import secure_bloom.parquet.file.crypto_context as crypto_context
+
+    path, keys = files[kind]
+    with ParquetBloomReader(path, keys, filter_cache_bytes=0) as reader:
+        rgs = list(range(reader.num_row_groups))
+        expected = [None if bf is None else bf.bitset for bf in
+                    (reader.bloom_filter(rg, "key") for rg in rgs)]
+    one_by_one: list[ModuleType] = []
+    real = crypto_context.decrypt_module
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        one_by_one.append(kwargs["module_type"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(crypto_context, "decrypt_module", counting)
+    with ParquetBloomReader(path, keys, filter_cache_bytes=0) as reader:
+        assert reader.chunk(0, "key").encrypted_metadata is not None  # the control: encrypted metadata
+        got = [None if bf is None else bf.bitset for bf in reader.bloom_filters("key", rgs)]
+        assert ModuleType.COLUMN_META_DATA not in one_by_one
+        reader.column_metadata(reader.chunk(0, "n"))  # the control: the counter sees the one-by-one path
+        assert ModuleType.COLUMN_META_DATA in one_by_one
+    assert got == expected and any(b is not None for b in got)
+
+
 def test_pruning_through_the_reader_prunes_by_bloom_filters(files: dict[str, tuple[Path, KeyAccess | None]]) -> None:
     """A control: the differential tests against pyarrow would pass vacuously if nothing were pruned."""
     path, keys = files["gcm"]
