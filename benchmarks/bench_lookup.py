@@ -580,7 +580,8 @@ def lookup_targets(workloads: list[tuple[str, dict[str, Any]]], result: dict[str
             ours, arrow = s3[f"ours_{label}"], s3[f"pyarrow_{label}"]
             out.append(at_most(f"object store, {label}: pruning requests per file, ours (moto S3, {s3['files']} files)",
                                ours["pruning_requests_max"], 2, "",
-                               note=f"all requests on objects per file: ours {ours['requests_per_file']}, pyarrow "
+                               note=f"the most one object got while pruning (its HEAD, tail, filters); "
+                                    f"all requests on objects per file: ours {ours['requests_per_file']}, pyarrow "
                                     f"{arrow['requests_per_file']} (a survivor's scan adds its HEAD and data read); "
                                     f"once per lookup: ours {ours['per_lookup']}, pyarrow {arrow['per_lookup']} "
                                     f"(prefix HEAD, listings); bytes per file ours {ours['bytes_per_file']:,}, "

@@ -15,6 +15,8 @@ take turns (A B A B) and keep the minimum.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import importlib.util
 import logging
 import shutil
@@ -154,7 +156,7 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
     uploaded to moto's S3 server on 127.0.0.1: HTTP requests and response bytes per file, ours
     (``scan`` then its table) beside ``pyarrow.dataset`` with the same decryption, counted at a
     proxy: requests naming an object per file, requests once per lookup (the prefix, listings),
-    and ours' pruning reads per file from the prune report."""
+    and the most requests ours' pruning made on one object (its HEAD, tail and filter reads)."""
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as e:
@@ -187,11 +189,12 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
             for engine in ("ours", "pyarrow"):
                 fs = s3.filesystem()
                 s3.reset()
-                pruning: list[int] = []
+                pruning: Counter[str] = Counter()
                 if engine == "ours":
                     pruned = scan(prefix, filesystem=fs, filters=[("key", "==", key)],
                                   keys=KeyAccess(kms=data["kms"]))
-                    pruning = [f.metadata_requests for f in pruned.report.files]
+                    # the pruning's requests on each object (its HEAD, tail, filters), before the scan
+                    pruning.update(where for _, where, _ in s3.log if where.split("?")[0].endswith(".parquet"))
                     rows = pruned.to_table().num_rows
                 else:
                     dataset = ds.dataset(prefix, filesystem=fs, format=parquet_format(KeyAccess(kms=data["kms"])))
@@ -204,8 +207,8 @@ def object_store_requests(data: dict[str, Any], keys: dict[str, str], files: int
                     "requests_per_file": round(on_objects / len(paths), 2),
                     # the prefix's HEAD and the listings: once per lookup, not per file
                     "per_lookup": sum(requests.values()) - on_objects,
-                    # ours only: the pruning reads of each file (tail, then the coalesced filters)
-                    "pruning_requests_max": max(pruning, default=None),
+                    # ours only: the most requests the pruning made on one object (HEAD, tail, filters)
+                    "pruning_requests_max": max(pruning.values(), default=None),
                     "bytes_per_file": round(body / len(paths))}
         return out
     finally:

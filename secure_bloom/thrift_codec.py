@@ -370,7 +370,10 @@ class _GcPause:
     """The process's one pause of the cyclic garbage collector, reentrant and shared by threads:
     the first entry turns the collector off (if it is on: otherwise it is the caller's choice and
     is left alone), the last exit turns it back on. Concurrent pauses on several threads thus
-    never turn it on under one another, nor leave it off."""
+    never turn it on under one another, nor leave it off. Python's collector switch is one flag
+    for the process with no owner: a ``gc.disable()`` another thread makes while a pause is on
+    cannot be told from the pause's own, and the last exit turns the collector back on; code
+    that keeps the collector off does so before its first lookup, or keeps it off itself.
 
     __slots__ = ("_lock", "_depth", "_was_enabled")
 
