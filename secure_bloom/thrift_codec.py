@@ -373,7 +373,7 @@ class _GcPause:
     never turn it on under one another, nor leave it off. Python's collector switch is one flag
     for the process with no owner: a ``gc.disable()`` another thread makes while a pause is on
     cannot be told from the pause's own, and the last exit turns the collector back on; code
-    that keeps the collector off does so before its first lookup, or keeps it off itself.
+    that keeps the collector off does so before its first lookup, or keeps it off itself."""
 
     __slots__ = ("_lock", "_depth", "_was_enabled")
 
