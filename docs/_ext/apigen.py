@@ -78,6 +78,14 @@ def _summary(obj: Any) -> str:
     return first.rstrip(":") + ("" if first.endswith(".") else ".")
 
 
+def _made_of_parts(cls: type) -> bool:
+    """Whether ``cls`` is built on classes of the package alone (``ParquetBloomReader`` on its
+    parts): its page then shows their members too, so every method is documented where users
+    call it. A class with a builtin base (an exception) shows only its own."""
+    bases = cls.__mro__[1:-1]
+    return bool(bases) and all(getattr(b, "__module__", "").split(".")[0] == PACKAGE for b in bases)
+
+
 def _page(modname: str) -> str:
     module = importlib.import_module(modname)
     title = f"``{modname}``"
@@ -94,7 +102,8 @@ def _page(modname: str) -> str:
             lines += [f".. py:data:: {modname}.{name}", "", f"   Type alias: ``{_alias_text(obj)}``.", ""]
         elif inspect.isclass(obj):
             kind = "exception" if issubclass(obj, BaseException) else "class"
-            lines += [f".. auto{kind}:: {modname}.{name}", "   :members:", "   :show-inheritance:", ""]
+            lines += [f".. auto{kind}:: {modname}.{name}", "   :members:", "   :show-inheritance:"]
+            lines += ["   :inherited-members:", ""] if _made_of_parts(obj) else [""]
         elif inspect.isfunction(obj):
             lines += [f".. autofunction:: {modname}.{name}", ""]
         elif inspect.ismodule(obj):
