@@ -253,14 +253,6 @@ def _as_hashes(hashes: Any) -> Hashes:
     return np.frombuffer(view, dtype=np.uint64)
 
 
-def _many_args(bitsets: Any, hashes: Any) -> tuple[list[memoryview], Hashes]:
-    """The checked arguments of :func:`sbbf_check_many`, for either backend: a read-only view of
-    each bitset and the uint64 hashes."""
-    if isinstance(bitsets, (bytes, bytearray, memoryview, str)) or not isinstance(bitsets, Sequence):
-        raise TypeError(f"bitsets must be a sequence of bytes-like objects, got {type(bitsets).__name__}")
-    return [_bitset_view(b, writable=False) for b in bitsets], _as_hashes(hashes)
-
-
 @contextmanager
 def _malformed() -> Iterator[None]:
     """The C module raises ValueError for malformed buffers: re-raise as the library's class."""
@@ -609,13 +601,21 @@ def sbbf_check_many(bitsets: Sequence[Any], hashes: Any) -> npt.NDArray[np.bool_
     TypeError
         ``bitsets`` is not a sequence of buffers, or the hashes are not integers.
     """
-    views, h = _many_args(bitsets, hashes)
-    out = np.empty((len(views), h.size), dtype=np.bool_)
+    if isinstance(bitsets, (bytes, bytearray, memoryview, str)) or not isinstance(bitsets, Sequence):
+        raise TypeError(f"bitsets must be a sequence of bytes-like objects, got {type(bitsets).__name__}")
+    h = _as_hashes(hashes)
     if _native is None:
+        views = [_bitset_view(b, writable=False) for b in bitsets]
+        out = np.empty((len(views), h.size), dtype=np.bool_)
         for row, view in zip(out, views):
             row[:] = _np_check(view, h)
-    else:
-        _native.sbbf_check_many(views, h, out)
+        return out
+    items = list(bitsets)  # one snapshot: the C code takes (and checks) each buffer of it once
+    out = np.empty((len(items), h.size), dtype=np.bool_)
+    try:
+        _native.sbbf_check_many(items, h, out)
+    except ValueError as e:  # a bitset outside [32 B, 128 MiB], as _bitset_view says it
+        raise MalformedBitsetError(str(e)) from None
     return out
 
 

@@ -1015,7 +1015,8 @@ static PyObject *py_check(PyObject *self, PyObject *args, PyObject *kw) { return
 
 /* check_many(bitsets, hashes, out): out[f * n + i] = hash i against bitsets[f], for a sequence of
  * bitsets (the filters of one file's row groups) and one array of n hashes (hashed once): every
- * filter in one call, with the GIL released once. Each bitset is validated as sbbf_check's is. */
+ * filter in one call, with the GIL released once. Each bitset is validated here, as sbbf_check's is
+ * (its buffer held from then on): the Python wrapper hands the sequence over unchecked. */
 static PyObject *py_check_many(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"bitsets", "hashes", "out", NULL};
@@ -1050,8 +1051,8 @@ static PyObject *py_check_many(PyObject *self, PyObject *args, PyObject *kw)
         PyObject *item = PySequence_Fast_GET_ITEM(bitsets, held);
         if (PyObject_GetBuffer(item, &views[held], PyBUF_C_CONTIGUOUS) < 0) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "bitsets[%zd] must be a C-contiguous buffer (bytes-like object), got %.100s",
-                         held, Py_TYPE(item)->tp_name);
+            PyErr_Format(PyExc_TypeError, "bitsets[%zd]: bitset must be a bytes-like object (buffer protocol), "
+                         "C-contiguous, got %.100s", held, Py_TYPE(item)->tp_name);
             goto done;
         }
         if (bitset_blocks(&views[held], &blocks[held]) < 0) {

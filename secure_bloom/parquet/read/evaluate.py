@@ -10,8 +10,9 @@ groups at once:
 
 The provider is :class:`~.facts.ReaderFacts`: a file's reader for this lookup, answering first
 from the :class:`~.prune_cache.FileFacts` a :class:`~.prune_cache.PruneCache` holds of it (a warm
-lookup and a cold one are this code over the same provider, with and without cached facts). Its
-reads are batched per column: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.column_metadata_many`
+lookup and a cold one are this code over the same provider, with and without cached facts), or
+:class:`~.facts.FilesFacts`: the files of a warm lookup the cache answers alone, joined, judged in
+one evaluation. Its reads are batched per column: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.column_metadata_many`
 and :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.bloom_filters`.
 
 Per file, every candidate row group is judged at once and column-wise, in two passes. First the
@@ -272,6 +273,24 @@ class TreePlan:
     checked: list[LeafView]
     bloom: bool
 
+    def asked(self) -> list[tuple[ColumnInfo, bool]]:
+        """Every column judging may ask facts of (:class:`RowGroupFacts`), each with whether it
+        may ask the column's filters too (a leaf with a query), not only its bounds: what a
+        provider must hold to answer without reading.
+
+        Returns
+        -------
+        list of (ColumnInfo, bool)
+            One per leaf in the file; a column asked by two leaves appears twice.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
+        return [(view.info, self.bloom and view.query is not None) for view in self.views.values()
+                if view.info is not None]
+
 
 def uses_bloom(tree: Node) -> bool:
     """Whether the tree may consult a Bloom filter (an ``==`` or ``in`` leaf).
@@ -337,6 +356,30 @@ def tree_plan(tree: Node, columns: tuple[ColumnInfo, ...], schema: pa.Schema | N
                                 [v for v in views.values() if v.plan.mode == "bounds" or v.set_check],
                                 uses_bloom(tree))
     return plan
+
+
+def _array_verdicts(view: LeafView, rgs: list[int], lows: list[Any], highs: list[Any], own: pa.DataType,
+                    kind: str, bounded: bool) -> dict[int, str]:
+    """The verdicts of ``view`` on row groups ``rgs`` from their known bounds, compared as Arrow
+    arrays of the file's type ``own``. Bounds that type cannot hold are RAISES: only the row
+    groups holding them (each judged on its own then), whatever other row groups, of this file
+    or of others judged with it, hold."""
+    leaf = view.leaf
+    try:
+        low_array, high_array = bounds_array(lows, own, kind), bounds_array(highs, own, kind)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        if len(rgs) == 1:
+            return {rgs[0]: RAISES}
+        out: dict[int, str] = {}
+        for rg, low, high in zip(rgs, lows, highs):
+            out.update(_array_verdicts(view, [rg], [low], [high], own, kind, bounded))
+        return out
+    verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
+                               pa.types.is_floating(own)) if bounded else [MAY] * len(rgs)
+    if view.set_check and view.plan.typ is not None:
+        raises = set_check_raises(leaf.values, view.plan.typ, low_array, high_array)
+        verdicts = [RAISES if r else v for v, r in zip(verdicts, raises)]
+    return dict(zip(rgs, verdicts))
 
 
 class TreeVerdicts:
@@ -436,16 +479,7 @@ class TreeVerdicts:
             highs.append(b.high)
         if not rgs:
             return unknown
-        try:
-            low_array, high_array = bounds_array(lows, own, kind), bounds_array(highs, own, kind)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError):
-            return {**unknown, **{rg: RAISES for rg in rgs}}
-        verdicts = bounds_verdicts(view.plan, leaf.op, leaf.values, low_array, high_array,
-                                   pa.types.is_floating(own)) if bounded else [MAY] * len(rgs)
-        if view.set_check and view.plan.typ is not None:
-            raises = set_check_raises(leaf.values, view.plan.typ, low_array, high_array)
-            verdicts = [RAISES if r else v for v, r in zip(verdicts, raises)]
-        return {**unknown, **dict(zip(rgs, verdicts))}
+        return {**unknown, **_array_verdicts(view, rgs, lows, highs, own, kind, bounded)}
 
     # the tree, column-wise
 

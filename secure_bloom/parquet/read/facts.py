@@ -13,7 +13,7 @@ without a cache (which raises what an uncached read raises).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ...errors import MissingKeyError, SecureBloomError
 from ...filter import SplitBlockBloomFilter
@@ -24,7 +24,223 @@ from ..file.schema import ColumnInfo
 from .prune_cache import FileFacts
 from .statistics import Bounds, chunk_bounds, stat_kind
 
-__all__ = ["ReaderFacts"]
+__all__ = ["ReaderFacts", "FilesFacts", "Grants", "probe_filters", "still_granted"]
+
+
+def still_granted(recheck: Callable[[KeyGrant], None] | None, grant: KeyGrant) -> bool:
+    """Whether the caller still gets the key ``grant`` names: ``recheck`` (the lookup's
+    ``KeyUnwrapper.rechecker()``) gives it again. Facts derived with a key not granted are not
+    used: the file is read as without a cache (its error is then the caller's).
+
+    Parameters
+    ----------
+    recheck : callable or None
+        The lookup's recheck (None: no keys given, nothing is granted).
+    grant : KeyGrant
+        The key the facts were derived with.
+
+    Returns
+    -------
+    bool
+        True when the key is granted now.
+
+    Raises
+    ------
+    None
+        A refusal (any :class:`~secure_bloom.errors.SecureBloomError`) is False.
+    """
+    if recheck is None:
+        return False
+    try:
+        recheck(grant)
+    except SecureBloomError:
+        return False
+    return True
+
+
+class Grants:
+    """The keys one lookup found the caller still gets (:func:`still_granted`): each granted key
+    is rechecked once per lookup, whichever files its facts come from; a refusal is not kept
+    (the next file asks again, as :meth:`~secure_bloom.kms.KeyUnwrapper.rechecker` does).
+
+    Parameters
+    ----------
+    recheck : callable or None
+        The lookup's recheck (``KeyUnwrapper.rechecker()``; None: no keys given).
+    """
+
+    __slots__ = ("recheck", "_granted")
+
+    def __init__(self, recheck: Callable[[KeyGrant], None] | None) -> None:
+        self.recheck = recheck
+        self._granted: set[bytes] = set()
+
+    def __call__(self, grant: KeyGrant) -> bool:
+        """Whether the caller still gets the key ``grant`` names.
+
+        Parameters
+        ----------
+        grant : KeyGrant
+            The key some cached facts were derived with.
+
+        Returns
+        -------
+        bool
+            True when granted (now, or earlier in this lookup).
+
+        Raises
+        ------
+        None
+            A refusal is False.
+        """
+        if grant.key_metadata in self._granted:
+            return True
+        if still_granted(self.recheck, grant):
+            self._granted.add(grant.key_metadata)
+            return True
+        return False
+
+
+def probe_filters(filters: Sequence[SplitBlockBloomFilter | None], hashes: Sequence[int]) -> list[bool]:
+    """Per filter, whether it may hold any of ``hashes`` (None: no filter, "may"): every filter
+    probed with every hash in one kernel call (:meth:`~secure_bloom.filter.SplitBlockBloomFilter.check_many`).
+
+    Parameters
+    ----------
+    filters : sequence of SplitBlockBloomFilter or None
+        The filters (of any sizes).
+    hashes : sequence of int
+        A query's xxHash64 values.
+
+    Returns
+    -------
+    list of bool
+        One per filter: False only where the filter rules out every hash.
+
+    Raises
+    ------
+    ValueError
+        A hash outside the unsigned 64-bit range.
+    """
+    present = [bf for bf in filters if bf is not None]
+    if not present:
+        return [True] * len(filters)
+    hits = iter(cast("list[bool]", SplitBlockBloomFilter.check_many(present, hashes).any(axis=1).tolist()))
+    return [True if bf is None else next(hits) for bf in filters]
+
+
+class FilesFacts:
+    """Several files' facts as one :class:`~.evaluate.RowGroupFacts`: their row groups numbered
+    one after another, file by file, so one evaluation judges them all column-wise (one array
+    of bounds per leaf, one probe of every filter). Made of :class:`ReaderFacts` that
+    :meth:`~ReaderFacts.answers` the evaluation from the cache alone (a warm lookup), of files
+    sharing one column layout: nothing is read, and what each file is told is what judging it
+    alone tells (the evaluator judges every row group on its own facts).
+
+    Parameters
+    ----------
+    parts : sequence of ReaderFacts
+        The files, each answering from its cached facts; one ``columns`` tuple shared by all.
+
+    Raises
+    ------
+    ValueError
+        No parts, parts of two layouts, or a part without cached facts.
+    """
+
+    def __init__(self, parts: Sequence[ReaderFacts]) -> None:
+        if not parts or any(part.columns is not parts[0].columns or part.facts is None for part in parts):
+            raise ValueError("FilesFacts joins one or more files of one column layout, each with cached facts")
+        self.parts = list(parts)
+        self._facts = [part.facts for part in parts if part.facts is not None]
+        self.columns = parts[0].columns
+        self.type_order = parts[0].type_order
+        #: where each file's row groups start in the joined numbering (and, last, their count)
+        self.starts = [0]
+        for part in parts:
+            self.starts.append(self.starts[-1] + part.num_row_groups)
+        self.num_row_groups = self.starts[-1]
+
+    def split(self, row_groups: Sequence[int]) -> list[list[int]]:
+        """Joined row group numbers (ascending) as each file's own, one list per file.
+
+        Parameters
+        ----------
+        row_groups : sequence of int
+            Joined numbers, ascending.
+
+        Returns
+        -------
+        list of list of int
+            Per file, its row groups among ``row_groups``.
+
+        Raises
+        ------
+        None
+            Nothing of its own.
+        """
+        out: list[list[int]] = [[] for _ in self.parts]
+        starts, part = self.starts, 0
+        for rg in row_groups:
+            while rg >= starts[part + 1]:
+                part += 1
+            out[part].append(rg - starts[part])
+        return out
+
+    def bounds(self, info: ColumnInfo, row_groups: Sequence[int]) -> list[Bounds | None]:
+        """:meth:`ReaderFacts.bounds` of each file, for its row groups among ``row_groups``.
+
+        Parameters
+        ----------
+        info : ColumnInfo
+            The column.
+        row_groups : sequence of int
+            Joined numbers, ascending.
+
+        Returns
+        -------
+        list of Bounds or None
+            One per row group.
+
+        Raises
+        ------
+        None
+            The parts answer from their caches.
+        """
+        ordinal, out = info.ordinal, []
+        for facts, local in zip(self._facts, self.split(row_groups)):
+            held = facts.bounds  # every part answers() from its cache alone: they are all there
+            out.extend([held[(rg, ordinal)] for rg in local])
+        return out
+
+    def may_contain(self, info: ColumnInfo, row_groups: Sequence[int], hashes: Sequence[int]) -> list[bool]:
+        """Whether each row group's filter of ``info`` may hold any of ``hashes``: the cached
+        filters of every file probed together (:func:`probe_filters`).
+
+        Parameters
+        ----------
+        info : ColumnInfo
+            The column.
+        row_groups : sequence of int
+            Joined numbers, ascending.
+        hashes : sequence of int
+            The query's xxHash64 values.
+
+        Returns
+        -------
+        list of bool
+            One per row group (no filter: True).
+
+        Raises
+        ------
+        None
+            The parts answer from their caches.
+        """
+        ordinal, filters = info.ordinal, []
+        for facts, local in zip(self._facts, self.split(row_groups)):
+            held = facts.filters
+            filters.extend([held[(rg, ordinal)] for rg in local])
+        return probe_filters(filters, hashes)
 
 
 class ReaderFacts:
@@ -36,14 +252,14 @@ class ReaderFacts:
         What a cache holds of this version of the file (None: nothing).
     open_reader : callable
         Opens the file's reader (called at most once, on first need).
-    recheck : callable, optional
-        The caller's key recheck (``KeyUnwrapper.recheck``) for facts derived with a key.
+    grants : Grants, optional
+        The lookup's rechecks of the keys cached facts were derived with (None: no keys given).
     """
 
     def __init__(self, facts: FileFacts | None, open_reader: Callable[[], ParquetBloomReader],
-                 recheck: Callable[[KeyGrant], None] | None = None) -> None:
+                 grants: Grants | None = None) -> None:
         self._open = open_reader
-        self._recheck = recheck
+        self._grants = grants
         self._granted: dict[bytes, bool] = {}
         self._reader: ParquetBloomReader | None = None
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
@@ -64,14 +280,40 @@ class ReaderFacts:
         """Whether the caller still gets the key ``grant`` names (asked once per evaluation)."""
         known = self._granted.get(grant.key_metadata)
         if known is None:
-            known = self._recheck is not None
-            if self._recheck is not None:
-                try:
-                    self._recheck(grant)
-                except SecureBloomError:
-                    known = False  # the file is read as without a cache: its error is the caller's
-            self._granted[grant.key_metadata] = known
+            known = self._granted[grant.key_metadata] = self._grants is not None and self._grants(grant)
         return known
+
+    def answers(self, asked: Sequence[tuple[ColumnInfo, bool]], row_groups: Sequence[int]) -> bool:
+        """Whether the cached facts alone answer everything ``asked`` (:meth:`.TreePlan.asked`:
+        columns, each with whether its filters are asked too) for ``row_groups``, every key they
+        were derived with still granted: then :meth:`bounds` and :meth:`may_contain` read nothing.
+
+        Parameters
+        ----------
+        asked : sequence of (ColumnInfo, bool)
+            The columns an evaluation may ask of, and whether their filters too.
+        row_groups : sequence of int
+            The row groups it judges.
+
+        Returns
+        -------
+        bool
+            True when nothing would be read from the file.
+
+        Raises
+        ------
+        None
+            A key no longer granted is False (asked once per evaluation).
+        """
+        facts = self.facts
+        if facts is None:
+            return False
+        for info, filters in asked:
+            if not self._all_cached(row_groups, info.ordinal, facts.bounds):
+                return False
+            if filters and not self._all_cached(row_groups, info.ordinal, facts.filters):
+                return False
+        return True
 
     def _held(self, at: tuple[int, int], held: Mapping[tuple[int, int], Any]) -> bool:
         """Whether ``held`` (the cached bounds or filters) may answer for ``at``."""
@@ -196,8 +438,7 @@ class ReaderFacts:
         ordinal = info.ordinal
         held = self.facts.filters if self.facts is not None else {}
         if self._all_cached(row_groups, ordinal, held):
-            return [bf is None or any(bf.check_hash(h) for h in hashes)
-                    for bf in (held[(rg, ordinal)] for rg in row_groups)]
+            return probe_filters([held[(rg, ordinal)] for rg in row_groups], hashes)
         to_read = self._unknown(row_groups, ordinal, held, self._filters)
         if to_read:
             try:
@@ -219,7 +460,7 @@ class ReaderFacts:
                 except MissingKeyError:
                     out.append(True)  # unavailable for this evaluation only: never recorded
                     continue
-            out.append(bf is None or any(bf.check_hash(h) for h in hashes))
+            out.append(bf is None or probe_filters([bf], hashes)[0])
         return out
 
     def learned(self, path: str) -> FileFacts | None:

@@ -32,12 +32,15 @@ asks for both zeros, a NaN is always "maybe".
 
 :func:`prune_files` runs over many files concurrently (threads: footers and filters are range
 reads, the kernels release the GIL), with a progress bar on a TTY, holding only one reader per
-worker and the small per-file results.
+worker and the small per-file results. The local files a :class:`~.prune_cache.PruneCache`
+answers alone (a warm lookup) are judged together first, by the same evaluator over their
+joined facts (:class:`~.facts.FilesFacts`): one evaluation of the tree for all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -48,16 +51,15 @@ from typing import Any
 import pyarrow as pa
 
 from ... import thrift_codec
-from ...kms import KeyGrant
-from ..file.identity import identity_size, open_identified, pinned_identity
+from ..file.identity import Identity, identity_size, open_identified, pinned_identity
 from ..file.keys import KeyAccess
 from ..file.reader import ParquetBloomReader
 from ..file.sources import is_local_source
-from .evaluate import RowGroupFacts, TreeVerdicts, tree_plan
-from .facts import ReaderFacts
+from .evaluate import RowGroupFacts, TreePlan, TreeVerdicts, tree_plan
+from .facts import FilesFacts, Grants, ReaderFacts
 from .outcome import FilePrune, PruneReport
 from .predicate import Node, columns_of, leaves
-from .prune_cache import PruneCache, filesystem_key
+from .prune_cache import FileFacts, PruneCache, filesystem_key
 
 __all__ = ["FilePrune", "PruneReport", "PruneCache", "prune_reader", "prune_files", "DEFAULT_PRUNE_THREADS",
            "default_prune_threads", "open_pruning_reader"]
@@ -178,26 +180,30 @@ class _CacheUse:
     cache: PruneCache
     scope: int
     filesystem_key: str | None
-    #: This lookup's recheck of the keys cached facts were derived with (None: no keys given).
-    recheck: Callable[[KeyGrant], None] | None
+    #: This lookup's rechecks of the keys cached facts were derived with (each granted key once).
+    grants: Grants
 
 
 def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, schema: pa.Schema | None,
                row_groups: Sequence[int] | None, on_reader: OnReader | None,
                cache: _CacheUse | None, memo: dict[Any, Any], unless_shared: bool = False,
-               preopened: ParquetBloomReader | None = None) -> FilePrune:
+               preopened: ParquetBloomReader | None = None,
+               looked_up: tuple[Identity | None, FileFacts | None] | None = None) -> FilePrune:
     identity = facts = None
     with contextlib.ExitStack() as stack:
         # the open that tells an object's identity (its HEAD) is the one a cache miss reads through
         handles: list[Any] = []
-        if cache is not None and cache.filesystem_key is not None:
+        if looked_up is not None:  # a local file's identity and cached facts, asked already
+            identity, facts = looked_up
+        elif cache is not None and cache.filesystem_key is not None:
             handle, identity = open_identified(path, filesystem)
             if handle is not None:
                 stack.callback(handle.close)
                 handles.append(handle)
         if cache is not None:
             name = f"{cache.filesystem_key}:{path}"
-            facts = cache.cache.get(cache.scope, name, identity)
+            if looked_up is None:
+                facts = cache.cache.get(cache.scope, name, identity)
 
         if preopened is not None:
             stack.callback(preopened.close)
@@ -207,7 +213,7 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
                 return preopened
             return stack.enter_context(open_pruning_reader(path, keys, filesystem, handles.pop() if handles else None))
 
-        source = ReaderFacts(facts, open_reader, cache.recheck if cache is not None else None)
+        source = ReaderFacts(facts, open_reader, cache.grants if cache is not None else None)
         facts = source.facts  # None when a key the facts were derived with is no longer given
         display = facts.path if facts is not None else source.reader.path
         if source.opened is not None and len(source.opened.tail.footer) >= thrift_codec.GC_PAUSE_BYTES:
@@ -244,6 +250,55 @@ def _prune_one(path: str, filesystem: Any, keys: KeyAccess | None, tree: Node, s
     return FilePrune(result.path, result.num_row_groups, result.row_groups, result.pruned_by_statistics,
                      result.pruned_by_bloom, sum(n for _, n in ranges), len(ranges), size,
                      None if cache is None else facts is not None, identity, pinned=pinned)
+
+
+def _answered_from_cache(paths: Sequence[str], tree_of: Callable[[int], Node], groups: Sequence[Sequence[int] | None],
+                         keys: KeyAccess | None, filesystem: Any, schema: pa.Schema | None, cache: _CacheUse,
+                         memo: dict[Any, Any], on_reader: OnReader | None,
+                         unless_shared: bool,
+                         ) -> tuple[dict[int, FilePrune], dict[int, tuple[Identity | None, FileFacts | None]]]:
+    """The results of the local files whose cached facts answer the evaluation alone (by
+    position in ``paths``), and the identity and cached facts looked up of every local file
+    (the same positions: :func:`_prune_one` goes on from them), judged together: the files of one tree and column layout as one
+    :class:`~.facts.FilesFacts`, in one evaluation (a file is told what judging it alone tells:
+    the evaluator judges every row group on its own facts). Nothing is read and nothing raises
+    here: a file the cache does not answer, or one with row groups ``on_reader`` must see opened,
+    is left out, for :func:`_prune_one` (which reports its errors in file order). On an object
+    store each identity is a request whose open the read after a miss goes through: there every
+    file is pruned on its own."""
+    looked_up: dict[int, tuple[Identity | None, FileFacts | None]] = {}
+    if cache.filesystem_key != "local":
+        return {}, looked_up
+    batches: dict[tuple[int, int], tuple[TreePlan, list[tuple[int, ReaderFacts, list[int], Any]]]] = {}
+    for i, path in enumerate(paths):
+        _, identity = open_identified(path, filesystem)  # locally a stat, no open file
+        facts = cache.cache.get(cache.scope, f"{cache.filesystem_key}:{path}", identity)
+        looked_up[i] = identity, facts
+        if facts is None or facts.footer_grant is not None and not cache.grants(facts.footer_grant):
+            continue
+        source = ReaderFacts(facts, functools.partial(open_pruning_reader, path, keys, filesystem), cache.grants)
+        wanted = groups[i]
+        candidates = list(range(source.num_row_groups)) if wanted is None else list(wanted)
+        if wanted is not None and not all(0 <= a < b < source.num_row_groups
+                                          for a, b in zip(candidates, [*candidates[1:], source.num_row_groups])):
+            continue  # not ascending row groups of the file: judged (and refused) on its own
+        plan = tree_plan(tree_of(i), source.columns, schema, memo)
+        if source.answers(plan.asked(), candidates):
+            batches.setdefault((id(plan), id(source.columns)), (plan, []))[1].append((i, source, candidates, identity))
+    answered: dict[int, FilePrune] = {}
+    for plan, members in batches.values():
+        joined = FilesFacts([source for _, source, _, _ in members])
+        joined_candidates = [joined.starts[k] + rg for k, (_, _, candidates, _) in enumerate(members) for rg in candidates]
+        kept, by_stats, by_bloom = (joined.split(rgs) for rgs in TreeVerdicts(plan, joined, joined_candidates).judge())
+        for (i, source, _, identity), keep, stats, bloom in zip(members, kept, by_stats, by_bloom):
+            facts = source.facts
+            assert facts is not None and source.opened is None  # answered from the cache: nothing read
+            shared = bool(keep) and unless_shared and facts.shared_format_opens
+            if on_reader is not None and keep and not shared:
+                continue  # its scan needs a reader: the file is opened, on its own
+            answered[i] = FilePrune(facts.path, source.num_row_groups, tuple(keep), tuple(stats), tuple(bloom), 0, 0,
+                                    identity_size(identity), True, identity, shared)
+    return answered, looked_up
 
 
 def _progress_wanted(progress: bool | None) -> bool:
@@ -347,7 +402,7 @@ def _prune_all(paths: Sequence[str], tree: Node, keys: KeyAccess | None, filesys
     if cache is not None and not isinstance(cache, PruneCache):
         raise TypeError(f"cache must be a PruneCache, got {type(cache).__name__}")
     use = (_CacheUse(cache, cache.scope(keys), filesystem_key(filesystem),
-                     keys.unwrapper.rechecker() if keys is not None else None) if cache is not None else None)
+                     Grants(keys.unwrapper.rechecker() if keys is not None else None)) if cache is not None else None)
     if threads is None:
         threads = default_prune_threads(paths, filesystem)
     if threads < 1:
@@ -362,10 +417,16 @@ def _prune_all(paths: Sequence[str], tree: Node, keys: KeyAccess | None, filesys
 
         bar = tqdm(total=len(paths), desc="pruning", unit="file", file=sys.stderr, leave=False)
 
+    answered, looked_up = ({}, {}) if use is None else _answered_from_cache(
+        paths, (lambda i: tree) if trees is None else trees.__getitem__, groups, keys, filesystem, schema, use, memo,
+        on_reader, on_reader_unless_shared)
+
     def work(i: int) -> FilePrune:
-        preopened = ready.pop(paths[i], None) if use is None else None
-        result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
-                            on_reader, use, memo, on_reader_unless_shared, preopened)
+        result = answered.pop(i, None)
+        if result is None:
+            preopened = ready.pop(paths[i], None) if use is None else None
+            result = _prune_one(paths[i], filesystem, keys, tree if trees is None else trees[i], schema, groups[i],
+                                on_reader, use, memo, on_reader_unless_shared, preopened, looked_up.pop(i, None))
         if bar is not None:
             bar.update(1)
         if on_done is not None:

@@ -323,3 +323,27 @@ def test_a_file_whose_identity_cannot_be_determined_is_not_cached(tmp_path: Path
     with pytest.raises(FileNotFoundError):
         _prune([str(tmp_path / "missing.parquet")], [("key", "==", "x")], None, cache)
     assert cache.stats.uncacheable == 1 and cache.stats.files == 0
+
+
+def test_files_judged_together_are_told_what_each_alone_is(tmp_path: Path) -> None:
+    """A warm lookup judges the files its cache answers alone together (one evaluation over
+    their joined facts, one per column layout): each file gets exactly the uncached answer,
+    with files of two layouts, per-file row group choices, a file the cache does not hold and
+    one changed since it was cached judged on their own among them."""
+    keys = KeyAccess(kms=vector_kms())
+    paths = [str(_write(tmp_path / f"a-{i}.parquet", _table(i * ROWS), "encrypted" if i % 2 else "plaintext", keys))
+             for i in range(4)]
+    other = _table(4 * ROWS).append_column("extra", pa.array([f"x{i}" for i in range(ROWS)]))
+    paths.append(str(_write(tmp_path / "b-4.parquet", other, "plaintext", keys)))
+    groups: list[list[int] | None] = [None, [1, 3], None, [0, 2, 3], None]
+    for filters in FILTERS:
+        cache = PruneCache()
+        _prune(paths[:-1], filters, keys, cache, row_groups=groups[:-1])  # the last file is not cached
+        late = tmp_path / "a-2.parquet"  # changed after it was cached: read again
+        os.utime(late, ns=(time.time_ns(), time.time_ns() + 10_000_000_000))
+        expected = _outcome(_prune(paths, filters, keys, row_groups=groups))
+        warm = _prune(paths, filters, keys, cache, row_groups=groups)
+        assert _outcome(warm) == expected, filters
+        assert [r.from_cache for r in warm] == [True, True, False, True, False]
+        again = _prune(paths, filters, keys, cache, row_groups=groups)
+        assert _outcome(again) == expected and all(r.from_cache for r in again)
