@@ -447,7 +447,7 @@ class ReaderFacts:
                 read = None
             if read is not None:
                 self._filters.update(((rg, ordinal), bf) for rg, bf in zip(to_read, read))
-        out = []
+        found: list[SplitBlockBloomFilter | None] = []
         for rg in row_groups:
             at = (rg, ordinal)
             if self._held(at, held):
@@ -458,10 +458,9 @@ class ReaderFacts:
                 try:
                     bf = self._filters[at] = self.reader.bloom_filter(rg, ordinal)
                 except MissingKeyError:
-                    out.append(True)  # unavailable for this evaluation only: never recorded
-                    continue
-            out.append(bf is None or probe_filters([bf], hashes)[0])
-        return out
+                    bf = None  # unavailable for this evaluation only, never recorded: "may"
+            found.append(bf)
+        return probe_filters(found, hashes)  # every filter of the column in one kernel call
 
     def learned(self, path: str) -> FileFacts | None:
         """The facts to keep: the cached ones plus what this evaluation computed, each derived
