@@ -59,9 +59,11 @@ def still_granted(recheck: Callable[[KeyGrant], None] | None, grant: KeyGrant) -
 
 
 class Grants:
-    """The keys one lookup found the caller still gets (:func:`still_granted`): each granted key
-    is rechecked once per lookup, whichever files its facts come from; a refusal is not kept
-    (the next file asks again, as :meth:`~secure_bloom.kms.KeyUnwrapper.rechecker` does).
+    """What one lookup found of the keys cached facts were derived with (:func:`still_granted`):
+    each key is rechecked once per lookup, whichever files its facts come from. A refusal is
+    kept too, for the lookup: the files whose facts came with that key are read as without a
+    cache (which asks the KMS for the key itself), so a dead or refusing KMS is not asked again
+    first for every such file.
 
     Parameters
     ----------
@@ -69,11 +71,11 @@ class Grants:
         The lookup's recheck (``KeyUnwrapper.rechecker()``; None: no keys given).
     """
 
-    __slots__ = ("recheck", "_granted")
+    __slots__ = ("recheck", "_known")
 
     def __init__(self, recheck: Callable[[KeyGrant], None] | None) -> None:
         self.recheck = recheck
-        self._granted: set[bytes] = set()
+        self._known: dict[bytes, bool] = {}
 
     def __call__(self, grant: KeyGrant) -> bool:
         """Whether the caller still gets the key ``grant`` names.
@@ -86,19 +88,17 @@ class Grants:
         Returns
         -------
         bool
-            True when granted (now, or earlier in this lookup).
+            True when granted, as first asked in this lookup.
 
         Raises
         ------
         None
             A refusal is False.
         """
-        if grant.key_metadata in self._granted:
-            return True
-        if still_granted(self.recheck, grant):
-            self._granted.add(grant.key_metadata)
-            return True
-        return False
+        known = self._known.get(grant.key_metadata)
+        if known is None:
+            known = self._known[grant.key_metadata] = still_granted(self.recheck, grant)
+        return known
 
 
 def probe_filters(filters: Sequence[SplitBlockBloomFilter | None], hashes: Sequence[int]) -> list[bool]:
@@ -260,7 +260,6 @@ class ReaderFacts:
                  grants: Grants | None = None) -> None:
         self._open = open_reader
         self._grants = grants
-        self._granted: dict[bytes, bool] = {}
         self._reader: ParquetBloomReader | None = None
         self._bounds: dict[tuple[int, int], Bounds | None] = {}
         self._filters: dict[tuple[int, int], SplitBlockBloomFilter | None] = {}
@@ -277,11 +276,8 @@ class ReaderFacts:
             self.num_row_groups, self.columns, self.type_order = facts.num_row_groups, facts.columns, facts.type_order
 
     def _still_granted(self, grant: KeyGrant) -> bool:
-        """Whether the caller still gets the key ``grant`` names (asked once per evaluation)."""
-        known = self._granted.get(grant.key_metadata)
-        if known is None:
-            known = self._granted[grant.key_metadata] = self._grants is not None and self._grants(grant)
-        return known
+        """Whether the caller still gets the key ``grant`` names (asked once per lookup: :class:`Grants`)."""
+        return self._grants is not None and self._grants(grant)
 
     def answers(self, asked: Sequence[tuple[ColumnInfo, bool]], row_groups: Sequence[int]) -> bool:
         """Whether the cached facts alone answer everything ``asked`` (:meth:`.TreePlan.asked`:
