@@ -24,7 +24,9 @@ Polars sees every row and raises where it would. Type errors are Polars' own wha
 pruning (raised, as Polars raises them, when the files hold rows): each comparison of a column
 with literals or a column is first applied on its own to an empty frame of the schema (Polars'
 reader checks them even where its optimizer has removed them from the predicate it hands an IO
-source), and when no row survives, the whole predicate is. Checked with polars 2.1; a form this code does
+source; comparisons of non-strict casts too, their error raised after the casts are evaluated over
+every row, since a cast's own error comes first), and when no row survives, the whole predicate
+is. Checked with polars 2.1; a form this code does
 not know is, like any other untranslatable part, not pruned.
 """
 
@@ -70,32 +72,50 @@ def _compare(field: pc.Expression, op: str, value: pa.Scalar) -> pc.Expression:
             ">": field > value, ">=": field >= value}[op]
 
 
-def _may_raise(node: Any) -> bool:
+def _may_raise(node: Any, but_casts: bool = False) -> bool:
     """Whether evaluating the expression tree ``node`` may raise on some values or types (a cast,
-    arithmetic, a function not known to be total): such a predicate is not used for pruning."""
+    arithmetic, a function not known to be total): such a predicate is not used for pruning.
+    ``but_casts``: whether it may raise in a part other than a non-strict cast."""
     if isinstance(node, list):
-        return any(_may_raise(n) for n in node)
+        return any(_may_raise(n, but_casts) for n in node)
     if not isinstance(node, dict):
         return False
     if set(node) <= {"Column", "Literal"}:
         return False
     if "Alias" in node:
-        return _may_raise(node["Alias"][:1])
+        return _may_raise(node["Alias"][:1], but_casts)
     if "BinaryExpr" in node:
         b = node["BinaryExpr"]
-        return b.get("op") not in _TOTAL_OPS or _may_raise([b.get("left"), b.get("right")])
-    if "Cast" in node:  # strict: on values; non-strict too, on types Polars cannot cast (binary to Int64)
-        return True
+        return b.get("op") not in _TOTAL_OPS or _may_raise([b.get("left"), b.get("right")], but_casts)
+    if "Cast" in node:  # strict: on values; non-strict too, on values Polars cannot cast (b"x" to Int64)
+        return not (but_casts and _non_strict(node)) or _may_raise(node["Cast"].get("expr"), but_casts)
     if "Ternary" in node:
-        return _may_raise(list(node["Ternary"].values()))
+        return _may_raise(list(node["Ternary"].values()), but_casts)
     if "Function" in node:
         fn = node["Function"].get("function")
         kind = next(iter(fn), None) if isinstance(fn, dict) else None
         total = kind == "Boolean" or (kind == "StringExpr" and (
             fn["StringExpr"] in _TOTAL_STRING
             or (isinstance(fn["StringExpr"], dict) and (fn["StringExpr"].get("Contains") or {}).get("literal") is True)))
-        return not total or _may_raise(node["Function"].get("input") or [])
+        return not total or _may_raise(node["Function"].get("input") or [], but_casts)
     return True
+
+
+def _non_strict(node: Any) -> bool:
+    """Whether ``node`` is a non-strict cast (``.cast(..., strict=False)``)."""
+    return isinstance(node, dict) and isinstance(node.get("Cast"), dict) and node["Cast"].get("options") == "NonStrict"
+
+
+def _casts(node: Any) -> Iterator[Any]:
+    """The cast nodes of an expression tree, outermost first."""
+    if isinstance(node, dict):
+        if "Cast" in node:
+            yield node
+        for value in node.values():
+            yield from _casts(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _casts(item)
 
 
 def _integral(value: Any) -> int | None:
@@ -299,26 +319,34 @@ class _Translate:
         return pc.field(column).isin(pa.array(found, arrow))
 
 
-def _leaves(node: Any) -> Iterator[Any]:
+def _operand(node: Any, casts: bool) -> str | None:
+    """"Column" or "Literal" for a column or a literal (``casts``: also under non-strict casts)."""
+    while casts and _non_strict(node):
+        node = node["Cast"].get("expr")
+    kind = next(iter(node), None) if isinstance(node, dict) and len(node) == 1 else None
+    return kind if kind in ("Column", "Literal") else None
+
+
+def _leaves(node: Any, casts: bool = False) -> Iterator[Any]:
     """The comparisons of a column with literals or a column (``==`` ..., ``is_in``,
-    ``is_between``) under the AND / OR / NOT structure of an expression tree, each of which Polars
-    types on its own (its reader evaluates them against row-group statistics, or over rows
-    before its optimizer could remove them)."""
+    ``is_between``; ``casts``: also of non-strict casts of those) under the AND / OR / NOT
+    structure of an expression tree, each of which Polars types on its own (its reader evaluates
+    them against row-group statistics, or over rows before its optimizer could remove them)."""
     if not isinstance(node, dict):
         return
     if "BinaryExpr" in node:
         b = node["BinaryExpr"]
         if b.get("op") in _AND or b.get("op") in _OR:
-            yield from _leaves(b.get("left"))
-            yield from _leaves(b.get("right"))
-        elif b.get("op") in _COMPARE and "Column" in (sides := [next(iter(x), None) for x in (b.get("left"), b.get("right"))
-                                                                if isinstance(x, dict)]) and set(sides) <= {"Column", "Literal"}:
+            yield from _leaves(b.get("left"), casts)
+            yield from _leaves(b.get("right"), casts)
+        elif b.get("op") in _COMPARE and "Column" in (sides := [_operand(b.get("left"), casts),
+                                                                _operand(b.get("right"), casts)]) and None not in sides:
             yield node
     elif "Function" in node:
         fn, inputs = node["Function"].get("function"), node["Function"].get("input") or []
         kind = fn.get("Boolean") if isinstance(fn, dict) else None
         if kind == "Not":
-            yield from _leaves(inputs[0] if inputs else None)
+            yield from _leaves(inputs[0] if inputs else None, casts)
         elif (isinstance(kind, dict) and ("IsIn" in kind or "IsBetween" in kind) and inputs
               and isinstance(inputs[0], dict) and "Column" in inputs[0]
               and all(isinstance(x, dict) and "Literal" in x for x in inputs[1:])):
@@ -338,33 +366,47 @@ def _column_names(node: Any) -> Iterator[str]:
             yield from _column_names(item)
 
 
-def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> None:
+def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> tuple[Exception, list[pl.Expr]] | None:
     """Raise what Polars raises for ``predicate`` over rows of ``schema`` whatever their values:
     each comparison of a column with literals or a column on its own (Polars' reader checks them
     even where its optimizer has removed them from the predicate it hands an IO source:
     ``(c == 2**70) & False``) unless the predicate may raise on some values (then Polars sees
     every row) or the comparison is of a Categorical (which Polars' reader does not check), then
-    (``whole``) the predicate over an empty frame."""
+    (``whole``) the predicate over an empty frame.
+
+    A predicate whose only parts that may raise on values are non-strict casts has its
+    comparisons (of casts too) checked all the same, but their error is returned, not raised,
+    with the casts: over the rows Polars raises a cast's error first (``b"x"`` to Int64), so the
+    caller evaluates the casts over every row and then raises the comparison's error."""
     empty = schema.to_frame()
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # noqa: BLE001 - an expression Polars cannot serialise: the whole one only
         tree = None
     # A predicate that may raise on some values prunes nothing (arrow_predicate): Polars evaluates
-    # all of it over every row and raises what it raises there (a strict cast's error before a
-    # comparison's type error, as its reader does), so no part of it is raised here on its own.
-    for leaf in _leaves(tree) if tree is not None and not _may_raise(tree) else ():
-        if any(isinstance(schema.get(name), (pl.Categorical, pl.Enum)) for name in _column_names(leaf)):
-            # Polars' reader checks no comparison of a Categorical against row-group statistics
-            # ((7 == cat) & False answers no rows): its type errors surface over the rows only
-            continue
-        try:
-            expr = pl.Expr.deserialize(io.StringIO(json.dumps(leaf)), format="json")
-        except Exception:  # noqa: BLE001 - a form Polars does not read back (a NaN literal): not checked
-            continue
-        empty.filter(expr)
+    # all of it over every row and raises what it raises there (a cast's error before a
+    # comparison's type error, as its reader does).
+    casts = tree is not None and _may_raise(tree)
+    if tree is not None and not _may_raise(tree, but_casts=True):
+        for leaf in _leaves(tree, casts):
+            if any(isinstance(schema.get(name), (pl.Categorical, pl.Enum)) for name in _column_names(leaf)):
+                # Polars' reader checks no comparison of a Categorical against row-group statistics
+                # ((7 == cat) & False answers no rows): its type errors surface over the rows only
+                continue
+            try:
+                expr = pl.Expr.deserialize(io.StringIO(json.dumps(leaf)), format="json")
+            except Exception:  # noqa: BLE001 - a form Polars does not read back (a NaN literal): not checked
+                continue
+            try:
+                empty.filter(expr)
+            except Exception as error:  # noqa: BLE001 - Polars' own error, raised by the caller
+                if not casts:
+                    raise
+                return error, [pl.Expr.deserialize(io.StringIO(json.dumps(c)), format="json").alias(f"cast{i}")
+                               for i, c in enumerate(_casts(tree))]
     if whole:
         empty.lazy().filter(predicate).collect()
+    return None
 
 
 def arrow_predicate(predicate: pl.Expr, schema: pa.Schema) -> pc.Expression | None:
@@ -542,24 +584,37 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
     arrow_schema = data.schema
     schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
 
-    def type_checked(predicate: pl.Expr, whole: bool) -> bool:
+    def type_checked(predicate: pl.Expr, whole: bool) -> tuple[Exception, list[pl.Expr]] | None | bool:
         """Raise Polars' type errors of ``predicate`` (:func:`_type_check`) when the files hold
-        rows; False when they hold none (Polars evaluates no predicate over them)."""
+        rows; False when they hold none (Polars evaluates no predicate over them); the error to
+        raise after the casts are evaluated over every row (or None)."""
         try:
-            _type_check(predicate, schema, whole)
+            pending = _type_check(predicate, schema, whole)
         except Exception:
             if data.count_rows():
                 raise
             return False
-        return True
+        if pending is not None and not data.count_rows():
+            return False
+        return pending
 
     def batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                 batch_size: int | None) -> Iterator[pl.DataFrame]:
-        prune_by = None
+        prune_by, pending = None, None
         if predicate is not None:
-            if not type_checked(predicate, whole=False):
+            checked = type_checked(predicate, whole=False)
+            if checked is False:
                 return
+            pending = checked if isinstance(checked, tuple) else None
             prune_by = arrow_predicate(predicate, arrow_schema)
+        if pending is not None:  # every row is read (a cast: no pruning); a cast's error first
+            error, casts = pending
+            for batch in data.scanner_pruned_by(None, batch_size=batch_size or 100_000).to_batches():
+                frame = pl.from_arrow(batch)
+                assert isinstance(frame, pl.DataFrame)
+                frame.select(casts)
+                frame.filter(predicate)  # type: ignore[arg-type]
+            raise error
         columns: Sequence[str] | None = None
         if with_columns is not None:
             used = predicate.meta.root_names() if predicate is not None else []

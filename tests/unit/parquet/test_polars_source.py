@@ -230,3 +230,25 @@ def test_a_categorical_comparison_polars_optimises_away_does_not_raise(tmp_path:
                          (pl.lit(7) == pl.col("cat"), "ComputeError")):
         assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == polars
         assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == polars
+
+
+def test_a_comparison_of_a_non_strict_cast_polars_optimises_away_raises_as_polars(tmp_path: Path) -> None:
+    """Regression (the long differential profile, 2026-12-03): ``c.is_in([]) & (c.cast(String,
+    strict=False) == -32768)`` raises Polars' ComputeError (a string compared with a number),
+    but Polars hands an IO source ``(cast == -32768) & false``, which its filter of the rows
+    answers with no row; the source checked no comparison of a predicate holding a cast. Now the
+    comparisons of non-strict casts are checked too, and their error raised after the casts are
+    evaluated over every row (a cast's own error comes first, as over the rows in Polars)."""
+    table = pa.table({"i16": pa.array([None], pa.int16()), "bin": pa.array([b"x"], pa.binary())})
+    write_table(table, tmp_path / "e.parquet", encryption=encryption_config(True), kms=vector_kms(),
+                bloom_filter_options={"i16": True}, row_group_size=1)
+    pq.write_table(table, tmp_path / "p.parquet", row_group_size=1)
+    as_string = pl.col("i16").cast(pl.String, strict=False) == -32768
+    for expr in (pl.col("i16").is_in([]) & as_string, pl.lit(False) & as_string, as_string,
+                 # the cast's error over the rows comes before the comparison's
+                 pl.lit(False) & as_string & (pl.col("bin").cast(pl.Int64, strict=False) == 1),
+                 # a strict cast: Polars' reader answers no rows (its rows would raise)
+                 pl.col("i16").is_in([]) & (pl.col("i16").cast(pl.String) == -32768)):
+        polars = _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect())
+        assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == polars, expr
+    assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(pl.lit(False) & as_string).collect()) == "ComputeError"
