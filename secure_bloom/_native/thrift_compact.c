@@ -34,6 +34,11 @@
  * field header and take one byte (1 = true) as list elements, doubles are little-endian,
  * ``string`` fields are decoded as strict UTF-8 and ``binary`` fields are bytes.
  *
+ * Raw fields: a struct field whose spec class has the attribute ``thrift_raw_of`` (a struct class)
+ * is checked as that class, every field and check as decoding it would, but nothing is made: its
+ * exact bytes (up to and including its STOP) are the value (secure_bloom.thrift_codec.raw_struct;
+ * a footer's ColumnMetaData, decoded when a reader asks for the chunk's metadata).
+ *
  * Required fields and unions: decode() returns needs_check = False only when every struct it
  * built has all its required fields and, for a class named in union_names, exactly one member
  * (field set = decoded at least once; decoded values are never None). Otherwise the caller runs
@@ -95,6 +100,7 @@ static PyObject *UnsupportedSpec;
 static PyObject *spec_cache;   /* {cls: capsule(ClassSpec)}; lives as long as the module */
 static PyObject *str_thrift_spec;
 static PyObject *str_dict;        /* "__dict__" */
+static PyObject *str_raw_of;      /* "thrift_raw_of" */
 static PyObject *empty_tuple;  /* cls.__new__(cls)'s arguments */
 
 /* ------------------------------------------------------------------ compiled specs */
@@ -103,8 +109,9 @@ typedef struct ClassSpec ClassSpec;
 
 typedef struct TypeDesc {
     int ttype;
+    int raw;                 /* STRUCT: kept as its exact bytes (the spec's class names thrift_raw_of) */
     struct TypeDesc *elem;   /* LIST/SET: element type (owned) */
-    PyObject *cls;           /* STRUCT: the class (strong reference) */
+    PyObject *cls;           /* STRUCT: the class (strong reference; with raw, the class it is checked as) */
     ClassSpec *spec;         /* STRUCT: resolved at first use; owned by spec_cache */
 } TypeDesc;
 
@@ -183,8 +190,23 @@ static int type_compile(TypeDesc *t, PyObject *owner, int ttype, PyObject *spec,
     if (is_scalar(ttype))
         return 0;
     if (ttype == TT_STRUCT) {
+        PyObject *raw_of;
         if (spec == NULL || !PyType_Check(spec))
             return unsupported(owner, "struct field without its class");
+        /* A class naming thrift_raw_of marks a field kept as its bytes, checked as that class. */
+        raw_of = PyObject_GetAttr(spec, str_raw_of);
+        if (raw_of == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+        } else if (!PyType_Check(raw_of)) {
+            Py_DECREF(raw_of);
+            return unsupported(owner, "thrift_raw_of is not a class");
+        } else {
+            t->raw = 1;
+            t->cls = raw_of;  /* the reference GetAttr gave */
+            return 0;
+        }
         Py_INCREF(spec);
         t->cls = spec;
         return 0;
@@ -734,9 +756,11 @@ static void untrack(PyObject *o)
         PyObject_GC_UnTrack(o);
 }
 
-static PyObject *read_struct(Dec *d, ClassSpec *cs);
+static PyObject *read_struct(Dec *d, ClassSpec *cs, int build);
 
-static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
+/* One value of type t. With build = 0 nothing is made (the value is checked as it would be
+ * decoded, and None returned): a raw struct's fields, checked but kept as bytes. */
+static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool, int build)
 {
     const uint8_t *p = NULL;
     Py_ssize_t n = 0;
@@ -747,14 +771,16 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
             return PyBool_FromLong(pending_bool);
         return take(d, 1, &p) < 0 ? NULL : PyBool_FromLong(p[0] == 1);
     case TT_BYTE:
-        return take(d, 1, &p) < 0 ? NULL : PyLong_FromLong((long)(int8_t)p[0]);
+        return take(d, 1, &p) < 0 ? NULL : build ? PyLong_FromLong((long)(int8_t)p[0]) : Py_NewRef(Py_None);
     case TT_I16: case TT_I32: case TT_I64:
         if (integer(d, int_bits(t->ttype), int_name(t->ttype), &v) < 0)
             return NULL;
-        return PyLong_FromLongLong((long long)v);
+        return build ? PyLong_FromLongLong((long long)v) : Py_NewRef(Py_None);
     case TT_DOUBLE:
         if (take(d, 8, &p) < 0)
             return NULL;
+        if (!build)
+            return Py_NewRef(Py_None);
 #if PY_VERSION_HEX >= 0x030B0000
         return PyFloat_FromDouble(PyFloat_Unpack8((const char *)p, 1));
 #else
@@ -764,7 +790,7 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
         if (size(d, &n) < 0)
             return NULL;
         d->pos += n;
-        return PyBytes_FromStringAndSize((const char *)d->buf + d->pos - n, n);
+        return build ? PyBytes_FromStringAndSize((const char *)d->buf + d->pos - n, n) : Py_NewRef(Py_None);
     case TT_STRING: {
         PyObject *s, *copy = NULL;
         const char *text;
@@ -777,12 +803,14 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
                 return NULL;
             text = PyBytes_AS_STRING(copy);
         }
-        s = PyUnicode_DecodeUTF8(text, n, "strict");
+        s = PyUnicode_DecodeUTF8(text, n, "strict");  /* also unbuilt: the same check */
         Py_XDECREF(copy);
         if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
             PyErr_Clear();
             fail(d, "invalid", "UnicodeDecodeError");
         }
+        if (s != NULL && !build)
+            Py_SETREF(s, Py_NewRef(Py_None));
         return s;
     }
     case TT_LIST: case TT_SET: {
@@ -790,11 +818,21 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
         PyObject *list;
         if (collection_begin(d, &etype, &n) < 0)
             return NULL;
+        if (!build) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *item = read_val(d, t->elem, -1, 0);
+                if (item == NULL)
+                    return NULL;
+                Py_DECREF(item);
+            }
+            d->depth--;
+            return Py_NewRef(Py_None);
+        }
         list = PyList_New(n);
         if (list == NULL)
             return NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *item = read_val(d, t->elem, -1);
+            PyObject *item = read_val(d, t->elem, -1, 1);
             if (item == NULL) {
                 Py_DECREF(list);  /* unset items are NULL: list_dealloc skips them */
                 return NULL;
@@ -805,10 +843,21 @@ static PyObject *read_val(Dec *d, TypeDesc *t, int pending_bool)
         untrack(list);
         return list;
     }
-    case TT_STRUCT:
+    case TT_STRUCT: {
+        Py_ssize_t start = d->pos;
+        PyObject *checked;
         if (t->spec == NULL && (t->spec = class_spec(t->cls, d->union_names)) == NULL)
             return NULL;
-        return read_struct(d, t->spec);
+        if (!t->raw || !build)
+            return read_struct(d, t->spec, build);
+        /* Raw: checked field by field as the class (nothing made), then its bytes, STOP included.
+         * A buffer other than bytes may change meanwhile: the bytes kept are decoded (and checked)
+         * again when used, so a change gives an error or other values there, never more. */
+        if ((checked = read_struct(d, t->spec, 0)) == NULL)
+            return NULL;
+        Py_DECREF(checked);
+        return PyBytes_FromStringAndSize((const char *)d->buf + start, d->pos - start);
+    }
     default:
         PyErr_Format(UnsupportedSpec, "type %d", t->ttype);  /* type_compile admits no other */
         return NULL;
@@ -845,12 +894,12 @@ static PyObject *new_struct(ClassSpec *cs, PyObject **dict)
     return obj;
 }
 
-static PyObject *read_struct(Dec *d, ClassSpec *cs)
+static PyObject *read_struct(Dec *d, ClassSpec *cs, int build)
 {
     int64_t last = 0, fid = 0;
     uint64_t set = 0;
-    PyObject *dict;
-    PyObject *obj = new_struct(cs, &dict);
+    PyObject *dict = NULL;
+    PyObject *obj = build ? new_struct(cs, &dict) : Py_NewRef(Py_None);
     if (obj == NULL)
         return NULL;
     if (enter(d) < 0)
@@ -866,11 +915,12 @@ static PyObject *read_struct(Dec *d, ClassSpec *cs)
             f = &cs->fields[fid - cs->min_fid];
         if (f != NULL && f->name != NULL &&
             (ftype == f->type.ttype || (is_binary(ftype) && is_binary(f->type.ttype)))) {
-            PyObject *value = read_val(d, &f->type, pending);
+            PyObject *value = read_val(d, &f->type, pending, build);
             int rc;
             if (value == NULL)
                 goto fail;
-            rc = dict != NULL ? PyDict_SetItem(dict, f->name, value) : PyObject_SetAttr(obj, f->name, value);
+            rc = !build ? 0 : dict != NULL ? PyDict_SetItem(dict, f->name, value)
+                                           : PyObject_SetAttr(obj, f->name, value);
             Py_DECREF(value);
             if (rc < 0)
                 goto fail;
@@ -882,7 +932,8 @@ static PyObject *read_struct(Dec *d, ClassSpec *cs)
     d->depth--;
     if (cs->always_check || (set & cs->required) != cs->required || (cs->is_union && !one_bit(set)))
         d->needs_check = 1;
-    untrack(obj);
+    if (build)
+        untrack(obj);
     if (dict != NULL)
         untrack(dict);
     return obj;
@@ -931,7 +982,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     d.union_names = union_names;
     d.needs_check = 0;
     d.stable = PyBytes_CheckExact(data);
-    obj = read_struct(&d, cs);
+    obj = read_struct(&d, cs, 1);
     if (obj != NULL)
         result = Py_BuildValue("(NnO)", obj, d.pos, d.needs_check ? Py_True : Py_False);
     PyBuffer_Release(&view);
@@ -985,9 +1036,10 @@ PyMODINIT_FUNC PyInit_native_thrift(void)
     spec_cache = PyDict_New();
     str_thrift_spec = PyUnicode_InternFromString("thrift_spec");
     str_dict = PyUnicode_InternFromString("__dict__");
+    str_raw_of = PyUnicode_InternFromString("thrift_raw_of");
     empty_tuple = PyTuple_New(0);
     if (DecodeError == NULL || UnsupportedSpec == NULL || spec_cache == NULL || str_thrift_spec == NULL ||
-        str_dict == NULL || empty_tuple == NULL ||
+        str_dict == NULL || str_raw_of == NULL || empty_tuple == NULL ||
         PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0 ||
         PyModule_AddObjectRef(m, "UnsupportedSpec", UnsupportedSpec) < 0) {
         Py_DECREF(m);

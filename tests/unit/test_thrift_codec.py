@@ -30,7 +30,7 @@ from secure_bloom import thrift_codec
 from secure_bloom.errors import MalformedHeaderError, MalformedThriftError
 from support.paths import REPO_DIR, VECTORS_DIR
 from support.robustness_support import mutated, varint
-from support.thrift_backends import assert_decoders_agree, require_native_thrift
+from support.thrift_backends import assert_decoders_agree, outcome, require_native_thrift
 
 VECTORS = VECTORS_DIR
 M = thrift_codec.idl()
@@ -614,3 +614,100 @@ def test_gc_pauses_on_several_threads_never_turn_the_collector_on_under_one_anot
     second_out.set()
     worker.join(10)
     assert seen == [False] and gc.isenabled()
+
+
+# ---------------------------------------------------------------- raw fields (footer_idl)
+
+F = thrift_codec.footer_idl()
+
+
+def _cmd_spans(raw: bytes) -> list[bytes]:
+    """Each chunk's ColumnMetaData Thrift as the footer holds it (decoded in full, re-serialised)."""
+    meta, _ = thrift_codec.parse(M.FileMetaData, raw)
+    return [thrift_codec.serialize(cc.meta_data) for rg in meta.row_groups for cc in rg.columns]
+
+
+@pytest.mark.parametrize("label", sorted(REAL_FOOTERS))
+def test_a_footer_read_for_reading_keeps_each_column_metadata_as_its_bytes(thrift_backend: str, label: str) -> None:
+    raw = REAL_FOOTERS[label]
+    full, used = thrift_codec.parse(M.FileMetaData, raw)
+    lazy, lazy_used = thrift_codec.parse(F.FileMetaData, raw)
+    assert lazy_used == used and isinstance(lazy, M.FileMetaData)
+    chunks = [cc for rg in lazy.row_groups for cc in rg.columns]
+    assert [cc.meta_data_thrift for cc in chunks] == _cmd_spans(raw)  # exact bytes, STOP included
+    assert all("meta_data" not in vars(cc) for cc in chunks)  # nothing decoded yet
+    assert repr(lazy) == repr(full)  # reading decodes: the object reads as the full one
+    assert all("meta_data" in vars(cc) for cc in chunks)
+    assert [cc.meta_data for cc in chunks] == [cc.meta_data for rg in full.row_groups for cc in rg.columns]
+    assert thrift_codec.serialize(lazy) == raw[:used]
+    assert lazy == thrift_codec.parse(F.FileMetaData, raw)[0]  # read or not, the same fields
+
+
+def test_a_column_metadata_changed_or_replaced_is_written_as_it_is_now(thrift_backend: str) -> None:
+    raw = REAL_FOOTERS["pyarrow v1"]
+    lazy, _ = thrift_codec.parse(F.FileMetaData, raw)
+    first, second = lazy.row_groups[0].columns[:2]
+    first.meta_data.bloom_filter_offset = 12345  # changed once decoded
+    second.meta_data = None  # removed
+    again, _ = thrift_codec.parse(M.FileMetaData, thrift_codec.serialize(lazy))
+    assert again.row_groups[0].columns[0].meta_data.bloom_filter_offset == 12345
+    assert again.row_groups[0].columns[1].meta_data is None
+    assert lazy != thrift_codec.parse(F.FileMetaData, raw)[0]
+
+
+def _footer_with_cmd(cmd: Any) -> bytes:
+    """A one-chunk FileMetaData holding ``cmd`` (serialised as it is, required fields or not)."""
+    chunk = M.ColumnChunk(file_offset=4, meta_data=cmd)
+    return thrift_codec.serialize(M.FileMetaData(version=1, schema=[M.SchemaElement(name="s")], num_rows=0,
+                                                 row_groups=[M.RowGroup(columns=[chunk], total_byte_size=0,
+                                                                        num_rows=0)]))
+
+
+def _cmd(**changes: Any) -> Any:
+    fields = dict(type=6, encodings=[0], path_in_schema=["c"], codec=0, num_values=1, total_uncompressed_size=1,
+                  total_compressed_size=1, data_page_offset=4, statistics=M.Statistics(null_count=0))
+    fields.update(changes)
+    return M.ColumnMetaData(**fields)
+
+
+@pytest.mark.parametrize("case", ["required field missing", "nested required field missing", "bad utf-8",
+                                  "truncated", "ok"])
+def test_a_raw_field_is_checked_as_its_struct_when_the_footer_is_read(thrift_backend: str, case: str) -> None:
+    """Every check decoding the ColumnMetaData makes is made when the footer is read, with the
+    same error and message (the path names ``meta_data``), though nothing is made of it."""
+    raw = _footer_with_cmd(_cmd(**{"required field missing": {"type": None},
+                                   "nested required field missing": {"encoding_stats": [M.PageEncodingStats(
+                                       page_type=0, encoding=0, count=None)]}}.get(case, {})))
+    if case == "bad utf-8":
+        raw = raw.replace(b"\x01c", b"\x01\xff")  # path_in_schema ["c"] -> an invalid UTF-8 string
+    if case == "truncated":
+        raw = raw[:len(raw) - 8]
+    try:
+        full = thrift_codec.parse(M.FileMetaData, raw)[0]
+    except MalformedThriftError as e:
+        with pytest.raises(MalformedThriftError) as lazy_error:
+            thrift_codec.parse(F.FileMetaData, raw)
+        assert str(lazy_error.value) == str(e)
+        assert case != "ok"
+        return
+    assert case == "ok"
+    assert thrift_codec.parse(F.FileMetaData, raw)[0].row_groups[0].columns[0].meta_data == \
+        full.row_groups[0].columns[0].meta_data
+
+
+@pytest.mark.parametrize("label", sorted(REAL_FOOTERS))
+def test_native_equals_python_on_footers_read_for_reading(label: str) -> None:
+    raw = REAL_FOOTERS[label]
+    result = assert_decoders_agree(F.FileMetaData, raw + b"trailing bytes")
+    assert result[0] == "ok" and result[2] == len(raw)
+    for cut in range(0, len(raw), max(1, len(raw) // 300)):
+        assert_decoders_agree(F.FileMetaData, raw[:cut])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(data=st.data())
+def test_native_equals_python_on_mutated_footers_read_for_reading(data: st.DataObject) -> None:
+    raw = data.draw(st.sampled_from(sorted(REAL_FOOTERS.values())), label="footer")
+    mutant = data.draw(mutated(raw), label="mutated")
+    lazy = assert_decoders_agree(F.FileMetaData, mutant)
+    assert lazy[:3] == outcome("native", M.FileMetaData, mutant)[:3]  # read alike, or refused with one message

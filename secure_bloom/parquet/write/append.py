@@ -176,8 +176,9 @@ def _new_metadata(reader: ParquetBloomReader, filters: Sequence[NewFilter], offs
     """A fresh FileMetaData with every new filter's offset and length set."""
     m = thrift_codec.idl()
     footer = reader.footer
-    check_round_trip(footer.metadata, footer.metadata_thrift, "the footer FileMetaData")
+    # every struct decoded (the reader's footer keeps each ColumnMetaData as its bytes until read)
     metadata, _ = thrift_codec.parse(m.FileMetaData, footer.metadata_thrift)
+    check_round_trip(metadata, footer.metadata_thrift, "the footer FileMetaData")
     for new, offset, length in zip(filters, offsets, lengths):
         chunk = new.chunk
         cc = metadata.row_groups[chunk.row_group].columns[chunk.column.ordinal]
