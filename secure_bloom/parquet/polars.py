@@ -38,6 +38,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
@@ -366,7 +367,16 @@ def _column_names(node: Any) -> Iterator[str]:
             yield from _column_names(item)
 
 
-def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> tuple[Exception, list[pl.Expr]] | None:
+@dataclass(frozen=True)
+class _Deferred:
+    """A comparison's type error that Polars raises over the rows only after the predicate's
+    casts ran over every row (a cast's own error comes first)."""
+
+    error: Exception
+    casts: list[pl.Expr]
+
+
+def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> _Deferred | None:
     """Raise what Polars raises for ``predicate`` over rows of ``schema`` whatever their values:
     each comparison of a column with literals or a column on its own (Polars' reader checks them
     even where its optimizer has removed them from the predicate it hands an IO source:
@@ -375,9 +385,9 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> tuple[Exc
     (``whole``) the predicate over an empty frame.
 
     A predicate whose only parts that may raise on values are non-strict casts has its
-    comparisons (of casts too) checked all the same, but their error is returned, not raised,
-    with the casts: over the rows Polars raises a cast's error first (``b"x"`` to Int64), so the
-    caller evaluates the casts over every row and then raises the comparison's error."""
+    comparisons (of casts too) checked all the same, but their error is returned (a
+    :class:`_Deferred`), not raised: over the rows Polars raises a cast's error first (``b"x"`` to
+    Int64), so the caller evaluates the casts over every row and then raises the comparison's."""
     empty = schema.to_frame()
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
@@ -402,8 +412,8 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> tuple[Exc
             except Exception as error:  # noqa: BLE001 - Polars' own error, raised by the caller
                 if not casts:
                     raise
-                return error, [pl.Expr.deserialize(io.StringIO(json.dumps(c)), format="json").alias(f"cast{i}")
-                               for i, c in enumerate(_casts(tree))]
+                return _Deferred(error, [pl.Expr.deserialize(io.StringIO(json.dumps(c)), format="json")
+                                         .alias(f"cast{i}") for i, c in enumerate(_casts(tree))])
     if whole:
         empty.lazy().filter(predicate).collect()
     return None
@@ -584,37 +594,35 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
     arrow_schema = data.schema
     schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
 
-    def type_checked(predicate: pl.Expr, whole: bool) -> tuple[Exception, list[pl.Expr]] | None | bool:
+    def type_checked(predicate: pl.Expr, whole: bool) -> bool | _Deferred:
         """Raise Polars' type errors of ``predicate`` (:func:`_type_check`) when the files hold
-        rows; False when they hold none (Polars evaluates no predicate over them); the error to
-        raise after the casts are evaluated over every row (or None)."""
+        rows: True when there is none, or the error to raise after the casts ran over every row;
+        False when the files hold no rows (Polars evaluates no predicate over them)."""
         try:
-            pending = _type_check(predicate, schema, whole)
+            deferred = _type_check(predicate, schema, whole)
         except Exception:
             if data.count_rows():
                 raise
             return False
-        if pending is not None and not data.count_rows():
-            return False
-        return pending
+        if deferred is None:
+            return True
+        return deferred if data.count_rows() else False
 
     def batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                 batch_size: int | None) -> Iterator[pl.DataFrame]:
-        prune_by, pending = None, None
+        prune_by = None
         if predicate is not None:
             checked = type_checked(predicate, whole=False)
             if checked is False:
                 return
-            pending = checked if isinstance(checked, tuple) else None
+            if isinstance(checked, _Deferred):  # every row is read (a cast: no pruning), its casts first
+                for batch in data.scanner_pruned_by(None, batch_size=batch_size or 100_000).to_batches():
+                    frame = pl.from_arrow(batch)
+                    assert isinstance(frame, pl.DataFrame)
+                    frame.select(checked.casts)
+                    frame.filter(predicate)
+                raise checked.error
             prune_by = arrow_predicate(predicate, arrow_schema)
-        if pending is not None:  # every row is read (a cast: no pruning); a cast's error first
-            error, casts = pending
-            for batch in data.scanner_pruned_by(None, batch_size=batch_size or 100_000).to_batches():
-                frame = pl.from_arrow(batch)
-                assert isinstance(frame, pl.DataFrame)
-                frame.select(casts)
-                frame.filter(predicate)  # type: ignore[arg-type]
-            raise error
         columns: Sequence[str] | None = None
         if with_columns is not None:
             used = predicate.meta.root_names() if predicate is not None else []
