@@ -263,6 +263,7 @@ def _with_raw_fields(cls: Any, raw: dict[int, type], lists: dict[int, type]) -> 
     attrs["thrift_spec"] = spec
     attrs["default_spec"] = [(field[1], None) for field in spec.values() if field is not None]
     if raw:
+        attrs["thrift_raw_fields"] = True  # serialize() writes it field by field (_field_value)
         names = [field[1] for field in spec.values() if field is not None]
         shown = {f"{cls.thrift_spec[fid][1]}_thrift": cls.thrift_spec[fid][1] for fid in raw}
         attrs["__eq__"] = lambda self, other: isinstance(other, type(self)) and _fields(self) == _fields(other)
@@ -683,6 +684,9 @@ class _RawCompactProtocol(TCompactProtocol):
     once read or set, as the struct is now."""
 
     def write_struct(self, obj: Any) -> None:
+        if not getattr(obj, "thrift_raw_fields", False):  # nested structs come back here, each on its own
+            super().write_struct(obj)
+            return
         self._write_struct_begin()
         for fid, spec in obj.thrift_spec.items():  # the IDL's order: ids ascending
             if spec is None:

@@ -107,16 +107,15 @@ def _non_strict(node: Any) -> bool:
     return isinstance(node, dict) and isinstance(node.get("Cast"), dict) and node["Cast"].get("options") == "NonStrict"
 
 
-def _casts(node: Any) -> Iterator[Any]:
-    """The cast nodes of an expression tree, outermost first."""
+def _nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every node of an expression tree (Polars' JSON form), outermost first."""
     if isinstance(node, dict):
-        if "Cast" in node:
-            yield node
+        yield node
         for value in node.values():
-            yield from _casts(value)
+            yield from _nodes(value)
     elif isinstance(node, list):
         for item in node:
-            yield from _casts(item)
+            yield from _nodes(item)
 
 
 def _integral(value: Any) -> int | None:
@@ -356,15 +355,7 @@ def _leaves(node: Any, casts: bool = False) -> Iterator[Any]:
 
 def _column_names(node: Any) -> Iterator[str]:
     """The column names an expression tree (Polars' JSON form) refers to."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Column" and isinstance(value, str):
-                yield value
-            else:
-                yield from _column_names(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _column_names(item)
+    return (n["Column"] for n in _nodes(node) if isinstance(n.get("Column"), str))
 
 
 @dataclass(frozen=True)
@@ -413,7 +404,7 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> _Deferred
                 if not casts:
                     raise
                 return _Deferred(error, [pl.Expr.deserialize(io.StringIO(json.dumps(c)), format="json")
-                                         .alias(f"cast{i}") for i, c in enumerate(_casts(tree))])
+                                         .alias(f"cast{i}") for i, c in enumerate(n for n in _nodes(tree) if "Cast" in n)])
     if whole:
         empty.lazy().filter(predicate).collect()
     return None
