@@ -70,6 +70,27 @@ def test_replaced_between_dataset_and_to_table_prunes_the_new_version(versions: 
     assert read_table(data, filters=KEY)["k"].to_pylist() == [2]
 
 
+def test_replaced_between_pruning_and_a_scanners_open_raises(versions: tuple[Path, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PruningDataset's scanner opens its surviving local files when it is made, right after
+    pruning them (PinnedFileSystem.open_native): a file replaced in between is refused there, and
+    the scanner reads the version pruned or nothing."""
+    data, new = versions
+    opened = PinnedFileSystem.open_native
+
+    def replaced_first(self: PinnedFileSystem, path: str) -> Any:
+        os.replace(new, data)
+        return opened(self, path)
+
+    pruned = dataset(data)
+    monkeypatch.setattr(PinnedFileSystem, "open_native", replaced_first)
+    with pytest.raises(FileChangedError):
+        pruned.scanner(filter=pc.field("k") == 2)
+    monkeypatch.setattr(PinnedFileSystem, "open_native", opened)
+    assert pruned.scanner(filter=pc.field("k") == 2).to_reader().read_all()["k"].to_pylist() == [2]
+    assert [f.row_groups for f in pruned.last_report.files] == [(1,)]  # the new version, pruned anew
+
+
 @pytest.mark.parametrize("count_reads", [False, True])
 def test_replaced_between_scan_and_to_table_raises(versions: tuple[Path, Path], count_reads: bool) -> None:
     data, new = versions

@@ -12,8 +12,15 @@ Issue 28, item 3: a daemon thread inside ``read_table`` (or ``scan(count_reads=T
 the interpreter exits made the process hang or abort (status 134); the exit now waits for the
 scan and parks the thread (``secure_bloom.parquet.file.lifetime.scanning``).
 
+Issue 29 (found by stressing the first scenario with both cores busy: 2 of 8 runs hung): a
+second lock of the same kind. ``to_reader()`` starts the scan holding the GIL and waits for the
+scan's merged-generator lock, which an Arrow thread held while it opened the next file through
+the pinning filesystem (:class:`~secure_bloom.parquet.file.identity.PinnedFileSystem`, Python)
+and waited for the GIL. A PruningDataset's scanner now opens its surviving local files when it is
+made, each checked to be the version pruned, so its scan calls no Python from Arrow's threads.
+
 Every scenario runs in fresh interpreters, each under a deadline, so a hang fails the test
-rather than the suite.
+rather than the suite; a hung interpreter's threads are dumped (faulthandler) into the failure.
 """
 
 from __future__ import annotations
@@ -21,18 +28,28 @@ from __future__ import annotations
 import os
 import queue
 import random
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from secure_bloom.kms import KeyListKms
+from secure_bloom.parquet import KeyAccess, dataset
+from secure_bloom.parquet.file.identity import PinnedFileSystem
 from support.parquet_files import write_encrypted
+
+restrict = import_module("secure_bloom.parquet.read.restrict")
+KEYS = {"kf": b"0123456789012345", "kc1": b"1234567890123450", "kc2": b"1234567890123451"}  # the lake's (tests only)
 
 #: A query that takes a second takes well under this; a deadlocked one never ends.
 QUERY_DEADLINE_S = 30
@@ -40,7 +57,8 @@ QUERIES = 50
 EXIT_RUNS = 24
 
 DUCKDB_SCRIPT = textwrap.dedent("""
-    import os, sys, threading, time
+    import faulthandler, os, signal, sys, threading, time
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent's dump of a hang
     import duckdb
     from secure_bloom.kms import KeyListKms
     from secure_bloom.parquet import KeyAccess, dataset
@@ -102,7 +120,8 @@ def _every_query_answers(lake: str, queries: int) -> None:
             try:
                 answered.append(lines.get(timeout=QUERY_DEADLINE_S).strip())
             except queue.Empty:
-                pytest.fail(f"query {i} did not answer within {QUERY_DEADLINE_S} s (after {len(answered)} answered)")
+                pytest.fail(f"query {i} did not answer within {QUERY_DEADLINE_S} s (after {len(answered)} answered); "
+                            f"its threads:\n{_thread_dump(proc)}")
             assert answered[-1] == f"query {i} answered", (answered[-1], proc.stderr)
         assert proc.wait(timeout=QUERY_DEADLINE_S) == 0, proc.stderr.read()  # type: ignore[union-attr]
     finally:
@@ -111,11 +130,72 @@ def _every_query_answers(lake: str, queries: int) -> None:
             proc.wait()
 
 
+def _thread_dump(proc: subprocess.Popen[str]) -> str:
+    """The Python stacks of every thread of a hung ``proc`` (faulthandler, on SIGUSR1: it needs
+    no GIL), then ``proc`` killed."""
+    proc.send_signal(signal.SIGUSR1)
+    time.sleep(1)
+    proc.kill()
+    _, err = proc.communicate(timeout=QUERY_DEADLINE_S)
+    return err[-20_000:]
+
+
 def test_duckdb_queries_over_encrypted_files_never_deadlock(lake: Path) -> None:
     """50 DuckDB queries (a registered view, a dataset variable), each with a KMS client whose
     keys are not cached yet, over 5 encrypted files with default thread pools: each answers
     within its deadline (before the fix most runs hung within the first 10 queries)."""
     _every_query_answers(str(lake), QUERIES)
+
+
+def test_a_pruning_datasets_scan_calls_no_python_from_arrow_threads(lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What keeps to_reader() from that second deadlock, checked without a race: a scan of a
+    PruningDataset (what DuckDB and Polars are handed) never opens a local file through the
+    pinning filesystem's Python handler; its rows are pyarrow's."""
+    opens: list[str] = []
+    handler_open = PinnedFileSystem.open_input_file
+
+    def counted(self: PinnedFileSystem, path: str) -> Any:
+        opens.append(threading.current_thread().name)
+        return handler_open(self, path)
+
+    monkeypatch.setattr(PinnedFileSystem, "open_input_file", counted)
+    data = dataset(lake, keys=KeyAccess(kms=KeyListKms(KEYS)))
+    where = (pc.field("id") >= 3) & (pc.field("n") >= 0)
+    got = data.scanner(columns=["id", "s", "n"], filter=where).to_reader().read_all()
+    assert opens == []
+    assert sorted(got["id"].to_pylist()) == list(range(3, 2000))
+    assert [f.row_groups for f in data.last_report.files] == [(0, 1, 2, 3)] * 5
+    assert data.to_table(filter=pc.field("id") == 401)["s"].to_pylist() == ["v00401"]  # to_table alike
+    assert opens == []
+
+
+def test_a_scan_that_names_its_files_still_names_them(lake: Path) -> None:
+    """``__filename`` among the columns: the files open through the pinning filesystem, which
+    names them (an open file would be ``<Buffer>``)."""
+    data = dataset(lake, keys=KeyAccess(kms=KeyListKms(KEYS)))
+    named = data.scanner(columns=["id", "__filename"], filter=pc.field("id") == 401).to_table()
+    assert named.to_pydict() == {"id": [401], "__filename": [str(lake / "part-1.parquet")]}
+
+
+def test_files_beyond_the_open_budget_open_when_the_scan_reaches_them(lake: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan opens at most ``native_open_budget()`` files when it is made (a quarter of the
+    open-file limit, at most NATIVE_OPENS_MAX): the others open through the pinning filesystem
+    as the scan reaches them, and every row is still read."""
+    assert 0 < restrict.native_open_budget() <= restrict.NATIVE_OPENS_MAX
+    monkeypatch.setattr(restrict, "native_open_budget", lambda: 2)
+    opens: list[str] = []
+    handler_open = PinnedFileSystem.open_input_file
+
+    def counted(self: PinnedFileSystem, path: str) -> Any:
+        opens.append(Path(path).name)
+        return handler_open(self, path)
+
+    monkeypatch.setattr(PinnedFileSystem, "open_input_file", counted)
+    data = dataset(lake, keys=KeyAccess(kms=KeyListKms(KEYS)))
+    got = data.scanner(columns=["id"], filter=pc.field("id") >= 0).to_table()
+    assert sorted(got["id"].to_pylist()) == list(range(2000))
+    assert sorted(opens) == ["part-2.parquet", "part-3.parquet", "part-4.parquet"]
 
 
 @pytest.mark.s3

@@ -408,6 +408,39 @@ class PinnedFileSystem(CountingFileSystem):
             raise _changed(path, self.inner)
         return raw
 
+    def open_native(self, path: str) -> pa.NativeFile | None:
+        """The checked open of a pinned file (:class:`~secure_bloom.errors.FileChangedError` when
+        it is no longer the version pruned), as ``inner``'s own file, which pyarrow reads without
+        calling back into Python (unless ``inner`` is itself a Python handler); None when a scan of
+        ``path`` must go through this handler (not pinned, reads counted, or bytes held for it).
+        Locally the file is the very inode checked; on an object store the open is its HEAD.
+
+        A scan of a native file never calls Python from Arrow's threads. pyarrow's
+        ``Scanner.to_reader()`` keeps the GIL while it starts the scan and waits there for a lock
+        that an Arrow thread opening a file through a Python handler holds while it waits for
+        the GIL (DuckDB calls it for every query): a scan whose files open here cannot deadlock so.
+
+        Parameters
+        ----------
+        path : str
+            A path on ``inner``.
+
+        Returns
+        -------
+        pyarrow.NativeFile or None
+            The open file, or None.
+
+        Raises
+        ------
+        secure_bloom.errors.FileChangedError
+            The file was modified or replaced after it was pruned.
+        OSError
+            It cannot be opened (``StorageUnavailableError`` for a store that does not answer).
+        """
+        if path not in self.identities or self.counting or path in self.held:
+            return None
+        return self._open(path)
+
     def open_input_file(self, path: str) -> pa.NativeFile:
         """``inner``'s file of ``path``, checked against its recorded identity (``FileChangedError``), its reads counted with a ``counter``."""
         raw = self._open(path)

@@ -516,9 +516,10 @@ def dataset(source: Any, *, filters: Any = None, keys: KeyAccess | None = None, 
     keys = as_key_access(keys)  # a KMS client or factory too, as write_table(kms=...) takes
     base, fs, _, fmt = discover_dataset(source, keys, filesystem, None, partitioning, timeouts)
 
-    def prune(expression: Any, columns: Sequence[str] | None) -> tuple[ds.FileSystemDataset, PruneReport]:
+    def prune(expression: Any, columns: Sequence[str] | None,
+              open_now: bool = False) -> tuple[ds.FileSystemDataset, PruneReport]:
         restricted, _, report = restrict(base, fs, fmt, expression, keys=keys, columns=columns,
-                                         threads=threads, progress=progress, cache=cache)
+                                         threads=threads, progress=progress, cache=cache, open_now=open_now)
         return restricted, report
 
     expression = to_expression(filters)

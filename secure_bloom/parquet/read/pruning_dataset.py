@@ -32,8 +32,18 @@ from .prune import PruneReport
 
 __all__ = ["PruningDataset", "Prune"]
 
-#: ``prune(expression or None, columns read or None) -> (dataset of the surviving row groups, report)``.
-Prune = Callable[[Any, "Sequence[str] | None"], "tuple[ds.FileSystemDataset, PruneReport]"]
+#: ``prune(expression or None, columns read or None, open_now) -> (dataset of the surviving row
+#: groups, report)``; ``open_now``: its local files opened at once (:func:`~.restrict.restrict`).
+Prune = Callable[[Any, "Sequence[str] | None", bool], "tuple[ds.FileSystemDataset, PruneReport]"]
+
+#: The one special field of pyarrow's scans that names a fragment's file (``__filename``).
+_FILENAME_FIELD = "__filename"
+
+
+def _names_filename(*parts: Any) -> bool:
+    """Whether a scan's columns or filter may ask for ``__filename`` (which a fragment read from
+    an open file names ``<Buffer>``): its text appears in them."""
+    return any(part is not None and _FILENAME_FIELD in str(part) for part in parts)
 
 
 def _both(a: pc.Expression | None, b: pc.Expression | None) -> pc.Expression | None:
@@ -73,9 +83,9 @@ class PruningDataset(ds.FileSystemDataset):  # type: ignore[misc]
         """The filter given to :meth:`filter` (or ``dataset(filters=...)``), applied to every scan."""
         return self._attached
 
-    def _restricted(self, prune_by: pc.Expression | None, columns: Any) -> ds.FileSystemDataset:
+    def _restricted(self, prune_by: pc.Expression | None, columns: Any, open_now: bool = False) -> ds.FileSystemDataset:
         read = list(columns) if isinstance(columns, (list, tuple)) else None  # a {name: expression} dict: all
-        restricted, report = self._prune(prune_by, read)
+        restricted, report = self._prune(prune_by, read, open_now)
         self.last_report = report
         return restricted
 
@@ -138,8 +148,14 @@ class PruningDataset(ds.FileSystemDataset):  # type: ignore[misc]
         secure_bloom.errors.SecureBloomError, OSError
             As :meth:`scanner`.
         """
-        restricted = self._restricted(_both(self._attached, prune_by), columns)
-        return ds.Scanner.from_dataset(restricted, columns=columns, filter=_both(self._attached, filter), **kwargs)
+        rows = _both(self._attached, filter)
+        # The surviving files are opened now (each checked to be the version pruned): a
+        # scan started by Scanner.to_reader(), which keeps the GIL (DuckDB's every query), then
+        # never waits for an Arrow thread calling Python to open a file. Unless the scan may
+        # name its files (__filename), which open files cannot tell.
+        restricted = self._restricted(_both(self._attached, prune_by), columns,
+                                      open_now=not _names_filename(columns, rows))
+        return ds.Scanner.from_dataset(restricted, columns=columns, filter=rows, **kwargs)
 
     def get_fragments(self, filter: pc.Expression | None = None) -> Iterator[ds.Fragment]:
         """The fragments (files, restricted to their surviving row groups) that the filter (and

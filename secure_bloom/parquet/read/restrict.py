@@ -38,12 +38,38 @@ from .prune import FilePrune, PruneReport, prune_files
 from .prune_cache import PruneCache
 from .scan_keys import ScanKeys, reads_leaf, scan_keys_for
 
-__all__ = ["restrict", "restrict_located", "parquet_format", "file_format", "HELD_TAIL_BYTES"]
+__all__ = ["restrict", "restrict_located", "parquet_format", "file_format", "native_open_budget", "HELD_TAIL_BYTES",
+           "NATIVE_OPENS_MAX"]
 
 #: Tail bytes of surviving files a restricted dataset keeps for its scan's first open of each
 #: (:class:`~secure_bloom.parquet.file.identity.PinnedFileSystem` ``held``): 64 files' 64 KiB
 #: tails. Files beyond it have their footer fetched again by the scan (one request each).
 HELD_TAIL_BYTES = 4 << 20
+#: The most surviving files a scan made with ``open_now`` opens when it is made.
+NATIVE_OPENS_MAX = 4096
+
+
+def native_open_budget() -> int:
+    """How many surviving files one scan opens at once when it is made (``open_now``): a
+    quarter of the process's soft open-file limit, at most :data:`NATIVE_OPENS_MAX`.
+
+    Returns
+    -------
+    int
+        The file count (files beyond it open when the scan reaches them, through the pinning
+        filesystem).
+
+    Raises
+    ------
+    None
+        Reads a limit.
+    """
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return 256
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return NATIVE_OPENS_MAX if soft == resource.RLIM_INFINITY else max(0, min(NATIVE_OPENS_MAX, soft // 4))
 
 
 def parquet_format(keys: KeyAccess | None) -> ds.ParquetFileFormat:
@@ -120,7 +146,8 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
              expression: Any, *, keys: KeyAccess | None, columns: Sequence[str] | None = None,
              threads: int | None = None, progress: bool | None = None,
              cache: PruneCache | None = None,
-             counter: ReadCounter | None = None) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
+             counter: ReadCounter | None = None, open_now: bool = False,
+             ) -> tuple[ds.FileSystemDataset, Node, PruneReport]:
     """The row groups of ``base`` (from :func:`~.discovery.discover_dataset`) that ``expression`` (None: all) may
     match, as a dataset read through a filesystem that pins each file's pruned version (and
     counts reads into ``counter``); the pruning tree; the report. ``columns`` (None: all) are the
@@ -148,6 +175,13 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
         Kept across lookups.
     counter : ReadCounter, optional
         Counts the scan's reads.
+    open_now : bool, default False
+        Open the surviving files now, each checked to be the version pruned, and make their
+        fragments of the open files (:meth:`~secure_bloom.parquet.file.identity.PinnedFileSystem.open_native`,
+        up to :func:`native_open_budget` files; without ``counter`` only): a scan of them never
+        calls Python from Arrow's threads, which ``Scanner.to_reader()`` needs (it keeps the GIL
+        while it starts the scan). pyarrow names such a fragment ``<Buffer>`` (``__filename``); on
+        an object store the scan fetches its footer again (no tail is held for it).
 
     Returns
     -------
@@ -164,7 +198,7 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
         A file is not Parquet (``NotParquetError``), is damaged, or fails authentication.
     """
     restricted, tree, report, _ = restrict_located(base, fs, fmt, expression, keys=keys, columns=columns, threads=threads,
-                                            progress=progress, cache=cache, counter=counter)
+                                            progress=progress, cache=cache, counter=counter, open_now=open_now)
     return restricted, tree, report
 
 
@@ -195,12 +229,12 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
                      keys: KeyAccess | None, columns: Sequence[str] | None, threads: int | None,
                      progress: bool | None, cache: PruneCache | None, counter: ReadCounter | None,
                      listed: Listed | None = None, opened: dict[str, ParquetBloomReader] | None = None,
-                     ) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
+                     open_now: bool = False) -> tuple[ds.FileSystemDataset, Node, PruneReport, dict[str, int]]:
     """:func:`restrict`, and where each file pruned is in the report.
 
     Parameters
     ----------
-    base, fs, fmt, expression, keys, columns, threads, progress, cache, counter
+    base, fs, fmt, expression, keys, columns, threads, progress, cache, counter, open_now
         As :func:`restrict` takes them.
     listed : Listed, optional
         The files of ``base`` (:func:`~.known.listed_files`) when the caller knows them (a kept
@@ -254,14 +288,17 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
     held: dict[str, tuple[int, bytes]] = {}
-    budget = HELD_TAIL_BYTES  # what of them waits for the scan's opens
+    # what of them waits for the scan's opens; none when the files are opened now (open_now), so
+    # that an object store's open here is the store's own file: its footer is fetched again
+    budget = HELD_TAIL_BYTES if not open_now else 0
     for path in identities:  # in the files' order
         tail = tails.get(path)
         region = tail.held() if tail is not None else None
         if region is not None and len(region[1]) <= budget:
             held[path] = region
             budget -= len(region[1])
-    pinned = pafs.PyFileSystem(PinnedFileSystem(fs, identities, counter, held))
+    handler = PinnedFileSystem(fs, identities, counter, held)
+    pinned = pafs.PyFileSystem(handler)
     if scan_keys is not None:  # the footers read again for it are the scan's metadata reads
         for i, ((path, _), result) in enumerate(zip(kept, pruned)):
             if result.row_groups and (result.shared_format_opens or formats[path] is shared):
@@ -270,9 +307,14 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
                                     metadata_requests=result.metadata_requests + requests)
     chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])
               for (path, part), result in zip(kept, pruned) if result.row_groups]
-    fragments = [chosen_format.make_fragment(path, filesystem=pinned, partition_expression=part,
-                                             row_groups=list(result.row_groups), file_size=result.file_size)
-                 for path, part, result, chosen_format in chosen]
+    opens = native_open_budget() if open_now else 0  # the first files the scan reaches, opened now
+    fragments: list[ds.Fragment] = []
+    for path, part, result, chosen_format in chosen:
+        native = handler.open_native(path) if len(fragments) < opens else None
+        fragments.append(chosen_format.make_fragment(path if native is None else native,
+                                                     filesystem=pinned if native is None else None,
+                                                     partition_expression=part, row_groups=list(result.row_groups),
+                                                     file_size=result.file_size))
     restricted = ds.FileSystemDataset(fragments, schema=base.schema, format=shared, filesystem=pinned)
     # an Arrow thread finishing the scan after to_table returns must never be the one destroying
     # these (its destructor takes the GIL: fatal while the interpreter exits; see .lifetime)
