@@ -96,8 +96,15 @@ class Grants:
             A refusal is False.
         """
         known = self._known.get(grant.key_metadata)
-        if known is None:
-            known = self._known[grant.key_metadata] = still_granted(self.recheck, grant)
+        if known is None:  # still_granted, inlined: the first ask of each key of a warm lookup
+            known = False
+            if self.recheck is not None:
+                try:
+                    self.recheck(grant)
+                    known = True
+                except SecureBloomError:
+                    pass
+            self._known[grant.key_metadata] = known
         return known
 
 
@@ -304,11 +311,16 @@ class ReaderFacts:
         facts = self.facts
         if facts is None:
             return False
-        for info, filters in asked:
-            if not self._all_cached(row_groups, info.ordinal, facts.bounds):
-                return False
-            if filters and not self._all_cached(row_groups, info.ordinal, facts.filters):
-                return False
+        bounds, held_filters, column_grants = facts.bounds, facts.filters, facts.column_grants
+        for info, filters in asked:  # loops, not any() / all(): this runs for every file of a warm lookup
+            ordinal = info.ordinal
+            for rg in row_groups:
+                at = (rg, ordinal)
+                if at not in bounds or filters and at not in held_filters:
+                    return False
+            for grant in column_grants.get(ordinal, ()):
+                if not self._still_granted(grant):
+                    return False
         return True
 
     def _held(self, at: tuple[int, int], held: Mapping[tuple[int, int], Any]) -> bool:

@@ -54,6 +54,7 @@ from ... import thrift_codec
 from ..file.identity import Identity, identity_size, open_identified, pinned_identity
 from ..file.keys import KeyAccess
 from ..file.reader import ParquetBloomReader
+from ..file.schema import ColumnInfo
 from ..file.sources import is_local_source
 from .evaluate import RowGroupFacts, TreePlan, TreeVerdicts, tree_plan
 from .facts import FilesFacts, Grants, ReaderFacts
@@ -270,20 +271,26 @@ def _answered_from_cache(paths: Sequence[str], tree_of: Callable[[int], Node], g
     if cache.filesystem_key != "local":
         return {}, looked_up
     batches: dict[tuple[int, int], tuple[TreePlan, list[tuple[int, ReaderFacts, list[int], Any]]]] = {}
-    for i, path in enumerate(paths):
-        _, identity = open_identified(path, filesystem)  # locally a stat, no open file
-        facts = cache.cache.get(cache.scope, f"{cache.filesystem_key}:{path}", identity)
+    identities = [open_identified(path, filesystem)[1] for path in paths]  # locally a stat, no open file
+    prefix = f"{cache.filesystem_key}:"
+    found = cache.cache.get_many(cache.scope, [prefix + path for path in paths], identities)
+    asked_of: dict[int, tuple[TreePlan, list[tuple[ColumnInfo, bool]]]] = {}  # per plan: what it asks
+    grants = cache.grants
+    for i, (path, identity, facts) in enumerate(zip(paths, identities, found)):
         looked_up[i] = identity, facts
-        if facts is None or facts.footer_grant is not None and not cache.grants(facts.footer_grant):
+        if facts is None or facts.footer_grant is not None and not grants(facts.footer_grant):
             continue
-        source = ReaderFacts(facts, functools.partial(open_pruning_reader, path, keys, filesystem), cache.grants)
+        source = ReaderFacts(facts, functools.partial(open_pruning_reader, path, keys, filesystem), grants)
         wanted = groups[i]
         candidates = list(range(source.num_row_groups)) if wanted is None else list(wanted)
         if wanted is not None and not all(0 <= a < b < source.num_row_groups
                                           for a, b in zip(candidates, [*candidates[1:], source.num_row_groups])):
             continue  # not ascending row groups of the file: judged (and refused) on its own
         plan = tree_plan(tree_of(i), source.columns, schema, memo)
-        if source.answers(plan.asked(), candidates):
+        planned = asked_of.get(id(plan))
+        if planned is None or planned[0] is not plan:
+            planned = asked_of[id(plan)] = (plan, plan.asked())
+        if source.answers(planned[1], candidates):
             batches.setdefault((id(plan), id(source.columns)), (plan, []))[1].append((i, source, candidates, identity))
     answered: dict[int, FilePrune] = {}
     for plan, members in batches.values():

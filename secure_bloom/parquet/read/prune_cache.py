@@ -52,7 +52,7 @@ import pickle
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -382,18 +382,49 @@ class PruneCache:
         """
         with self._lock:
             self._purge_locked()
-            if not reusable(identity):  # unknown, or a digest that does not prove the version
-                self._uncacheable += 1
-                return None
-            entry = self._entries.get((scope, path))
-            if entry is None or entry[0] != identity:
-                if entry is not None:
-                    self._bytes -= self._entries.pop((scope, path))[1].nbytes
-                self._misses += 1
-                return None
-            self._entries.move_to_end((scope, path))
-            self._hits += 1
-            return entry[1]
+            return self._get_locked(scope, path, identity)
+
+    def get_many(self, scope: int, paths: Sequence[str], identities: Sequence[Identity | None]) -> list[FileFacts | None]:
+        """:meth:`get` of each file, under one hold of the lock (a warm lookup asks for every file).
+
+        Parameters
+        ----------
+        scope : int
+            A :meth:`scope`.
+        paths : sequence of str
+            The files.
+        identities : sequence of tuple or None
+            Their versions, one per path.
+
+        Returns
+        -------
+        list of FileFacts or None
+            One per path, as :meth:`get` answers.
+
+        Raises
+        ------
+        ValueError
+            Not one identity per path.
+        """
+        if len(paths) != len(identities):
+            raise ValueError(f"get_many needs one identity per path: {len(identities)} for {len(paths)} paths")
+        with self._lock:
+            self._purge_locked()
+            return [self._get_locked(scope, path, identity) for path, identity in zip(paths, identities)]
+
+    def _get_locked(self, scope: int, path: str, identity: Identity | None) -> FileFacts | None:
+        if not reusable(identity):  # unknown, or a digest that does not prove the version
+            self._uncacheable += 1
+            return None
+        entry = self._entries.get((scope, path))
+        if entry is None or entry[0] != identity:
+            if entry is not None:
+                self._bytes -= self._entries.pop((scope, path))[1].nbytes
+            self._misses += 1
+            return None
+        self._entries.move_to_end((scope, path))
+        self._hits += 1
+        return entry[1]
 
     def put(self, scope: int, path: str, identity: Identity | None, facts: FileFacts) -> None:
         """Keep ``facts`` for this version of the file (replacing what was kept), then drop the

@@ -297,6 +297,29 @@ def test_clear_and_stats(files: tuple[list[str], KeyAccess | None]) -> None:
     assert [r.from_cache for r in _prune(paths, FILTERS[0], keys, cache)] == [False] * 3
 
 
+def test_get_many_answers_and_counts_as_get_does(files: tuple[list[str], KeyAccess | None]) -> None:
+    """get_many (one hold of the lock for a warm lookup's files) answers each file as get does,
+    counts alike, drops an entry of another version, and refuses identities not one per path."""
+    from secure_bloom.parquet.file.identity import file_identity
+
+    paths, keys = files
+    twin, cache = PruneCache(), PruneCache()
+    for c in (twin, cache):
+        _prune(paths, FILTERS[0], keys, c)
+    scope, twin_scope = cache.scope(keys), twin.scope(keys)
+    names = [f"local:{p}" for p in paths]
+    identities = [file_identity(p) for p in paths]
+    stale = (*identities[0][:3], identities[0][3] + 1, *identities[0][4:])  # another version of file 0
+    asked = [*identities[:-1], None]
+    got = cache.get_many(scope, [*names, names[0]], [*asked, stale])
+    assert got == [*[twin.get(twin_scope, n, i) for n, i in zip(names, asked)], twin.get(twin_scope, names[0], stale)]
+    assert all(f is not None for f in got[:-2]) and got[-2:] == [None, None]
+    assert cache.stats.to_dict() == twin.stats.to_dict()
+    assert cache.get_many(scope, names[:1], identities[:1]) == [None]  # the stale ask dropped file 0's entry
+    with pytest.raises(ValueError, match="one identity per path"):
+        cache.get_many(scope, names, identities[:1])
+
+
 def test_repr_shows_counts_only(tmp_path: Path) -> None:
     keys = KeyAccess(kms=vector_kms())
     paths = _files(tmp_path, "encrypted", keys, count=1)
