@@ -54,7 +54,7 @@ from .sources import display_path, locate
 from .tail import TAIL_READ_BYTES, FileTail, read_tail
 
 __all__ = ["Identity", "local_identity", "opened_identity", "open_identified", "file_identity", "identity_size",
-           "reusable", "pinned_identity", "PinnedFileSystem"]
+           "reusable", "pinned_identity", "PinnedFileSystem", "opens_natively"]
 
 Identity = tuple[Any, ...]
 
@@ -305,6 +305,27 @@ def _changed(path: str, filesystem: Any) -> FileChangedError:
         "between pruning and the scan): nothing was read from it; read again to prune the new version")
 
 
+def opens_natively(filesystem: pafs.FileSystem) -> bool:
+    """Whether ``filesystem``'s files are read without calling Python (not a ``PyFileSystem``).
+
+    Parameters
+    ----------
+    filesystem : pyarrow.fs.FileSystem
+        A filesystem.
+
+    Returns
+    -------
+    bool
+        False for a ``pyarrow.fs.PyFileSystem`` (a handler written in Python).
+
+    Raises
+    ------
+    None
+        A type check.
+    """
+    return not isinstance(filesystem, pafs.PyFileSystem)
+
+
 class PinnedFileSystem(CountingFileSystem):
     """A read-only ``pyarrow.fs`` handler over ``inner`` (``pyarrow.fs.PyFileSystem(
     PinnedFileSystem(fs, identities))``) that opens a file named in ``identities`` only if it is
@@ -411,8 +432,9 @@ class PinnedFileSystem(CountingFileSystem):
     def open_native(self, path: str) -> pa.NativeFile | None:
         """The checked open of a pinned file (:class:`~secure_bloom.errors.FileChangedError` when
         it is no longer the version pruned), as ``inner``'s own file, which pyarrow reads without
-        calling back into Python (unless ``inner`` is itself a Python handler); None when a scan of
-        ``path`` must go through this handler (not pinned, reads counted, or bytes held for it).
+        calling back into Python; None when a scan of ``path`` must go through this handler (not
+        pinned, reads counted, bytes held for it, or ``inner`` a Python handler itself, whose files
+        call Python whoever opens them).
         Locally the file is the very inode checked; on an object store the open is its HEAD.
 
         A scan of a native file never calls Python from Arrow's threads. pyarrow's
@@ -437,7 +459,7 @@ class PinnedFileSystem(CountingFileSystem):
         OSError
             It cannot be opened (``StorageUnavailableError`` for a store that does not answer).
         """
-        if path not in self.identities or self.counting or path in self.held:
+        if path not in self.identities or self.counting or path in self.held or not opens_natively(self.inner):
             return None
         return self._open(path)
 

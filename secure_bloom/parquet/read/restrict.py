@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 from ...errors import ColumnNotFoundError
 from ...types import ChunkEncryption
 from ..file.arrow_source import direct_decryption_properties, shared_format_opens
-from ..file.identity import PinnedFileSystem
+from ..file.identity import PinnedFileSystem, opens_natively
 from ..file.keys import KeyAccess
 from ..file.lifetime import retain
 from ..file.reader import ParquetBloomReader
@@ -178,7 +178,8 @@ def restrict(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.ParquetFil
     open_now : bool, default False
         Open the surviving files now, each checked to be the version pruned, and make their
         fragments of the open files (:meth:`~secure_bloom.parquet.file.identity.PinnedFileSystem.open_native`,
-        up to :func:`native_open_budget` files; without ``counter`` only): a scan of them never
+        up to :func:`native_open_budget` files; not with a ``counter``, nor on a filesystem
+        written in Python, a ``pyarrow.fs.PyFileSystem``): a scan of them never
         calls Python from Arrow's threads, which ``Scanner.to_reader()`` needs (it keeps the GIL
         while it starts the scan). pyarrow names such a fragment ``<Buffer>`` (``__filename``); on
         an object store the scan fetches its footer again (no tail is held for it).
@@ -288,9 +289,12 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
     identities = {path: result.scan_identity for (path, _), result in zip(kept, pruned)
                   if result.row_groups and result.scan_identity is not None}
     held: dict[str, tuple[int, bytes]] = {}
-    # what of them waits for the scan's opens; none when the files are opened now (open_now), so
-    # that an object store's open here is the store's own file: its footer is fetched again
-    budget = HELD_TAIL_BYTES if not open_now else 0
+    # the files are opened now (open_now) where that reads them without Python: not through a
+    # counter, nor a filesystem written in Python (whose files call Python whoever opens them)
+    opening = open_now and counter is None and opens_natively(fs)
+    # what of them waits for the scan's opens; none when the files are opened now, so that an
+    # object store's open here is the store's own file: its footer is fetched again
+    budget = HELD_TAIL_BYTES if not opening else 0
     for path in identities:  # in the files' order
         tail = tails.get(path)
         region = tail.held() if tail is not None else None
@@ -307,7 +311,7 @@ def restrict_located(base: ds.FileSystemDataset, fs: pafs.FileSystem, fmt: ds.Pa
                                     metadata_requests=result.metadata_requests + requests)
     chosen = [(path, part, result, shared if result.shared_format_opens else formats[path])
               for (path, part), result in zip(kept, pruned) if result.row_groups]
-    opens = native_open_budget() if open_now else 0  # the first files the scan reaches, opened now
+    opens = native_open_budget() if opening else 0  # the first files the scan reaches, opened now
     fragments: list[ds.Fragment] = []
     for path, part, result, chosen_format in chosen:
         native = handler.open_native(path) if len(fragments) < opens else None
