@@ -96,15 +96,8 @@ class Grants:
             A refusal is False.
         """
         known = self._known.get(grant.key_metadata)
-        if known is None:  # still_granted, inlined: the first ask of each key of a warm lookup
-            known = False
-            if self.recheck is not None:
-                try:
-                    self.recheck(grant)
-                    known = True
-                except SecureBloomError:
-                    pass
-            self._known[grant.key_metadata] = known
+        if known is None:
+            known = self._known[grant.key_metadata] = still_granted(self.recheck, grant)
         return known
 
 
