@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from ...crypto.modules import MAX_ORDINAL
@@ -147,6 +148,34 @@ class ChunkIndex:
                             key_metadata=kmd, visible_metadata=cc.meta_data,
                             encrypted_metadata=cc.encrypted_column_metadata)
         return self._made.setdefault(at, chunk)  # one object per chunk, whichever thread made it
+
+    def of_column(self, ordinal: int, row_groups: Sequence[int]) -> list[ColumnChunk]:
+        """:meth:`at` of leaf ``ordinal`` in each of ``row_groups``: the chunks made already
+        answered in one pass (what a lookup asks of a column, row group by row group).
+
+        Parameters
+        ----------
+        ordinal : int
+            The leaf's ordinal (in range).
+        row_groups : sequence of int
+            Row group positions (in range: the caller checks).
+
+        Returns
+        -------
+        list of ColumnChunk
+            The chunks, in order.
+
+        Raises
+        ------
+        secure_bloom.errors.MalformedThriftError
+            As :meth:`at`, for a chunk made here.
+        """
+        width, made, at = len(self.leaves), self._made, self.at
+        out = []
+        for rg in row_groups:
+            chunk = made.get(rg * width + ordinal)
+            out.append(chunk if chunk is not None else at(rg, ordinal))
+        return out
 
     def _check_ordinals(self, rg: int, ordinal: int, leaf: ColumnInfo) -> None:
         """An encrypted chunk's modules are bound to int16 ordinals (Encryption.md, "AAD"): a

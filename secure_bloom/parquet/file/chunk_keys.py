@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from ...crypto.context import ChunkCryptoContext
 from ...crypto.gcm import GcmKey
-from ...crypto.modules import ModuleType, module_aad
+from ...crypto.modules import ModuleType, chunk_ordinals, module_aad, module_aad_prefix
 from ...errors import KeyNotFoundError, MissingKeyError
 from ...kms import FileKeyUnwrapper, KeyGrant
 from ...kms.cache import ExpiringCache
@@ -299,7 +299,10 @@ class ChunkKeys:
             The file AAD is not available (a withheld AAD prefix not supplied).
         """
         file_aad = self._footer.require_file_aad()
-        return [module_aad(file_aad, module_type, chunk.row_group_ordinal, chunk.column.ordinal) for chunk in chunks]
+        if module_type in (ModuleType.FOOTER, ModuleType.DATA_PAGE, ModuleType.DATA_PAGE_HEADER):
+            return [module_aad(file_aad, module_type, chunk.row_group_ordinal, chunk.column.ordinal) for chunk in chunks]
+        prefix = module_aad_prefix(file_aad, module_type)  # the same bytes module_aad makes, the prefix once
+        return [prefix + chunk_ordinals(chunk.row_group_ordinal, chunk.column.ordinal) for chunk in chunks]
 
     def _footer_key_of(self, chunk: ColumnChunk) -> bytes:
         if self._footer_key is None:

@@ -131,7 +131,7 @@ class ChunkMetadata:
         """
         decrypted = self._decrypted
         pending_chunks = [chunk for chunk in chunks if chunk.encrypted_metadata is not None
-                          and (chunk.row_group, chunk.column_ordinal) not in decrypted]
+                          and (chunk.row_group, chunk.column.ordinal) not in decrypted]
         if pending_chunks:
             cls = thrift_codec.idl().ColumnMetaData
             for gcm, pending in self._keys.by_key(pending_chunks):
@@ -140,17 +140,24 @@ class ChunkMetadata:
                 try:
                     plains = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,
                                              max_plaintext=MAX_THRIFT_MODULE_BYTES)
-                    # objects of many row groups at once, none in a cycle: no collection among them
+                    # objects of many row groups at once, none in a cycle: no collection among them;
+                    # a failure is named below, chunk by chunk, so the batch's messages name none
                     with gc_pause_for(len(pending)):
-                        parsed = [parse_thrift_plaintext(cls, plain, what=f"ColumnMetaData of {chunk.where}")
-                                  for chunk, plain in zip(pending, plains)]
+                        parsed = [parse_thrift_plaintext(cls, plain, what="ColumnMetaData") for plain in plains]
                 except SecureBloomError:  # named chunk by chunk, as of() names it
                     for chunk in pending:
                         self.of(chunk)
                     raise
-                for chunk, found in zip(pending, parsed):
-                    decrypted[(chunk.row_group, chunk.column_ordinal)] = found
-        return [self.of(chunk)[0] for chunk in chunks]
+                for chunk, opened in zip(pending, parsed):
+                    decrypted[(chunk.row_group, chunk.column.ordinal)] = opened
+        out = []
+        for chunk in chunks:
+            if chunk.encrypted_metadata is None:
+                out.append(chunk.visible_metadata)
+            else:  # decrypted above (or earlier); of() again only if close() dropped it meanwhile
+                found = decrypted.get((chunk.row_group, chunk.column.ordinal))
+                out.append(found[0] if found is not None else self.of(chunk)[0])
+        return out
 
     def readable(self, chunk: ColumnChunk) -> bool:
         """Whether :meth:`of` can be asked without a missing key or file AAD (it may still fail

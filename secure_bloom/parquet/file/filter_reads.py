@@ -286,42 +286,46 @@ class FilterReads:
             An encrypted column's filter is stored in plaintext.
         """
         found: dict[int, SplitBlockBloomFilter | None] = {}  # by row group: chunks of one column
-        batch: list[tuple[int, ColumnChunk, FilterLocation]] = []
+        batch: list[tuple[int, ColumnChunk, FilterLocation, _CacheKey]] = []
         # where each filter lies is in its chunk's ColumnMetaData: the encrypted ones not yet
-        # opened are opened together (one native call per key), not one by one below
-        self._metadata.many(chunks)
-        for chunk in chunks:
+        # opened are opened together (one native call per key), not one by one
+        metas = self._metadata.many(chunks)
+        cache, data_end, path = self._cache, self._data_end, self.path
+        for chunk, meta in zip(chunks, metas):
             rg = chunk.row_group
             if rg in found:
                 continue
-            location = self._located(chunk)
+            location = FilterLocation.of(meta)
             if location is None:
                 found[rg] = None
                 continue
-            cached = self._cache.get(self._cache_key(chunk, location))
+            check_filter_region(chunk, location, data_end, path)
+            cache_key = self._cache_key(chunk, location)
+            cached = cache.get(cache_key)
             if cached is not None:
                 found[rg] = cached
             elif location.length is None or location.length > COALESCED_FILTER_BYTES:
                 found[rg] = self.one(chunk)  # the header first, then the bitset
             else:
                 found[rg] = None  # read below
-                batch.append((rg, chunk, location))
+                batch.append((rg, chunk, location, cache_key))
         if batch:
             try:
                 found.update(self._read_batch(batch))
             except SecureBloomError:  # named filter by filter, as one() names it
-                for _, chunk, _ in batch:
+                for _, chunk, _, _ in batch:
                     self.one(chunk)
                 raise
         return [found[chunk.row_group] for chunk in chunks]
 
-    def _read_batch(self, batch: list[tuple[int, ColumnChunk, FilterLocation]]) -> dict[int, SplitBlockBloomFilter]:
-        """The filters of ``batch`` ((row group, chunk, location), each with ``bloom_filter_length``)
-        by row group, read in coalesced runs."""
+    def _read_batch(self, batch: list[tuple[int, ColumnChunk, FilterLocation, _CacheKey]]
+                    ) -> dict[int, SplitBlockBloomFilter]:
+        """The filters of ``batch`` ((row group, chunk, location, cache key), each with
+        ``bloom_filter_length``) by row group, read in coalesced runs."""
         data = self._batch_bytes(batch)
         out: dict[int, SplitBlockBloomFilter] = {}
         encrypted: list[ColumnChunk] = []
-        for rg, chunk, loc in batch:
+        for rg, chunk, loc, _ in batch:
             if chunk.encrypted:
                 encrypted.append(chunk)
             else:
@@ -334,22 +338,22 @@ class FilterReads:
                                                self._keys.aads(chunks, ModuleType.BLOOM_FILTER_BITSET))
             out.update((chunk.row_group, bf) for chunk, bf in zip(chunks, opened))
         with self._lock:
-            for rg, chunk, loc in batch:
-                self._remember(self._cache_key(chunk, loc), out[rg])
+            for rg, _, _, cache_key in batch:
+                self._remember(cache_key, out[rg])
         return out
 
-    def _batch_bytes(self, batch: list[tuple[int, ColumnChunk, FilterLocation]]) -> dict[int, memoryview]:
+    def _batch_bytes(self, batch: list[tuple[int, ColumnChunk, FilterLocation, _CacheKey]]) -> dict[int, memoryview]:
         """Each filter's ``bloom_filter_length`` bytes: one read per run of filters side by side
         (those held in the tail window read from it)."""
         if len(batch) == 1:
-            rg, _, loc = batch[0]
+            rg, _, loc, _ = batch[0]
             return {rg: memoryview(self.read_at(loc.offset, cast(int, loc.length)))}
-        spans = coalesce([(loc.offset, loc.offset + cast(int, loc.length)) for _, _, loc in batch
+        spans = coalesce([(loc.offset, loc.offset + cast(int, loc.length)) for _, _, loc, _ in batch
                           if not self._file.holds(loc.offset, loc.length or 0)], COALESCE_GAP_BYTES)
         starts = [start for start, _ in spans]
         runs = [memoryview(self.read_at(start, end - start)) for start, end in spans]
         data: dict[int, memoryview] = {}
-        for rg, _, loc in batch:
+        for rg, _, loc, _ in batch:
             length = cast(int, loc.length)
             at = bisect.bisect_right(starts, loc.offset) - 1  # the run starting at or before it
             if at >= 0 and loc.offset + length <= starts[at] + len(runs[at]):

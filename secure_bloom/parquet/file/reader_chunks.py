@@ -9,7 +9,7 @@ id (never key bytes).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .chunk import ColumnChunk
@@ -118,6 +118,35 @@ class ReaderChunks:
         if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < len(self._row_groups):
             raise IndexError(f"row group {row_group!r} out of range 0..{len(self._row_groups) - 1}")
         return self._chunk_at(row_group, ordinal)
+
+    def chunks_of(self, column: ColumnRef, row_groups: Sequence[int]) -> list[ColumnChunk]:
+        """:meth:`chunk` of ``column`` in each of ``row_groups``, checked and made in one pass.
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        row_groups : sequence of int
+            Row group positions.
+
+        Returns
+        -------
+        list of ColumnChunk
+            The chunks, in order.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.ColumnNotFoundError
+            No such leaf (``AmbiguousColumnError`` when a dotted path names two).
+        """
+        ordinal = self._ordinal(column)
+        count = len(self._row_groups)
+        for rg in row_groups:
+            if type(rg) is not int or not 0 <= rg < count:
+                return [self.chunk(rg, ordinal) for rg in row_groups]  # raises as chunk() does
+        return self._index.of_column(ordinal, row_groups)
 
     def column_chunks(self, column: ColumnRef | None = None) -> list[ColumnChunk]:
         """Every chunk (row group by row group, leaves in order), or those of ``column``.

@@ -96,8 +96,7 @@ class ReaderFilters(ReaderKeys):
         secure_bloom.errors.PlaintextFilterOnEncryptedColumnError
             An encrypted column's filter is stored in plaintext.
         """
-        ordinal = self._ordinal(column)
-        return self.filter_reads.many([self.chunk(rg, ordinal) for rg in row_groups])
+        return self.filter_reads.many(self.chunks_of(column, row_groups))
 
     def prefetch_filters(self, chunks: Sequence[ColumnChunk]) -> int:
         """On an object store, read the filters of ``chunks`` (in the order they will be asked

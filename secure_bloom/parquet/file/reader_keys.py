@@ -266,8 +266,7 @@ class ReaderKeys(ReaderChunks):
         secure_bloom.errors.MalformedInputError
             A ColumnMetaData is damaged.
         """
-        ordinal = self._ordinal(column)
-        return self.chunk_metadata.many([self.chunk(rg, ordinal) for rg in row_groups])
+        return self.chunk_metadata.many(self.chunks_of(column, row_groups))
 
     def metadata_readable(self, chunk: ColumnChunk) -> bool:
         """Whether :meth:`column_metadata` can be asked without a missing key or file AAD (it may
