@@ -567,7 +567,9 @@ def lookup_targets(workloads: list[tuple[str, dict[str, Any]]], result: dict[str
     many = result.get("many_row_groups")
     out.append(at_most(f"{many['row_groups'] if many else 2000}-row-group file: prune per row group beyond the floor",
                        many["beyond_floor_us_per_row_group"] if many else None, 2, "us",
-                       note=(f"beyond preads alone: {many['beyond_io_us_per_row_group']:.2f} us" if many else "not run")))
+                       note=(f"beyond preads alone: {many['beyond_io_us_per_row_group']:.2f} us"
+                             + (f"; its modules' AES-GCM in native batches: {many['native_aes_gcm_us_per_row_group']:.2f} us"
+                                if "native_aes_gcm_us_per_row_group" in many else "") if many else "not run")))
     footer = result.get("footer_parse")
     out.append(at_most(f"{footer['row_groups'] if footer else 100000:,}-row-group footer: ours / pyarrow read_metadata",
                        footer["ratio"] if footer else None, 2,

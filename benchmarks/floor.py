@@ -24,7 +24,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["FilePlan", "Floor", "plan_file"]
+__all__ = ["FilePlan", "Floor", "plan_file", "batched_byte_work"]
 
 _PREFIX = 4  # a module's length prefix
 _NONCE = 12
@@ -217,3 +217,38 @@ class Floor:
                 column.decrypt(module[_PREFIX:_PREFIX + _NONCE], module[_PREFIX + _NONCE:], aad)
             total += sum(n for _, n in plan.reads)
         return total
+
+
+def batched_byte_work(plan: FilePlan, kms: Any) -> Any:
+    """The AES-GCM of ``plan``'s modules (footer, ColumnMetaData, filters) in one native batch per
+    key (:func:`secure_bloom.crypto.gcm.decrypt_many`, the extension's call), the bytes read and the
+    keys unwrapped beforehand: what the byte work of one file's lookup costs once no Python runs
+    per module. Returns a callable doing it once (None when the native AES-GCM is not built)."""
+    from secure_bloom.crypto.gcm import GcmKey, decrypt_many
+
+    keys = []
+    for unwrap in plan.unwraps:
+        kek = kms.unwrap_key(unwrap.wrapped_kek, unwrap.master)
+        keys.append(GcmKey(AESGCM(kek).decrypt(unwrap.wrapped_dek[:_NONCE], unwrap.wrapped_dek[_NONCE:],
+                                               unwrap.kek_id)))
+    fd = os.open(plan.path, os.O_RDONLY)
+    try:
+        buffers = [os.pread(fd, n, offset) for offset, n in plan.reads]
+    finally:
+        os.close(fd)
+    batches: dict[int, tuple[list[bytes], list[bytes]]] = {0: ([], []), 1: ([], [])}
+    for module in plan.modules:
+        start = module.start
+        batches[module.key][0].append(buffers[module.read][start:start + _PREFIX + module.length])
+        batches[module.key][1].append(module.aad)
+    for module_bytes, aad in plan.metadata:
+        batches[1][0].append(module_bytes)
+        batches[1][1].append(aad)
+    work = [(keys[k], mods, aads) for k, (mods, aads) in batches.items() if mods]
+    if any(decrypt_many(key, mods, aads, 1 << 27) is None for key, mods, aads in work):
+        return None
+
+    def run() -> None:
+        for key, mods, aads in work:
+            decrypt_many(key, mods, aads, 1 << 27)
+    return run

@@ -2,7 +2,9 @@
 
 * :func:`threads`: cold lookups in two threads against one (throughput ratio);
 * :func:`many_row_groups`: the pruning cost per row group of a file of 2,000 row groups beyond
-  its physical floor (:mod:`.floor`), against a file of one;
+  its physical floor (:mod:`.floor`), against a file of one, beside the AES-GCM of a row group's
+  modules in native batches (:func:`.floor.batched_byte_work`: what is left once no Python runs per
+  row group);
 * :func:`footer_parse`: a footer of 100,000 row groups, our reader's open against
   ``pyarrow.parquet.read_metadata``;
 * :func:`object_store_requests`: requests and bytes per file of a cold lookup on moto's S3
@@ -68,7 +70,7 @@ def many_row_groups(row_groups: int = 2000, rows_per_group: int = 10, workdir: s
     from secure_bloom.parquet import KeyAccess
 
     from .bench_lookup import _io_only, generate_dataset, interleaved_best, pruner
-    from .floor import Floor, plan_file
+    from .floor import Floor, batched_byte_work, plan_file
 
     root = Path(tempfile.mkdtemp(prefix="secure-bloom-rgs-", dir=workdir))
     try:
@@ -85,6 +87,9 @@ def many_row_groups(row_groups: int = 2000, rows_per_group: int = 10, workdir: s
             runs[f"{name}_prune"] = pruner(data, absent, [path])
             runs[f"{name}_floor"] = floor.run
             runs[f"{name}_io"] = _io_only(floor)
+            batched = batched_byte_work(floor.plans[0], data["kms"])
+            if batched is not None:
+                runs[f"{name}_native"] = batched
         best = interleaved_best(runs, repeat)
         extra = row_groups - 1
         out: dict[str, Any] = {"row_groups": row_groups, **{f"{n}_s": round(v[0], 6) for n, v in best.items()}}
@@ -93,6 +98,9 @@ def many_row_groups(row_groups: int = 2000, rows_per_group: int = 10, workdir: s
                 many = best["many_prune"][i] - best[f"many_{base}"][i]
                 one = best["one_prune"][i] - best[f"one_{base}"][i]
                 out[f"beyond_{base}_{kind}us_per_row_group"] = round(1e6 * (many - one) / extra, 3)
+        if "many_native" in best and "one_native" in best:  # the AES-GCM of a row group's modules in native batches
+            out["native_aes_gcm_us_per_row_group"] = round(
+                1e6 * (best["many_native"][0] - best["one_native"][0]) / extra, 3)
         return out
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -11,7 +11,8 @@ from cryptography.exceptions import InvalidTag
 
 from benchmarks.__main__ import main
 from benchmarks.bench_lookup import generate_dataset
-from benchmarks.floor import Floor, plan_file
+from benchmarks.floor import Floor, batched_byte_work, plan_file
+from secure_bloom.crypto.gcm import NATIVE_GCM
 from secure_bloom.kms.material import KeyMetadata
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, read_table
 from support.cli_json import cli_result
@@ -130,6 +131,13 @@ def test_the_floor_reads_and_authenticates_what_the_reader_reads(tmp_path: Path)
     with_data = floor.run([[0], [1, 2]])
     assert with_data == metadata + sum(n for plan, rgs in zip(plans, [[0], [1, 2]]) for rg in rgs
                                        for _, n in plan.row_groups[rg][0])
+    batched = batched_byte_work(plans[0], data["kms"])  # the same modules, opened in native batches
+    if NATIVE_GCM:
+        assert batched is not None
+        batched()
+    else:
+        assert batched is None
     plans[1].modules[-1].aad = plans[1].modules[-2].aad  # the bitset opened with the header's AAD
+    assert batched_byte_work(plans[1], data["kms"]) is None  # a tag fails: no figure of it
     with pytest.raises(InvalidTag):
         floor.run()
