@@ -223,7 +223,8 @@ def batched_byte_work(plan: FilePlan, kms: Any) -> Any:
     """The AES-GCM of ``plan``'s modules (footer, ColumnMetaData, filters) in one native batch per
     key (:func:`secure_bloom.crypto.gcm.decrypt_many`, the extension's call), the bytes read and the
     keys unwrapped beforehand: what the byte work of one file's lookup costs once no Python runs
-    per module. Returns a callable doing it once (None when the native AES-GCM is not built)."""
+    per module. Returns a callable doing it once; None when the native AES-GCM is not built or a
+    module does not open (a failed tag: no figure of work that fails)."""
     from secure_bloom.crypto.gcm import GcmKey, decrypt_many
 
     keys = []
