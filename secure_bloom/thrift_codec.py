@@ -28,6 +28,10 @@ IDL with ``ColumnChunk.meta_data`` kept so (``meta_data_thrift``) and decoded wh
 reader decodes the ColumnMetaData of the chunks it looks at, not of every chunk of its footer
 (most of a footer's objects: a 100,000-row-group footer decodes ~4x faster).
 
+Picked fields: :func:`parse_fields` reads a few fields of each of many structures of one class
+(what a lookup reads of a ColumnMetaData), every other field checked as :func:`parse` checks it
+but not made: one native call for the batch, no object per structure.
+
 ``python -m benchmarks bench-thrift [FILE.parquet ...]`` (from a checkout) prints the time per footer parse
 of both decoders.
 """
@@ -38,7 +42,7 @@ import gc
 import re
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import lru_cache
 from importlib import resources
@@ -54,7 +58,7 @@ from thriftpy2.transport import TMemoryBuffer
 from .errors import MalformedInputError, MalformedThriftError
 from .extensions import load_extension
 
-__all__ = ["idl", "footer_idl", "raw_struct", "parse", "gc_paused", "gc_paused_for", "GC_PAUSE_BYTES", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS", "BACKEND", "thrift_info",
+__all__ = ["idl", "footer_idl", "raw_struct", "parse", "parse_fields", "gc_paused", "gc_paused_for", "GC_PAUSE_BYTES", "serialize", "IDL_FILENAME", "MAX_COLLECTION_ELEMENTS", "BACKEND", "thrift_info",
            "thrift_summary", "forced_backend"]
 
 IDL_FILENAME = "parquet_subset.thrift"
@@ -497,6 +501,68 @@ def parse(cls: type[T], data: bytes | memoryview, *, what: str | None = None,
         return _parse(cls, data, name, exc)
     with gc_paused_for(len(data)):
         return _parse(cls, data, name, exc)
+
+
+def parse_fields(cls: type, datas: Sequence[bytes | memoryview], names: tuple[str, ...], *,
+                 zero_padding: bool = False) -> list[tuple[tuple[Any, ...], int] | None]:
+    """The fields ``names`` of one ``cls`` structure at the start of each of ``datas``, the
+    structure checked as :func:`parse` checks it (its other fields decoded but not made).
+
+    Parameters
+    ----------
+    cls : type
+        A structure of the IDL (``idl().ColumnMetaData``).
+    datas : sequence of bytes-like
+        Compact-protocol bytes, each starting with a structure.
+    names : tuple of str
+        Top-level fields of ``cls``.
+    zero_padding : bool, default False
+        The bytes after each structure's STOP must all be zero (a decrypted module's padding,
+        Encryption.md).
+
+    Returns
+    -------
+    list of ((values, consumed) or None)
+        Per input, the fields' values in ``names`` order (None: not set) and the bytes up to
+        and including the STOP; None where :func:`parse` would raise (or, native, where only its
+        required-field check can say): the caller parses that input with :func:`parse`, which
+        names the problem (or gives the structure).
+
+    Raises
+    ------
+    ValueError
+        A name is not a field of ``cls``.
+    """
+    fids = _field_ids(cls, names)
+    native = _native
+    if native is not None:
+        try:
+            picked: list[tuple[tuple[Any, ...], int] | None] = native.decode_fields(
+                cls, datas, fids, _MAX_NESTING, MAX_COLLECTION_ELEMENTS, _union_names(), zero_padding)
+            return picked
+        except (native.UnsupportedSpec, BufferError):  # a map field, a non-contiguous buffer
+            pass
+    out: list[tuple[tuple[Any, ...], int] | None] = []
+    for data in datas:
+        try:
+            obj, used = _parse(cls, data, cls.__name__, MalformedThriftError)  # type: tuple[Any, int]
+        except MalformedInputError:
+            out.append(None)
+            continue
+        rest = bytes(memoryview(data)[used:])
+        out.append(None if zero_padding and rest.count(0) != len(rest)
+                   else (tuple(getattr(obj, name) for name in names), used))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _field_ids(cls: type, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The field ids of ``names`` in ``cls.thrift_spec``."""
+    by_name = {spec[1]: fid for fid, spec in cls.thrift_spec.items()}  # type: ignore[attr-defined]
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        raise ValueError(f"{cls.__name__} has no field {missing[0]!r}")
+    return tuple(by_name[name] for name in names)
 
 
 #: Structures encoded in at least this many bytes are decoded with the cyclic GC paused.

@@ -39,6 +39,14 @@
  * exact bytes (up to and including its STOP) are the value (secure_bloom.thrift_codec.raw_struct;
  * a footer's ColumnMetaData, decoded when a reader asks for the chunk's metadata).
  *
+ * Picked fields: decode_fields() decodes a batch of inputs of one class and builds only the
+ * top-level fields it is asked for (what a lookup reads of a ColumnMetaData: its statistics and
+ * where its filter lies), every other field checked exactly as decode() checks it, nothing made.
+ * An input decode() refuses, or that needs the required-field check below, or (zero_padding)
+ * whose bytes after the STOP are not all zero gives None: the caller's full decode names or
+ * checks it, so both entry points accept the same bytes. The inputs are copied into a tuple
+ * first: Python code run while a struct is made cannot change which objects are decoded.
+ *
  * Required fields and unions: decode() returns needs_check = False only when every struct it
  * built has all its required fields and, for a class named in union_names, exactly one member
  * (field set = decoded at least once; decoded values are never None). Otherwise the caller runs
@@ -894,12 +902,18 @@ static PyObject *new_struct(ClassSpec *cs, PyObject **dict)
     return obj;
 }
 
-static PyObject *read_struct(Dec *d, ClassSpec *cs, int build)
+/* One struct of cs's class. With picked (an array of cs->nfields slots, and want its flags), no
+ * struct is made: the fields whose slot want flags are built into picked (a later copy of a field
+ * replaces an earlier one, as setattr does), every other field is checked as build = 0 checks it. */
+static PyObject *read_fields(Dec *d, ClassSpec *cs, int build, const unsigned char *want, PyObject **picked)
 {
     int64_t last = 0, fid = 0;
     uint64_t set = 0;
     PyObject *dict = NULL;
-    PyObject *obj = build ? new_struct(cs, &dict) : Py_NewRef(Py_None);
+    PyObject *obj;
+    if (picked != NULL)
+        build = 0;
+    obj = build ? new_struct(cs, &dict) : Py_NewRef(Py_None);
     if (obj == NULL)
         return NULL;
     if (enter(d) < 0)
@@ -915,13 +929,19 @@ static PyObject *read_struct(Dec *d, ClassSpec *cs, int build)
             f = &cs->fields[fid - cs->min_fid];
         if (f != NULL && f->name != NULL &&
             (ftype == f->type.ttype || (is_binary(ftype) && is_binary(f->type.ttype)))) {
-            PyObject *value = read_val(d, &f->type, pending, build);
+            Py_ssize_t slot = (Py_ssize_t)(fid - cs->min_fid);
+            int take_it = picked != NULL && want[slot];
+            PyObject *value = read_val(d, &f->type, pending, build || take_it);
             int rc;
             if (value == NULL)
                 goto fail;
+            if (take_it) {
+                Py_XSETREF(picked[slot], value);
+                value = NULL;
+            }
             rc = !build ? 0 : dict != NULL ? PyDict_SetItem(dict, f->name, value)
                                            : PyObject_SetAttr(obj, f->name, value);
-            Py_DECREF(value);
+            Py_XDECREF(value);
             if (rc < 0)
                 goto fail;
             set |= f->bit;
@@ -942,7 +962,45 @@ fail:
     return NULL;
 }
 
+static PyObject *read_struct(Dec *d, ClassSpec *cs, int build)
+{
+    return read_fields(d, cs, build, NULL, NULL);
+}
+
 /* ------------------------------------------------------------------ module */
+
+/* The limits and class both entry points are given, checked. */
+static int check_arguments(PyObject *cls, int max_nesting, long long max_elements)
+{
+    if (max_nesting < 1 || max_nesting > MAX_NESTING_CAP) {
+        PyErr_Format(PyExc_ValueError, "max_nesting must be in [1, %d]", MAX_NESTING_CAP);
+        return -1;
+    }
+    if (max_elements < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_elements must be >= 0");
+        return -1;
+    }
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a thriftpy2 struct class");
+        return -1;
+    }
+    return 0;
+}
+
+static void dec_start(Dec *d, PyObject *data, const Py_buffer *view, int max_nesting, long long max_elements,
+                      PyObject *union_names)
+{
+    d->buf = (const uint8_t *)view->buf;
+    d->len = view->len;
+    d->pos = 0;
+    d->depth = 0;
+    d->max_depth = max_nesting;
+    d->elements_left = max_elements;
+    d->max_elements = max_elements;
+    d->union_names = union_names;
+    d->needs_check = 0;
+    d->stable = PyBytes_CheckExact(data);
+}
 
 static PyObject *py_decode(PyObject *self, PyObject *args)
 {
@@ -956,37 +1014,119 @@ static PyObject *py_decode(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOiLO!:decode", &cls, &data, &max_nesting, &max_elements, &PyFrozenSet_Type,
                           &union_names))
         return NULL;
-    if (max_nesting < 1 || max_nesting > MAX_NESTING_CAP) {
-        PyErr_Format(PyExc_ValueError, "max_nesting must be in [1, %d]", MAX_NESTING_CAP);
-        return NULL;
-    }
-    if (max_elements < 0) {
-        PyErr_SetString(PyExc_ValueError, "max_elements must be >= 0");
-        return NULL;
-    }
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "cls must be a thriftpy2 struct class");
-        return NULL;
-    }
-    if ((cs = class_spec(cls, union_names)) == NULL)
+    if (check_arguments(cls, max_nesting, max_elements) < 0 || (cs = class_spec(cls, union_names)) == NULL)
         return NULL;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    d.buf = (const uint8_t *)view.buf;
-    d.len = view.len;
-    d.pos = 0;
-    d.depth = 0;
-    d.max_depth = max_nesting;
-    d.elements_left = max_elements;
-    d.max_elements = max_elements;
-    d.union_names = union_names;
-    d.needs_check = 0;
-    d.stable = PyBytes_CheckExact(data);
+    dec_start(&d, data, &view, max_nesting, max_elements, union_names);
     obj = read_struct(&d, cs, 1);
     if (obj != NULL)
         result = Py_BuildValue("(NnO)", obj, d.pos, d.needs_check ? Py_True : Py_False);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* What decode_fields gives for one input: (values, consumed), or None where decode() would fail
+ * with DecodeError or ask for the required-field check, or (zero_padding) a byte after the STOP
+ * is not zero. picked (cs->nfields slots, all NULL) is left all NULL. */
+static PyObject *picked_fields(PyObject *data, ClassSpec *cs, int max_nesting, long long max_elements,
+                               PyObject *union_names, Py_ssize_t nf, const Py_ssize_t *slots,
+                               const unsigned char *want, PyObject **picked, int zero_padding)
+{
+    PyObject *checked, *values, *result = NULL;
+    Py_buffer view;
+    Dec d;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    dec_start(&d, data, &view, max_nesting, max_elements, union_names);
+    checked = read_fields(&d, cs, 0, want, picked);
+    if (checked == NULL) {
+        if (PyErr_ExceptionMatches(DecodeError)) {  /* the caller's full decode names it */
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+        }
+        goto done;
+    }
+    Py_DECREF(checked);
+    if (d.needs_check)
+        goto none;
+    if (zero_padding) {
+        for (Py_ssize_t at = d.pos; at < d.len; at++)
+            if (d.buf[at] != 0)
+                goto none;
+    }
+    if ((values = PyTuple_New(nf)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        PyObject *v = picked[slots[i]];
+        PyTuple_SET_ITEM(values, i, Py_NewRef(v != NULL ? v : Py_None));
+    }
+    result = Py_BuildValue("(Nn)", values, d.pos);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t k = 0; k < cs->nfields; k++)
+        Py_CLEAR(picked[k]);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *py_decode_fields(PyObject *self, PyObject *args)
+{
+    PyObject *cls, *datas, *fids, *union_names, *inputs = NULL, *out = NULL;
+    int max_nesting, zero_padding;
+    long long max_elements;
+    ClassSpec *cs;
+    unsigned char *want = NULL;
+    Py_ssize_t *slots = NULL, nf, n;
+    PyObject **picked = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO!iLO!p:decode_fields", &cls, &datas, &PyTuple_Type, &fids, &max_nesting,
+                          &max_elements, &PyFrozenSet_Type, &union_names, &zero_padding))
+        return NULL;
+    if (check_arguments(cls, max_nesting, max_elements) < 0 || (cs = class_spec(cls, union_names)) == NULL)
+        return NULL;
+    nf = PyTuple_GET_SIZE(fids);
+    want = PyMem_Calloc((size_t)cs->nfields + 1, 1);
+    slots = PyMem_Calloc((size_t)nf + 1, sizeof(Py_ssize_t));
+    picked = PyMem_Calloc((size_t)cs->nfields + 1, sizeof(PyObject *));
+    if (want == NULL || slots == NULL || picked == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        long fid = PyLong_AsLong(PyTuple_GET_ITEM(fids, i));
+        if (fid == -1 && PyErr_Occurred())
+            goto done;
+        if (fid < cs->min_fid || fid - cs->min_fid >= cs->nfields || cs->fields[fid - cs->min_fid].name == NULL) {
+            PyErr_Format(PyExc_ValueError, "%R has no field %ld", cls, fid);
+            goto done;
+        }
+        slots[i] = (Py_ssize_t)(fid - cs->min_fid);
+        want[slots[i]] = 1;
+    }
+    /* A tuple: the Python code that making a struct may run cannot change what is decoded next. */
+    if ((inputs = PySequence_Tuple(datas)) == NULL)
+        goto done;
+    n = PyTuple_GET_SIZE(inputs);
+    if ((out = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *item = picked_fields(PyTuple_GET_ITEM(inputs, j), cs, max_nesting, max_elements, union_names,
+                                       nf, slots, want, picked, zero_padding);
+        if (item == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, j, item);
+    }
+done:
+    Py_XDECREF(inputs);
+    PyMem_Free(want);
+    PyMem_Free(slots);
+    PyMem_Free(picked);
+    return out;
 }
 
 static PyObject *py_info(PyObject *self, PyObject *unused)
@@ -1008,6 +1148,9 @@ static PyObject *py_info(PyObject *self, PyObject *unused)
 static PyMethodDef methods[] = {
     {"decode", py_decode, METH_VARARGS,
      "decode(cls, data, max_nesting, max_elements, union_names) -> (obj, consumed, needs_check)."},
+    {"decode_fields", py_decode_fields, METH_VARARGS,
+     "decode_fields(cls, datas, fids, max_nesting, max_elements, union_names, zero_padding) -> list of\n"
+     "(values, consumed) or None: the fields fids of each input, every other field checked as decode() checks it."},
     {"info", py_info, METH_NOARGS, "Compiler and flags of this build."},
     {NULL, NULL, 0, NULL},
 };

@@ -281,6 +281,41 @@ def case_thrift(seconds: float) -> Tally:
         return hammer(seconds, [lambda t: t.call(lambda: thrift_codec.parse(cls, buf))], write)
 
 
+def case_thrift_fields(seconds: float) -> Tally:
+    """decode_fields (a lookup's fields of many ColumnMetaData) makes Statistics structs and lists
+    while another thread, switched in between, rewrites the bytearrays it reads and replaces items
+    of the list it was given: each input gives its fields, or None (refused), never a read outside
+    an input or of an item freed meanwhile."""
+    metas = [thrift_codec.parse(thrift_codec.idl().FileMetaData, _footer())[0].row_groups[0].columns[i].meta_data
+             for i in range(2)]
+    raws = [thrift_codec.serialize(meta) for meta in metas]
+    bufs = [bytearray(raw) for raw in raws * 4]
+    inputs: list[Any] = list(bufs)
+    rng = np.random.default_rng(7)
+    cls = thrift_codec.idl().ColumnMetaData
+    names = ("statistics", "num_values", "bloom_filter_offset", "bloom_filter_length")
+    sys.setswitchinterval(1e-6)
+    turn = [0]
+
+    def write() -> None:
+        turn[0] += 1
+        buf = bufs[turn[0] % len(bufs)]
+        at = int(rng.integers(0, len(buf)))
+        old = buf[at]
+        buf[at] = int(rng.integers(0, 256))
+        buf[at] = old
+        inputs[turn[0] % len(inputs)] = bytes(rng.integers(0, 256, size=8, dtype=np.uint8))
+        inputs[turn[0] % len(inputs)] = bufs[turn[0] % len(bufs)]
+
+    def fields(t: Tally) -> None:
+        got = t.call(lambda: thrift_codec.parse_fields(cls, inputs, names, zero_padding=True), ())
+        if got is not None and (len(got) != len(bufs) or any(g is not None and len(g[0]) != len(names) for g in got)):
+            t.unexpected.append(f"decode_fields gave {got!r}")
+
+    with thrift_codec.forced_backend("native"):
+        return hammer(seconds, [fields], write)
+
+
 def case_prune_modules(seconds: float) -> Tally:
     """native_gcm copies a module and an AAD given as bytearrays before it releases the GIL:
     another thread flipping their bytes (a tag byte, a length prefix byte set to 0xFF) meanwhile
@@ -417,6 +452,7 @@ THREADED: dict[str, Callable[[float], Tally]] = {
     "hashes": case_hashes,
     "bitset": case_bitset,
     "thrift": case_thrift,
+    "thrift_fields": case_thrift_fields,
     "prune_modules": case_prune_modules,
 }
 DETERMINISTIC: dict[str, Callable[[], Tally]] = {

@@ -711,3 +711,74 @@ def test_native_equals_python_on_mutated_footers_read_for_reading(data: st.DataO
     mutant = data.draw(mutated(raw), label="mutated")
     lazy = assert_decoders_agree(F.FileMetaData, mutant)
     assert lazy[:3] == outcome("native", M.FileMetaData, mutant)[:3]  # read alike, or refused with one message
+
+
+# parse_fields: a few fields of many structures, the rest checked as parse checks it
+
+def _fields_outcome(backend: str, cls: type, data: Any, names: tuple[str, ...], zero_padding: bool = False) -> Any:
+    with thrift_codec.forced_backend(backend):
+        return thrift_codec.parse_fields(cls, [data], names, zero_padding=zero_padding)[0]
+
+
+def _assert_fields_as_parse(backend: str, cls: type, data: bytes, names: tuple[str, ...]) -> None:
+    """None where parse raises; else the parsed object's fields and count (native: or None when
+    its required-field check had to decide)."""
+    parsed = outcome(backend, cls, data)
+    got = _fields_outcome(backend, cls, data, names)
+    if parsed[0] == "error":
+        assert got is None, (parsed, got)
+        return
+    if got is None:
+        assert backend == "native", "the Python path gives every structure parse gives"
+        from secure_bloom import native_thrift
+        assert native_thrift.decode(cls, data, 64, thrift_codec.MAX_COLLECTION_ELEMENTS,
+                                    thrift_codec._union_names())[2], "None only where the check decides"
+        return
+    obj = parsed[3]
+    assert repr(got[0]) == repr(tuple(getattr(obj, name) for name in names)) and got[1] == parsed[2]
+
+
+@pytest.mark.parametrize("cls_name", STRUCTS)
+@DIFFERENTIAL
+@given(data=st.data())
+def test_picked_fields_are_what_parse_gives(thrift_backend: str, cls_name: str, data: st.DataObject) -> None:
+    cls = getattr(M, cls_name)
+    spec_names = [spec[1] for spec in cls.thrift_spec.values()]
+    names = tuple(data.draw(st.lists(st.sampled_from(spec_names), max_size=4), label="names")) if spec_names else ()
+    raw = thrift_codec.serialize(data.draw(_objects(cls), label="object"))
+    _assert_fields_as_parse(thrift_backend, cls, raw, names)
+    _assert_fields_as_parse(thrift_backend, cls, raw[:data.draw(st.integers(0, len(raw)), label="cut")], names)
+    _assert_fields_as_parse(thrift_backend, cls, data.draw(mutated(raw), label="mutated"), names)
+
+
+@pytest.mark.parametrize("case", sorted(QUIRKS))
+def test_picked_fields_on_protocol_corners(thrift_backend: str, case: str) -> None:
+    cls, blob = QUIRKS[case]
+    names = tuple(spec[1] for spec in cls.thrift_spec.values())[:3]
+    _assert_fields_as_parse(thrift_backend, cls, blob, names)
+
+
+def _lookup_metas() -> list[Any]:
+    return [chunk.meta_data for raw in REAL_FOOTERS.values()
+            for rg in thrift_codec.parse(M.FileMetaData, raw)[0].row_groups for chunk in rg.columns]
+
+
+LOOKUP_FIELDS = ("statistics", "num_values", "bloom_filter_offset", "bloom_filter_length")
+
+
+def test_a_batch_gives_each_input_what_it_gives_alone(thrift_backend: str) -> None:
+    metas = _lookup_metas()
+    assert len(metas) >= 10
+    raws = [thrift_codec.serialize(meta) for meta in metas]
+    mixed = [raws[0], raws[1][:-2], b"\x00", raws[2] + b"\x00\x00", raws[3] + b"\x01", memoryview(bytearray(raws[4]))]
+    batch = thrift_codec.parse_fields(M.ColumnMetaData, mixed, LOOKUP_FIELDS, zero_padding=True)
+    alone = [_fields_outcome(thrift_backend, M.ColumnMetaData, data, LOOKUP_FIELDS, True) for data in mixed]
+    assert repr(batch) == repr(alone)
+    assert batch[1] is None and batch[2] is None and batch[4] is None  # cut; required fields missing; not padding
+    for at, meta in ((0, metas[0]), (3, metas[2]), (5, metas[4])):
+        assert batch[at] is not None and batch[at][0] == tuple(getattr(meta, name) for name in LOOKUP_FIELDS)
+    assert batch[3][1] == len(raws[2])  # the padding is not consumed
+    assert thrift_codec.parse_fields(M.ColumnMetaData, [raws[3] + b"\x01"], LOOKUP_FIELDS)[0] is not None
+    assert thrift_codec.parse_fields(M.ColumnMetaData, [], LOOKUP_FIELDS) == []
+    with pytest.raises(ValueError, match="ColumnMetaData has no field 'nope'"):
+        thrift_codec.parse_fields(M.ColumnMetaData, raws[:1], ("num_values", "nope"))

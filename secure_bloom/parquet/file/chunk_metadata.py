@@ -5,13 +5,19 @@ chunk's ColumnMetaData is an AES-GCM module in ``encrypted_column_metadata``, bo
 the file, the row group and the column. A batch of chunks is opened together, one native call per
 key (the GIL released where the extension is built); a failure is named chunk by chunk, as a
 single read names it.
+
+A lookup reads four fields of a ColumnMetaData (its statistics, ``num_values`` and where its
+Bloom filter lies): :meth:`ChunkMetadata.facts_many` gives them as :class:`ChunkFacts`, the rest
+of each structure checked as the full decoding checks it but not made
+(:func:`~secure_bloom.thrift_codec.parse_fields`); the full object is decoded from the kept
+plaintext when it is asked for.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from ... import thrift_codec
 from ...crypto.modules import ModuleType, decrypt_modules
@@ -21,7 +27,7 @@ from .chunk_keys import ChunkKeys
 from .crypto_context import MAX_THRIFT_MODULE_BYTES, decrypt_column_metadata, parse_thrift_plaintext
 from .footer import Footer
 
-__all__ = ["ChunkMetadata", "GC_PAUSE_CHUNKS"]
+__all__ = ["ChunkMetadata", "ChunkFacts", "GC_PAUSE_CHUNKS"]
 
 #: Batches of at least this many chunks (their ColumnMetaData, their filters) are decoded with
 #: the cyclic GC paused (:func:`~secure_bloom.thrift_codec.gc_paused`): a 2,000-row-group file
@@ -50,6 +56,31 @@ def gc_pause_for(chunks: int) -> contextlib.AbstractContextManager[Any]:
     return thrift_codec.gc_paused() if chunks >= GC_PAUSE_CHUNKS else _NO_PAUSE
 
 
+class ChunkFacts(NamedTuple):
+    """The fields of a chunk's ColumnMetaData a lookup reads, named as its fields are (a plaintext
+    chunk's facts are its ColumnMetaData itself: both answer these four attributes).
+
+    Parameters
+    ----------
+    statistics : Statistics or None
+        ``ColumnMetaData.statistics``.
+    num_values : int or None
+        ``ColumnMetaData.num_values``.
+    bloom_filter_offset : int or None
+        ``ColumnMetaData.bloom_filter_offset``.
+    bloom_filter_length : int or None
+        ``ColumnMetaData.bloom_filter_length``.
+    """
+
+    statistics: Any
+    num_values: int | None
+    bloom_filter_offset: int | None
+    bloom_filter_length: int | None
+
+
+_FACT_FIELDS = ChunkFacts._fields
+
+
 class ChunkMetadata:
     """Decrypted ColumnMetaData of one file's chunks, kept until :meth:`close`.
 
@@ -68,6 +99,9 @@ class ChunkMetadata:
         self._footer = footer
         self._keys = keys
         self._decrypted: dict[tuple[int, int], tuple[Any, bytes | None]] = {}
+        #: the plaintext modules opened for facts_many, their full objects not decoded yet
+        self._plains: dict[tuple[int, int], bytes] = {}
+        self._facts: dict[tuple[int, int], ChunkFacts] = {}
 
     def __repr__(self) -> str:
         return f"ChunkMetadata({self._keys.path!r}, decrypted={len(self._decrypted)})"
@@ -80,6 +114,8 @@ class ChunkMetadata:
         None
         """
         self._decrypted.clear()
+        self._plains.clear()
+        self._facts.clear()
 
     def of(self, chunk: ColumnChunk) -> tuple[Any, bytes | None]:
         """The chunk's ColumnMetaData and, when stored encrypted, its exact decrypted Thrift.
@@ -103,6 +139,9 @@ class ChunkMetadata:
             return chunk.visible_metadata, None
         at = (chunk.row_group, chunk.column_ordinal)
         found = self._decrypted.get(at)
+        if found is None and at in self._plains:  # opened by facts_many: decoded in full now
+            found = self._decrypted[at] = parse_thrift_plaintext(thrift_codec.idl().ColumnMetaData, self._plains[at],
+                                                                 what=f"ColumnMetaData of {chunk.where}")
         if found is None:
             meta, thrift = decrypt_column_metadata(thrift_codec.idl().ColumnMetaData, chunk.encrypted_metadata,
                                                    self._keys.crypto_context(chunk),
@@ -130,26 +169,19 @@ class ChunkMetadata:
             As :meth:`of`, for the first chunk that fails.
         """
         decrypted = self._decrypted
-        pending_chunks = [chunk for chunk in chunks if chunk.encrypted_metadata is not None
-                          and (chunk.row_group, chunk.column.ordinal) not in decrypted]
-        if pending_chunks:
+        pending = [chunk for chunk in chunks if chunk.encrypted_metadata is not None
+                   and (chunk.row_group, chunk.column.ordinal) not in decrypted]
+        if pending:
+            opened = self._open(pending)
             cls = thrift_codec.idl().ColumnMetaData
-            for gcm, pending in self._keys.by_key(pending_chunks):
-                modules: list[bytes | memoryview] = [cast(bytes, chunk.encrypted_metadata) for chunk in pending]
-                aads = self._keys.aads(pending, ModuleType.COLUMN_META_DATA)
-                try:
-                    plains = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,
-                                             max_plaintext=MAX_THRIFT_MODULE_BYTES)
-                    # objects of many row groups at once, none in a cycle: no collection among them;
-                    # a failure is named below, chunk by chunk, so the batch's messages name none
-                    with gc_pause_for(len(pending)):
-                        parsed = [parse_thrift_plaintext(cls, plain, what="ColumnMetaData") for plain in plains]
-                except SecureBloomError:  # named chunk by chunk, as of() names it
-                    for chunk in pending:
-                        self.of(chunk)
-                    raise
-                for chunk, opened in zip(pending, parsed):
-                    decrypted[(chunk.row_group, chunk.column.ordinal)] = opened
+            try:  # objects of many row groups at once, none in a cycle: no collection among them
+                with gc_pause_for(len(opened)):
+                    parsed = [parse_thrift_plaintext(cls, plain, what="ColumnMetaData") for _, plain in opened]
+            except SecureBloomError:  # named chunk by chunk, as of() names it
+                self._name_failure(pending)
+                raise
+            for (chunk, _), meta_and_thrift in zip(opened, parsed):
+                decrypted[(chunk.row_group, chunk.column.ordinal)] = meta_and_thrift
         out = []
         for chunk in chunks:
             if chunk.encrypted_metadata is None:
@@ -158,6 +190,79 @@ class ChunkMetadata:
                 found = decrypted.get((chunk.row_group, chunk.column.ordinal))
                 out.append(found[0] if found is not None else self.of(chunk)[0])
         return out
+
+    def facts_many(self, chunks: Sequence[ColumnChunk]) -> list[Any]:
+        """What a lookup reads of each chunk's ColumnMetaData (:class:`ChunkFacts`), the encrypted
+        ones not yet opened decrypted together (one call per key) and decoded together
+        (:func:`~secure_bloom.thrift_codec.parse_fields`: each checked as :meth:`of` checks it,
+        the fields a lookup does not read not made), with the errors :meth:`of` raises.
+
+        Parameters
+        ----------
+        chunks : sequence of ColumnChunk
+            Chunks of this file.
+
+        Returns
+        -------
+        list
+            Per chunk, its :class:`ChunkFacts`, or its ColumnMetaData where it is stored in
+            plaintext or was decoded in full already (they answer the same four attributes).
+
+        Raises
+        ------
+        secure_bloom.errors.MissingKeyError, KeyManagementError, AuthenticationError, MalformedInputError
+            As :meth:`of`, for the first chunk that fails.
+        """
+        decrypted, facts, plains = self._decrypted, self._facts, self._plains
+        pending = [chunk for chunk in chunks if chunk.encrypted_metadata is not None
+                   and (at := (chunk.row_group, chunk.column.ordinal)) not in decrypted and at not in facts]
+        if pending:
+            opened = self._open(pending)
+            picked = thrift_codec.parse_fields(thrift_codec.idl().ColumnMetaData, [plain for _, plain in opened],
+                                               _FACT_FIELDS, zero_padding=True)
+            for (chunk, plain), found in zip(opened, picked):
+                at = (chunk.row_group, chunk.column.ordinal)
+                plains[at] = plain
+                if found is None:  # not the structure, or only the full check can say: of() names it
+                    self.of(chunk)
+                else:
+                    facts[at] = ChunkFacts._make(found[0])
+        out: list[Any] = []
+        for chunk in chunks:
+            if chunk.encrypted_metadata is None:
+                out.append(chunk.visible_metadata)
+                continue
+            at = (chunk.row_group, chunk.column.ordinal)
+            known = facts.get(at)
+            out.append(known if known is not None else self.of(chunk)[0])
+        return out
+
+    def _open(self, chunks: list[ColumnChunk]) -> list[tuple[ColumnChunk, bytes]]:
+        """The plaintext ColumnMetaData modules of ``chunks`` (encrypted): those :meth:`facts_many`
+        kept, the others decrypted, one call per key (in no particular order)."""
+        plains = self._plains
+        opened = [(chunk, plains[at]) for chunk in chunks if (at := (chunk.row_group, chunk.column.ordinal)) in plains]
+        if len(opened) < len(chunks):
+            chunks = [chunk for chunk in chunks if (chunk.row_group, chunk.column.ordinal) not in plains]
+        else:
+            chunks = []
+        for gcm, pending in self._keys.by_key(chunks):
+            modules: list[bytes | memoryview] = [cast(bytes, chunk.encrypted_metadata) for chunk in pending]
+            aads = self._keys.aads(pending, ModuleType.COLUMN_META_DATA)
+            try:
+                decrypted = decrypt_modules(modules, gcm, aads, module_type=ModuleType.COLUMN_META_DATA,
+                                            max_plaintext=MAX_THRIFT_MODULE_BYTES)
+            except SecureBloomError:  # named chunk by chunk, as of() names it
+                self._name_failure(pending)
+                raise
+            opened.extend(zip(pending, decrypted))
+        return opened
+
+    def _name_failure(self, chunks: Sequence[ColumnChunk]) -> None:
+        """Raise what :meth:`of` raises for the first of ``chunks`` that fails (a batch's messages
+        name no chunk)."""
+        for chunk in chunks:
+            self.of(chunk)
 
     def readable(self, chunk: ColumnChunk) -> bool:
         """Whether :meth:`of` can be asked without a missing key or file AAD (it may still fail

@@ -289,7 +289,7 @@ class FilterReads:
         batch: list[tuple[int, ColumnChunk, FilterLocation, _CacheKey]] = []
         # where each filter lies is in its chunk's ColumnMetaData: the encrypted ones not yet
         # opened are opened together (one native call per key), not one by one
-        metas = self._metadata.many(chunks)
+        metas = self._metadata.facts_many(chunks)
         cache, data_end, path = self._cache, self._data_end, self.path
         for chunk, meta in zip(chunks, metas):
             rg = chunk.row_group

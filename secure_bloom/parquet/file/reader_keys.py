@@ -268,6 +268,39 @@ class ReaderKeys(ReaderChunks):
         """
         return self.chunk_metadata.many(self.chunks_of(column, row_groups))
 
+    def column_facts_many(self, column: ColumnRef, row_groups: Sequence[int]) -> list[Any]:
+        """What a lookup reads of the column's chunk in each of ``row_groups`` (its statistics,
+        ``num_values``, ``bloom_filter_offset`` and ``bloom_filter_length``): as
+        :meth:`column_metadata_many`, the encrypted ones decrypted together, but only those four
+        fields made (every other field checked, not made; the full ColumnMetaData is decoded
+        from the kept plaintext if :meth:`column_metadata` asks for it later).
+
+        Parameters
+        ----------
+        column : str, tuple of str, int or ColumnInfo
+            A dotted path, path parts, an ordinal or a ColumnInfo.
+        row_groups : sequence of int
+            The row groups.
+
+        Returns
+        -------
+        list
+            Per row group, a :class:`~secure_bloom.parquet.file.chunk_metadata.ChunkFacts` or
+            the ColumnMetaData (both answer the four attributes), in order.
+
+        Raises
+        ------
+        IndexError
+            No such row group.
+        secure_bloom.errors.MissingKeyError
+            A chunk's key is not available.
+        secure_bloom.errors.AuthenticationError
+            A ColumnMetaData fails authentication.
+        secure_bloom.errors.MalformedInputError
+            A ColumnMetaData is damaged.
+        """
+        return self.chunk_metadata.facts_many(self.chunks_of(column, row_groups))
+
     def metadata_readable(self, chunk: ColumnChunk) -> bool:
         """Whether :meth:`column_metadata` can be asked without a missing key or file AAD (it may
         still fail authentication).

@@ -12,7 +12,7 @@ The provider is :class:`~.facts.ReaderFacts`: a file's reader for this lookup, a
 from the :class:`~.prune_cache.FileFacts` a :class:`~.prune_cache.PruneCache` holds of it (a warm
 lookup and a cold one are this code over the same provider, with and without cached facts), or
 :class:`~.facts.FilesFacts`: the files of a warm lookup the cache answers alone, joined, judged in
-one evaluation. Its reads are batched per column: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.column_metadata_many`
+one evaluation. Its reads are batched per column: :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.column_facts_many`
 and :meth:`~secure_bloom.parquet.file.reader.ParquetBloomReader.bloom_filters`.
 
 Per file, every candidate row group is judged at once and column-wise, in two passes. First the

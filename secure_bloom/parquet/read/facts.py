@@ -386,7 +386,7 @@ class ReaderFacts:
         if to_read:
             reader = self.reader
             try:
-                metas = reader.column_metadata_many(ordinal, to_read)
+                metas = reader.column_facts_many(ordinal, to_read)
             except MissingKeyError:  # some chunk's key is not given: each on its own
                 metas = None
             if metas is not None:

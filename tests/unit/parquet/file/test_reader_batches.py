@@ -12,6 +12,7 @@ tail included.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from pathlib import Path
@@ -26,9 +27,10 @@ from hypothesis import strategies as st
 
 from secure_bloom.crypto.gcm import GcmKey, decrypt, encrypt
 from secure_bloom.crypto.modules import ModuleType, decrypt_module, decrypt_modules, encrypt_module
-from secure_bloom.errors import AuthenticationError, SecureBloomError
+from secure_bloom.errors import AuthenticationError, SecureBloomError, TruncatedModuleError
 from secure_bloom.kms import FileKeyWrapper
 from secure_bloom.parquet import KeyAccess, ParquetBloomReader, attach_bloom_filters, write_table
+from secure_bloom.parquet.file.chunk_metadata import ChunkFacts
 from secure_bloom.parquet.read.predicate import predicate_tree, to_expression
 from secure_bloom.parquet.read.prune import prune_files
 from support.parquet_files import TESTING_KEYS, vector_kms, write_encrypted, write_plain, write_uniform
@@ -139,23 +141,38 @@ def _outcome(call: Any) -> Any:
         return (type(e), str(e))
 
 
-def _single(path: Path, keys: KeyAccess | None, column: str) -> tuple[Any, Any]:
-    """The column's ColumnMetaData and filter bitsets, chunk by chunk, from a fresh reader."""
+FACTS = ChunkFacts._fields
+
+
+def _facts_of(metas: list[Any]) -> list[tuple[Any, ...]]:
+    return [tuple(getattr(meta, name) for name in FACTS) for meta in metas]
+
+
+def _single(path: Path, keys: KeyAccess | None, column: str) -> tuple[Any, Any, Any]:
+    """The column's ColumnMetaData, what a lookup reads of them, and the filter bitsets, chunk by
+    chunk, from a fresh reader."""
     with ParquetBloomReader(path, keys, filter_cache_bytes=0) as reader:
         rgs = range(reader.num_row_groups)
         metas = _outcome(lambda: [reader.column_metadata(reader.chunk(rg, column)) for rg in rgs])
         filters = _outcome(lambda: [None if (bf := reader.bloom_filter(rg, column)) is None else bf.bitset
                                     for rg in rgs])
-    return metas, filters
+    facts = ("ok", _facts_of(metas[1])) if metas[0] == "ok" else metas
+    return metas, facts, filters
 
 
-def _batched(path: Path, keys: KeyAccess | None, column: str) -> tuple[Any, Any]:
-    """The same through the batches, from a fresh reader."""
+def _batched(path: Path, keys: KeyAccess | None, column: str) -> tuple[Any, Any, Any]:
+    """The same through the batches, from fresh readers: the facts first (then the full
+    ColumnMetaData from the plaintexts they kept), and the ColumnMetaData first."""
     with ParquetBloomReader(path, keys, filter_cache_bytes=0) as reader:
         rgs = list(range(reader.num_row_groups))
-        metas = _outcome(lambda: reader.column_metadata_many(column, rgs))
+        facts = _outcome(lambda: _facts_of(reader.column_facts_many(column, rgs)))
+        after_facts = _outcome(lambda: reader.column_metadata_many(column, rgs))
         filters = _outcome(lambda: [None if bf is None else bf.bitset for bf in reader.bloom_filters(column, rgs)])
-    return metas, filters
+    with ParquetBloomReader(path, keys, filter_cache_bytes=0) as reader:
+        metas = _outcome(lambda: reader.column_metadata_many(column, rgs))
+        facts_after = _outcome(lambda: _facts_of(reader.column_facts_many(column, rgs)))
+    assert after_facts == metas and facts_after == facts, (path.name, column)
+    return metas, facts, filters
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -248,11 +265,51 @@ def test_tampered_filters_fail_alike_in_batches(files: dict[str, tuple[Path, Key
         bad = _damaged(path, tmp_path, f"{name}.parquet", _flip(at))
         single, batched = _single(bad, keys, "key"), _batched(bad, keys, "key")
         assert batched == single, name
-        assert single[1][0] != "ok" or kind == "plaintext", name  # an error (or a plaintext bit flip)
+        assert single[2][0] != "ok" or kind == "plaintext", name  # an error (or a plaintext bit flip)
         tree = _tree([("key", "==", _key(10_000))])
-        if single[1][0] != "ok":
+        if single[2][0] != "ok":
             with pytest.raises(SecureBloomError):
                 prune_files([str(bad)], tree, keys=keys, schema=_table().schema, progress=False)
+
+
+@pytest.mark.parametrize("kind", ["gcm", "gcm-ctr", "external"])
+def test_damaged_column_metadata_is_named_alike_by_the_facts(files: dict[str, tuple[Path, KeyAccess | None]],
+                                                             kind: str) -> None:
+    """An encrypted ColumnMetaData module with a byte flipped, cut short or re-encrypted around
+    Thrift that is not a ColumnMetaData (or is one followed by bytes that are not padding): the
+    facts batch raises what the one-chunk read raises for it, naming the chunk."""
+    path, keys = files[kind]
+    with ParquetBloomReader(path, keys) as reader:
+        good = reader.chunks_of("key", [0, 1, 2])
+        module = good[2].encrypted_metadata
+        assert module is not None
+        context = reader.chunk_keys.crypto_context(good[2])
+        aad = context.aad(ModuleType.COLUMN_META_DATA)
+        plain, _ = decrypt_module(module, context.key, aad, module_type=ModuleType.COLUMN_META_DATA)
+        flipped = bytearray(module)
+        flipped[-3] ^= 0x01
+        edits = {"flipped": bytes(flipped), "cut": module[:-5],
+                 "required field missing": encrypt_module(b"\x00", context.key, aad),
+                 "cut Thrift": encrypt_module(plain[:-4], context.key, aad),
+                 "not padding": encrypt_module(plain + b"\x00\x07", context.key, aad),
+                 "padding": encrypt_module(plain + b"\x00\x00", context.key, aad)}
+    for name, bad in edits.items():
+        outcomes = []
+        for read in ("one", "facts", "full"):
+            with ParquetBloomReader(path, keys) as reader:
+                chunks = reader.chunks_of("key", [0, 1, 2])
+                chunks[2] = dataclasses.replace(chunks[2], encrypted_metadata=bad)
+                metadata = reader.chunk_metadata
+                outcomes.append(_outcome(lambda: _facts_of(
+                    [metadata.of(chunk)[0] for chunk in chunks] if read == "one"
+                    else metadata.facts_many(chunks) if read == "facts" else metadata.many(chunks))))
+        assert outcomes[1] == outcomes[0] == outcomes[2], name
+        if name == "padding":
+            assert outcomes[0][0] == "ok"
+        elif name == "cut":  # the framing's message names the module type, not the chunk
+            assert outcomes[0][0] is TruncatedModuleError
+        else:
+            assert outcomes[0][0] != "ok" and "row group 2, column 'key'" in outcomes[0][1], (name, outcomes[0])
 
 
 @pytest.mark.parametrize("kind", ["plaintext", "gcm", "signed", "explicit"])
