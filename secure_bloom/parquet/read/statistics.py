@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -33,9 +32,9 @@ __all__ = ["Bounds", "stat_kind", "chunk_bounds", "literal_keys", "arrow_type_of
 _BYTES_LOGICAL = (None, "STRING", "ENUM", "JSON", "BSON", "UUID")
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """What a chunk's statistics guarantee. ``low``/``high``: bounds of the non-null values in the
+class Bounds(NamedTuple):
+    """What a chunk's statistics guarantee (immutable; a named tuple, made once per row group
+    and column a lookup judges: a third of a frozen dataclass's cost). ``low``/``high``: bounds of the non-null values in the
     column's order (None: unknown); ``exact``: both are values that occur; ``null_count`` (None:
     unknown) of ``num_values`` leaf entries; ``all_null`` only for a top-level, non-repeated column.
     Made by :func:`chunk_bounds`.
