@@ -51,6 +51,8 @@ __all__ = ["SplitBlockBloomFilter", "SALT", "optimal_num_bytes", "optimal_num_bi
            "ndv_range", "insert_strategy"]
 
 _BITS_PER_BLOCK = BYTES_PER_BLOCK * 8
+#: A bitset word (BloomFilter.md: blocks of eight little-endian 32-bit words).
+_WORD = np.dtype("<u4")
 
 
 def optimal_num_bits(ndv: int, fpp: float) -> int:
@@ -322,16 +324,18 @@ class SplitBlockBloomFilter:
         secure_bloom.errors.MalformedBitsetError
             The bitset is shorter than 32 bytes or longer than 128 MiB.
         """
-        raw = memoryview(bitset).cast("B")
-        if not MIN_BITSET_BYTES <= len(raw) <= SPEC_MAX_BITSET_BYTES:
+        exact_bytes = type(bitset) is bytes  # the common case (a decrypted or read bitset): no view
+        raw = bitset if exact_bytes else memoryview(bitset).cast("B")
+        size = len(raw)
+        if not MIN_BITSET_BYTES <= size <= SPEC_MAX_BITSET_BYTES:
             raise MalformedBitsetError(
-                f"bitset of {len(raw)} bytes is outside {MIN_BITSET_BYTES}..{SPEC_MAX_BITSET_BYTES} (at least one 32-byte block)")
-        whole = len(raw) - len(raw) % BYTES_PER_BLOCK
+                f"bitset of {size} bytes is outside {MIN_BITSET_BYTES}..{SPEC_MAX_BITSET_BYTES} (at least one 32-byte block)")
+        whole = size - size % BYTES_PER_BLOCK
         obj = cls.__new__(cls)
-        words = np.frombuffer(raw[:whole], dtype="<u4")
+        words = np.frombuffer(raw if whole == size else raw[:whole], dtype=_WORD)
         obj._words = words if not copy and isinstance(bitset, bytes) else words.copy()
         obj._view = obj._words.data
-        obj._tail = bytes(raw[whole:])
+        obj._tail = b"" if whole == size else bytes(raw[whole:])
         obj._lock = threading.Lock()
         return obj
 
