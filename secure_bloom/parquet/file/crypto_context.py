@@ -28,6 +28,7 @@ from ...crypto.modules import ModuleType, decrypt_module, encrypt_module, module
 from ...errors import (
     AuthenticationError,
     FooterSignatureError,
+    MalformedModuleError,
     MalformedThriftError,
     MissingKeyError,
     ModuleAuthenticationError,
@@ -298,12 +299,15 @@ def decrypt_column_metadata(cls: type[T], module: bytes | memoryview, chunk: Chu
     secure_bloom.errors.ModuleAuthenticationError
         The module fails authentication.
     secure_bloom.errors.MalformedModuleError
-        Framing that does not add up, or trailing bytes with ``exact``.
+        Framing that does not add up, or trailing bytes (the message names ``what``).
     secure_bloom.errors.MalformedThriftError
         The plaintext is not the struct.
     """
-    obj, thrift, _ = decrypt_thrift_module(cls, module, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA),
-                                           ModuleType.COLUMN_META_DATA, what=what)
+    try:
+        obj, thrift, _ = decrypt_thrift_module(cls, module, chunk.key, chunk.aad(ModuleType.COLUMN_META_DATA),
+                                               ModuleType.COLUMN_META_DATA, what=what)
+    except MalformedModuleError as e:  # the framing's message names the module type: name the chunk too
+        raise type(e)(f"{what}: {e}") from None
     return obj, thrift
 
 
