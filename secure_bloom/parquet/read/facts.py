@@ -101,9 +101,16 @@ class Grants:
         return known
 
 
+#: At most this many (filter, hash) checks are made one by one with
+#: :meth:`~secure_bloom.filter.SplitBlockBloomFilter.check_hash` (0.6 us each, stopping at a
+#: filter's first hit), more in one kernel call (5 us for one check, 2 us of it the call's own).
+SMALL_PROBE_CHECKS = 8
+
+
 def probe_filters(filters: Sequence[SplitBlockBloomFilter | None], hashes: Sequence[int]) -> list[bool]:
     """Per filter, whether it may hold any of ``hashes`` (None: no filter, "may"): every filter
-    probed with every hash in one kernel call (:meth:`~secure_bloom.filter.SplitBlockBloomFilter.check_many`).
+    probed with every hash in one kernel call (:meth:`~secure_bloom.filter.SplitBlockBloomFilter.check_many`),
+    or, for at most :data:`SMALL_PROBE_CHECKS` checks, one by one (the same answers).
 
     Parameters
     ----------
@@ -125,8 +132,11 @@ def probe_filters(filters: Sequence[SplitBlockBloomFilter | None], hashes: Seque
     present = [bf for bf in filters if bf is not None]
     if not present:
         return [True] * len(filters)
+    if len(present) * len(hashes) <= SMALL_PROBE_CHECKS:  # a few checks: no kernel call's fixed cost
+        return [bf is None or any(bf.check_hash(h) for h in hashes) for bf in filters]
     hits = iter(cast("list[bool]", SplitBlockBloomFilter.check_many(present, hashes).any(axis=1).tolist()))
     return [True if bf is None else next(hits) for bf in filters]
+
 
 
 class FilesFacts:

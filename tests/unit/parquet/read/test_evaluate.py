@@ -14,6 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.profiles import examples
 
 from secure_bloom.parquet import ParquetBloomReader
 from secure_bloom.parquet.file.schema import ColumnInfo
@@ -79,3 +82,31 @@ def test_the_plan_names_the_facts_it_may_ask(columns: tuple[ColumnInfo, ...]) ->
                                 (pc.field("n") == 3.5, False), (pc.field("m") == 1, None)):
         plan = tree_plan(predicate_tree(expression, SCHEMA.append(pa.field("m", pa.int64()))), columns, SCHEMA, {})
         assert plan.asked() == ([] if filters is None else [(columns[0], filters)])
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.data())
+def test_filters_probed_one_by_one_or_in_one_kernel_call_answer_alike(data: st.DataObject) -> None:
+    """probe_filters makes a few checks with check_hash and more in one kernel call: the same
+    answer either way (None: no filter, "may"), for filters with and without the values."""
+    import numpy as np
+
+    from secure_bloom.filter import SplitBlockBloomFilter
+    from secure_bloom.parquet.read import facts
+
+    values = data.draw(st.lists(st.integers(-2**63, 2**63 - 1), max_size=40), label="inserted")
+    filters: list[SplitBlockBloomFilter | None] = []
+    for size in data.draw(st.lists(st.sampled_from([32, 64, 1024, 2048 + 7]), min_size=1, max_size=6), label="sizes"):
+        bf = SplitBlockBloomFilter.from_bitset(bytes(size))
+        bf.insert(values[: data.draw(st.integers(0, len(values)))], "INT64")
+        filters.append(bf if data.draw(st.booleans(), label="present") else None)
+    from secure_bloom.values import hash_values
+    probes = data.draw(st.lists(st.sampled_from(values) if values else st.integers(-2**63, 2**63 - 1), min_size=1,
+                                max_size=4) | st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=4), label="probed")
+    hashes = [int(h) for h in hash_values(np.array(probes, dtype=np.int64), "INT64")]
+    few = facts.probe_filters(filters, hashes)
+    present = [bf for bf in filters if bf is not None]
+    whole = iter(SplitBlockBloomFilter.check_many(present, hashes).any(axis=1).tolist()) if present else iter(())
+    assert few == [True if bf is None else next(whole) for bf in filters]
+    many = facts.probe_filters(filters * 4, hashes * 3)  # past SMALL_PROBE_CHECKS: the kernel call
+    assert many == few * 4
