@@ -370,3 +370,25 @@ def test_files_judged_together_are_told_what_each_alone_is(tmp_path: Path) -> No
         assert [r.from_cache for r in warm] == [True, True, False, True, False]
         again = _prune(paths, filters, keys, cache, row_groups=groups)
         assert _outcome(again) == expected and all(r.from_cache for r in again)
+
+
+def test_a_file_prune_is_made_with_every_field_as_declared() -> None:
+    """FilePrune's own __init__ (one dict update, not a setattr per field) takes the declared
+    fields in their order, with their defaults, sets each one and stays frozen."""
+    import dataclasses
+    import inspect
+
+    from secure_bloom.parquet.read.outcome import FilePrune
+
+    fields = dataclasses.fields(FilePrune)
+    parameters = inspect.signature(FilePrune).parameters
+    assert list(parameters) == [f.name for f in fields]
+    for f in fields:
+        default = parameters[f.name].default
+        assert default is (inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default), f.name
+    made = FilePrune(*(f"value {i}" for i in range(len(fields))))
+    assert [getattr(made, f.name) for f in fields] == [f"value {i}" for i in range(len(fields))]
+    assert vars(made).keys() == {f.name for f in fields}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.path = "other"  # type: ignore[misc]
+    assert dataclasses.replace(made, path="other").path == "other"
