@@ -377,8 +377,10 @@ def _type_check(predicate: pl.Expr, schema: pl.Schema, whole: bool) -> _Deferred
 
     A predicate whose only parts that may raise on values are non-strict casts has its
     comparisons (of casts too) checked all the same, but their error is returned (a
-    :class:`_Deferred`), not raised: over the rows Polars raises a cast's error first (``b"x"`` to
-    Int64), so the caller evaluates the casts over every row and then raises the comparison's."""
+    :class:`_Deferred`), not raised: over the rows Polars raises what it meets first, left to
+    right, and a cast's error before a comparison its optimiser removed (``b"x"`` to Int64), so
+    the caller evaluates the predicate it was handed over every row, then the casts, and then
+    raises the comparison's."""
     empty = schema.to_frame()
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
@@ -606,12 +608,12 @@ def scan_dataset(data: PruningDataset) -> pl.LazyFrame:
             checked = type_checked(predicate, whole=False)
             if checked is False:
                 return
-            if isinstance(checked, _Deferred):  # every row is read (a cast: no pruning), its casts first
+            if isinstance(checked, _Deferred):  # every row is read (a cast: no pruning): the predicate, then its casts
                 for batch in data.scanner_pruned_by(None, batch_size=batch_size or 100_000).to_batches():
                     frame = pl.from_arrow(batch)
                     assert isinstance(frame, pl.DataFrame)
-                    frame.select(checked.casts)
                     frame.filter(predicate)
+                    frame.select(checked.casts)
                 raise checked.error
             prune_by = arrow_predicate(predicate, arrow_schema)
         columns: Sequence[str] | None = None

@@ -215,6 +215,24 @@ def test_a_non_strict_cast_polars_cannot_make_raises_as_polars(tmp_path: Path) -
                                                                                                         over_empty)
 
 
+def test_a_comparison_before_a_non_strict_cast_raises_first_as_in_polars(tmp_path: Path) -> None:
+    """Regression (the long differential profile, 2026-12-06): ``(s == 7) & (s.cast(Date,
+    strict=False) == 7)`` on a string column: Polars raises the comparison's ComputeError (its
+    rows evaluate the left part first); the IO source raised the cast's InvalidOperationError,
+    since it evaluated the predicate's casts over the rows before the predicate itself. Now the
+    rows see the predicate Polars handed over first, then the casts its optimiser may have
+    removed; with the parts swapped the cast's error comes first, in Polars and in the source."""
+    table = pa.table({"s": [""]})
+    write_table(table, tmp_path / "e.parquet", encryption=encryption_config(True), kms=vector_kms(),
+                bloom_filter_options={"s": True}, row_group_size=1)
+    pq.write_table(table, tmp_path / "p.parquet", row_group_size=1)
+    compared, cast = pl.col("s") == 7, pl.col("s").cast(pl.Date, strict=False) == 7
+    for expr, error in ((compared & cast, "ComputeError"), (cast & compared, "InvalidOperationError")):
+        assert _outcome(lambda: pl.scan_parquet(tmp_path / "p.parquet").filter(expr).collect()) == error
+        assert _outcome(lambda: pl.read_parquet(tmp_path / "p.parquet").filter(expr)) == error
+        assert _outcome(lambda: scan_parquet(tmp_path / "e.parquet", keys=KEYS).filter(expr).collect()) == error, expr
+
+
 def test_a_categorical_comparison_polars_optimises_away_does_not_raise(tmp_path: Path) -> None:
     """Regression (the long differential profile, 2026-12-02): ``(7 == cat) & cat.is_in([])``
     answers no rows in Polars (its reader checks no Categorical comparison against row-group
