@@ -78,7 +78,8 @@ class ChunkFacts(NamedTuple):
     bloom_filter_length: int | None
 
 
-_FACT_FIELDS = ChunkFacts._fields
+#: The ColumnMetaData fields :class:`ChunkFacts` holds, in its order.
+_FACT_FIELDS = ("statistics", "num_values", "bloom_filter_offset", "bloom_filter_length")
 
 
 class ChunkMetadata:
@@ -226,7 +227,7 @@ class ChunkMetadata:
                 if found is None:  # not the structure, or only the full check can say: of() names it
                     self.of(chunk)
                 else:
-                    facts[at] = ChunkFacts._make(found[0])
+                    facts[at] = ChunkFacts(*found[0])
         out: list[Any] = []
         for chunk in chunks:
             if chunk.encrypted_metadata is None:
